@@ -1,0 +1,730 @@
+/* flopmeter: count, bound and measure the compute of neural-network training and inference.
+ *
+ * This is the library's only public header. It declares the context (errors, allocator), the
+ * network graph and its builder, the per-op cost model, the built-in architectures and, in the
+ * sections further down, devices, analyses and measurement backends. It includes no vendor
+ * header: CUDA, cuDNN and oneDNN stay inside their backends.
+ *
+ * Conventions used throughout:
+ *  - Functions that can fail return enum fm_status and leave a message on the context
+ *    (fm_ctx_error()). OUT parameters are written only on success unless stated otherwise.
+ *  - Lifecycle: fm_x_new/fm_x_free for heap handles, fm_x_init/fm_x_release for caller-owned
+ *    structs. Every _free accepts NULL.
+ *  - Counts are exact uint64_t; a product or sum that would overflow is FM_ERR_OVERFLOW.
+ */
+#ifndef FLOPMETER_H
+#define FLOPMETER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FM_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------------------------------------
+ * Status and context
+ * ------------------------------------------------------------------------------------------ */
+
+enum fm_status {
+    FM_OK = 0,
+    FM_ERR_NOMEM,       /* an allocation failed */
+    FM_ERR_INVALID,     /* a bad argument or option value */
+    FM_ERR_GRAPH,       /* a malformed graph: unknown tensor, cycle, duplicate name */
+    FM_ERR_SHAPE,       /* shapes that do not fit the op, or a spatial size reaching zero */
+    FM_ERR_OVERFLOW,    /* a count or size that does not fit in 64 bits */
+    FM_ERR_UNSUPPORTED, /* an op or feature this build or backend cannot handle */
+    FM_ERR_NOT_FOUND,   /* an unknown model, device or name */
+    FM_ERR_IO,          /* a file could not be read or written */
+    FM_ERR_PARSE,       /* a file's contents are malformed */
+    FM_ERR_BACKEND,     /* a vendor library call failed */
+    FM_ERR_DEVICE,      /* no usable device, or the device ran out of memory */
+    FM_STATUS_COUNT
+};
+
+const char *fm_status_to_string(enum fm_status status);
+
+/* Allocator hooks: every allocation the library makes goes through these, so tests can fail
+ * the Nth allocation. realloc(ptr, 0) is never called; free(NULL) may be. */
+struct fm_allocator {
+    void *(*malloc_fn)(size_t size, void *user);
+    void *(*realloc_fn)(void *ptr, size_t size, void *user);
+    void (*free_fn)(void *ptr, void *user);
+    void *user;
+};
+
+struct fm_ctx;
+
+/* Creates a context. alloc may be NULL for the C library's allocator; it is copied.
+ * On failure *out is NULL and FM_ERR_NOMEM is returned. */
+enum fm_status fm_ctx_new(const struct fm_allocator *alloc, struct fm_ctx **out);
+void fm_ctx_free(struct fm_ctx *ctx);
+
+/* The message of the last failure on this context ("" if none). Valid until the next call that
+ * fails on the same context. */
+const char *fm_ctx_error(const struct fm_ctx *ctx);
+
+/* Records a failure: formats a message onto the context and returns status, so that callers can
+ * write `return fm_error(ctx, FM_ERR_SHAPE, "conv1: ...")`. */
+enum fm_status fm_error(struct fm_ctx *ctx, enum fm_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Optional sink for progress and warnings (default: none). */
+typedef void (*fm_log_fn)(void *user, const char *message);
+void fm_ctx_set_log(struct fm_ctx *ctx, fm_log_fn fn, void *user);
+void fm_log(struct fm_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Allocation through the context's allocator. fm_alloc zeroes the block. */
+void *fm_alloc(struct fm_ctx *ctx, size_t size);
+void *fm_realloc(struct fm_ctx *ctx, void *ptr, size_t size);
+void fm_dealloc(struct fm_ctx *ctx, void *ptr);
+char *fm_strdup(struct fm_ctx *ctx, const char *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Data types and shapes
+ * ------------------------------------------------------------------------------------------ */
+
+enum fm_dtype {
+    FM_DTYPE_FP32 = 0,
+    FM_DTYPE_FP16,
+    FM_DTYPE_BF16,
+    FM_DTYPE_FP64,
+    FM_DTYPE_FP8,
+    FM_DTYPE_INT64,
+    FM_DTYPE_INT32,
+    FM_DTYPE_INT16,
+    FM_DTYPE_INT8,
+    FM_DTYPE_UINT8,
+    FM_DTYPE_BOOL,
+    FM_DTYPE_COUNT
+};
+
+size_t fm_dtype_size(enum fm_dtype dtype);        /* bytes per element */
+const char *fm_dtype_name(enum fm_dtype dtype);   /* "fp32", "int64", ... */
+bool fm_dtype_is_float(enum fm_dtype dtype);
+/* Parses "fp32", "float32", "fp16", "half", "bf16", ...; false if unknown. */
+bool fm_dtype_parse(const char *s, enum fm_dtype *out);
+
+#define FM_MAX_DIMS 8
+
+struct fm_shape {
+    int rank;                    /* 0 for a scalar */
+    int64_t dims[FM_MAX_DIMS];
+};
+
+/* Number of elements; FM_ERR_OVERFLOW if it does not fit, FM_ERR_SHAPE on a negative dim. */
+enum fm_status fm_shape_numel(const struct fm_shape *shape, uint64_t *out);
+/* "64x3x224x224" ("scalar" for rank 0) into buf; returns buf. */
+char *fm_shape_format(const struct fm_shape *shape, char *buf, size_t size);
+/* Parses "3x224x224" (also "3,224,224"); rejects dims <= 0 and more than FM_MAX_DIMS dims. */
+enum fm_status fm_shape_parse(struct fm_ctx *ctx, const char *text, struct fm_shape *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Graph: tensors and nodes
+ *
+ * A graph is built once and then read by everything downstream. Tensors and nodes are addressed
+ * by dense integer ids; their metadata lives in an arena owned by the graph.
+ * ------------------------------------------------------------------------------------------ */
+
+enum fm_role {
+    FM_ROLE_INPUT = 0,   /* fed from outside (images, token ids, labels) */
+    FM_ROLE_PARAM,       /* a trainable (or frozen) weight: counted in parameters */
+    FM_ROLE_BUFFER,      /* state that is not a parameter: BatchNorm running mean and variance */
+    FM_ROLE_ACTIVATION,  /* produced by a node */
+    FM_ROLE_CONST,       /* a constant (shape vectors, scalars) */
+    FM_ROLE_COUNT
+};
+const char *fm_role_name(enum fm_role role);
+
+/* Op families, used by analyses and reports to aggregate. */
+enum fm_class {
+    FM_CLASS_CONV = 0,
+    FM_CLASS_MATMUL,
+    FM_CLASS_NORM,
+    FM_CLASS_ACTIVATION,
+    FM_CLASS_POOL,
+    FM_CLASS_ELEMENTWISE,
+    FM_CLASS_REDUCTION,
+    FM_CLASS_DATA_MOVEMENT,
+    FM_CLASS_EMBEDDING,
+    FM_CLASS_ATTENTION,
+    FM_CLASS_LOSS,
+    FM_CLASS_OTHER,
+    FM_CLASS_COUNT
+};
+const char *fm_class_name(enum fm_class cls);
+
+/* Every op the cost model knows. A new op adds an entry here, a descriptor in its family file
+ * under src/ops/, and a line in src/ops/registry.c (checked by a static assertion). */
+enum fm_op {
+    FM_OP_UNKNOWN = 0,     /* an op the counter does not know: listed as uncounted */
+    /* conv.c */
+    FM_OP_CONV,            /* X (N,C,H,W) [or (N,C,L)], W (Cout, C/g, kh, kw), B (Cout)? */
+    FM_OP_CONV_TRANSPOSE,  /* X (N,C,H,W), W (C, Cout/g, kh, kw), B (Cout)? */
+    /* matmul.c */
+    FM_OP_LINEAR,          /* X (..., K), W (N, K), B (N)?  -> (..., N)  (torch.nn.Linear) */
+    FM_OP_GEMM,            /* A (M,K) [T], B (K,N) [T], C? -> (M,N)       (ONNX Gemm) */
+    FM_OP_MATMUL,          /* A (..., M, K) @ B (..., K, N), numpy broadcasting */
+    /* norm.c */
+    FM_OP_BATCHNORM,       /* X (N,C,...), scale (C), bias (C), mean (C), var (C) */
+    FM_OP_LAYERNORM,       /* X, scale?, bias?; normalizes dims [axis, rank) */
+    FM_OP_GROUPNORM,       /* X (N,C,...), scale (C), bias (C); groups */
+    FM_OP_INSTANCENORM,    /* X (N,C,...), scale (C), bias (C) */
+    /* act.c */
+    FM_OP_RELU,
+    FM_OP_CLIP,            /* ReLU6 is Clip(0, 6) */
+    FM_OP_LEAKY_RELU,
+    FM_OP_PRELU,           /* X, slope (broadcast) */
+    FM_OP_SIGMOID,
+    FM_OP_TANH,
+    FM_OP_SILU,
+    FM_OP_GELU,            /* erf form, or tanh form with FM_ATTR_GELU_TANH */
+    FM_OP_HARDSWISH,
+    FM_OP_HARDSIGMOID,
+    FM_OP_SOFTMAX,
+    FM_OP_LOG_SOFTMAX,
+    /* pool.c */
+    FM_OP_MAXPOOL,
+    FM_OP_AVGPOOL,
+    FM_OP_ADAPTIVE_AVGPOOL, /* output size in attrs.out_size */
+    FM_OP_GLOBAL_AVGPOOL,
+    FM_OP_GLOBAL_MAXPOOL,
+    /* eltwise.c */
+    FM_OP_ADD,
+    FM_OP_SUB,
+    FM_OP_MUL,
+    FM_OP_DIV,
+    /* shape.c (data movement: no arithmetic) */
+    FM_OP_CONCAT,
+    FM_OP_FLATTEN,
+    FM_OP_RESHAPE,         /* target in attrs.ints (0 = copy, -1 = infer) */
+    FM_OP_TRANSPOSE,       /* permutation in attrs.ints */
+    FM_OP_SPLIT,           /* sizes along attrs.axis in attrs.ints */
+    FM_OP_IDENTITY,
+    /* dropout.c */
+    FM_OP_DROPOUT,
+    /* embedding.c */
+    FM_OP_EMBEDDING,       /* ids (...) int, W (V, D) -> (..., D) */
+    /* attention.c */
+    FM_OP_ATTENTION,       /* scaled dot-product: Q (B,H,Sq,D), K (B,H,Sk,D), V (B,H,Sk,Dv) */
+    /* loss.c */
+    FM_OP_CROSS_ENTROPY,   /* logits (N, K), labels (N) int -> scalar mean loss */
+    /* ops that only imported graphs use (ONNX): added below this line */
+    FM_OP_COUNT
+};
+
+/* Flags in fm_attrs.flags. */
+enum {
+    FM_ATTR_CEIL_MODE = 1u << 0,   /* pooling: ceil instead of floor for the output size */
+    FM_ATTR_COUNT_PAD = 1u << 1,   /* avg pooling: padding counts in the divisor */
+    FM_ATTR_TRANS_A = 1u << 2,     /* gemm */
+    FM_ATTR_TRANS_B = 1u << 3,     /* gemm */
+    FM_ATTR_CAUSAL = 1u << 4,      /* attention: causal mask */
+    FM_ATTR_KEEPDIMS = 1u << 5,    /* reductions */
+    FM_ATTR_GELU_TANH = 1u << 6,   /* gelu: tanh approximation */
+    FM_ATTR_INFER_BN = 1u << 7,    /* batchnorm: always inference semantics (frozen statistics) */
+    FM_ATTR_INPLACE = 1u << 8      /* the framework runs this in place: no separate output buffer */
+};
+
+#define FM_MAX_INTS 32
+
+/* Attributes of a node. One struct for all ops: each op reads the fields its comment in
+ * enum fm_op names and ignores the rest. fm_attrs_init() sets the neutral defaults. */
+struct fm_attrs {
+    int64_t kernel[2];          /* window (h, w); 1-D ops use index 1 with kernel[0] = 1 */
+    int64_t stride[2];
+    int64_t dilation[2];
+    int64_t pad[4];             /* top, left, bottom, right */
+    int64_t output_padding[2];  /* conv transpose */
+    int64_t out_size[2];        /* adaptive pooling output (h, w) */
+    int64_t groups;             /* conv groups; group norm groups; attention heads */
+    int64_t axis;               /* softmax, concat, split, flatten, layernorm's first axis */
+    int64_t ints[FM_MAX_INTS];  /* transpose perm, reshape target, split sizes */
+    int nints;
+    double alpha, beta;         /* gemm scales; leaky relu slope; hardsigmoid alpha/beta */
+    double eps;                 /* norms */
+    double lo, hi;              /* clip bounds */
+    double ratio;               /* dropout probability */
+    double scale;               /* attention scale (0 = 1/sqrt(D)) */
+    unsigned flags;             /* FM_ATTR_* */
+};
+void fm_attrs_init(struct fm_attrs *attrs);
+
+typedef int32_t fm_tid;   /* tensor id, index into the graph's tensors; -1 = none */
+typedef int32_t fm_nid;   /* node id */
+#define FM_NONE (-1)
+
+struct fm_tensor {
+    const char *name;
+    enum fm_dtype dtype;
+    enum fm_role role;
+    struct fm_shape shape;
+    bool shape_known;        /* false until shape inference has run on its producer */
+    bool trainable;          /* parameters only: whether it gets a gradient and an update */
+    fm_nid producer;         /* FM_NONE for inputs, parameters, buffers, constants */
+    const int64_t *ivalue;   /* small integer contents known at build time (shape vectors), or NULL */
+    uint64_t nvalue;         /* number of elements in ivalue */
+};
+
+struct fm_node {
+    const char *name;
+    enum fm_op op;
+    const char *op_name;     /* the op's display name; for FM_OP_UNKNOWN the source op type */
+    struct fm_attrs attrs;
+    int n_in, n_out;
+    const fm_tid *in;        /* n_in tensor ids (FM_NONE for an omitted optional input) */
+    const fm_tid *out;       /* n_out tensor ids */
+};
+
+struct fm_graph;
+
+/* Creates an empty graph named name (the model's name in reports). */
+enum fm_status fm_graph_new(struct fm_ctx *ctx, const char *name, struct fm_graph **out);
+void fm_graph_free(struct fm_graph *graph);
+
+const char *fm_graph_name(const struct fm_graph *graph);
+struct fm_ctx *fm_graph_ctx(const struct fm_graph *graph);
+size_t fm_graph_tensor_count(const struct fm_graph *graph);
+size_t fm_graph_node_count(const struct fm_graph *graph);
+const struct fm_tensor *fm_graph_tensor(const struct fm_graph *graph, fm_tid id);
+const struct fm_node *fm_graph_node(const struct fm_graph *graph, fm_nid id);
+/* Looks a tensor up by name; FM_NONE if absent. */
+fm_tid fm_graph_find_tensor(const struct fm_graph *graph, const char *name);
+
+/* Adds an input, parameter, buffer or constant tensor. Names must be unique in the graph.
+ * For a parameter, trainable says whether it gets a gradient. */
+enum fm_status fm_graph_add_tensor(struct fm_graph *graph, const char *name, enum fm_role role,
+                                   enum fm_dtype dtype, const struct fm_shape *shape,
+                                   fm_tid *out);
+/* Adds a tensor whose shape is not yet known (an input with symbolic dims, say). */
+enum fm_status fm_graph_add_tensor_unshaped(struct fm_graph *graph, const char *name,
+                                            enum fm_role role, enum fm_dtype dtype, fm_tid *out);
+enum fm_status fm_graph_set_shape(struct fm_graph *graph, fm_tid id, const struct fm_shape *shape);
+void fm_graph_set_trainable(struct fm_graph *graph, fm_tid id, bool trainable);
+/* Attaches integer contents to a tensor (copied into the graph's arena). */
+enum fm_status fm_graph_set_ivalue(struct fm_graph *graph, fm_tid id, const int64_t *values,
+                                   uint64_t n);
+
+/* Adds a node. inputs are existing tensor ids; n_out output tensors are created with the given
+ * names (NULL names become "<node>:<i>") and written to outputs (may be NULL). If every input
+ * shape is known, the op's shape rule runs at once, so builders can read output shapes
+ * immediately; otherwise it runs in fm_graph_finalize. A shape the op rejects is FM_ERR_SHAPE
+ * with a message naming the node. */
+enum fm_status fm_graph_add_node(struct fm_graph *graph, enum fm_op op, const char *name,
+                                 const struct fm_attrs *attrs, const fm_tid *inputs, int n_in,
+                                 const char *const *output_names, int n_out, fm_tid *outputs);
+/* Like fm_graph_add_node, but binds outputs to tensors that already exist (activation tensors
+ * created with fm_graph_add_tensor_unshaped and not yet produced by any node). Importers use it
+ * to add nodes in any order; fm_graph_finalize then orders them and finds cycles. */
+enum fm_status fm_graph_add_node_bound(struct fm_graph *graph, enum fm_op op, const char *name,
+                                       const struct fm_attrs *attrs, const fm_tid *inputs,
+                                       int n_in, const fm_tid *outputs, int n_out, fm_nid *out);
+/* For FM_OP_UNKNOWN: records the source op's type name (shown in reports as uncounted). */
+enum fm_status fm_graph_set_op_name(struct fm_graph *graph, fm_nid node, const char *op_name);
+/* Marks the graph's outputs (optional: by default, tensors no node consumes). */
+enum fm_status fm_graph_mark_output(struct fm_graph *graph, fm_tid id);
+
+/* Orders the nodes topologically, infers every shape, and validates: unknown tensors, a tensor
+ * produced twice, cycles (the message names a node on the cycle), shapes. Idempotent. A graph
+ * must be finalized before it is counted or run. */
+enum fm_status fm_graph_finalize(struct fm_graph *graph);
+/* Node ids in topological order (valid after finalize; fm_graph_node_count() entries). */
+const fm_nid *fm_graph_topo_order(const struct fm_graph *graph);
+/* Whether the gradient of the loss with respect to this tensor is needed in training: true
+ * for trainable parameters and for anything computed from them; false for inputs, constants,
+ * buffers and what is computed from those alone. Valid after finalize. */
+bool fm_graph_needs_grad(const struct fm_graph *graph, fm_tid id);
+
+/* Op metadata. */
+const char *fm_op_name(enum fm_op op);
+enum fm_class fm_op_class(enum fm_op op);
+
+/* ---------------------------------------------------------------------------------------------
+ * Cost model
+ *
+ * Primitive operations are counted per node and per phase; FLOPs and MACs are derived only when
+ * printing: FLOPs = 2*mac + add + mul + div + cmp + special, MACs = mac.
+ * ------------------------------------------------------------------------------------------ */
+
+enum fm_phase {
+    FM_PHASE_FWD = 0,
+    FM_PHASE_BWD_DATA,    /* gradient with respect to inputs that need one */
+    FM_PHASE_BWD_WEIGHT,  /* gradient with respect to trainable parameters */
+    FM_PHASE_OPTIMIZER,   /* the parameter update */
+    FM_PHASE_COUNT
+};
+const char *fm_phase_name(enum fm_phase phase);  /* "fwd", "bwd_data", ... */
+
+enum fm_prim {
+    FM_PRIM_MAC = 0,   /* multiply-accumulate: 2 FLOPs */
+    FM_PRIM_ADD,       /* add or subtract */
+    FM_PRIM_MUL,
+    FM_PRIM_DIV,
+    FM_PRIM_CMP,       /* compare, max, min, select */
+    FM_PRIM_SPECIAL,   /* exp, log, sqrt, rsqrt, tanh, erf, pow */
+    FM_PRIM_COUNT
+};
+const char *fm_prim_name(enum fm_prim prim);
+
+struct fm_work {
+    uint64_t prim[FM_PRIM_COUNT];
+    uint64_t bytes_read;
+    uint64_t bytes_written;
+};
+/* FLOPs = 2*mac + the other kinds; MACs = mac. Saturate at UINT64_MAX (totals are checked
+ * when they are summed, so a saturated value never reaches a report). */
+uint64_t fm_work_flops(const struct fm_work *work);
+uint64_t fm_work_macs(const struct fm_work *work);
+
+enum fm_mode { FM_MODE_TRAIN = 0, FM_MODE_INFER, FM_MODE_COUNT };
+enum fm_optimizer { FM_OPTIM_SGD = 0, FM_OPTIM_ADAM, FM_OPTIM_NONE, FM_OPTIM_COUNT };
+const char *fm_mode_name(enum fm_mode mode);
+const char *fm_optimizer_name(enum fm_optimizer opt);
+
+struct fm_count_opts {
+    enum fm_mode mode;            /* train: all phases; infer: forward only, BN frozen */
+    enum fm_optimizer optimizer;  /* train only */
+};
+void fm_count_opts_init(struct fm_count_opts *opts);  /* train, SGD with momentum */
+
+/* The cost of one node. */
+struct fm_node_cost {
+    struct fm_work phase[FM_PHASE_COUNT];
+    uint64_t params;             /* elements of parameter tensors this node owns */
+    uint64_t trainable_params;
+    uint64_t saved_bytes;        /* bytes this node keeps for its backward beyond shared tensors */
+    bool counted;                /* false for FM_OP_UNKNOWN */
+};
+
+struct fm_uncounted {
+    const char *op;              /* source op type */
+    uint64_t nodes;
+};
+
+struct fm_counts {
+    enum fm_mode mode;
+    enum fm_optimizer optimizer;
+    size_t n_nodes;
+    struct fm_node_cost *nodes;          /* indexed by node id */
+    struct fm_work total[FM_PHASE_COUNT];
+    struct fm_work by_class[FM_CLASS_COUNT][FM_PHASE_COUNT];
+    bool class_present[FM_CLASS_COUNT];
+    uint64_t params;                     /* parameter elements (each shared tensor once) */
+    uint64_t trainable_params;
+    uint64_t param_bytes;                /* in storage dtype */
+    uint64_t buffer_bytes;               /* non-parameter state (BatchNorm running stats) */
+    uint64_t grad_bytes;                 /* train: one gradient per trainable parameter */
+    uint64_t optimizer_state_bytes;      /* momentum (SGD) or two moments (Adam) */
+    uint64_t activation_bytes;           /* train: everything kept for backward; infer: peak
+                                            live activations of a sequential execution */
+    uint64_t input_bytes;
+    size_t n_uncounted;
+    struct fm_uncounted *uncounted;      /* one entry per distinct unknown op type */
+};
+
+/* Counts a finalized graph. *out is set to a new result on success (free with
+ * fm_counts_free). A count that would overflow fails with a message naming the node. */
+enum fm_status fm_count(struct fm_ctx *ctx, const struct fm_graph *graph,
+                        const struct fm_count_opts *opts, struct fm_counts **out);
+void fm_counts_free(struct fm_ctx *ctx, struct fm_counts *counts);
+
+/* Per-op cost of one node on its own (used by fm_count, exposed for tests and backends). */
+enum fm_status fm_node_cost(struct fm_ctx *ctx, const struct fm_graph *graph, fm_nid node,
+                            const struct fm_count_opts *opts, struct fm_node_cost *out);
+
+/* Memory estimate: params + buffers + grads + optimizer state + activations + input (in
+ * inference the activations are the peak live set, and there are no grads or state). */
+enum fm_status fm_counts_training_memory(const struct fm_counts *counts, uint64_t *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Built-in architectures (the torchvision definitions)
+ * ------------------------------------------------------------------------------------------ */
+
+struct fm_zoo_opts {
+    int64_t batch;             /* default 1 */
+    struct fm_shape input;     /* C x H x W; rank 0 = the model's default (3x224x224, 3x299x299) */
+    int64_t classes;           /* default 1000 */
+    enum fm_dtype dtype;       /* storage dtype of activations and parameters; default fp32 */
+    bool with_loss;            /* append a cross-entropy loss against an int64 label input */
+};
+void fm_zoo_opts_init(struct fm_zoo_opts *opts);
+
+struct fm_zoo_entry {
+    const char *name;          /* "resnet50" */
+    const char *family;        /* "resnet" */
+    const char *description;
+    int64_t default_hw;        /* 224 or 299 */
+};
+
+/* The table of built-in models, in display order. */
+size_t fm_zoo_count(void);
+const struct fm_zoo_entry *fm_zoo_get(size_t index);
+const struct fm_zoo_entry *fm_zoo_find(const char *name);
+/* Builds and finalizes a built-in model. An unknown name is FM_ERR_NOT_FOUND with a message
+ * that suggests the nearest names; an input too small is FM_ERR_SHAPE naming the layer. */
+enum fm_status fm_zoo_build(struct fm_ctx *ctx, const char *name, const struct fm_zoo_opts *opts,
+                            struct fm_graph **out);
+/* Up to n names nearest to name by edit distance, best first; returns how many. */
+size_t fm_zoo_suggest(const char *name, const char **out, size_t n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Model loading: a built-in name or a file (ONNX, when the build has it)
+ * ------------------------------------------------------------------------------------------ */
+
+/* A symbolic-dimension binding: NAME=1x3x224x224 binds input NAME's shape. */
+struct fm_input_binding {
+    const char *name;
+    struct fm_shape shape;
+};
+
+struct fm_load_opts {
+    struct fm_zoo_opts zoo;              /* batch, input, classes, dtype, with_loss */
+    const struct fm_input_binding *bindings;
+    size_t n_bindings;
+    bool batch_given;                    /* --batch was given (binds symbolic batch dims) */
+};
+void fm_load_opts_init(struct fm_load_opts *opts);
+
+/* Loads MODEL: a path ending in .onnx (or an existing file) goes to the ONNX frontend, anything
+ * else to the built-in table. The graph is finalized. */
+enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct fm_load_opts *opts,
+                             struct fm_graph **out);
+
+/* The ONNX frontend (FM_ERR_UNSUPPORTED in a build without protobuf-c). */
+enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
+                                 const struct fm_load_opts *opts, struct fm_graph **out);
+enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, size_t size,
+                                   const char *name, const struct fm_load_opts *opts,
+                                   struct fm_graph **out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Reports of counts (src/report/)
+ * ------------------------------------------------------------------------------------------ */
+
+enum fm_format { FM_FORMAT_TABLE = 0, FM_FORMAT_CSV, FM_FORMAT_JSON, FM_FORMAT_COUNT };
+
+struct fm_report_opts {
+    enum fm_format format;
+    bool per_layer_detail;   /* table: each layer's primitive counts per phase */
+    bool by_class;           /* table/csv: aggregate by op class */
+    bool layers;             /* table: the per-layer table (default true) */
+};
+void fm_report_opts_init(struct fm_report_opts *opts);
+
+/* Renders counts of a graph: a table with SI suffixes, or CSV / JSON with exact integers (the
+ * JSON follows the contract in DESIGN.md). */
+enum fm_status fm_report_count(FILE *f, const struct fm_graph *graph, const struct fm_counts *c,
+                               const struct fm_report_opts *opts);
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices (src/hw/): the built-in table, user device files, measured devices
+ * ------------------------------------------------------------------------------------------ */
+
+enum fm_precision {
+    FM_PREC_FP64 = 0,
+    FM_PREC_FP32,
+    FM_PREC_TF32,     /* tensor cores only */
+    FM_PREC_FP16,
+    FM_PREC_BF16,
+    FM_PREC_FP8,
+    FM_PREC_INT8,
+    FM_PREC_COUNT
+};
+const char *fm_precision_name(enum fm_precision p);          /* "fp32", "tf32" ... */
+bool fm_precision_parse(const char *s, enum fm_precision *out);
+
+/* Field bits for fm_device.unverified: a figure the sources could not confirm ('?'). */
+enum {
+    FM_DEVF_PEAK = 1u << 0,       /* one or more peak figures */
+    FM_DEVF_BANDWIDTH = 1u << 1,
+    FM_DEVF_MEMORY = 1u << 2,
+    FM_DEVF_L2 = 1u << 3,
+    FM_DEVF_CLOCK = 1u << 4,
+    FM_DEVF_TDP = 1u << 5,
+    FM_DEVF_UNITS = 1u << 6
+};
+
+/* One device. Peaks are dense (no sparsity), in FLOP/s (ops/s for int8); 0 = not supported.
+ * peak_vector: the general-purpose units (CUDA cores, SIMD); peak_tensor: matrix units
+ * (tensor cores, AMX, MXU). Sizes in bytes, bandwidths in bytes/s. */
+struct fm_device {
+    const char *name;              /* "H100 SXM5 80GB" */
+    const char *aliases;           /* comma-separated short names: "h100,h100-sxm" */
+    const char *kind;              /* "gpu", "cpu", "tpu" */
+    const char *arch;              /* "Hopper GH100" */
+    double peak_vector[FM_PREC_COUNT];
+    double peak_tensor[FM_PREC_COUNT];
+    double mem_bw;
+    double mem_bytes;
+    double l2_bytes;
+    double boost_mhz;
+    int units;                     /* SMs, CUs or cores */
+    double tdp_w;
+    const char *interconnect;      /* "NVLink4" */
+    double interconnect_bw;        /* per GPU, bidirectional, bytes/s */
+    const char *source;            /* where the figures come from */
+    unsigned unverified;           /* FM_DEVF_* bits */
+    bool measured;                 /* from flopmeter probe, not a datasheet */
+};
+
+/* The ceiling that applies to an op class at a precision: tensor peaks only for conv, matmul
+ * and attention (when the device has them), the vector peak of that precision otherwise (for
+ * tf32, the fp32 vector peak). 0 if the device has neither. */
+double fm_device_peak(const struct fm_device *dev, enum fm_class cls, enum fm_precision prec);
+
+struct fm_devices;   /* a device table: the built-ins plus any user files */
+/* The built-in table plus, when they exist, the file named by $FLOPMETER_DEVICES and
+ * $XDG_CONFIG_HOME/flopmeter/devices.json (~/.config/...); user_file (may be NULL) last.
+ * Later entries override earlier ones with the same name or alias. */
+enum fm_status fm_devices_load(struct fm_ctx *ctx, const char *user_file, struct fm_devices **out);
+void fm_devices_free(struct fm_devices *devs);
+size_t fm_devices_count(const struct fm_devices *devs);
+const struct fm_device *fm_devices_get(const struct fm_devices *devs, size_t i);
+/* By name or alias, case-insensitive; FM_ERR_NOT_FOUND with suggestions. */
+enum fm_status fm_devices_find(struct fm_ctx *ctx, const struct fm_devices *devs, const char *name,
+                               const struct fm_device **out);
+/* Writes one device as a device JSON file that fm_devices_load accepts. */
+enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *dev,
+                                   const char *path);
+
+/* ---------------------------------------------------------------------------------------------
+ * Analyses (src/analysis/): roofline and PALEO-style prediction
+ * ------------------------------------------------------------------------------------------ */
+
+struct fm_predict_opts {
+    const struct fm_device *device;
+    enum fm_precision precision;   /* compute precision for conv/matmul/attention */
+    bool torch_default;            /* PyTorch on Ampere+: fp32 convs on tf32, fp32 matmuls fp32 */
+    double ppp_compute;            /* platform percent of peak, compute (default 0.62, PALEO) */
+    double ppp_memory;             /* platform percent of peak, memory (default 0.72) */
+    double launch_overhead_us;     /* per kernel (per node and phase that does work) */
+};
+void fm_predict_opts_init(struct fm_predict_opts *opts);
+
+/* Per node and phase: seconds for compute and memory, and the two bounds. */
+struct fm_phase_time {
+    double flops, bytes;
+    double peak;                   /* FLOP/s ceiling applied */
+    double t_compute, t_memory;    /* with PPP */
+    double t_roofline;             /* max(compute, memory) + launch */
+    double t_paleo;                /* compute + memory + launch (no overlap) */
+    bool memory_bound;             /* at peak: OI below the ridge point */
+};
+
+struct fm_prediction {
+    size_t n_nodes;
+    struct fm_phase_time (*nodes)[FM_PHASE_COUNT];   /* [node id][phase] */
+    struct fm_phase_time total[FM_PHASE_COUNT];
+    double step_roofline_s, step_paleo_s;            /* all phases of the counted mode */
+};
+
+enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
+                          const struct fm_counts *counts, const struct fm_predict_opts *opts,
+                          struct fm_prediction **out);
+void fm_prediction_free(struct fm_ctx *ctx, struct fm_prediction *p);
+
+/* ---------------------------------------------------------------------------------------------
+ * Measurement (src/backend/): real, timed steps on the CPU (oneDNN) or an NVIDIA GPU (cuDNN)
+ * ------------------------------------------------------------------------------------------ */
+
+typedef void (*fm_progress_fn)(void *user, const char *what, int done, int total);
+
+struct fm_measure_opts {
+    const char *device;            /* "cpu", "cuda", "cuda:N" */
+    enum fm_mode mode;             /* train: fwd + loss + bwd + SGD update; infer: fwd */
+    enum fm_precision precision;   /* fp32 (default), tf32, fp16/bf16 (mixed, fp32 master) */
+    int warmup;                    /* steps run and discarded (default 3) */
+    int steps;                     /* timed steps (default 10) */
+    int threads;                   /* CPU threads (0 = all) */
+    bool per_layer;                /* time each node and phase (default true) */
+    bool channels_last;            /* NHWC layouts (CUDA) */
+    bool cuda_graph;               /* capture the whole step in a CUDA graph */
+    uint64_t seed;                 /* weights, inputs and labels are drawn from it */
+    double lr, momentum;           /* SGD (defaults 0.01, 0.9) */
+    fm_progress_fn progress;
+    void *progress_user;
+};
+void fm_measure_opts_init(struct fm_measure_opts *opts);
+
+struct fm_node_timing {
+    double ms[FM_PHASE_COUNT];     /* median over timed steps; bwd split where the backend can */
+    bool bwd_split;                /* false: all backward time is in ms[FM_PHASE_BWD_DATA] */
+};
+
+struct fm_measurement {
+    char backend[16];              /* "cpu", "cuda" */
+    char device_name[128];         /* "NVIDIA H100 80GB HBM3", CPU model name */
+    int threads;
+    enum fm_precision precision;
+    size_t n_steps;
+    double *step_ms;               /* every timed step, in order */
+    double step_ms_median, step_ms_min, step_ms_max;
+    size_t n_nodes;
+    struct fm_node_timing *nodes;  /* indexed by node id; NULL when per_layer was off */
+    double loss_first, loss_last;  /* training: the loss of the first and last step */
+    double clock_mhz;              /* GPU SM clock read during the run (0 if unknown) */
+};
+
+/* Runs warm-up and timed steps of graph on opts->device. An op the backend cannot run is
+ * FM_ERR_UNSUPPORTED naming the node, before anything runs. */
+enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *graph,
+                          const struct fm_measure_opts *opts, struct fm_measurement **out);
+void fm_measurement_free(struct fm_ctx *ctx, struct fm_measurement *m);
+
+/* Deterministic starting values shared by every backend, so that backends can be compared
+ * element by element: parameters uniform in +-1/sqrt(fan_in) (PyTorch's default init bound),
+ * BatchNorm weight 1 / bias 0 / running var 1 / mean 0, float inputs standard normal, integer
+ * inputs uniform in [0, classes) (labels) or [0, vocabulary). n must equal the tensor's
+ * element count. */
+enum fm_status fm_init_values(struct fm_ctx *ctx, const struct fm_graph *graph, fm_tid tensor,
+                              uint64_t seed, float *dst, uint64_t n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Probes: this machine's or a GPU's own ceilings
+ * ------------------------------------------------------------------------------------------ */
+
+struct fm_probe_stat {
+    double min, median, max;       /* over repetitions */
+    double theory;                 /* computed from features and clocks, or the datasheet; 0 = ? */
+};
+
+struct fm_probe_result {
+    char device_name[128];
+    int threads;
+    struct fm_probe_stat fma_1t[FM_PREC_COUNT];     /* FLOP/s, one thread (CPU) */
+    struct fm_probe_stat fma_all[FM_PREC_COUNT];    /* FLOP/s, all threads / whole GPU */
+    struct fm_probe_stat gemm[FM_PREC_COUNT];       /* FLOP/s through the BLAS (GPU: cuBLASLt) */
+    struct fm_probe_stat bw_copy, bw_triad;         /* bytes/s, read + written */
+    uint64_t working_set_bytes;
+};
+
+struct fm_probe_opts {
+    const char *device;            /* "cpu" or "cuda[:N]" */
+    int repetitions;               /* default 5 */
+    double seconds;                /* time budget per figure (default 0.2) */
+    int threads;                   /* 0 = all */
+    fm_progress_fn progress;
+    void *progress_user;
+};
+void fm_probe_opts_init(struct fm_probe_opts *opts);
+enum fm_status fm_probe(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
+                        struct fm_probe_result *out);
+/* A measured device entry from a probe (strings point into out's storage or are static). */
+enum fm_status fm_probe_to_device(const struct fm_probe_result *r, struct fm_device *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLOPMETER_H */

@@ -1,0 +1,56 @@
+/* The measurement backend interface (DESIGN.md, "Measurement"): a backend is a struct of
+ * function pointers that prepares a graph, runs one step with optional per-node timing, and
+ * exposes tensors for correctness checks. The common driver (measure.c) does warm-up, timed
+ * steps, statistics and progress, so every backend reports the same way. Backends include
+ * their vendor headers in their own files only (src/backend/cpu/, src/backend/cuda/). */
+#ifndef FM_BACKEND_H
+#define FM_BACKEND_H
+
+#include "flopmeter.h"
+
+/* What one step measured. ms[] per node is filled only when per-node timing was asked. */
+struct fm_step_timing {
+    double step_ms;                       /* wall time of the whole step, synchronized */
+    double loss;                          /* training: the loss value of this step */
+    struct fm_node_timing *nodes;         /* n_nodes entries, or NULL: don't time nodes */
+};
+
+struct fm_backend {
+    const char *name;                     /* "cpu", "cuda" */
+    /* Sets up everything for graph at opts (device memory, primitives, initial values drawn
+     * with fm_init_values(opts->seed)). Must reject unsupported ops before running anything,
+     * with FM_ERR_UNSUPPORTED naming the node. On failure *state is NULL. */
+    enum fm_status (*prepare)(struct fm_ctx *ctx, const struct fm_graph *graph,
+                              const struct fm_measure_opts *opts, void **state);
+    /* One step: forward (+ loss + backward + SGD update in training). Synchronous: the work is
+     * finished when it returns. */
+    enum fm_status (*step)(void *state, struct fm_step_timing *t);
+    /* Copies a tensor's current value (grad=false) or gradient (grad=true) to dst as fp32.
+     * n must equal the tensor's element count. For tests and cross-backend checks. */
+    enum fm_status (*read)(void *state, fm_tid tensor, bool grad, float *dst, uint64_t n);
+    /* Overwrites a tensor's value (parameters, inputs) from fp32. Optional (may be NULL). */
+    enum fm_status (*write)(void *state, fm_tid tensor, const float *src, uint64_t n);
+    /* Device description for reports ("NVIDIA H100 80GB HBM3", CPU model). */
+    const char *(*device_name)(void *state);
+    /* Threads in use (CPU) or 0. Optional. */
+    int (*threads)(void *state);
+    /* SM clock in MHz read now (NVML), or 0. Optional. */
+    double (*clock_mhz)(void *state);
+    void (*release)(void *state);
+};
+
+/* The backends this build has; NULL when absent. */
+const struct fm_backend *fm_backend_cpu(void);
+const struct fm_backend *fm_backend_cuda(void);
+/* Picks by device string: "cpu" -> cpu, "cuda", "cuda:N", "gpu" -> cuda. */
+enum fm_status fm_backend_for(struct fm_ctx *ctx, const char *device,
+                              const struct fm_backend **out);
+
+/* The GPU probe lives with the CUDA backend; FM_ERR_UNSUPPORTED without one. */
+enum fm_status fm_probe_cuda(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
+                             struct fm_probe_result *out);
+/* The CPU probe (src/backend/probe_cpu.c). */
+enum fm_status fm_probe_cpu(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
+                            struct fm_probe_result *out);
+
+#endif

@@ -1,0 +1,106 @@
+/* Internal structures shared by the library's own files: the context, the arena, the graph,
+ * and checked integer arithmetic. Nothing here is part of the public API. */
+#ifndef FM_INTERNAL_H
+#define FM_INTERNAL_H
+
+#include "flopmeter.h"
+
+#include <stdarg.h>
+
+#define FM_ERRMSG_SIZE 1024
+
+struct fm_ctx {
+    struct fm_allocator alloc;
+    fm_log_fn log_fn;
+    void *log_user;
+    char errmsg[FM_ERRMSG_SIZE];
+};
+
+enum fm_status fm_errorv(struct fm_ctx *ctx, enum fm_status status, const char *fmt, va_list ap);
+
+/* ---- arena: bump allocation in chunks; freed in one call ---- */
+
+struct fm_arena_chunk;
+struct fm_arena {
+    struct fm_ctx *ctx;
+    struct fm_arena_chunk *head;
+};
+
+void fm_arena_init(struct fm_arena *arena, struct fm_ctx *ctx);
+void fm_arena_release(struct fm_arena *arena);
+/* Zeroed, 16-byte aligned; NULL on failure (the caller reports FM_ERR_NOMEM). */
+void *fm_arena_alloc(struct fm_arena *arena, size_t size);
+char *fm_arena_strdup(struct fm_arena *arena, const char *s);
+
+/* ---- growable arrays through the context allocator ---- */
+
+/* Grows *items (each elem_size bytes) so that it holds at least need; *cap is updated.
+ * Sizes are overflow-checked. */
+enum fm_status fm_grow(struct fm_ctx *ctx, void **items, size_t *cap, size_t need, size_t elem_size);
+
+/* ---- checked arithmetic: counts are exact or an error, never wrapped ---- */
+
+static inline bool fm_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool fm_add_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* Sticky-overflow helpers: once *ovf is set, results are meaningless but computation goes on,
+ * so a rule can be written as plain arithmetic and checked once at its end. */
+static inline uint64_t fm_cmul(bool *ovf, uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) {
+        *ovf = true;
+        return UINT64_MAX;
+    }
+    return r;
+}
+static inline uint64_t fm_cadd(bool *ovf, uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    if (__builtin_add_overflow(a, b, &r)) {
+        *ovf = true;
+        return UINT64_MAX;
+    }
+    return r;
+}
+static inline uint64_t fm_cmul3(bool *ovf, uint64_t a, uint64_t b, uint64_t c)
+{
+    return fm_cmul(ovf, fm_cmul(ovf, a, b), c);
+}
+
+/* ---- graph ---- */
+
+struct fm_node_rec {
+    struct fm_node pub;
+    bool shaped;             /* the shape rule has run */
+};
+
+struct fm_graph {
+    struct fm_ctx *ctx;
+    struct fm_arena arena;
+    const char *name;
+    struct fm_tensor *tensors;
+    size_t n_tensors, cap_tensors;
+    struct fm_node_rec *nodes;
+    size_t n_nodes, cap_nodes;
+    fm_tid *outputs;
+    size_t n_outputs, cap_outputs;
+    /* name -> tensor id: open-addressing hash table of ids, size a power of two */
+    fm_tid *index;
+    size_t index_cap;
+    /* set by finalize */
+    bool finalized;
+    fm_nid *topo;
+    bool *needs_grad;        /* per tensor */
+};
+
+/* Runs the shape rule of node id (all input shapes must be known). */
+enum fm_status fm_graph_infer_node(struct fm_graph *graph, fm_nid id);
+
+#endif

@@ -1,0 +1,39 @@
+/* MODEL arguments: a path to an ONNX file goes to the ONNX frontend, anything else is looked up
+ * among the built-in architectures. */
+#include "flopmeter.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+void fm_load_opts_init(struct fm_load_opts *opts)
+{
+    memset(opts, 0, sizeof(*opts));
+    fm_zoo_opts_init(&opts->zoo);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct fm_load_opts *opts,
+                             struct fm_graph **out)
+{
+    *out = NULL;
+    if (!model || !*model)
+        return fm_error(ctx, FM_ERR_INVALID, "no model given: name a built-in model "
+                                             "(flopmeter models) or an .onnx file");
+    struct stat sb;
+    bool is_file = stat(model, &sb) == 0 && S_ISREG(sb.st_mode);
+    if (ends_with(model, ".onnx") || (is_file && !fm_zoo_find(model))) {
+        if (!is_file)
+            return fm_error(ctx, FM_ERR_IO, "%s: no such file", model);
+        return fm_onnx_load_file(ctx, model, opts, out);
+    }
+    if (opts->n_bindings)
+        return fm_error(ctx, FM_ERR_INVALID,
+                        "--input NAME=DIMS binds inputs of ONNX files; for a built-in model use "
+                        "--input CxHxW");
+    return fm_zoo_build(ctx, model, &opts->zoo, out);
+}

@@ -1,0 +1,199 @@
+/* Activations: per-element rules from a table, plus Softmax/LogSoftmax (per row) and PReLU (a
+ * learned slope). Counts come from the plainest formula for each function (written next to its
+ * row); the backward recomputes what it needs from the kept tensor (input or output) rather
+ * than assuming a library's fused kernel. Comparisons and selects count as cmp; exp, erf,
+ * tanh, log as special. fvcore, thop and PyTorch's FlopCounterMode count all of these as 0;
+ * ptflops counts 1 per element; pthflops 2 per element for ReLU. */
+#include "ops.h"
+
+enum keep { KEEP_IN, KEEP_OUT };
+
+struct act_rule {
+    enum fm_op op;
+    /* counts per element, in enum fm_prim order: mac, add, mul, div, cmp, special */
+    uint8_t fwd[FM_PRIM_COUNT];
+    uint8_t bwd[FM_PRIM_COUNT];
+    enum keep keep;
+};
+
+static const struct act_rule rules[] = {
+    /* relu: max(x,0) | dy * (y>0) */
+    {FM_OP_RELU, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 1, 0}, KEEP_OUT},
+    /* clip: min(max(x,lo),hi) | dy * (lo<x<hi) */
+    {FM_OP_CLIP, {0, 0, 0, 0, 2, 0}, {0, 0, 0, 0, 2, 0}, KEEP_IN},
+    /* leaky relu: x>0 ? x : a*x | dy * (x>0 ? 1 : a) */
+    {FM_OP_LEAKY_RELU, {0, 0, 1, 0, 1, 0}, {0, 0, 1, 0, 1, 0}, KEEP_IN},
+    /* sigmoid: 1/(1+exp(-x)) | dy * y * (1-y) */
+    {FM_OP_SIGMOID, {0, 1, 0, 1, 0, 1}, {0, 1, 2, 0, 0, 0}, KEEP_OUT},
+    /* tanh | dy * (1 - y*y) */
+    {FM_OP_TANH, {0, 0, 0, 0, 0, 1}, {0, 1, 2, 0, 0, 0}, KEEP_OUT},
+    /* silu: x * sigmoid(x) | s = sigmoid(x) again; dy * s * (1 + x*(1-s)) */
+    {FM_OP_SILU, {0, 1, 1, 1, 0, 1}, {0, 3, 3, 1, 0, 1}, KEEP_IN},
+    /* gelu (erf): 0.5*x*(1+erf(x/sqrt2)) | dy * (0.5*(1+erf(x/sqrt2)) + x*exp(-x*x/2)/sqrt(2pi)) */
+    {FM_OP_GELU, {0, 1, 3, 0, 0, 1}, {0, 2, 7, 0, 0, 2}, KEEP_IN},
+    /* hardswish: x * min(max(x+3,0),6) / 6 | dy * (x<-3 ? 0 : x>3 ? 1 : (2x+3)/6) */
+    {FM_OP_HARDSWISH, {0, 1, 2, 0, 2, 0}, {0, 1, 2, 0, 2, 0}, KEEP_IN},
+    /* hardsigmoid: min(max(a*x+b,0),1) | dy * a * (0<a*x+b<1) */
+    {FM_OP_HARDSIGMOID, {0, 1, 1, 0, 2, 0}, {0, 0, 1, 0, 2, 0}, KEEP_IN},
+};
+
+/* gelu, tanh form: u = c*(x + 0.044715x^3) (4 mul, 1 add), t = tanh(u), y = 0.5x(1+t);
+ * backward recomputes u and t, then du/dx = c(1 + 3*0.044715 x^2) and
+ * dy/dx = 0.5(1+t) + 0.5x(1-t^2) du/dx */
+static const struct act_rule gelu_tanh = {
+    FM_OP_GELU, {0, 2, 6, 0, 0, 1}, {0, 5, 12, 0, 0, 1}, KEEP_IN};
+
+static const struct act_rule *rule_for(const struct fm_node *n)
+{
+    if (n->op == FM_OP_GELU && (n->attrs.flags & FM_ATTR_GELU_TANH))
+        return &gelu_tanh;
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+        if (rules[i].op == n->op)
+            return &rules[i];
+    }
+    return NULL;
+}
+
+static enum fm_status same_shape(struct fm_shape_call *call)
+{
+    if (!call->in[0])
+        return fm_error(call->ctx, FM_ERR_GRAPH, "layer '%s': missing input", call->node->name);
+    call->out_shape[0] = call->in[0]->shape;
+    return FM_OK;
+}
+
+static enum fm_status act_cost(struct fm_cost_call *call)
+{
+    const struct act_rule *r = rule_for(call->node);
+    if (!r)
+        return fm_error(call->ctx, FM_ERR_UNSUPPORTED, "layer '%s': no rule for %s",
+                        call->node->name, call->node->op_name);
+    uint64_t e = fm_cost_numel(call, call->out[0]);
+    for (int p = 0; p < FM_PRIM_COUNT; p++) {
+        if (r->fwd[p])
+            fm_cost_add(call, FM_PHASE_FWD, (enum fm_prim)p, fm_cmul(&call->ovf, r->fwd[p], e));
+    }
+    fm_cost_fwd_bytes_default(call);
+    if (call->grad[0]) {
+        for (int p = 0; p < FM_PRIM_COUNT; p++) {
+            if (r->bwd[p])
+                fm_cost_add(call, FM_PHASE_BWD_DATA, (enum fm_prim)p,
+                            fm_cmul(&call->ovf, r->bwd[p], e));
+        }
+        if (r->keep == KEEP_OUT)
+            call->saved_out_mask |= 1u;
+        else
+            call->saved_in_mask |= 1u;
+        fm_cost_bwd_bytes_default(call);
+    }
+    return FM_OK;
+}
+
+/* ---- PReLU: y = x>0 ? x : a*x, a broadcast (per channel, usually) ---- */
+
+static enum fm_status prelu_shape(struct fm_shape_call *call)
+{
+    struct fm_shape r;
+    enum fm_status st = fm_shape_broadcast(call->ctx, call->node, &call->in[0]->shape,
+                                           &call->in[1]->shape, &r);
+    if (st)
+        return st;
+    if (!fm_shape_equal(&r, &call->in[0]->shape))
+        return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (PRelu): slope must broadcast to X",
+                        call->node->name);
+    call->out_shape[0] = r;
+    return FM_OK;
+}
+
+static enum fm_status prelu_cost(struct fm_cost_call *call)
+{
+    uint64_t e = fm_cost_numel(call, call->out[0]);
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, e);
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, e);
+    fm_cost_fwd_bytes_default(call);
+    if (call->grad[0]) {   /* dx = dy * (x>0 ? 1 : a) */
+        fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_CMP, e);
+        fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_MUL, e);
+    }
+    if (call->grad[1]) {   /* da = sum over broadcast of dy * (x>0 ? 0 : x) */
+        enum fm_phase ph = fm_cost_grad_phase(call, 1);
+        fm_cost_add(call, ph, FM_PRIM_CMP, e);
+        fm_cost_add(call, ph, FM_PRIM_MUL, e);
+        uint64_t own = fm_cost_numel(call, call->in[1]);
+        fm_cost_add(call, ph, FM_PRIM_ADD, e > own ? e - own : 0);
+    }
+    call->saved_in_mask |= 1u;
+    fm_cost_bwd_bytes_default(call);
+    return FM_OK;
+}
+
+/* ---- Softmax and LogSoftmax along an axis: R rows of L elements, E = R*L ----
+ * softmax:     m = max (E-R cmp); e = exp(x-m) (E add, E special); s = sum (E-R add); y = e/s
+ *              (E div) | dx = y * (dy - sum(dy*y)): 2E mul, 2E-R add
+ * log_softmax: m, x-m, exp, sum as above; log s (R special); y = x-m-log s (E add)
+ *              | dx = dy - exp(y) * sum(dy): E-R add, E special, E mul, E add */
+
+static enum fm_status softmax_shape(struct fm_shape_call *call)
+{
+    int axis;
+    enum fm_status st = fm_shape_axis(call->ctx, call->node, call->node->attrs.axis,
+                                      call->in[0]->shape.rank, &axis);
+    if (st)
+        return st;
+    call->out_shape[0] = call->in[0]->shape;
+    return FM_OK;
+}
+
+static enum fm_status softmax_cost(struct fm_cost_call *call)
+{
+    const struct fm_shape *x = &call->in[0]->shape;
+    int axis;
+    fm_shape_axis(call->ctx, call->node, call->node->attrs.axis, x->rank, &axis);
+    bool *o = &call->ovf;
+    uint64_t e = fm_cost_numel(call, call->in[0]);
+    uint64_t rows = e / (uint64_t)x->dims[axis];
+    bool log = call->node->op == FM_OP_LOG_SOFTMAX;
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, e - rows);
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cadd(o, e, e - rows));
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_SPECIAL, e);
+    if (log) {
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_SPECIAL, rows);
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, e);
+    } else {
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_DIV, e);
+    }
+    fm_cost_fwd_bytes_default(call);
+    if (call->grad[0]) {
+        if (log) {
+            fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_ADD, fm_cadd(o, e, e - rows));
+            fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_SPECIAL, e);
+            fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_MUL, e);
+        } else {
+            fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_MUL, fm_cmul(o, 2, e));
+            fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_ADD, fm_cadd(o, e, e - rows));
+        }
+        call->saved_out_mask |= 1u;
+        fm_cost_bwd_bytes_default(call);
+    }
+    return FM_OK;
+}
+
+#define ACT(OP, NAME, NIN) {OP, NAME, FM_CLASS_ACTIVATION, 1, NIN, 1, same_shape, act_cost}
+const struct fm_op_desc fm_op_relu_desc = ACT(FM_OP_RELU, "ReLU", 1);
+const struct fm_op_desc fm_op_clip_desc = ACT(FM_OP_CLIP, "Clip", 3);
+const struct fm_op_desc fm_op_leaky_relu_desc = ACT(FM_OP_LEAKY_RELU, "LeakyReLU", 1);
+const struct fm_op_desc fm_op_sigmoid_desc = ACT(FM_OP_SIGMOID, "Sigmoid", 1);
+const struct fm_op_desc fm_op_tanh_desc = ACT(FM_OP_TANH, "Tanh", 1);
+const struct fm_op_desc fm_op_silu_desc = ACT(FM_OP_SILU, "SiLU", 1);
+const struct fm_op_desc fm_op_gelu_desc = ACT(FM_OP_GELU, "GELU", 1);
+const struct fm_op_desc fm_op_hardswish_desc = ACT(FM_OP_HARDSWISH, "Hardswish", 1);
+const struct fm_op_desc fm_op_hardsigmoid_desc = ACT(FM_OP_HARDSIGMOID, "Hardsigmoid", 1);
+const struct fm_op_desc fm_op_prelu_desc = {
+    FM_OP_PRELU, "PRelu", FM_CLASS_ACTIVATION, 2, 2, 1, prelu_shape, prelu_cost,
+};
+const struct fm_op_desc fm_op_softmax_desc = {
+    FM_OP_SOFTMAX, "Softmax", FM_CLASS_ACTIVATION, 1, 1, 1, softmax_shape, softmax_cost,
+};
+const struct fm_op_desc fm_op_log_softmax_desc = {
+    FM_OP_LOG_SOFTMAX, "LogSoftmax", FM_CLASS_ACTIVATION, 1, 1, 1, softmax_shape, softmax_cost,
+};

@@ -1,0 +1,206 @@
+/* Convolution and transposed convolution (1-D and 2-D, grouped, depthwise, strided, dilated).
+ *
+ * Forward MACs are the implicit-GEMM count, padding included (the convention of fvcore, thop,
+ * torchvision's published figures and PyTorch's FlopCounterMode):
+ *     conv:       N * Cout * Ho * Wo * (Cin/g) * kh * kw
+ *     transposed: N * Cin  * H  * W  * (Cout/g) * kh * kw   (each input scatters into a window)
+ * The input gradient of a convolution is a transposed convolution with the same weights and the
+ * weight gradient is a correlation of input and output gradient; each visits the same
+ * (output position, weight element) pairs as the forward, so each costs exactly the forward
+ * MACs (FlopCounterMode's convolution_backward rule, whose grouped-weight factor was a bug).
+ * Bias: one add per output element forward; its gradient sums dY: one add per output element.
+ * Not counted: the im2col/packing copies a library may make, and Winograd/FFT savings. */
+#include "ops.h"
+
+struct conv_dims {
+    int64_t n, c, h, w;         /* input (h = 1 for 1-D) */
+    int64_t cout, ho, wo;       /* output */
+    int64_t kh, kw, groups;
+};
+
+/* Reads the geometry of a conv node whose shapes are known. */
+static void conv_dims_get(const struct fm_tensor *x, const struct fm_tensor *wt,
+                          const struct fm_tensor *y, int64_t groups, struct conv_dims *d)
+{
+    bool one_d = x->shape.rank == 3;
+    d->n = x->shape.dims[0];
+    d->c = x->shape.dims[1];
+    d->h = one_d ? 1 : x->shape.dims[2];
+    d->w = x->shape.dims[one_d ? 2 : 3];
+    d->cout = y->shape.dims[1];
+    d->ho = one_d ? 1 : y->shape.dims[2];
+    d->wo = y->shape.dims[one_d ? 2 : 3];
+    d->kh = one_d ? 1 : wt->shape.dims[2];
+    d->kw = wt->shape.dims[one_d ? 2 : 3];
+    d->groups = groups;
+}
+
+static enum fm_status window_error(struct fm_shape_call *call, const char *axis, int64_t in,
+                                   int64_t k)
+{
+    return fm_error(call->ctx, FM_ERR_SHAPE,
+                    "layer '%s' (%s): the %s size reaches zero (input %lld, kernel %lld): the "
+                    "input is too small for this network; use a larger --input",
+                    call->node->name, call->node->op_name, axis, (long long)in, (long long)k);
+}
+
+/* Shared shape checks: X (N,C,[H,]W), W of the same rank, optional bias of Cout. */
+static enum fm_status conv_check(struct fm_shape_call *call, bool transposed, int64_t *cout)
+{
+    const struct fm_node *n = call->node;
+    enum fm_status st = fm_shape_expect_rank(call, 0, 3, 4);
+    if (st)
+        return st;
+    int rank = call->in[0]->shape.rank;
+    st = fm_shape_expect_rank(call, 1, rank, rank);
+    if (st)
+        return st;
+    const int64_t *x = call->in[0]->shape.dims, *w = call->in[1]->shape.dims;
+    int64_t g = n->attrs.groups;
+    if (g <= 0)
+        return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (%s): groups must be positive, got %lld",
+                        n->name, n->op_name, (long long)g);
+    if (!transposed) {
+        if (x[1] != w[1] * g || w[0] % g != 0)
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (Conv): input has %lld channels but the weight expects "
+                            "%lld x %lld groups (and Cout %lld must divide by groups)",
+                            n->name, (long long)x[1], (long long)w[1], (long long)g,
+                            (long long)w[0]);
+        *cout = w[0];
+    } else {
+        if (x[1] != w[0] || w[0] % g != 0)
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (ConvTranspose): input has %lld channels but the weight "
+                            "has %lld (which must divide by %lld groups)",
+                            n->name, (long long)x[1], (long long)w[0], (long long)g);
+        *cout = w[1] * g;
+    }
+    if (n->n_in > 2 && call->in[2]) {
+        const struct fm_shape *b = &call->in[2]->shape;
+        if (b->rank != 1 || b->dims[0] != *cout)
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (%s): bias must have %lld elements", n->name, n->op_name,
+                            (long long)*cout);
+    }
+    return FM_OK;
+}
+
+static enum fm_status conv_shape(struct fm_shape_call *call)
+{
+    int64_t cout;
+    enum fm_status st = conv_check(call, false, &cout);
+    if (st)
+        return st;
+    const struct fm_attrs *a = &call->node->attrs;
+    const struct fm_shape *x = &call->in[0]->shape, *w = &call->in[1]->shape;
+    struct fm_shape *y = &call->out_shape[0];
+    y->rank = x->rank;
+    y->dims[0] = x->dims[0];
+    y->dims[1] = cout;
+    if (x->rank == 4) {
+        y->dims[2] = fm_window_out(x->dims[2], w->dims[2], a->stride[0], a->pad[0], a->pad[2],
+                                   a->dilation[0], false);
+        if (y->dims[2] <= 0)
+            return window_error(call, "height", x->dims[2], w->dims[2]);
+    }
+    int xi = x->rank - 1;
+    y->dims[xi] = fm_window_out(x->dims[xi], w->dims[xi], a->stride[1], a->pad[1], a->pad[3],
+                                a->dilation[1], false);
+    if (y->dims[xi] <= 0)
+        return window_error(call, "width", x->dims[xi], w->dims[xi]);
+    return FM_OK;
+}
+
+static enum fm_status conv_transpose_shape(struct fm_shape_call *call)
+{
+    int64_t cout;
+    enum fm_status st = conv_check(call, true, &cout);
+    if (st)
+        return st;
+    const struct fm_attrs *a = &call->node->attrs;
+    const struct fm_shape *x = &call->in[0]->shape, *w = &call->in[1]->shape;
+    struct fm_shape *y = &call->out_shape[0];
+    y->rank = x->rank;
+    y->dims[0] = x->dims[0];
+    y->dims[1] = cout;
+    for (int ax = x->rank == 4 ? 0 : 1; ax < 2; ax++) {
+        int xi = x->rank - 2 + ax;
+        /* (in-1)*stride - pad_lo - pad_hi + dilation*(k-1) + output_padding + 1 */
+        int64_t o = (x->dims[xi] - 1) * a->stride[ax] - a->pad[ax] - a->pad[ax + 2] +
+                    a->dilation[ax] * (w->dims[xi] - 1) + a->output_padding[ax] + 1;
+        if (o <= 0)
+            return window_error(call, ax ? "width" : "height", x->dims[xi], w->dims[xi]);
+        y->dims[xi] = o;
+    }
+    return FM_OK;
+}
+
+/* Cost shared by both: macs is the forward MAC count; the rest follows from the roles. */
+static void conv_cost_common(struct fm_cost_call *call, uint64_t macs, uint64_t out_elems)
+{
+    bool has_bias = call->node->n_in > 2 && call->in[2];
+    uint64_t by = fm_cost_bytes(call, call->out[0]);
+    uint64_t bx = fm_cost_bytes(call, call->in[0]);
+    uint64_t bw = fm_cost_bytes(call, call->in[1]);
+
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MAC, macs);
+    if (has_bias)
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, out_elems);
+    fm_cost_fwd_bytes_default(call);
+
+    if (call->grad[0]) {   /* dX = convT(dY, W) */
+        enum fm_phase ph = fm_cost_grad_phase(call, 0);
+        fm_cost_add(call, ph, FM_PRIM_MAC, macs);
+        fm_cost_read(call, ph, by + bw);
+        fm_cost_write(call, ph, bx);
+        call->saved_in_mask |= 1u << 1;
+    }
+    if (call->grad[1]) {   /* dW = corr(X, dY) */
+        enum fm_phase ph = fm_cost_grad_phase(call, 1);
+        fm_cost_add(call, ph, FM_PRIM_MAC, macs);
+        fm_cost_read(call, ph, by + bx);
+        fm_cost_write(call, ph, bw);
+        call->saved_in_mask |= 1u << 0;
+    }
+    if (has_bias && call->grad[2]) {   /* dB = sum of dY over N, H, W */
+        enum fm_phase ph = fm_cost_grad_phase(call, 2);
+        fm_cost_add(call, ph, FM_PRIM_ADD, out_elems);
+        if (!call->grad[1])
+            fm_cost_read(call, ph, by);
+        fm_cost_write(call, ph, fm_cost_bytes(call, call->in[2]));
+    }
+}
+
+static enum fm_status conv_cost(struct fm_cost_call *call)
+{
+    struct conv_dims d;
+    conv_dims_get(call->in[0], call->in[1], call->out[0], call->node->attrs.groups, &d);
+    bool *o = &call->ovf;
+    uint64_t out_elems = fm_cmul(o, fm_cmul3(o, (uint64_t)d.n, (uint64_t)d.cout, (uint64_t)d.ho),
+                                 (uint64_t)d.wo);
+    uint64_t per_out = fm_cmul3(o, (uint64_t)(d.c / d.groups), (uint64_t)d.kh, (uint64_t)d.kw);
+    conv_cost_common(call, fm_cmul(o, out_elems, per_out), out_elems);
+    return FM_OK;
+}
+
+static enum fm_status conv_transpose_cost(struct fm_cost_call *call)
+{
+    struct conv_dims d;
+    conv_dims_get(call->in[0], call->in[1], call->out[0], call->node->attrs.groups, &d);
+    bool *o = &call->ovf;
+    uint64_t in_elems = fm_cmul(o, fm_cmul3(o, (uint64_t)d.n, (uint64_t)d.c, (uint64_t)d.h),
+                                (uint64_t)d.w);
+    uint64_t per_in = fm_cmul3(o, (uint64_t)(d.cout / d.groups), (uint64_t)d.kh, (uint64_t)d.kw);
+    uint64_t out_elems = fm_cost_numel(call, call->out[0]);
+    conv_cost_common(call, fm_cmul(o, in_elems, per_in), out_elems);
+    return FM_OK;
+}
+
+const struct fm_op_desc fm_op_conv_desc = {
+    FM_OP_CONV, "Conv", FM_CLASS_CONV, 2, 3, 1, conv_shape, conv_cost,
+};
+const struct fm_op_desc fm_op_conv_transpose_desc = {
+    FM_OP_CONV_TRANSPOSE, "ConvTranspose", FM_CLASS_CONV, 2, 3, 1, conv_transpose_shape,
+    conv_transpose_cost,
+};

@@ -1,0 +1,247 @@
+/* Normalizations: BatchNorm (training and inference semantics), LayerNorm, GroupNorm and
+ * InstanceNorm. E = elements of X, G = number of statistics groups (channels for BatchNorm,
+ * rows for LayerNorm, N*groups for GroupNorm), all counted from this two-pass algorithm:
+ *
+ *   mean  = sum(x) / S                      E add,            G div
+ *   d     = x - mean                        E add
+ *   var   = sum(d*d) / S                    E mul + E add,    G div
+ *   istd  = rsqrt(var + eps)                G add + G special
+ *   y     = d * istd * gamma + beta         see each op (BatchNorm folds istd*gamma per channel)
+ *
+ * Backward (xhat = d*istd, recomputed: E add + E mul):
+ *   dbeta = sum(dy)                         E add                    -> bwd_weight
+ *   dgamma = sum(dy * xhat)                 E mul + E add (+ xhat)    -> bwd_weight
+ *   dx = k * (S*dy - dbeta - xhat*dgamma)   3E mul + 2E add, k = gamma*istd/S: G mul + G div
+ * When the affine parameters are frozen, bwd_data computes the two sums itself.
+ * BatchNorm in inference (or frozen-statistics) semantics is an affine map per channel.
+ * The running-statistics update (momentum, unbiased variance) costs 5 mul + 2 add per channel. */
+#include "ops.h"
+
+static enum fm_status affine_param_check(struct fm_shape_call *call, int first, int last,
+                                         int64_t c)
+{
+    for (int i = first; i <= last && i < call->node->n_in; i++) {
+        const struct fm_tensor *t = call->in[i];
+        if (!t)
+            continue;
+        uint64_t n;
+        if (fm_shape_numel(&t->shape, &n) != FM_OK || n != (uint64_t)c)
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (%s): input %d ('%s') must have %lld elements",
+                            call->node->name, call->node->op_name, i, t->name, (long long)c);
+    }
+    return FM_OK;
+}
+
+/* ---- BatchNorm ---- */
+
+static enum fm_status batchnorm_shape(struct fm_shape_call *call)
+{
+    enum fm_status st = fm_shape_expect_rank(call, 0, 2, FM_MAX_DIMS);
+    if (st)
+        return st;
+    st = affine_param_check(call, 1, 4, call->in[0]->shape.dims[1]);
+    if (st)
+        return st;
+    call->out_shape[0] = call->in[0]->shape;
+    return FM_OK;
+}
+
+static bool bn_training(const struct fm_cost_call *call)
+{
+    return call->train && !(call->node->attrs.flags & FM_ATTR_INFER_BN);
+}
+
+/* Backward of a normalization with E elements in G statistics groups; gi/bi are the gamma and
+ * beta input indices. Shared by all four ops. */
+static void norm_backward(struct fm_cost_call *call, uint64_t e, uint64_t g, int gi, int bi)
+{
+    bool gamma_grad = gi < call->node->n_in && call->grad[gi];
+    bool beta_grad = bi < call->node->n_in && call->grad[bi];
+    uint64_t bx = fm_cost_bytes(call, call->in[0]), by = fm_cost_bytes(call, call->out[0]);
+    if (gamma_grad || beta_grad) {
+        enum fm_phase ph = FM_PHASE_BWD_WEIGHT;
+        if (beta_grad)
+            fm_cost_add(call, ph, FM_PRIM_ADD, e);
+        if (gamma_grad) {
+            fm_cost_add(call, ph, FM_PRIM_ADD, fm_cmul(&call->ovf, 2, e));
+            fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(&call->ovf, 2, e));
+        }
+        fm_cost_read(call, ph, by + (gamma_grad ? bx : 0));
+        if (gamma_grad)
+            fm_cost_write(call, ph, fm_cost_bytes(call, call->in[gi]));
+        if (beta_grad)
+            fm_cost_write(call, ph, fm_cost_bytes(call, call->in[bi]));
+    }
+    if (call->grad[0]) {
+        enum fm_phase ph = FM_PHASE_BWD_DATA;
+        bool *o = &call->ovf;
+        if (!(gamma_grad && beta_grad)) {  /* the sums bwd_weight did not provide */
+            if (!beta_grad)
+                fm_cost_add(call, ph, FM_PRIM_ADD, e);
+            if (!gamma_grad) {
+                fm_cost_add(call, ph, FM_PRIM_ADD, fm_cmul(o, 2, e));
+                fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 2, e));
+            }
+        }
+        fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 3, e));
+        fm_cost_add(call, ph, FM_PRIM_ADD, fm_cmul(o, 2, e));
+        fm_cost_add(call, ph, FM_PRIM_MUL, g);
+        fm_cost_add(call, ph, FM_PRIM_DIV, g);
+        fm_cost_read(call, ph, by + bx);
+        fm_cost_write(call, ph, bx);
+    }
+}
+
+/* The statistics passes common to every normalization in training form. */
+static void norm_stats_fwd(struct fm_cost_call *call, uint64_t e, uint64_t g)
+{
+    bool *o = &call->ovf;
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cmul(o, 3, e));  /* sum, x-mean, sum sq */
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, e);                /* d*d */
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_DIV, fm_cmul(o, 2, g)); /* mean, var */
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, g);                /* var + eps */
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_SPECIAL, g);            /* rsqrt */
+}
+
+static enum fm_status batchnorm_cost(struct fm_cost_call *call)
+{
+    uint64_t e = fm_cost_numel(call, call->in[0]);
+    uint64_t c = (uint64_t)call->in[0]->shape.dims[1];
+    bool *o = &call->ovf;
+    fm_cost_fwd_bytes_default(call);
+    if (bn_training(call)) {
+        norm_stats_fwd(call, e, c);
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, c);       /* scale = gamma * istd */
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, e);       /* d * scale */
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, e);       /* + beta */
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, fm_cmul(o, 5, c)); /* running stats */
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cmul(o, 2, c));
+        /* the new running statistics are written back */
+        fm_cost_write(call, FM_PHASE_FWD, fm_cost_bytes(call, call->in[3]) +
+                                              fm_cost_bytes(call, call->in[4]));
+        call->saved_in_mask |= 1u;
+        call->cost->saved_bytes = fm_cmul(o, 2 * 4, c);         /* batch mean and istd, fp32 */
+        norm_backward(call, e, c, 1, 2);
+    } else {
+        /* scale = gamma * rsqrt(var + eps); shift = beta - mean * scale; y = x*scale + shift */
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cmul(o, 2, c));
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, fm_cmul(o, 2, c));
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_SPECIAL, c);
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, e);
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, e);
+        /* backward through a fixed affine map: dx = dy*scale; dgamma = sum(dy*xhat),
+         * dbeta = sum(dy) with xhat = (x-mean)*istd */
+        if (call->grad[0]) {
+            fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_MUL, e);
+            fm_cost_read(call, FM_PHASE_BWD_DATA, fm_cost_bytes(call, call->out[0]));
+            fm_cost_write(call, FM_PHASE_BWD_DATA, fm_cost_bytes(call, call->in[0]));
+        }
+        if (call->grad[1] || call->grad[2]) {
+            if (call->grad[2])
+                fm_cost_add(call, FM_PHASE_BWD_WEIGHT, FM_PRIM_ADD, e);
+            if (call->grad[1]) {
+                fm_cost_add(call, FM_PHASE_BWD_WEIGHT, FM_PRIM_ADD, fm_cmul(o, 2, e));
+                fm_cost_add(call, FM_PHASE_BWD_WEIGHT, FM_PRIM_MUL, fm_cmul(o, 2, e));
+                call->saved_in_mask |= 1u;
+            }
+            fm_cost_read(call, FM_PHASE_BWD_WEIGHT, fm_cost_bytes(call, call->out[0]) +
+                                                        fm_cost_bytes(call, call->in[0]));
+            fm_cost_write(call, FM_PHASE_BWD_WEIGHT, fm_cost_bytes(call, call->in[1]) +
+                                                         fm_cost_bytes(call, call->in[2]));
+        }
+    }
+    return FM_OK;
+}
+
+/* ---- LayerNorm, GroupNorm, InstanceNorm: statistics per group, affine per element ---- */
+
+/* Forward of y = xhat * gamma + beta where gamma/beta may be absent. */
+static void group_norm_fwd(struct fm_cost_call *call, uint64_t e, uint64_t g, int gi, int bi)
+{
+    norm_stats_fwd(call, e, g);
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, e);              /* d * istd */
+    if (gi < call->node->n_in && call->in[gi])
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, e);          /* * gamma */
+    if (bi < call->node->n_in && call->in[bi])
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, e);          /* + beta */
+    fm_cost_fwd_bytes_default(call);
+    call->saved_in_mask |= 1u;
+    call->cost->saved_bytes = fm_cmul(&call->ovf, 2 * 4, g);     /* mean and istd, fp32 */
+    norm_backward(call, e, g, gi, bi);
+}
+
+static enum fm_status layernorm_shape(struct fm_shape_call *call)
+{
+    enum fm_status st = fm_shape_expect_rank(call, 0, 1, FM_MAX_DIMS);
+    if (st)
+        return st;
+    const struct fm_shape *x = &call->in[0]->shape;
+    int axis;
+    st = fm_shape_axis(call->ctx, call->node, call->node->attrs.axis, x->rank, &axis);
+    if (st)
+        return st;
+    int64_t d = 1;
+    for (int i = axis; i < x->rank; i++)
+        d *= x->dims[i];
+    st = affine_param_check(call, 1, 2, d);
+    if (st)
+        return st;
+    call->out_shape[0] = *x;
+    return FM_OK;
+}
+
+static enum fm_status layernorm_cost(struct fm_cost_call *call)
+{
+    const struct fm_shape *x = &call->in[0]->shape;
+    int axis;
+    fm_shape_axis(call->ctx, call->node, call->node->attrs.axis, x->rank, &axis);
+    uint64_t e = fm_cost_numel(call, call->in[0]);
+    uint64_t g = 1;
+    for (int i = 0; i < axis; i++)
+        g = fm_cmul(&call->ovf, g, (uint64_t)x->dims[i]);
+    group_norm_fwd(call, e, g, 1, 2);
+    return FM_OK;
+}
+
+static enum fm_status groupnorm_shape(struct fm_shape_call *call)
+{
+    enum fm_status st = fm_shape_expect_rank(call, 0, 2, FM_MAX_DIMS);
+    if (st)
+        return st;
+    const struct fm_shape *x = &call->in[0]->shape;
+    int64_t groups = call->node->op == FM_OP_INSTANCENORM ? x->dims[1] : call->node->attrs.groups;
+    if (groups <= 0 || x->dims[1] % groups != 0)
+        return fm_error(call->ctx, FM_ERR_SHAPE,
+                        "layer '%s' (%s): %lld channels do not split into %lld groups",
+                        call->node->name, call->node->op_name, (long long)x->dims[1],
+                        (long long)groups);
+    st = affine_param_check(call, 1, 2, x->dims[1]);
+    if (st)
+        return st;
+    call->out_shape[0] = *x;
+    return FM_OK;
+}
+
+static enum fm_status groupnorm_cost(struct fm_cost_call *call)
+{
+    const struct fm_shape *x = &call->in[0]->shape;
+    int64_t groups = call->node->op == FM_OP_INSTANCENORM ? x->dims[1] : call->node->attrs.groups;
+    uint64_t e = fm_cost_numel(call, call->in[0]);
+    uint64_t g = fm_cmul(&call->ovf, (uint64_t)x->dims[0], (uint64_t)groups);
+    group_norm_fwd(call, e, g, 1, 2);
+    return FM_OK;
+}
+
+const struct fm_op_desc fm_op_batchnorm_desc = {
+    FM_OP_BATCHNORM, "BatchNorm", FM_CLASS_NORM, 5, 5, 1, batchnorm_shape, batchnorm_cost,
+};
+const struct fm_op_desc fm_op_layernorm_desc = {
+    FM_OP_LAYERNORM, "LayerNorm", FM_CLASS_NORM, 1, 3, 1, layernorm_shape, layernorm_cost,
+};
+const struct fm_op_desc fm_op_groupnorm_desc = {
+    FM_OP_GROUPNORM, "GroupNorm", FM_CLASS_NORM, 1, 3, 1, groupnorm_shape, groupnorm_cost,
+};
+const struct fm_op_desc fm_op_instancenorm_desc = {
+    FM_OP_INSTANCENORM, "InstanceNorm", FM_CLASS_NORM, 1, 3, 1, groupnorm_shape, groupnorm_cost,
+};

@@ -1,0 +1,107 @@
+/* The op descriptor: what every op family file provides (a shape rule and a cost rule), and the
+ * helpers those rules share. Backends lower ops themselves; this file knows nothing of them. */
+#ifndef FM_OPS_H
+#define FM_OPS_H
+
+#include "../core/internal.h"
+
+#define FM_MAX_IO 64   /* inputs or outputs one node may have (concat, split) */
+
+/* What a shape rule sees: the node and its input tensors (NULL for an omitted optional input).
+ * It writes out_shape[i] and out_dtype[i] for every output. */
+struct fm_shape_call {
+    struct fm_ctx *ctx;
+    const struct fm_graph *graph;
+    const struct fm_node *node;
+    const struct fm_tensor *in[FM_MAX_IO];
+    struct fm_shape out_shape[FM_MAX_IO];
+    enum fm_dtype out_dtype[FM_MAX_IO];
+};
+
+/* What a cost rule sees and fills. The caller zeroes cost, sets `train` and `grad[]`, and after
+ * the rule checks `ovf`. Rules add primitive counts and bytes per phase, and say what they keep
+ * for backward: inputs/outputs by bit (the driver counts each activation tensor once, however
+ * many nodes keep it) plus private extra bytes (masks, indices, statistics). */
+struct fm_cost_call {
+    struct fm_ctx *ctx;
+    const struct fm_graph *graph;
+    const struct fm_node *node;
+    const struct fm_tensor *in[FM_MAX_IO];
+    const struct fm_tensor *out[FM_MAX_IO];
+    bool train;               /* training step: count backward, batchnorm uses batch statistics */
+    bool grad[FM_MAX_IO];     /* input i needs a gradient (already false in inference) */
+    struct fm_node_cost *cost;
+    uint64_t saved_in_mask;   /* bit i: input i is kept for backward */
+    uint64_t saved_out_mask;  /* bit i: output i is kept for backward */
+    bool ovf;                 /* sticky overflow flag for fm_cmul/fm_cadd */
+};
+
+struct fm_op_desc {
+    enum fm_op op;
+    const char *name;         /* display name: "Conv", "BatchNorm", ... */
+    enum fm_class cls;
+    int min_in, max_in;       /* accepted input counts */
+    int n_out;                /* outputs; 0 = variable (split) */
+    enum fm_status (*shape)(struct fm_shape_call *call);
+    enum fm_status (*cost)(struct fm_cost_call *call);
+};
+
+const struct fm_op_desc *fm_op_desc(enum fm_op op);
+
+/* ---- helpers for rules ---- */
+
+/* Elements of a tensor (0 if the tensor is NULL); sets call->ovf on overflow. */
+uint64_t fm_cost_numel(struct fm_cost_call *call, const struct fm_tensor *t);
+/* Bytes of a tensor in its storage dtype (0 if NULL). */
+uint64_t fm_cost_bytes(struct fm_cost_call *call, const struct fm_tensor *t);
+/* Adds n primitive operations of a kind to a phase. */
+void fm_cost_add(struct fm_cost_call *call, enum fm_phase phase, enum fm_prim prim, uint64_t n);
+void fm_cost_read(struct fm_cost_call *call, enum fm_phase phase, uint64_t bytes);
+void fm_cost_write(struct fm_cost_call *call, enum fm_phase phase, uint64_t bytes);
+/* The phase where input i's gradient is counted: bwd_weight for parameters, bwd_data else. */
+enum fm_phase fm_cost_grad_phase(const struct fm_cost_call *call, int i);
+/* Forward bytes of a plain op: every input read once, every output written once. */
+void fm_cost_fwd_bytes_default(struct fm_cost_call *call);
+/* For ops whose backward needs only the output gradient (and what the rule lists as kept):
+ * bytes of reading dY (all outputs) + reading the kept tensors, and writing dX for each input
+ * that needs a gradient, counted in that input's gradient phase. */
+void fm_cost_bwd_bytes_default(struct fm_cost_call *call);
+
+/* Shape helpers. */
+enum fm_status fm_shape_broadcast(struct fm_ctx *ctx, const struct fm_node *node,
+                                  const struct fm_shape *a, const struct fm_shape *b,
+                                  struct fm_shape *out);
+/* Normalizes a possibly negative axis against rank; error names the node. */
+enum fm_status fm_shape_axis(struct fm_ctx *ctx, const struct fm_node *node, int64_t axis,
+                             int rank, int *out);
+bool fm_shape_equal(const struct fm_shape *a, const struct fm_shape *b);
+/* Output size of a sliding window along one axis: floor or ceil of
+ * (in + pad_lo + pad_hi - dilation*(k-1) - 1)/stride + 1, PyTorch's ceil-mode rule included.
+ * Returns <= 0 when the window does not fit (the caller reports the node). */
+int64_t fm_window_out(int64_t in, int64_t k, int64_t stride, int64_t pad_lo, int64_t pad_hi,
+                      int64_t dilation, bool ceil_mode);
+
+/* Requires input i to have the given rank (or a range); error message names the node. */
+enum fm_status fm_shape_expect_rank(struct fm_shape_call *call, int i, int min_rank, int max_rank);
+
+/* ---- descriptors, one per op, defined in the family files ---- */
+extern const struct fm_op_desc fm_op_unknown_desc;
+extern const struct fm_op_desc fm_op_conv_desc, fm_op_conv_transpose_desc;
+extern const struct fm_op_desc fm_op_linear_desc, fm_op_gemm_desc, fm_op_matmul_desc;
+extern const struct fm_op_desc fm_op_batchnorm_desc, fm_op_layernorm_desc, fm_op_groupnorm_desc,
+    fm_op_instancenorm_desc;
+extern const struct fm_op_desc fm_op_relu_desc, fm_op_clip_desc, fm_op_leaky_relu_desc,
+    fm_op_prelu_desc, fm_op_sigmoid_desc, fm_op_tanh_desc, fm_op_silu_desc, fm_op_gelu_desc,
+    fm_op_hardswish_desc, fm_op_hardsigmoid_desc, fm_op_softmax_desc, fm_op_log_softmax_desc;
+extern const struct fm_op_desc fm_op_maxpool_desc, fm_op_avgpool_desc,
+    fm_op_adaptive_avgpool_desc, fm_op_global_avgpool_desc, fm_op_global_maxpool_desc;
+extern const struct fm_op_desc fm_op_add_desc, fm_op_sub_desc, fm_op_mul_desc, fm_op_div_desc;
+extern const struct fm_op_desc fm_op_concat_desc, fm_op_flatten_desc, fm_op_reshape_desc,
+    fm_op_transpose_desc, fm_op_split_desc, fm_op_identity_desc;
+extern const struct fm_op_desc fm_op_dropout_desc;
+extern const struct fm_op_desc fm_op_embedding_desc;
+extern const struct fm_op_desc fm_op_attention_desc;
+extern const struct fm_op_desc fm_op_cross_entropy_desc;
+/* ONNX-only ops: declared below this line */
+
+#endif

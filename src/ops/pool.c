@@ -1,0 +1,169 @@
+/* Pooling: MaxPool, AvgPool, AdaptiveAvgPool, GlobalAvgPool, GlobalMaxPool (2-D, NCHW).
+ * O = output elements, k = window elements.
+ *   max:      (k-1) cmp per output (pthflops' count)    | dx[argmax] += dy: O add
+ *   avg:      (k-1) add + 1 div per output              | dy/k: O div; scatter into the
+ *             window: one add per window element (windows may overlap)
+ *   adaptive: windows from PyTorch's rule start = floor(i*In/Out), end = ceil((i+1)*In/Out),
+ *             summed exactly (sizes vary from window to window)
+ *   global:   one window of H*W
+ * Padding positions count as part of the window (PyTorch pads max with -inf); the average's
+ * divisor does not change the count. MaxPool keeps int64 indices for its backward. */
+#include "ops.h"
+
+static enum fm_status pool_window_shape(struct fm_shape_call *call)
+{
+    enum fm_status st = fm_shape_expect_rank(call, 0, 4, 4);
+    if (st)
+        return st;
+    const struct fm_attrs *a = &call->node->attrs;
+    const struct fm_shape *x = &call->in[0]->shape;
+    bool ceil_mode = a->flags & FM_ATTR_CEIL_MODE;
+    struct fm_shape y = *x;
+    for (int ax = 0; ax < 2; ax++) {
+        if (a->pad[ax] * 2 > a->kernel[ax] || a->pad[ax + 2] * 2 > a->kernel[ax])
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (%s): padding must be at most half the kernel",
+                            call->node->name, call->node->op_name);
+        y.dims[2 + ax] = fm_window_out(x->dims[2 + ax], a->kernel[ax], a->stride[ax], a->pad[ax],
+                                       a->pad[ax + 2], a->dilation[ax], ceil_mode);
+        if (y.dims[2 + ax] <= 0)
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (%s): the %s size reaches zero (input %lld, window "
+                            "%lld): the input is too small for this network; use a larger "
+                            "--input",
+                            call->node->name, call->node->op_name, ax ? "width" : "height",
+                            (long long)x->dims[2 + ax], (long long)a->kernel[ax]);
+    }
+    call->out_shape[0] = y;
+    return FM_OK;
+}
+
+static enum fm_status maxpool_cost(struct fm_cost_call *call)
+{
+    const struct fm_attrs *a = &call->node->attrs;
+    uint64_t o = fm_cost_numel(call, call->out[0]);
+    uint64_t k = fm_cmul(&call->ovf, (uint64_t)a->kernel[0], (uint64_t)a->kernel[1]);
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, fm_cmul(&call->ovf, o, k - 1));
+    fm_cost_fwd_bytes_default(call);
+    if (call->grad[0]) {
+        fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_ADD, o);
+        call->cost->saved_bytes = fm_cmul(&call->ovf, o, 8);
+        fm_cost_bwd_bytes_default(call);
+        fm_cost_read(call, FM_PHASE_BWD_DATA, call->cost->saved_bytes);
+    }
+    return FM_OK;
+}
+
+/* avg-family cost from the output count and the total of window sizes */
+static void avg_cost(struct fm_cost_call *call, uint64_t outputs, uint64_t window_total)
+{
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, window_total - outputs);
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_DIV, outputs);
+    fm_cost_fwd_bytes_default(call);
+    if (call->grad[0]) {
+        fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_DIV, outputs);
+        fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_ADD, window_total);
+        fm_cost_bwd_bytes_default(call);
+    }
+}
+
+static enum fm_status avgpool_cost(struct fm_cost_call *call)
+{
+    const struct fm_attrs *a = &call->node->attrs;
+    uint64_t o = fm_cost_numel(call, call->out[0]);
+    uint64_t k = fm_cmul(&call->ovf, (uint64_t)a->kernel[0], (uint64_t)a->kernel[1]);
+    avg_cost(call, o, fm_cmul(&call->ovf, o, k));
+    return FM_OK;
+}
+
+/* ---- adaptive and global ---- */
+
+static enum fm_status adaptive_shape(struct fm_shape_call *call)
+{
+    enum fm_status st = fm_shape_expect_rank(call, 0, 4, 4);
+    if (st)
+        return st;
+    const struct fm_attrs *a = &call->node->attrs;
+    struct fm_shape y = call->in[0]->shape;
+    for (int ax = 0; ax < 2; ax++) {
+        if (a->out_size[ax] <= 0)
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (AdaptiveAvgPool): output size must be positive",
+                            call->node->name);
+        y.dims[2 + ax] = a->out_size[ax];
+    }
+    call->out_shape[0] = y;
+    return FM_OK;
+}
+
+/* Sum over the outputs of one axis of their window lengths (PyTorch's adaptive rule). */
+static uint64_t adaptive_axis_total(int64_t in, int64_t out)
+{
+    uint64_t total = 0;
+    for (int64_t i = 0; i < out; i++) {
+        int64_t start = (i * in) / out;
+        int64_t end = ((i + 1) * in + out - 1) / out;
+        total += (uint64_t)(end - start);
+    }
+    return total;
+}
+
+static enum fm_status adaptive_cost(struct fm_cost_call *call)
+{
+    const struct fm_shape *x = &call->in[0]->shape, *y = &call->out[0]->shape;
+    bool *ov = &call->ovf;
+    uint64_t nc = fm_cmul(ov, (uint64_t)x->dims[0], (uint64_t)x->dims[1]);
+    uint64_t th = adaptive_axis_total(x->dims[2], y->dims[2]);
+    uint64_t tw = adaptive_axis_total(x->dims[3], y->dims[3]);
+    uint64_t o = fm_cost_numel(call, call->out[0]);
+    avg_cost(call, o, fm_cmul3(ov, nc, th, tw));
+    return FM_OK;
+}
+
+static enum fm_status global_shape(struct fm_shape_call *call)
+{
+    enum fm_status st = fm_shape_expect_rank(call, 0, 3, FM_MAX_DIMS);
+    if (st)
+        return st;
+    struct fm_shape y = call->in[0]->shape;
+    for (int i = 2; i < y.rank; i++)
+        y.dims[i] = 1;
+    call->out_shape[0] = y;
+    return FM_OK;
+}
+
+static enum fm_status global_avg_cost(struct fm_cost_call *call)
+{
+    avg_cost(call, fm_cost_numel(call, call->out[0]), fm_cost_numel(call, call->in[0]));
+    return FM_OK;
+}
+
+static enum fm_status global_max_cost(struct fm_cost_call *call)
+{
+    uint64_t o = fm_cost_numel(call, call->out[0]), e = fm_cost_numel(call, call->in[0]);
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, e - o);
+    fm_cost_fwd_bytes_default(call);
+    if (call->grad[0]) {
+        fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_ADD, o);
+        call->cost->saved_bytes = fm_cmul(&call->ovf, o, 8);
+        fm_cost_bwd_bytes_default(call);
+    }
+    return FM_OK;
+}
+
+const struct fm_op_desc fm_op_maxpool_desc = {
+    FM_OP_MAXPOOL, "MaxPool", FM_CLASS_POOL, 1, 1, 1, pool_window_shape, maxpool_cost,
+};
+const struct fm_op_desc fm_op_avgpool_desc = {
+    FM_OP_AVGPOOL, "AvgPool", FM_CLASS_POOL, 1, 1, 1, pool_window_shape, avgpool_cost,
+};
+const struct fm_op_desc fm_op_adaptive_avgpool_desc = {
+    FM_OP_ADAPTIVE_AVGPOOL, "AdaptiveAvgPool", FM_CLASS_POOL, 1, 1, 1, adaptive_shape,
+    adaptive_cost,
+};
+const struct fm_op_desc fm_op_global_avgpool_desc = {
+    FM_OP_GLOBAL_AVGPOOL, "GlobalAvgPool", FM_CLASS_POOL, 1, 1, 1, global_shape, global_avg_cost,
+};
+const struct fm_op_desc fm_op_global_maxpool_desc = {
+    FM_OP_GLOBAL_MAXPOOL, "GlobalMaxPool", FM_CLASS_POOL, 1, 1, 1, global_shape, global_max_cost,
+};

@@ -1,0 +1,452 @@
+/* Renders the counts of a graph as a table (SI suffixes, for people), CSV or JSON (exact
+ * integers, for programs; the JSON is the contract of DESIGN.md, extended, never broken).
+ * It computes nothing that fm_count did not: totals come from fm_counts, not from re-adding. */
+#include "flopmeter.h"
+#include "jsonw.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+void fm_report_opts_init(struct fm_report_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->format = FM_FORMAT_TABLE;
+    o->layers = true;
+}
+
+static const char *const convention =
+    "FLOP = 2 x MAC + add + mul + div + cmp + special; MAC = multiply-accumulate";
+
+static int64_t graph_batch(const struct fm_graph *g)
+{
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
+        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
+        if (t->role == FM_ROLE_INPUT && fm_dtype_is_float(t->dtype) && t->shape.rank > 0)
+            return t->shape.dims[0];
+    }
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
+        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
+        if (t->role == FM_ROLE_INPUT && t->shape.rank > 0)
+            return t->shape.dims[0];
+    }
+    return 1;
+}
+
+static const char *optimizer_long(enum fm_optimizer o)
+{
+    switch (o) {
+    case FM_OPTIM_SGD: return "SGD with momentum";
+    case FM_OPTIM_ADAM: return "Adam";
+    default: return "no optimizer";
+    }
+}
+
+static uint64_t phase_bytes(const struct fm_work *w)
+{
+    return w->bytes_read + w->bytes_written;
+}
+
+/* ---- table ---- */
+
+static const char *si(double v, char *buf)
+{
+    static const char *const suffix[] = {"", " K", " M", " G", " T", " P", " E"};
+    int i = 0;
+    while (fabs(v) >= 999.5 && i < 6) {
+        v /= 1000.0;
+        i++;
+    }
+    if (i == 0 && v == floor(v))
+        snprintf(buf, 32, "%.0f", v);
+    else if (fabs(v) >= 99.95)
+        snprintf(buf, 32, "%.0f%s", v, suffix[i]);
+    else if (fabs(v) >= 9.995)
+        snprintf(buf, 32, "%.1f%s", v, suffix[i]);
+    else
+        snprintf(buf, 32, "%.2f%s", v, suffix[i]);
+    return buf;
+}
+
+/* "Conv 7x7 s2", "Conv 3x3 dw", "MaxPool 3x3 s2", else the op's name. */
+static void op_label(const struct fm_graph *g, const struct fm_node *n, char *buf, size_t size)
+{
+    const struct fm_attrs *a = &n->attrs;
+    if (n->op == FM_OP_CONV || n->op == FM_OP_CONV_TRANSPOSE) {
+        const struct fm_tensor *w = fm_graph_tensor(g, n->in[1]);
+        const struct fm_tensor *x = fm_graph_tensor(g, n->in[0]);
+        int r = w->shape.rank;
+        int len = snprintf(buf, size, "%s %lldx%lld", n->op_name,
+                           (long long)(r == 4 ? w->shape.dims[2] : 1),
+                           (long long)w->shape.dims[r - 1]);
+        if (a->stride[0] != 1 || a->stride[1] != 1)
+            len += snprintf(buf + len, size - (size_t)len, " s%lld", (long long)a->stride[1]);
+        if (a->groups > 1 && a->groups == x->shape.dims[1])
+            snprintf(buf + len, size - (size_t)len, " dw");
+        else if (a->groups > 1)
+            snprintf(buf + len, size - (size_t)len, " g%lld", (long long)a->groups);
+        return;
+    }
+    if (n->op == FM_OP_MAXPOOL || n->op == FM_OP_AVGPOOL) {
+        snprintf(buf, size, "%s %lldx%lld s%lld", n->op_name, (long long)a->kernel[0],
+                 (long long)a->kernel[1], (long long)a->stride[0]);
+        return;
+    }
+    if (n->op == FM_OP_CLIP && a->lo == 0.0 && a->hi == 6.0) {
+        snprintf(buf, size, "ReLU6");
+        return;
+    }
+    snprintf(buf, size, "%s%s", n->op_name, n->op == FM_OP_UNKNOWN ? " (?)" : "");
+}
+
+static void table_layers(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
+                         const struct fm_report_opts *o, bool *any_wonly)
+{
+    bool train = c->mode == FM_MODE_TRAIN;
+    fprintf(f, "  %4s  %-28s %-16s %-18s %9s %10s %12s %10s %7s\n", "#", "layer", "op", "output",
+            "params", "fwd FLOP", train ? "bwd FLOP" : "", "bytes", "FLOP/B");
+    const fm_nid *order = fm_graph_topo_order(g);
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        fm_nid id = order[i];
+        const struct fm_node *n = fm_graph_node(g, id);
+        const struct fm_node_cost *nc = &c->nodes[id];
+        char b1[32], b2[32], b3[32], b4[32], label[64], shape[64], bwd[40];
+        op_label(g, n, label, sizeof(label));
+        fm_shape_format(&fm_graph_tensor(g, n->out[0])->shape, shape, sizeof(shape));
+        uint64_t bwd_flops = fm_work_flops(&nc->phase[FM_PHASE_BWD_DATA]) +
+                             fm_work_flops(&nc->phase[FM_PHASE_BWD_WEIGHT]);
+        bwd[0] = '\0';
+        if (train) {
+            bool wonly = fm_work_flops(&nc->phase[FM_PHASE_BWD_DATA]) == 0 &&
+                         fm_work_flops(&nc->phase[FM_PHASE_BWD_WEIGHT]) > 0;
+            snprintf(bwd, sizeof(bwd), "%s%s", si((double)bwd_flops, b2), wonly ? " (w)" : "");
+            *any_wonly |= wonly;
+        }
+        uint64_t flops = 0, bytes = 0;
+        for (int p = 0; p < FM_PHASE_COUNT; p++) {
+            flops += fm_work_flops(&nc->phase[p]);
+            bytes += phase_bytes(&nc->phase[p]);
+        }
+        char oi[32];
+        if (bytes)
+            snprintf(oi, sizeof(oi), "%.1f", (double)flops / (double)bytes);
+        else
+            snprintf(oi, sizeof(oi), "-");
+        const char *fwd = nc->counted ? si((double)fm_work_flops(&nc->phase[FM_PHASE_FWD]), b1)
+                                      : "uncounted";
+        fprintf(f, "  %4zu  %-28.28s %-16.16s %-18.18s %9s %10s %12s %10s %7s\n", i + 1, n->name,
+                label, shape, si((double)nc->params, b4), fwd, bwd, si((double)bytes, b3), oi);
+        if (o->per_layer_detail) {
+            for (int p = 0; p < FM_PHASE_COUNT; p++) {
+                const struct fm_work *w = &nc->phase[p];
+                if (!fm_work_flops(w) && !phase_bytes(w))
+                    continue;
+                fprintf(f, "        %-10s", fm_phase_name((enum fm_phase)p));
+                for (int k = 0; k < FM_PRIM_COUNT; k++) {
+                    if (w->prim[k])
+                        fprintf(f, " %s %" PRIu64, fm_prim_name((enum fm_prim)k), w->prim[k]);
+                }
+                fprintf(f, " | read %" PRIu64 " B, written %" PRIu64 " B\n", w->bytes_read,
+                        w->bytes_written);
+            }
+        }
+    }
+}
+
+static void table_by_class(FILE *f, const struct fm_counts *c)
+{
+    char b[4][32];
+    fprintf(f, "by class\n  %-14s %12s %12s %12s %12s %7s\n", "class", "fwd FLOP", "fwd MAC",
+            "bwd_data", "bwd_weight", "share");
+    uint64_t total = 0;
+    for (int k = 0; k < FM_CLASS_COUNT; k++) {
+        for (int p = 0; p < FM_PHASE_OPTIMIZER; p++)
+            total += fm_work_flops(&c->by_class[k][p]);
+    }
+    for (int k = 0; k < FM_CLASS_COUNT; k++) {
+        if (!c->class_present[k])
+            continue;
+        const struct fm_work *w = c->by_class[k];
+        uint64_t sum = fm_work_flops(&w[0]) + fm_work_flops(&w[1]) + fm_work_flops(&w[2]);
+        fprintf(f, "  %-14s %12s %12s %12s %12s %6.2f%%\n", fm_class_name((enum fm_class)k),
+                si((double)fm_work_flops(&w[FM_PHASE_FWD]), b[0]),
+                si((double)fm_work_macs(&w[FM_PHASE_FWD]), b[1]),
+                si((double)fm_work_flops(&w[FM_PHASE_BWD_DATA]), b[2]),
+                si((double)fm_work_flops(&w[FM_PHASE_BWD_WEIGHT]), b[3]),
+                total ? 100.0 * (double)sum / (double)total : 0.0);
+    }
+}
+
+static void input_line(FILE *f, const struct fm_graph *g)
+{
+    bool any = false;
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
+        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
+        if (t->role != FM_ROLE_INPUT || !fm_dtype_is_float(t->dtype))
+            continue;
+        char s[64];
+        fprintf(f, "%s%s %s %s", any ? ", " : "", t->name, fm_shape_format(&t->shape, s, sizeof(s)),
+                fm_dtype_name(t->dtype));
+        any = true;
+    }
+    if (!any)
+        fprintf(f, "no float inputs");
+}
+
+static void render_table(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
+                         const struct fm_report_opts *o)
+{
+    bool train = c->mode == FM_MODE_TRAIN;
+    int64_t batch = graph_batch(g);
+    char b[8][32];
+    fprintf(f, "%s | ", fm_graph_name(g));
+    input_line(f, g);
+    if (train)
+        fprintf(f, " | training step, %s | FLOP = 2 x MAC + other ops\n",
+                optimizer_long(c->optimizer));
+    else
+        fprintf(f, " | inference (forward only) | FLOP = 2 x MAC + other ops\n");
+    bool any_wonly = false;
+    if (o->layers)
+        table_layers(f, g, c, o, &any_wonly);
+    if (o->by_class)
+        table_by_class(f, c);
+
+    const struct fm_work *t = c->total;
+    uint64_t fwd = fm_work_flops(&t[FM_PHASE_FWD]);
+    uint64_t bd = fm_work_flops(&t[FM_PHASE_BWD_DATA]), bw = fm_work_flops(&t[FM_PHASE_BWD_WEIGHT]);
+    uint64_t opt = fm_work_flops(&t[FM_PHASE_OPTIMIZER]);
+    uint64_t step = fwd + bd + bw + opt;
+    uint64_t bytes = 0;
+    for (int p = 0; p < FM_PHASE_COUNT; p++)
+        bytes += phase_bytes(&t[p]);
+    fprintf(f, "totals\n");
+    fprintf(f, "  parameters     %s (%s fp), trainable %s", si((double)c->params, b[0]),
+            si((double)c->param_bytes, b[1]), si((double)c->trainable_params, b[2]));
+    fprintf(f, "\n");
+    fprintf(f, "  forward        %sFLOP  (%sMAC)   %sFLOP per sample\n", si((double)fwd, b[0]),
+            si((double)fm_work_macs(&t[FM_PHASE_FWD]), b[1]), si((double)fwd / (double)batch, b[2]));
+    if (train) {
+        fprintf(f, "  backward       %sFLOP = input grads %sFLOP + weight grads %sFLOP   bwd/fwd %.2f\n",
+                si((double)(bd + bw), b[0]), si((double)bd, b[1]), si((double)bw, b[2]),
+                fwd ? (double)(bd + bw) / (double)fwd : 0.0);
+        fprintf(f, "                 (%sMAC = %sMAC + %sMAC)\n",
+                si((double)(fm_work_macs(&t[1]) + fm_work_macs(&t[2])), b[0]),
+                si((double)fm_work_macs(&t[1]), b[1]), si((double)fm_work_macs(&t[2]), b[2]));
+        fprintf(f, "  optimizer      %sFLOP  (%s)\n", si((double)opt, b[0]),
+                optimizer_long(c->optimizer));
+        fprintf(f, "  step           %sFLOP   %sFLOP per sample\n", si((double)step, b[0]),
+                si((double)step / (double)batch, b[1]));
+    }
+    fprintf(f, "  bytes moved    %sB (unfused, one kernel per op)   intensity %.1f FLOP/B\n",
+            si((double)bytes, b[0]), bytes ? (double)step / (double)bytes : 0.0);
+    uint64_t mem = 0;
+    fm_counts_training_memory(c, &mem);
+    if (train) {
+        const char *state = c->optimizer == FM_OPTIM_SGD    ? "momentum"
+                            : c->optimizer == FM_OPTIM_ADAM ? "Adam moments"
+                                                            : "no optimizer state";
+        fprintf(f, "  memory         activations kept %sB + params %sB + grads %sB + %s %sB"
+                   " + buffers and input %sB = %sB\n",
+                si((double)c->activation_bytes, b[0]), si((double)c->param_bytes, b[1]),
+                si((double)c->grad_bytes, b[2]), state, si((double)c->optimizer_state_bytes, b[3]),
+                si((double)(c->buffer_bytes + c->input_bytes), b[4]), si((double)mem, b[5]));
+    } else {
+        fprintf(f, "  memory         peak live activations %sB + params %sB + buffers and input "
+                   "%sB = %sB\n",
+                si((double)c->activation_bytes, b[0]), si((double)c->param_bytes, b[1]),
+                si((double)(c->buffer_bytes + c->input_bytes), b[2]), si((double)mem, b[3]));
+    }
+    fprintf(f, "  not counted    ");
+    if (!c->n_uncounted) {
+        fprintf(f, "none\n");
+    } else {
+        for (size_t i = 0; i < c->n_uncounted; i++)
+            fprintf(f, "%s%s (%" PRIu64 " nodes)", i ? ", " : "", c->uncounted[i].op,
+                    c->uncounted[i].nodes);
+        fprintf(f, ": every total above is a lower bound\n");
+    }
+    if (any_wonly)
+        fprintf(f, "(w) weight gradients only: the layer's input needs no gradient (the network "
+                   "input)\n");
+    fprintf(f, "convention: %s; bytes = each input read once, each output written once\n",
+            convention);
+}
+
+/* ---- CSV ---- */
+
+static void render_csv(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
+                       const struct fm_report_opts *o)
+{
+    if (o->by_class) {
+        fprintf(f, "class,phase,flops,macs,bytes_read,bytes_written\n");
+        for (int k = 0; k < FM_CLASS_COUNT; k++) {
+            if (!c->class_present[k])
+                continue;
+            for (int p = 0; p < FM_PHASE_COUNT; p++) {
+                const struct fm_work *w = &c->by_class[k][p];
+                fprintf(f, "%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+                        fm_class_name((enum fm_class)k), fm_phase_name((enum fm_phase)p),
+                        fm_work_flops(w), fm_work_macs(w), w->bytes_read, w->bytes_written);
+            }
+        }
+        return;
+    }
+    fprintf(f, "index,name,op,class,output,params,counted");
+    for (int p = 0; p < FM_PHASE_COUNT; p++) {
+        const char *ph = fm_phase_name((enum fm_phase)p);
+        fprintf(f, ",%s_flops,%s_macs,%s_bytes_read,%s_bytes_written", ph, ph, ph, ph);
+    }
+    fprintf(f, "\n");
+    const fm_nid *order = fm_graph_topo_order(g);
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        const struct fm_node *n = fm_graph_node(g, order[i]);
+        const struct fm_node_cost *nc = &c->nodes[order[i]];
+        char shape[64];
+        fm_shape_format(&fm_graph_tensor(g, n->out[0])->shape, shape, sizeof(shape));
+        /* names may hold commas in imported graphs: quote them */
+        fprintf(f, "%zu,\"%s\",%s,%s,%s,%" PRIu64 ",%d", i + 1, n->name, n->op_name,
+                fm_class_name(fm_op_class(n->op)), shape, nc->params, nc->counted ? 1 : 0);
+        for (int p = 0; p < FM_PHASE_COUNT; p++) {
+            const struct fm_work *w = &nc->phase[p];
+            fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, fm_work_flops(w),
+                    fm_work_macs(w), w->bytes_read, w->bytes_written);
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "total,\"total\",,,,%" PRIu64 ",%d", c->params, c->n_uncounted ? 0 : 1);
+    for (int p = 0; p < FM_PHASE_COUNT; p++) {
+        const struct fm_work *w = &c->total[p];
+        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, fm_work_flops(w),
+                fm_work_macs(w), w->bytes_read, w->bytes_written);
+    }
+    fprintf(f, "\n");
+}
+
+/* ---- JSON ---- */
+
+static void json_work(struct fm_jw *w, const char *key, const struct fm_work *x, bool bytes,
+                      bool prims)
+{
+    fm_jw_object(w, key, true);
+    fm_jw_u64(w, "flops", fm_work_flops(x));
+    fm_jw_u64(w, "macs", fm_work_macs(x));
+    if (bytes) {
+        fm_jw_u64(w, "bytes_read", x->bytes_read);
+        fm_jw_u64(w, "bytes_written", x->bytes_written);
+    }
+    if (prims) {
+        fm_jw_object(w, "ops", true);
+        for (int k = 0; k < FM_PRIM_COUNT; k++)
+            fm_jw_u64(w, fm_prim_name((enum fm_prim)k), x->prim[k]);
+        fm_jw_end(w);
+    }
+    fm_jw_end(w);
+}
+
+static void json_shape(struct fm_jw *w, const char *key, const struct fm_shape *s)
+{
+    fm_jw_array(w, key, true);
+    for (int i = 0; i < s->rank; i++)
+        fm_jw_i64(w, NULL, s->dims[i]);
+    fm_jw_end(w);
+}
+
+static void render_json(FILE *f, const struct fm_graph *g, const struct fm_counts *c)
+{
+    struct fm_jw w;
+    fm_jw_init(&w, f);
+    fm_jw_object(&w, NULL, false);
+    fm_jw_string(&w, "flopmeter", FM_VERSION);
+    fm_jw_string(&w, "model", fm_graph_name(g));
+    fm_jw_array(&w, "inputs", false);
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
+        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
+        if (t->role != FM_ROLE_INPUT)
+            continue;
+        fm_jw_object(&w, NULL, true);
+        fm_jw_string(&w, "name", t->name);
+        json_shape(&w, "shape", &t->shape);
+        fm_jw_string(&w, "dtype", fm_dtype_name(t->dtype));
+        fm_jw_end(&w);
+    }
+    fm_jw_end(&w);
+    fm_jw_i64(&w, "batch", graph_batch(g));
+    fm_jw_string(&w, "mode", fm_mode_name(c->mode));
+    fm_jw_string(&w, "optimizer", fm_optimizer_name(c->optimizer));
+    fm_jw_string(&w, "convention", convention);
+
+    fm_jw_object(&w, "totals", false);
+    fm_jw_u64(&w, "params", c->params);
+    fm_jw_u64(&w, "trainable_params", c->trainable_params);
+    for (int p = 0; p < FM_PHASE_COUNT; p++)
+        json_work(&w, fm_phase_name((enum fm_phase)p), &c->total[p], true, true);
+    fm_jw_u64(&w, "activation_bytes", c->activation_bytes);
+    fm_jw_u64(&w, "param_bytes", c->param_bytes);
+    fm_jw_u64(&w, "buffer_bytes", c->buffer_bytes);
+    fm_jw_u64(&w, "grad_bytes", c->grad_bytes);
+    fm_jw_u64(&w, "optimizer_state_bytes", c->optimizer_state_bytes);
+    fm_jw_u64(&w, "input_bytes", c->input_bytes);
+    uint64_t mem = 0;
+    fm_counts_training_memory(c, &mem);
+    fm_jw_u64(&w, "memory_bytes", mem);
+    fm_jw_bool(&w, "lower_bound", c->n_uncounted > 0);
+    fm_jw_end(&w);
+
+    fm_jw_object(&w, "by_class", false);
+    for (int k = 0; k < FM_CLASS_COUNT; k++) {
+        if (!c->class_present[k])
+            continue;
+        fm_jw_object(&w, fm_class_name((enum fm_class)k), true);
+        for (int p = 0; p < FM_PHASE_OPTIMIZER; p++)
+            json_work(&w, fm_phase_name((enum fm_phase)p), &c->by_class[k][p], false, false);
+        fm_jw_end(&w);
+    }
+    fm_jw_end(&w);
+
+    fm_jw_array(&w, "uncounted", false);
+    for (size_t i = 0; i < c->n_uncounted; i++) {
+        fm_jw_object(&w, NULL, true);
+        fm_jw_string(&w, "op", c->uncounted[i].op);
+        fm_jw_u64(&w, "nodes", c->uncounted[i].nodes);
+        fm_jw_end(&w);
+    }
+    fm_jw_end(&w);
+
+    fm_jw_array(&w, "layers", false);
+    const fm_nid *order = fm_graph_topo_order(g);
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        const struct fm_node *n = fm_graph_node(g, order[i]);
+        const struct fm_node_cost *nc = &c->nodes[order[i]];
+        fm_jw_object(&w, NULL, true);
+        fm_jw_string(&w, "name", n->name);
+        fm_jw_string(&w, "op", n->op_name);
+        fm_jw_string(&w, "class", fm_class_name(fm_op_class(n->op)));
+        json_shape(&w, "output", &fm_graph_tensor(g, n->out[0])->shape);
+        fm_jw_u64(&w, "params", nc->params);
+        fm_jw_bool(&w, "counted", nc->counted);
+        for (int p = 0; p < FM_PHASE_COUNT; p++)
+            json_work(&w, fm_phase_name((enum fm_phase)p), &nc->phase[p], true, false);
+        fm_jw_end(&w);
+    }
+    fm_jw_end(&w);
+    fm_jw_end(&w);
+    fm_jw_finish(&w);
+}
+
+enum fm_status fm_report_count(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
+                               const struct fm_report_opts *opts)
+{
+    struct fm_report_opts o;
+    if (opts)
+        o = *opts;
+    else
+        fm_report_opts_init(&o);
+    switch (o.format) {
+    case FM_FORMAT_TABLE: render_table(f, g, c, &o); break;
+    case FM_FORMAT_CSV: render_csv(f, g, c, &o); break;
+    case FM_FORMAT_JSON: render_json(f, g, c); break;
+    default: return FM_ERR_INVALID;
+    }
+    return ferror(f) ? FM_ERR_IO : FM_OK;
+}

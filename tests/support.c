@@ -1,0 +1,80 @@
+/* Shared test helpers (see support.h). */
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct fm_ctx *test_ctx(void)
+{
+    struct fm_ctx *ctx = NULL;
+    assert_int_equal(fm_ctx_new(NULL, &ctx), FM_OK);
+    return ctx;
+}
+
+struct fm_counts *test_count_zoo(struct fm_ctx *ctx, const char *name, int64_t batch,
+                                 enum fm_mode mode, struct fm_graph **graph_out)
+{
+    struct fm_zoo_opts zo;
+    fm_zoo_opts_init(&zo);
+    zo.batch = batch;
+    zo.with_loss = mode == FM_MODE_TRAIN;
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_zoo_build(ctx, name, &zo, &g));
+    struct fm_count_opts co;
+    fm_count_opts_init(&co);
+    co.mode = mode;
+    struct fm_counts *c = NULL;
+    FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &c));
+    if (graph_out)
+        *graph_out = g;
+    else
+        fm_graph_free(g);
+    return c;
+}
+
+static char *slurp(FILE *f)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (cap - len < 2) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+int test_run_cli(const char *args, char **out, char **err)
+{
+    char errfile[] = "/tmp/fm_test_err_XXXXXX";
+    int fd = mkstemp(errfile);
+    assert_true(fd >= 0);
+    close(fd);
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "%s %s 2>%s", FM_CLI, args, errfile);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *o = slurp(p);
+    int status = pclose(p);
+    FILE *ef = fopen(errfile, "r");
+    char *e = ef ? slurp(ef) : strdup("");
+    if (ef)
+        fclose(ef);
+    unlink(errfile);
+    if (out)
+        *out = o;
+    else
+        free(o);
+    if (err)
+        *err = e;
+    else
+        free(e);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}

@@ -1,0 +1,29 @@
+/* Helpers shared by the tests: a context per test, building and counting a model, running the
+ * CLI and capturing its output. */
+#ifndef FM_TEST_SUPPORT_H
+#define FM_TEST_SUPPORT_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "flopmeter.h"
+
+/* Asserts st == FM_OK, printing the context's message when not. */
+#define FM_ASSERT_OK(ctx, expr)                                                              \
+    do {                                                                                     \
+        enum fm_status st_ = (expr);                                                         \
+        if (st_ != FM_OK)                                                                    \
+            fail_msg("%s failed: %s: %s", #expr, fm_status_to_string(st_), fm_ctx_error(ctx)); \
+    } while (0)
+
+struct fm_ctx *test_ctx(void);
+/* Builds a built-in model (batch, classes; with_loss for training) and counts it. */
+struct fm_counts *test_count_zoo(struct fm_ctx *ctx, const char *name, int64_t batch,
+                                 enum fm_mode mode, struct fm_graph **graph_out);
+/* Runs the CLI with the given arguments; stdout into *out (malloc'd), returns exit status. */
+int test_run_cli(const char *args, char **out, char **err);
+
+#endif

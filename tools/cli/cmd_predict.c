@@ -1,0 +1,10 @@
+/* PLACEHOLDER until its issue lands: replaced by the real command. */
+#include "cli.h"
+
+int cmd_predict(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "flopmeter: 'predict' is not available in this build yet\n");
+    return FM_EXIT_FAIL;
+}
