@@ -221,9 +221,8 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
     for (int p = 0; p < FM_PHASE_COUNT; p++)
         bytes += phase_bytes(&t[p]);
     fprintf(f, "totals\n");
-    fprintf(f, "  parameters     %s (%s fp), trainable %s", si((double)c->params, b[0]),
+    fprintf(f, "  parameters     %s (%sB), trainable %s\n", si((double)c->params, b[0]),
             si((double)c->param_bytes, b[1]), si((double)c->trainable_params, b[2]));
-    fprintf(f, "\n");
     fprintf(f, "  forward        %sFLOP  (%sMAC)   %sFLOP per sample\n", si((double)fwd, b[0]),
             si((double)fm_work_macs(&t[FM_PHASE_FWD]), b[1]), si((double)fwd / (double)batch, b[2]));
     if (train) {

@@ -1,0 +1,42 @@
+#!/bin/sh
+# make install works: binary, static and shared library, header and pkg-config file land under
+# a prefix, and a program compiled against them with pkg-config counts resnet18 correctly.
+set -eu
+build=$1
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+test -x "$prefix/bin/flopmeter"
+test -f "$prefix/include/flopmeter.h"
+libdir=$(ls -d "$prefix"/lib* | head -1)
+test -f "$libdir/libflopmeter.a"
+test -f "$libdir/pkgconfig/flopmeter.pc"
+ls "$libdir"/libflopmeter.so* >/dev/null
+cat > "$prefix/use.c" <<'C'
+#include <flopmeter.h>
+#include <stdio.h>
+int main(void)
+{
+    struct fm_ctx *ctx;
+    struct fm_graph *g;
+    struct fm_counts *c;
+    struct fm_count_opts o;
+    if (fm_ctx_new(NULL, &ctx) || fm_zoo_build(ctx, "resnet18", NULL, &g))
+        return 1;
+    fm_count_opts_init(&o);
+    if (fm_count(ctx, g, &o, &c))
+        return 1;
+    printf("%llu\n", (unsigned long long)c->params);
+    fm_counts_free(ctx, c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+    return 0;
+}
+C
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+cc -std=c11 $(pkg-config --cflags flopmeter) "$prefix/use.c" -o "$prefix/use" \
+   $(pkg-config --libs flopmeter) -Wl,-rpath,"$libdir"
+out=$("$prefix/use")
+# torchvision's resnet18 has 11,689,512 parameters (counting.md)
+test "$out" = 11689512 || { echo "expected 11689512 parameters, got $out"; exit 1; }
+echo "install ok: $prefix"
