@@ -141,7 +141,13 @@ fm_tid fm_nn_act(struct fm_nn *nn, const char *name, enum fm_op op, fm_tid x)
         return FM_NONE;
     char full[512];
     layer_name(nn, name, full, sizeof(full));
-    return node(nn, op, full, NULL, &x, 1);
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    if (op == FM_OP_HARDSIGMOID) {   /* torch.nn.Hardsigmoid: relu6(x + 3) / 6 */
+        a.alpha = 1.0 / 6.0;
+        a.beta = 0.5;
+    }
+    return node(nn, op, full, &a, &x, 1);
 }
 
 fm_tid fm_nn_relu6(struct fm_nn *nn, const char *name, fm_tid x)
@@ -272,6 +278,35 @@ fm_tid fm_nn_concat(struct fm_nn *nn, const char *name, const fm_tid *xs, int n,
     fm_attrs_init(&a);
     a.axis = axis;
     return node(nn, FM_OP_CONCAT, full, &a, xs, n);
+}
+
+fm_tid fm_nn_conv_bn_act(struct fm_nn *nn, const char *name, fm_tid x, int64_t cout, int64_t k,
+                         int64_t stride, int64_t groups, double eps, enum fm_op act)
+{
+    fm_nn_push(nn, "%s", name);
+    x = fm_nn_conv(nn, "0", x, cout, k, stride, (k - 1) / 2, groups, false);
+    x = fm_nn_bn(nn, "1", x, eps);
+    if (act == FM_OP_CLIP)
+        x = fm_nn_relu6(nn, "2", x);
+    else if (act != FM_OP_IDENTITY)
+        x = fm_nn_act(nn, "2", act, x);
+    fm_nn_pop(nn);
+    return x;
+}
+
+fm_tid fm_nn_squeeze_excitation(struct fm_nn *nn, const char *name, fm_tid x, int64_t squeeze,
+                                enum fm_op act, enum fm_op scale_act)
+{
+    int64_t c = fm_nn_channels(nn, x);
+    fm_nn_push(nn, "%s", name);
+    fm_tid s = fm_nn_adaptive_avgpool(nn, "avgpool", x, 1, 1);
+    s = fm_nn_conv(nn, "fc1", s, squeeze, 1, 1, 0, 1, true);
+    s = fm_nn_act(nn, "activation", act, s);
+    s = fm_nn_conv(nn, "fc2", s, c, 1, 1, 0, 1, true);
+    s = fm_nn_act(nn, "scale_activation", scale_act, s);
+    x = fm_nn_mul(nn, "mul", s, x);   /* scale * input, as torchvision writes it */
+    fm_nn_pop(nn);
+    return x;
 }
 
 int64_t fm_nn_make_divisible(double v, int64_t divisor)

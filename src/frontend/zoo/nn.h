@@ -51,6 +51,17 @@ fm_tid fm_nn_add(struct fm_nn *nn, const char *name, fm_tid a, fm_tid b);
 fm_tid fm_nn_mul(struct fm_nn *nn, const char *name, fm_tid a, fm_tid b);
 fm_tid fm_nn_concat(struct fm_nn *nn, const char *name, const fm_tid *xs, int n, int64_t axis);
 
+/* torchvision.ops.Conv2dNormActivation: conv (k x k, padding (k-1)/2, no bias) as name.0,
+ * BatchNorm (eps) as name.1 and, unless act is FM_OP_IDENTITY, the activation as name.2
+ * (FM_OP_CLIP is ReLU6). */
+fm_tid fm_nn_conv_bn_act(struct fm_nn *nn, const char *name, fm_tid x, int64_t cout, int64_t k,
+                         int64_t stride, int64_t groups, double eps, enum fm_op act);
+/* torchvision.ops.SqueezeExcitation under name: avgpool (to 1x1), fc1 (1x1 conv with bias to
+ * squeeze channels), activation, fc2 (back to the input's channels), scale_activation, and the
+ * broadcast Mul of the scale with the input (name.mul). */
+fm_tid fm_nn_squeeze_excitation(struct fm_nn *nn, const char *name, fm_tid x, int64_t squeeze,
+                                enum fm_op act, enum fm_op scale_act);
+
 /* Builders of the families: each takes the image input and the class count and returns the
  * logits (FM_NONE on failure, with nn->st set). variant selects within the family. */
 typedef fm_tid (*fm_zoo_builder)(struct fm_nn *nn, fm_tid x, int64_t classes, int variant);

@@ -12,6 +12,9 @@ struct zoo_row {
     int variant;
 };
 
+/* Default input sizes are the evaluation crop of each model's default weights in torchvision's
+ * metadata (ImageClassification crop_size): 299 for inception_v3, 240..600 for
+ * efficientnet_b1..b7, 224 for the rest. */
 #define ROW(NAME, FAMILY, DESC, HW, FN, VAR) {{NAME, FAMILY, DESC, HW}, FN, VAR}
 static const struct zoo_row zoo[] = {
     ROW("alexnet", "alexnet", "AlexNet (torchvision, one-GPU variant)", 224, fm_zoo_alexnet, 0),
@@ -34,13 +37,13 @@ static const struct zoo_row zoo[] = {
     ROW("mobilenet_v3_large", "mobilenet", "MobileNetV3-Large", 224, fm_zoo_mobilenet_v3, 1),
     ROW("mobilenet_v3_small", "mobilenet", "MobileNetV3-Small", 224, fm_zoo_mobilenet_v3, 0),
     ROW("efficientnet_b0", "efficientnet", "EfficientNet-B0", 224, fm_zoo_efficientnet, 0),
-    ROW("efficientnet_b1", "efficientnet", "EfficientNet-B1", 224, fm_zoo_efficientnet, 1),
-    ROW("efficientnet_b2", "efficientnet", "EfficientNet-B2", 224, fm_zoo_efficientnet, 2),
-    ROW("efficientnet_b3", "efficientnet", "EfficientNet-B3", 224, fm_zoo_efficientnet, 3),
-    ROW("efficientnet_b4", "efficientnet", "EfficientNet-B4", 224, fm_zoo_efficientnet, 4),
-    ROW("efficientnet_b5", "efficientnet", "EfficientNet-B5", 224, fm_zoo_efficientnet, 5),
-    ROW("efficientnet_b6", "efficientnet", "EfficientNet-B6", 224, fm_zoo_efficientnet, 6),
-    ROW("efficientnet_b7", "efficientnet", "EfficientNet-B7", 224, fm_zoo_efficientnet, 7),
+    ROW("efficientnet_b1", "efficientnet", "EfficientNet-B1", 240, fm_zoo_efficientnet, 1),
+    ROW("efficientnet_b2", "efficientnet", "EfficientNet-B2", 288, fm_zoo_efficientnet, 2),
+    ROW("efficientnet_b3", "efficientnet", "EfficientNet-B3", 300, fm_zoo_efficientnet, 3),
+    ROW("efficientnet_b4", "efficientnet", "EfficientNet-B4", 380, fm_zoo_efficientnet, 4),
+    ROW("efficientnet_b5", "efficientnet", "EfficientNet-B5", 456, fm_zoo_efficientnet, 5),
+    ROW("efficientnet_b6", "efficientnet", "EfficientNet-B6", 528, fm_zoo_efficientnet, 6),
+    ROW("efficientnet_b7", "efficientnet", "EfficientNet-B7", 600, fm_zoo_efficientnet, 7),
     ROW("googlenet", "inception", "GoogLeNet (Inception v1, no auxiliary heads)", 224,
         fm_zoo_googlenet, 0),
     ROW("inception_v3", "inception", "Inception v3 (no auxiliary head)", 299,
