@@ -552,7 +552,8 @@ enum {
     FM_DEVF_L2 = 1u << 3,
     FM_DEVF_CLOCK = 1u << 4,
     FM_DEVF_TDP = 1u << 5,
-    FM_DEVF_UNITS = 1u << 6
+    FM_DEVF_UNITS = 1u << 6,
+    FM_DEVF_INTERCONNECT = 1u << 7
 };
 
 /* One device. Peaks are dense (no sparsity), in FLOP/s (ops/s for int8); 0 = not supported.
@@ -576,7 +577,14 @@ struct fm_device {
     const char *source;            /* where the figures come from */
     unsigned unverified;           /* FM_DEVF_* bits */
     bool measured;                 /* from flopmeter probe, not a datasheet */
+    /* Added with the device table (zero-initialised by older callers, which is "verified"): */
+    unsigned unverified_vector;    /* bit (1u << precision): that peak_vector figure is '?' */
+    unsigned unverified_tensor;    /* bit (1u << precision): that peak_tensor figure is '?' */
+    const char *origin;            /* "built-in" or the file the entry came from (not saved) */
 };
+
+/* Whether an op class may run on matrix units (tensor cores): conv, matmul and attention. */
+bool fm_precision_tensor_class(enum fm_class cls);   /* conv, matmul, attention */
 
 /* The ceiling that applies to an op class at a precision: tensor peaks only for conv, matmul
  * and attention (when the device has them), the vector peak of that precision otherwise (for
@@ -598,6 +606,34 @@ enum fm_status fm_devices_find(struct fm_ctx *ctx, const struct fm_devices *devs
 enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *dev,
                                    const char *path);
 
+/* Only the built-in table (no environment, no files). */
+enum fm_status fm_devices_builtin(struct fm_ctx *ctx, struct fm_devices **out);
+/* Adds (or overrides) the devices of one JSON file / text. An entry whose "name" matches an
+ * existing name or alias overrides only the fields it gives; any other entry is a new device.
+ * A malformed file is FM_ERR_PARSE with a message naming the file, the entry and the field;
+ * FM_ERR_UNSUPPORTED in a build without cJSON. On failure devs is left unchanged. */
+enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path);
+enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, size_t len,
+                                   const char *origin);
+/* Adds a copy of dev (strings copied), replacing any entry with the same name or alias. */
+enum fm_status fm_devices_add(struct fm_devices *devs, const struct fm_device *dev);
+/* Writes devices as one device JSON document (the format fm_devices_add_file reads). */
+enum fm_status fm_devices_write_json(FILE *f, const struct fm_device *const *devs, size_t n);
+
+/* Ridge point of a ceiling: peak / bandwidth in FLOP/byte (0 when either is unknown). */
+double fm_device_ridge(const struct fm_device *dev, enum fm_class cls, enum fm_precision prec);
+bool fm_device_has_tensor(const struct fm_device *dev);
+
+/* Named links for data parallelism: per-GPU bidirectional bandwidth (bytes/s) and source. */
+struct fm_link {
+    const char *name;              /* "nvlink3", "pcie4" */
+    double bw;
+    const char *description;
+};
+size_t fm_link_count(void);
+const struct fm_link *fm_link_get(size_t i);
+const struct fm_link *fm_link_find(const char *name);   /* case-insensitive; NULL if unknown */
+
 /* ---------------------------------------------------------------------------------------------
  * Analyses (src/analysis/): roofline and PALEO-style prediction
  * ------------------------------------------------------------------------------------------ */
@@ -609,6 +645,8 @@ struct fm_predict_opts {
     double ppp_compute;            /* platform percent of peak, compute (default 0.62, PALEO) */
     double ppp_memory;             /* platform percent of peak, memory (default 0.72) */
     double launch_overhead_us;     /* per kernel (per node and phase that does work) */
+    /* Added with the analyses (set by fm_predict_opts_init): */
+    double ppp_comm;               /* platform percent of peak, interconnect (default 0.72) */
 };
 void fm_predict_opts_init(struct fm_predict_opts *opts);
 
@@ -620,6 +658,13 @@ struct fm_phase_time {
     double t_roofline;             /* max(compute, memory) + launch */
     double t_paleo;                /* compute + memory + launch (no overlap) */
     bool memory_bound;             /* at peak: OI below the ridge point */
+    /* Added with the analyses: */
+    double intensity;              /* flops / bytes (FLOP/byte); 0 when bytes is 0 */
+    double attainable;             /* min(peak, intensity x bandwidth) FLOP/s, at 100% of peak */
+    double ridge;                  /* peak / bandwidth (FLOP/byte) */
+    double t_launch;               /* the launch overhead included in both bounds */
+    enum fm_precision precision;   /* the precision whose ceiling applied */
+    bool tensor;                   /* the ceiling is a matrix-unit (tensor core) one */
 };
 
 struct fm_prediction {
@@ -627,12 +672,119 @@ struct fm_prediction {
     struct fm_phase_time (*nodes)[FM_PHASE_COUNT];   /* [node id][phase] */
     struct fm_phase_time total[FM_PHASE_COUNT];
     double step_roofline_s, step_paleo_s;            /* all phases of the counted mode */
+    /* Added with the analyses: */
+    enum fm_mode mode;
+    struct fm_phase_time step;     /* the whole step as one point: sums of flops, bytes and
+                                      times; peak = flops / sum(flops_i / peak_i) */
+    size_t kernels;                /* node-phases that do work (each pays the launch overhead) */
+    double peak_ref;               /* the ceiling utilization is quoted against: the matrix
+                                      ceiling of conv/matmul at the chosen precision */
+    double bandwidth;              /* device memory bandwidth used, bytes/s (at 100%) */
+    struct fm_predict_opts opts;   /* a copy of the options it was made with */
 };
 
 enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
                           const struct fm_counts *counts, const struct fm_predict_opts *opts,
                           struct fm_prediction **out);
 void fm_prediction_free(struct fm_ctx *ctx, struct fm_prediction *p);
+
+/* The precision a node's phase runs at under opts: the optimizer phase never uses tensor
+ * cores; torch_default gives tf32 to convolutions and fp32 to everything else. */
+enum fm_precision fm_predict_precision(const struct fm_predict_opts *opts, enum fm_class cls);
+/* The ceiling of a node's phase: fm_device_peak of its class (optimizer: elementwise). */
+double fm_predict_peak(const struct fm_predict_opts *opts, enum fm_class cls,
+                       enum fm_phase phase, bool *tensor);
+
+/* The roofline: attainable FLOP/s = min(peak, intensity x bandwidth) (Williams et al. 2009). */
+double fm_roofline_attainable(double intensity, double peak, double bandwidth);
+/* One kernel of flops and bytes on a ceiling: fills every field of out from the formulas
+ * t_compute = flops / (peak x ppp_compute), t_memory = bytes / (bandwidth x ppp_memory),
+ * t_roofline = max + launch, t_paleo = sum + launch (launch only when the kernel does work). */
+void fm_phase_time_eval(double flops, double bytes, double peak, double bandwidth,
+                        const struct fm_predict_opts *opts, struct fm_phase_time *out);
+
+enum fm_bound { FM_BOUND_ROOFLINE = 0, FM_BOUND_PALEO, FM_BOUND_COUNT };
+const char *fm_bound_name(enum fm_bound b);   /* "roofline", "paleo" */
+
+/* Step, epoch and whole-run figures from a prediction, for both bounds. */
+struct fm_run_estimate {
+    int64_t batch;
+    uint64_t dataset_size;           /* 0: no epoch figures */
+    double epochs;
+    uint64_t steps_per_epoch;        /* ceil(dataset_size / batch): the last partial batch is
+                                        timed as a full one (an upper bound) */
+    double step_flops;               /* every counted phase of one step */
+    double epoch_flops;              /* per-sample work x dataset_size + optimizer x steps */
+    double total_flops;              /* epoch_flops x epochs */
+    double step_s[FM_BOUND_COUNT];   /* training: step time; inference: latency of a batch */
+    double samples_per_s[FM_BOUND_COUNT];
+    double epoch_s[FM_BOUND_COUNT], total_s[FM_BOUND_COUNT];
+    double utilization[FM_BOUND_COUNT];  /* step_flops / (step_s x peak_ref) */
+};
+enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
+                              const struct fm_counts *counts, int64_t batch,
+                              uint64_t dataset_size, double epochs, struct fm_run_estimate *out);
+
+/* Utilization = FLOPs / (time x peak), by the methods of Epoch AI's "Estimating training
+ * compute" study: theory = 3 x forward FLOPs; counted = forward + backward as counted (the
+ * optimizer step is shown separately). In inference both are the forward FLOPs. */
+enum fm_util_method { FM_UTIL_THEORY = 0, FM_UTIL_COUNTED, FM_UTIL_COUNTED_OPT, FM_UTIL_COUNT };
+const char *fm_util_method_name(enum fm_util_method m);   /* "theory", "counted", ... */
+
+struct fm_utilization {
+    double peak;                         /* FLOP/s the utilization is quoted against */
+    int64_t batch;
+    double step_s;                       /* 0: no per-step figures */
+    double step_flops[FM_UTIL_COUNT];
+    double step_util[FM_UTIL_COUNT];
+    double epoch_s;                      /* 0: no per-epoch figures */
+    uint64_t dataset_size, steps_per_epoch;
+    double epoch_flops[FM_UTIL_COUNT];
+    double epoch_util[FM_UTIL_COUNT];
+    bool impossible;                     /* some utilization is above 100% */
+};
+/* step_s and/or epoch_s (with dataset_size) must be given (> 0). */
+enum fm_status fm_utilization(struct fm_ctx *ctx, const struct fm_counts *counts, int64_t batch,
+                              double peak, double step_s, double epoch_s, uint64_t dataset_size,
+                              struct fm_utilization *out);
+
+/* Data parallelism: ring all-reduce of the gradients over gpus devices. Each device sends and
+ * receives 2 (N-1)/N of the gradient bytes over one direction of its link (half the listed
+ * bidirectional bandwidth), at ppp_comm of it (Patarasuk & Yuan 2009; NCCL's "bus bandwidth").
+ * Returns seconds; 0 for one GPU. */
+double fm_ring_allreduce_s(double bytes, int gpus, double link_bw_bidir, double ppp_comm);
+
+struct fm_dp_estimate {
+    int gpus;
+    double link_bw;                      /* bidirectional bytes/s per GPU */
+    double grad_bytes;
+    double t_allreduce;                  /* one all-reduce of every gradient */
+    double step_1[FM_BOUND_COUNT];       /* one GPU */
+    double step_serial[FM_BOUND_COUNT];  /* compute, then all-reduce (no overlap) */
+    double step_overlap[FM_BOUND_COUNT]; /* each layer's gradients reduced as soon as its
+                                            backward is done, while backward goes on */
+    double efficiency_serial[FM_BOUND_COUNT];  /* step_1 / step_N (weak scaling) */
+    double efficiency_overlap[FM_BOUND_COUNT];
+    double samples_per_s_serial[FM_BOUND_COUNT], samples_per_s_overlap[FM_BOUND_COUNT];
+};
+/* Weak scaling: every GPU keeps the batch of the prediction. Training counts only. */
+enum fm_status fm_predict_data_parallel(struct fm_ctx *ctx, const struct fm_graph *graph,
+                                        const struct fm_counts *counts,
+                                        const struct fm_prediction *p, int64_t batch, int gpus,
+                                        double link_bw, double ppp_comm,
+                                        struct fm_dp_estimate *out);
+
+/* The roofline chart as SVG (src/report/svg_roofline.c): ceilings of the precisions in use,
+ * their ridge points, one dot per layer (area = share of predicted step time), the network. */
+struct fm_svg_opts {
+    const char *title;                   /* NULL: "<model> on <device>" */
+    int width, height;                   /* 0: 960 x 640 */
+    enum fm_bound bound;                 /* which predicted time sizes the dots */
+};
+void fm_svg_opts_init(struct fm_svg_opts *opts);
+enum fm_status fm_svg_roofline(FILE *f, const struct fm_graph *graph,
+                               const struct fm_counts *counts, const struct fm_prediction *p,
+                               const struct fm_svg_opts *opts);
 
 /* ---------------------------------------------------------------------------------------------
  * Measurement (src/backend/): real, timed steps on the CPU (oneDNN) or an NVIDIA GPU (cuDNN)

@@ -1,0 +1,261 @@
+/* PALEO-style time prediction and roofline placement: per node and phase, compute time on the
+ * ceiling that applies and memory time on the device's bandwidth, combined as the roofline
+ * bound max() (perfect overlap) and PALEO's sum() (no overlap), plus a launch overhead per
+ * kernel. It reads counts and device figures only; it runs nothing and fits nothing. */
+#include "../core/internal.h"
+
+#include <math.h>
+#include <string.h>
+
+void fm_predict_opts_init(struct fm_predict_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->precision = FM_PREC_FP32;
+    /* Qi, Sparks & Talwalkar, "Paleo" (ICLR 2017), and its scripts (PPP_COMP=0.62,
+     * PPP_COMM=0.72): the fraction of a datasheet peak a framework sustains. See
+     * docs/roofline.md for why they are kept and how to fit your own. */
+    o->ppp_compute = 0.62;
+    o->ppp_memory = 0.72;
+    o->ppp_comm = 0.72;
+    o->launch_overhead_us = 0.0;
+}
+
+const char *fm_bound_name(enum fm_bound b)
+{
+    static const char *const names[] = {[FM_BOUND_ROOFLINE] = "roofline",
+                                        [FM_BOUND_PALEO] = "paleo"};
+    _Static_assert(sizeof(names) / sizeof(names[0]) == FM_BOUND_COUNT, "bound names");
+    return (unsigned)b < FM_BOUND_COUNT ? names[b] : "?";
+}
+
+double fm_roofline_attainable(double intensity, double peak, double bandwidth)
+{
+    double slope = intensity * bandwidth;
+    return slope < peak ? slope : peak;
+}
+
+enum fm_precision fm_predict_precision(const struct fm_predict_opts *opts, enum fm_class cls)
+{
+    /* PyTorch >= 1.12 defaults: torch.backends.cudnn.allow_tf32 = True (convolutions on TF32
+     * tensor cores) and torch.backends.cuda.matmul.allow_tf32 = False (matmuls in FP32). */
+    if (opts->torch_default)
+        return cls == FM_CLASS_CONV ? FM_PREC_TF32 : FM_PREC_FP32;
+    return opts->precision;
+}
+
+/* The ceiling, precision and unit kind of one node's phase. */
+static double resolve(const struct fm_predict_opts *opts, enum fm_class cls, enum fm_phase phase,
+                      enum fm_precision *prec_out, bool *tensor)
+{
+    enum fm_precision prec = fm_predict_precision(opts, cls);
+    if (phase == FM_PHASE_OPTIMIZER) {
+        /* The update is elementwise, on the vector units, and mixed precision keeps fp32
+         * master weights: fp32 unless the whole run is fp64. */
+        cls = FM_CLASS_ELEMENTWISE;
+        prec = prec == FM_PREC_FP64 ? FM_PREC_FP64 : FM_PREC_FP32;
+    }
+    double peak = fm_device_peak(opts->device, cls, prec);
+    if (prec_out)
+        *prec_out = prec;
+    if (tensor)
+        *tensor = fm_precision_tensor_class(cls) && opts->device &&
+                  opts->device->peak_tensor[prec] > 0 && peak == opts->device->peak_tensor[prec];
+    return peak;
+}
+
+double fm_predict_peak(const struct fm_predict_opts *opts, enum fm_class cls,
+                       enum fm_phase phase, bool *tensor)
+{
+    return resolve(opts, cls, phase, NULL, tensor);
+}
+
+void fm_phase_time_eval(double flops, double bytes, double peak, double bandwidth,
+                        const struct fm_predict_opts *opts, struct fm_phase_time *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->flops = flops;
+    out->bytes = bytes;
+    out->peak = peak;
+    out->precision = opts->precision;
+    bool work = flops > 0 || bytes > 0;
+    out->t_compute = flops > 0 ? flops / (peak * opts->ppp_compute) : 0.0;
+    out->t_memory = bytes > 0 ? bytes / (bandwidth * opts->ppp_memory) : 0.0;
+    out->t_launch = work ? opts->launch_overhead_us * 1e-6 : 0.0;
+    out->t_roofline = fmax(out->t_compute, out->t_memory) + out->t_launch;
+    out->t_paleo = out->t_compute + out->t_memory + out->t_launch;
+    out->ridge = bandwidth > 0 ? peak / bandwidth : 0.0;
+    out->intensity = bytes > 0 ? flops / bytes : 0.0;
+    out->attainable = bytes > 0 ? fm_roofline_attainable(out->intensity, peak, bandwidth) : peak;
+    out->memory_bound = bytes > 0 && out->intensity < out->ridge;
+}
+
+/* Adds one node-phase into a running total; the total's derived fields are set by finish(). */
+static void accumulate(struct fm_phase_time *sum, const struct fm_phase_time *x)
+{
+    sum->flops += x->flops;
+    sum->bytes += x->bytes;
+    sum->t_compute += x->t_compute;
+    sum->t_memory += x->t_memory;
+    sum->t_launch += x->t_launch;
+    sum->t_roofline += x->t_roofline;
+    sum->t_paleo += x->t_paleo;
+}
+
+/* A sum of kernels seen as one point: its ceiling is the work-weighted harmonic mean of the
+ * kernels' ceilings, flops / sum(flops_i / peak_i), which is what the compute times add up to. */
+static void finish(struct fm_phase_time *sum, double bandwidth, double ppp_compute)
+{
+    double at_peak = sum->t_compute * ppp_compute;   /* sum(flops_i / peak_i) */
+    sum->peak = at_peak > 0 ? sum->flops / at_peak : 0.0;
+    sum->intensity = sum->bytes > 0 ? sum->flops / sum->bytes : 0.0;
+    sum->ridge = bandwidth > 0 ? sum->peak / bandwidth : 0.0;
+    sum->attainable = sum->bytes > 0
+                          ? fm_roofline_attainable(sum->intensity, sum->peak, bandwidth)
+                          : sum->peak;
+    sum->memory_bound = sum->bytes > 0 && sum->intensity < sum->ridge;
+}
+
+static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_predict_opts *o)
+{
+    if (!o || !o->device)
+        return fm_error(ctx, FM_ERR_INVALID, "prediction needs a device (--device NAME)");
+    if (!(o->ppp_compute > 0 && o->ppp_compute <= 1) || !(o->ppp_memory > 0 && o->ppp_memory <= 1))
+        return fm_error(ctx, FM_ERR_INVALID,
+                        "PPP (platform percent of peak) must be in (0, 1], got compute %g, "
+                        "memory %g",
+                        o->ppp_compute, o->ppp_memory);
+    if (!(o->launch_overhead_us >= 0) || !isfinite(o->launch_overhead_us))
+        return fm_error(ctx, FM_ERR_INVALID, "launch overhead must be >= 0 us, got %g",
+                        o->launch_overhead_us);
+    if (!(o->device->mem_bw > 0))
+        return fm_error(ctx, FM_ERR_INVALID,
+                        "device %s has no memory bandwidth figure; add mem_bw_bytes_per_s in a "
+                        "device file (docs/devices.md)",
+                        o->device->name);
+    if ((unsigned)o->precision >= FM_PREC_COUNT)
+        return fm_error(ctx, FM_ERR_INVALID, "unknown precision %d", (int)o->precision);
+    return FM_OK;
+}
+
+enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
+                          const struct fm_counts *counts, const struct fm_predict_opts *opts,
+                          struct fm_prediction **out)
+{
+    *out = NULL;
+    enum fm_status st = check_opts(ctx, opts);
+    if (st)
+        return st;
+    if (counts->n_nodes != fm_graph_node_count(graph))
+        return fm_error(ctx, FM_ERR_INVALID, "counts (%zu nodes) are not of this graph (%zu)",
+                        counts->n_nodes, fm_graph_node_count(graph));
+    const struct fm_device *dev = opts->device;
+    struct fm_prediction *p = fm_alloc(ctx, sizeof(*p));
+    if (!p)
+        return fm_error(ctx, FM_ERR_NOMEM, "out of memory for the prediction");
+    p->n_nodes = counts->n_nodes;
+    p->mode = counts->mode;
+    p->opts = *opts;
+    p->bandwidth = dev->mem_bw;
+    if (p->n_nodes) {
+        p->nodes = fm_alloc(ctx, p->n_nodes * sizeof(*p->nodes));
+        if (!p->nodes) {
+            st = fm_error(ctx, FM_ERR_NOMEM, "out of memory for the prediction");
+            goto fail;
+        }
+    }
+    for (size_t id = 0; id < p->n_nodes; id++) {
+        const struct fm_node *node = fm_graph_node(graph, (fm_nid)id);
+        enum fm_class cls = fm_op_class(node->op);
+        for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+            const struct fm_work *w = &counts->nodes[id].phase[ph];
+            double flops = (double)fm_work_flops(w);
+            double bytes = (double)w->bytes_read + (double)w->bytes_written;
+            struct fm_phase_time *t = &p->nodes[id][ph];
+            if (flops == 0 && bytes == 0) {
+                memset(t, 0, sizeof(*t));
+                continue;
+            }
+            bool tensor = false;
+            enum fm_precision prec = FM_PREC_FP32;
+            double peak = resolve(opts, cls, (enum fm_phase)ph, &prec, &tensor);
+            if (flops > 0 && !(peak > 0)) {
+                st = fm_error(ctx, FM_ERR_UNSUPPORTED,
+                              "%s has no %s ceiling for %s ops (layer %s); choose another "
+                              "--precision (flopmeter device '%s' lists its peaks)",
+                              dev->name, fm_precision_name(prec), fm_class_name(cls), node->name,
+                              dev->name);
+                goto fail;
+            }
+            fm_phase_time_eval(flops, bytes, peak, dev->mem_bw, opts, t);
+            t->precision = prec;
+            t->tensor = tensor;
+            accumulate(&p->total[ph], t);
+            accumulate(&p->step, t);
+            p->kernels++;
+        }
+    }
+    for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+        finish(&p->total[ph], dev->mem_bw, opts->ppp_compute);
+        p->total[ph].precision = opts->precision;
+    }
+    finish(&p->step, dev->mem_bw, opts->ppp_compute);
+    p->step.precision = opts->precision;
+    p->step_roofline_s = p->step.t_roofline;
+    p->step_paleo_s = p->step.t_paleo;
+    /* Utilization is quoted against the headline ceiling of the chosen precision: the matrix
+     * units' for conv/matmul (what MFU conventionally uses); torch-default: the TF32 ceiling its
+     * convolutions run on. */
+    p->peak_ref = opts->torch_default ? fm_device_peak(dev, FM_CLASS_CONV, FM_PREC_TF32)
+                                      : fm_device_peak(dev, FM_CLASS_MATMUL, opts->precision);
+    *out = p;
+    return FM_OK;
+fail:
+    fm_prediction_free(ctx, p);
+    return st;
+}
+
+void fm_prediction_free(struct fm_ctx *ctx, struct fm_prediction *p)
+{
+    if (!p)
+        return;
+    fm_dealloc(ctx, p->nodes);
+    fm_dealloc(ctx, p);
+}
+
+/* ---- step, epoch, run ---- */
+
+enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
+                              const struct fm_counts *counts, int64_t batch,
+                              uint64_t dataset_size, double epochs, struct fm_run_estimate *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (batch <= 0)
+        return fm_error(ctx, FM_ERR_INVALID, "batch must be positive, got %lld", (long long)batch);
+    if (!(epochs >= 0) || !isfinite(epochs))
+        return fm_error(ctx, FM_ERR_INVALID, "epochs must be >= 0, got %g", epochs);
+    out->batch = batch;
+    out->dataset_size = dataset_size;
+    out->epochs = epochs;
+    const struct fm_work *t = counts->total;
+    /* forward and backward scale with the samples; the optimizer runs once per step */
+    double per_batch = (double)fm_work_flops(&t[FM_PHASE_FWD]) +
+                       (double)fm_work_flops(&t[FM_PHASE_BWD_DATA]) +
+                       (double)fm_work_flops(&t[FM_PHASE_BWD_WEIGHT]);
+    double per_step_opt = (double)fm_work_flops(&t[FM_PHASE_OPTIMIZER]);
+    out->step_flops = per_batch + per_step_opt;
+    if (dataset_size) {
+        out->steps_per_epoch = (dataset_size + (uint64_t)batch - 1) / (uint64_t)batch;
+        out->epoch_flops = per_batch / (double)batch * (double)dataset_size +
+                           per_step_opt * (double)out->steps_per_epoch;
+        out->total_flops = out->epoch_flops * epochs;
+    }
+    for (int b = 0; b < FM_BOUND_COUNT; b++) {
+        double s = b == FM_BOUND_ROOFLINE ? p->step_roofline_s : p->step_paleo_s;
+        out->step_s[b] = s;
+        out->samples_per_s[b] = s > 0 ? (double)batch / s : 0.0;
+        out->epoch_s[b] = s * (double)out->steps_per_epoch;
+        out->total_s[b] = out->epoch_s[b] * epochs;
+        out->utilization[b] = s > 0 && p->peak_ref > 0 ? out->step_flops / (s * p->peak_ref) : 0;
+    }
+    return FM_OK;
+}

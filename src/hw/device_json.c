@@ -1,0 +1,518 @@
+/* Device JSON files: reading them with cJSON (every field checked for its type and range, the
+ * message naming the file, the entry and the field) and writing them with the streaming writer
+ * (numbers printed with 17 significant digits, so a file read back gives identical doubles).
+ * The format is documented in docs/devices.md. A build without cJSON can write but not read. */
+#include "hw.h"
+#include "../report/jsonw.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifdef FM_HAVE_CJSON
+#include <cjson/cJSON.h>
+#endif
+
+/* ---- writing ---- */
+
+static void write_peaks(struct fm_jw *w, const char *key, const double *peaks)
+{
+    fm_jw_object(w, key, true);
+    for (int p = 0; p < FM_PREC_COUNT; p++) {
+        if (peaks[p] > 0)
+            fm_jw_double(w, fm_precision_name((enum fm_precision)p), peaks[p]);
+    }
+    fm_jw_end(w);
+}
+
+static void write_device(struct fm_jw *w, const struct fm_device *d)
+{
+    fm_jw_object(w, NULL, false);
+    fm_jw_string(w, "name", d->name);
+    if (d->aliases)
+        fm_jw_string(w, "aliases", d->aliases);
+    if (d->kind)
+        fm_jw_string(w, "kind", d->kind);
+    if (d->arch)
+        fm_jw_string(w, "arch", d->arch);
+    write_peaks(w, "peak_vector_flops", d->peak_vector);
+    write_peaks(w, "peak_tensor_flops", d->peak_tensor);
+    fm_jw_double(w, "mem_bw_bytes_per_s", d->mem_bw);
+    fm_jw_double(w, "mem_bytes", d->mem_bytes);
+    fm_jw_double(w, "l2_bytes", d->l2_bytes);
+    fm_jw_double(w, "boost_mhz", d->boost_mhz);
+    fm_jw_i64(w, "units", d->units);
+    fm_jw_double(w, "tdp_w", d->tdp_w);
+    if (d->interconnect)
+        fm_jw_string(w, "interconnect", d->interconnect);
+    fm_jw_double(w, "interconnect_bw_bytes_per_s", d->interconnect_bw);
+    if (d->source)
+        fm_jw_string(w, "source", d->source);
+    fm_jw_array(w, "unverified", true);
+    for (unsigned bit = 1; bit <= FM_DEVF_INTERCONNECT; bit <<= 1) {
+        if ((d->unverified & bit) && fm_hw_devf_name(bit))
+            fm_jw_string(w, NULL, fm_hw_devf_name(bit));
+    }
+    for (int p = 0; p < FM_PREC_COUNT; p++) {
+        char key[32];
+        if (d->unverified_vector & (1u << p)) {
+            snprintf(key, sizeof(key), "vector.%s", fm_precision_name((enum fm_precision)p));
+            fm_jw_string(w, NULL, key);
+        }
+        if (d->unverified_tensor & (1u << p)) {
+            snprintf(key, sizeof(key), "tensor.%s", fm_precision_name((enum fm_precision)p));
+            fm_jw_string(w, NULL, key);
+        }
+    }
+    fm_jw_end(w);
+    fm_jw_bool(w, "measured", d->measured);
+    fm_jw_end(w);
+}
+
+enum fm_status fm_devices_write_json(FILE *f, const struct fm_device *const *devs, size_t n)
+{
+    struct fm_jw w;
+    fm_jw_init(&w, f);
+    fm_jw_object(&w, NULL, false);
+    fm_jw_string(&w, "flopmeter", FM_VERSION);
+    fm_jw_string(&w, "units", "FLOP/s (ops/s for int8), bytes, bytes/s, MHz, W");
+    fm_jw_array(&w, "devices", false);
+    for (size_t i = 0; i < n; i++)
+        write_device(&w, devs[i]);
+    fm_jw_end(&w);
+    fm_jw_end(&w);
+    fm_jw_finish(&w);
+    return ferror(f) ? FM_ERR_IO : FM_OK;
+}
+
+enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *dev,
+                                   const char *path)
+{
+    if (!dev || !dev->name || !*dev->name)
+        return fm_error(ctx, FM_ERR_INVALID, "cannot save a device without a name");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return fm_error(ctx, FM_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    enum fm_status st = fm_devices_write_json(f, &dev, 1);
+    if (fclose(f) != 0 || st)
+        return fm_error(ctx, FM_ERR_IO, "writing %s failed: %s", path, strerror(errno));
+    return FM_OK;
+}
+
+/* ---- reading ---- */
+
+static enum fm_status read_text(struct fm_ctx *ctx, const char *path, char **out, size_t *len)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fm_error(ctx, FM_ERR_IO, "cannot read device file %s: %s", path, strerror(errno));
+    enum fm_status st = FM_OK;
+    size_t cap = 4096, n = 0;
+    char *buf = fm_alloc(ctx, cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+        if (cap - n < 2) {
+            if (cap > ((size_t)64 << 20)) {
+                st = fm_error(ctx, FM_ERR_PARSE, "%s: larger than 64 MB; not a device file", path);
+                goto out;
+            }
+            char *nb = fm_realloc(ctx, buf, cap * 2);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (!buf || (cap - n < 2 && !feof(f))) {
+        st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", path);
+        goto out;
+    }
+    if (ferror(f)) {
+        st = fm_error(ctx, FM_ERR_IO, "error reading %s", path);
+        goto out;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    buf = NULL;
+out:
+    fm_dealloc(ctx, buf);
+    fclose(f);
+    return st;
+}
+
+enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    enum fm_status st = read_text(devs->ctx, path, &text, &len);
+    if (st)
+        return st;
+    st = fm_devices_add_json(devs, text, len, path);
+    fm_dealloc(devs->ctx, text);
+    return st;
+}
+
+#ifndef FM_HAVE_CJSON
+
+enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, size_t len,
+                                   const char *origin)
+{
+    (void)text;
+    (void)len;
+    return fm_error(devs->ctx, FM_ERR_UNSUPPORTED,
+                    "%s: this build of flopmeter cannot read device files (it was built without "
+                    "cJSON; install libcjson-dev and rebuild)",
+                    origin ? origin : "device file");
+}
+
+#else
+
+/* Where a parse is: the file and the entry, for messages. */
+struct where {
+    struct fm_ctx *ctx;
+    const char *origin;
+    size_t index;
+    const char *name;     /* the entry's name once known */
+};
+
+static enum fm_status bad(const struct where *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static enum fm_status bad(const struct where *w, const char *fmt, ...)
+{
+    char what[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (w->name)
+        return fm_error(w->ctx, FM_ERR_PARSE, "%s: devices[%zu] (\"%s\"): %s", w->origin,
+                        w->index, w->name, what);
+    return fm_error(w->ctx, FM_ERR_PARSE, "%s: devices[%zu]: %s", w->origin, w->index, what);
+}
+
+static const char *type_name(const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return "a string";
+    if (cJSON_IsNumber(v))
+        return "a number";
+    if (cJSON_IsBool(v))
+        return "true/false";
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsArray(v))
+        return "an array";
+    if (cJSON_IsObject(v))
+        return "an object";
+    return "something else";
+}
+
+static enum fm_status get_string(const struct where *w, const cJSON *v, struct fm_arena *arena,
+                                 const char **out)
+{
+    if (!cJSON_IsString(v))
+        return bad(w, "field \"%s\" must be a string, got %s", v->string, type_name(v));
+    const char *s = fm_arena_strdup(arena, v->valuestring);
+    if (!s)
+        return fm_error(w->ctx, FM_ERR_NOMEM, "out of memory reading %s", w->origin);
+    *out = s;
+    return FM_OK;
+}
+
+static enum fm_status get_number(const struct where *w, const cJSON *v, const char *unit,
+                                 double *out)
+{
+    if (!cJSON_IsNumber(v))
+        return bad(w, "field \"%s\" must be a number (%s), got %s", v->string, unit,
+                   type_name(v));
+    if (!isfinite(v->valuedouble) || v->valuedouble < 0) {
+        return bad(w, "field \"%s\" must be >= 0 (%s), got %g", v->string, unit, v->valuedouble);
+    }
+    *out = v->valuedouble;
+    return FM_OK;
+}
+
+static enum fm_status get_peaks(const struct where *w, const cJSON *v, double *peaks)
+{
+    if (!cJSON_IsObject(v))
+        return bad(w, "field \"%s\" must be an object of precision: FLOP/s, got %s", v->string,
+                   type_name(v));
+    for (const cJSON *e = v->child; e; e = e->next) {
+        enum fm_precision p;
+        if (!fm_precision_parse(e->string, &p) || strcmp(e->string, fm_precision_name(p)) != 0) {
+            return bad(w, "field \"%s\": unknown precision \"%s\" (expected fp64, fp32, tf32, "
+                          "fp16, bf16, fp8 or int8)",
+                       v->string, e->string);
+        }
+        if (!cJSON_IsNumber(e)) {
+            return bad(w, "field \"%s.%s\" must be a number (FLOP/s), got %s", v->string,
+                       e->string, type_name(e));
+        }
+        if (!isfinite(e->valuedouble) || e->valuedouble < 0) {
+            return bad(w, "field \"%s.%s\" must be >= 0 (FLOP/s), got %g", v->string, e->string,
+                       e->valuedouble);
+        }
+        peaks[p] = e->valuedouble;
+    }
+    return FM_OK;
+}
+
+static enum fm_status get_unverified(const struct where *w, const cJSON *v, struct fm_device *d)
+{
+    if (!cJSON_IsArray(v))
+        return bad(w, "field \"%s\" must be an array of strings, got %s", v->string,
+                   type_name(v));
+    unsigned flags = 0, vec = 0, ten = 0;
+    for (const cJSON *e = v->child; e; e = e->next) {
+        if (!cJSON_IsString(e))
+            return bad(w, "field \"unverified\" must hold strings, got %s", type_name(e));
+        const char *s = e->valuestring;
+        unsigned bit;
+        enum fm_precision p;
+        if (fm_hw_devf_parse(s, &bit)) {
+            flags |= bit;
+        } else if (strncmp(s, "vector.", 7) == 0 && fm_precision_parse(s + 7, &p)) {
+            vec |= 1u << p;
+            flags |= FM_DEVF_PEAK;
+        } else if (strncmp(s, "tensor.", 7) == 0 && fm_precision_parse(s + 7, &p)) {
+            ten |= 1u << p;
+            flags |= FM_DEVF_PEAK;
+        } else {
+            return bad(w, "field \"unverified\": unknown entry \"%s\" (expected peak, bandwidth, "
+                          "memory, l2, clock, tdp, units, interconnect, vector.PREC or "
+                          "tensor.PREC)",
+                       s);
+        }
+    }
+    d->unverified = flags;
+    d->unverified_vector = vec;
+    d->unverified_tensor = ten;
+    return FM_OK;
+}
+
+static const char known_fields[] =
+    "name, aliases, kind, arch, peak_vector_flops, peak_tensor_flops, mem_bw_bytes_per_s, "
+    "mem_bytes, l2_bytes, boost_mhz, units, tdp_w, interconnect, interconnect_bw_bytes_per_s, "
+    "source, unverified, measured";
+
+/* Applies the fields of one entry object onto d. */
+static enum fm_status apply_fields(struct where *w, const cJSON *obj, struct fm_arena *arena,
+                                   struct fm_device *d)
+{
+    enum fm_status st = FM_OK;
+    for (const cJSON *v = obj->child; v && !st; v = v->next) {
+        const char *k = v->string;
+        if (strcmp(k, "name") == 0) {
+            continue;   /* handled by the caller */
+        } else if (strcmp(k, "aliases") == 0) {
+            if (cJSON_IsArray(v)) {
+                /* ["a", "b"] is joined to "a,b" */
+                size_t total = 1;
+                for (const cJSON *e = v->child; e; e = e->next) {
+                    if (!cJSON_IsString(e))
+                        return bad(w, "field \"aliases\" must hold strings, got %s",
+                                   type_name(e));
+                    total += strlen(e->valuestring) + 1;
+                }
+                char *s = fm_arena_alloc(arena, total);
+                if (!s)
+                    return fm_error(w->ctx, FM_ERR_NOMEM, "out of memory reading %s", w->origin);
+                for (const cJSON *e = v->child; e; e = e->next) {
+                    if (*s)
+                        strcat(s, ",");
+                    strcat(s, e->valuestring);
+                }
+                d->aliases = s;
+            } else if (cJSON_IsString(v)) {
+                st = get_string(w, v, arena, &d->aliases);
+            } else {
+                return bad(w, "field \"aliases\" must be a string (\"a,b\") or an array of "
+                              "strings, got %s",
+                           type_name(v));
+            }
+        } else if (strcmp(k, "kind") == 0) {
+            st = get_string(w, v, arena, &d->kind);
+        } else if (strcmp(k, "arch") == 0) {
+            st = get_string(w, v, arena, &d->arch);
+        } else if (strcmp(k, "interconnect") == 0) {
+            st = get_string(w, v, arena, &d->interconnect);
+        } else if (strcmp(k, "source") == 0) {
+            st = get_string(w, v, arena, &d->source);
+        } else if (strcmp(k, "peak_vector_flops") == 0) {
+            st = get_peaks(w, v, d->peak_vector);
+        } else if (strcmp(k, "peak_tensor_flops") == 0) {
+            st = get_peaks(w, v, d->peak_tensor);
+        } else if (strcmp(k, "mem_bw_bytes_per_s") == 0) {
+            st = get_number(w, v, "bytes/s", &d->mem_bw);
+        } else if (strcmp(k, "mem_bytes") == 0) {
+            st = get_number(w, v, "bytes", &d->mem_bytes);
+        } else if (strcmp(k, "l2_bytes") == 0) {
+            st = get_number(w, v, "bytes", &d->l2_bytes);
+        } else if (strcmp(k, "boost_mhz") == 0) {
+            st = get_number(w, v, "MHz", &d->boost_mhz);
+        } else if (strcmp(k, "tdp_w") == 0) {
+            st = get_number(w, v, "W", &d->tdp_w);
+        } else if (strcmp(k, "interconnect_bw_bytes_per_s") == 0) {
+            st = get_number(w, v, "bytes/s, bidirectional per GPU", &d->interconnect_bw);
+        } else if (strcmp(k, "units") == 0) {
+            double u = 0;
+            st = get_number(w, v, "SMs, CUs or cores", &u);
+            if (!st && (u != floor(u) || u > 1e9))
+                return bad(w, "field \"units\" must be a whole number (SMs, CUs or cores), got %g",
+                           u);
+            d->units = (int)u;
+        } else if (strcmp(k, "unverified") == 0) {
+            st = get_unverified(w, v, d);
+        } else if (strcmp(k, "measured") == 0) {
+            if (!cJSON_IsBool(v))
+                return bad(w, "field \"measured\" must be true or false, got %s", type_name(v));
+            d->measured = cJSON_IsTrue(v);
+        } else if (strcmp(k, "flopmeter") == 0 || strcmp(k, "comment") == 0) {
+            continue;
+        } else {
+            return bad(w, "unknown field \"%s\" (known fields: %s)", k, known_fields);
+        }
+    }
+    return st;
+}
+
+static bool any_peak(const struct fm_device *d)
+{
+    for (int p = 0; p < FM_PREC_COUNT; p++) {
+        if (d->peak_vector[p] > 0 || d->peak_tensor[p] > 0)
+            return true;
+    }
+    return false;
+}
+
+enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, size_t len,
+                                   const char *origin)
+{
+    struct fm_ctx *ctx = devs->ctx;
+    enum fm_status st = FM_OK;
+    const char *org = origin ? origin : "device file";
+    struct fm_device *parsed = NULL;
+    size_t n = 0;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (!root) {
+        /* cJSON stops where the text stops being JSON: name the line */
+        size_t off = end && end >= text ? (size_t)(end - text) : 0;
+        if (!end) {
+            const char *ep = cJSON_GetErrorPtr();
+            off = ep && ep >= text && ep <= text + len ? (size_t)(ep - text) : 0;
+        }
+        int line = 1;
+        for (size_t i = 0; i < off && i < len; i++)
+            line += text[i] == '\n';
+        return fm_error(ctx, FM_ERR_PARSE,
+                        "%s: not valid JSON (the error is on or before line %d); a device file "
+                        "is {\"devices\": [{\"name\": ...}, ...]}, see docs/devices.md",
+                        org, line);
+    }
+    const cJSON *list = root;
+    if (cJSON_IsObject(root)) {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "devices");
+        if (d) {
+            list = d;
+            if (!cJSON_IsArray(d)) {
+                st = fm_error(ctx, FM_ERR_PARSE,
+                              "%s: field \"devices\" must be an array of device objects, got %s",
+                              org, type_name(d));
+                goto out;
+            }
+        }
+    } else if (!cJSON_IsArray(root)) {
+        st = fm_error(ctx, FM_ERR_PARSE,
+                      "%s: expected an object {\"devices\": [...]}, one device object or an array "
+                      "of device objects, got %s",
+                      org, type_name(root));
+        goto out;
+    }
+    size_t count = cJSON_IsArray(list) ? (size_t)cJSON_GetArraySize(list) : 1;
+    parsed = fm_alloc(ctx, (count ? count : 1) * sizeof(*parsed));
+    if (!parsed) {
+        st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", org);
+        goto out;
+    }
+    const cJSON *entry = cJSON_IsArray(list) ? list->child : list;
+    for (; entry; entry = cJSON_IsArray(list) ? entry->next : NULL, n++) {
+        struct where w = {ctx, org, n, NULL};
+        if (!cJSON_IsObject(entry)) {
+            st = bad(&w, "expected a device object, got %s", type_name(entry));
+            goto out;
+        }
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(entry, "name");
+        if (!name) {
+            st = bad(&w, "missing field \"name\" (a string: the device's name)");
+            goto out;
+        }
+        if (!cJSON_IsString(name) || !*name->valuestring) {
+            st = bad(&w, "field \"name\" must be a non-empty string, got %s",
+                     cJSON_IsString(name) ? "\"\"" : type_name(name));
+            goto out;
+        }
+        w.name = name->valuestring;
+        /* An entry naming an existing device (by name or alias) overrides the fields it gives;
+         * a repeat within this file builds on the earlier entry. */
+        long at = fm_hw_lookup(devs, name->valuestring);
+        const char *canonical = at >= 0 ? devs->items[at].name : name->valuestring;
+        struct fm_device d;
+        memset(&d, 0, sizeof(d));
+        long prev = -1;
+        for (size_t i = 0; i < n; i++) {
+            if (strcasecmp(parsed[i].name, canonical) == 0)
+                prev = (long)i;
+        }
+        if (prev >= 0)
+            d = parsed[prev];
+        else if (at >= 0)
+            d = devs->items[at];
+        st = apply_fields(&w, entry, &devs->arena, &d);
+        if (st)
+            goto out;
+        if (at < 0 && prev < 0) {
+            if (!(d.name = fm_arena_strdup(&devs->arena, name->valuestring))) {
+                st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", org);
+                goto out;
+            }
+            if (d.mem_bw <= 0 || !any_peak(&d)) {
+                st = bad(&w, "a new device needs \"mem_bw_bytes_per_s\" and at least one peak in "
+                             "\"peak_vector_flops\" or \"peak_tensor_flops\" (its name matches no "
+                             "existing device, so it overrides nothing)");
+                goto out;
+            }
+        }
+        if (!(d.origin = fm_arena_strdup(&devs->arena, org))) {
+            st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", org);
+            goto out;
+        }
+        parsed[n] = d;
+    }
+    /* Everything parsed and checked: only now touch the table, in file order (later entries
+     * win; an entry's name is its target's canonical name, so lookup finds the target). */
+    for (size_t i = 0; i < n; i++) {
+        if (fm_hw_put(devs, fm_hw_lookup(devs, parsed[i].name), &parsed[i])) {
+            st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", org);
+            goto out;
+        }
+    }
+out:
+    fm_dealloc(ctx, parsed);
+    cJSON_Delete(root);
+    return st;
+}
+
+#endif
