@@ -1,6 +1,7 @@
 /* Normalizations: BatchNorm (training and inference semantics), LayerNorm, GroupNorm and
  * InstanceNorm. E = elements of X, G = number of statistics groups (channels for BatchNorm,
- * rows for LayerNorm, N*groups for GroupNorm), all counted from this two-pass algorithm:
+ * rows for LayerNorm, N*groups for GroupNorm, N*C for InstanceNorm), S = E/G elements per
+ * group, all counted from this two-pass algorithm:
  *
  *   mean  = sum(x) / S                      E add,            G div
  *   d     = x - mean                        E add
@@ -11,8 +12,19 @@
  * Backward (xhat = d*istd, recomputed: E add + E mul):
  *   dbeta = sum(dy)                         E add                    -> bwd_weight
  *   dgamma = sum(dy * xhat)                 E mul + E add (+ xhat)    -> bwd_weight
- *   dx = k * (S*dy - dbeta - xhat*dgamma)   3E mul + 2E add, k = gamma*istd/S: G mul + G div
- * When the affine parameters are frozen, bwd_data computes the two sums itself.
+ *   dx = istd/S * (S*g - sum_grp(g) - xhat*sum_grp(g*xhat)),  g = dy*gamma      -> bwd_data
+ * How dx is counted depends on whether gamma is constant within a statistics group:
+ *   BatchNorm, InstanceNorm, or no gamma: g = gamma*dy with gamma factored out of the group,
+ *     dx = k * (S*dy - sum_grp(dy) - xhat*sum_grp(dy*xhat)): 3E mul + 2E add, and
+ *     k = gamma*istd/S: G mul (only with gamma) + G div. The two group sums are the sums of
+ *     dbeta and dgamma (BatchNorm) or their per-sample partials (InstanceNorm), so bwd_data
+ *     counts them (E add; 2E add + 2E mul with xhat) only when bwd_weight does not.
+ *   LayerNorm and GroupNorm with gamma: gamma varies inside a group, so the group sums are of
+ *     g = dy*gamma and cannot be taken from dbeta/dgamma (which sum over the batch per
+ *     feature): g (E mul), sum_grp(g) (E add), sum_grp(g*xhat) (E mul + E add, and xhat,
+ *     E add + E mul, unless bwd_weight recomputed it), dx: 3E mul + 2E add, istd/S: G div.
+ * Nothing is kept, and no backward counted, when neither X nor the affine parameters need a
+ * gradient (a frozen backbone).
  * BatchNorm in inference (or frozen-statistics) semantics is an affine map per channel.
  * The running-statistics update (momentum, unbiased variance) costs 5 mul + 2 add per channel. */
 #include "ops.h"
@@ -52,20 +64,34 @@ static bool bn_training(const struct fm_cost_call *call)
     return call->train && !(call->node->attrs.flags & FM_ATTR_INFER_BN);
 }
 
-/* Backward of a normalization with E elements in G statistics groups; gi/bi are the gamma and
- * beta input indices. Shared by all four ops. */
-static void norm_backward(struct fm_cost_call *call, uint64_t e, uint64_t g, int gi, int bi)
+/* Whether any input of a normalization needs a gradient (else nothing is kept or counted). */
+static bool norm_any_grad(const struct fm_cost_call *call)
 {
+    for (int i = 0; i < call->node->n_in && i < 3; i++) {
+        if (call->grad[i])
+            return true;
+    }
+    return false;
+}
+
+/* Backward of a normalization with E elements in G statistics groups; gi/bi are the gamma and
+ * beta input indices; gamma_varies: gamma is not constant within a group (LayerNorm,
+ * GroupNorm). Shared by all four ops; the header gives the formulas. */
+static void norm_backward(struct fm_cost_call *call, uint64_t e, uint64_t g, int gi, int bi,
+                          bool gamma_varies)
+{
+    bool has_gamma = gi < call->node->n_in && call->in[gi];
     bool gamma_grad = gi < call->node->n_in && call->grad[gi];
     bool beta_grad = bi < call->node->n_in && call->grad[bi];
+    bool *o = &call->ovf;
     uint64_t bx = fm_cost_bytes(call, call->in[0]), by = fm_cost_bytes(call, call->out[0]);
     if (gamma_grad || beta_grad) {
         enum fm_phase ph = FM_PHASE_BWD_WEIGHT;
         if (beta_grad)
             fm_cost_add(call, ph, FM_PRIM_ADD, e);
         if (gamma_grad) {
-            fm_cost_add(call, ph, FM_PRIM_ADD, fm_cmul(&call->ovf, 2, e));
-            fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(&call->ovf, 2, e));
+            fm_cost_add(call, ph, FM_PRIM_ADD, fm_cmul(o, 2, e));
+            fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 2, e));
         }
         fm_cost_read(call, ph, by + (gamma_grad ? bx : 0));
         if (gamma_grad)
@@ -75,18 +101,27 @@ static void norm_backward(struct fm_cost_call *call, uint64_t e, uint64_t g, int
     }
     if (call->grad[0]) {
         enum fm_phase ph = FM_PHASE_BWD_DATA;
-        bool *o = &call->ovf;
-        if (!(gamma_grad && beta_grad)) {  /* the sums bwd_weight did not provide */
+        if (has_gamma && gamma_varies) {
+            fm_cost_add(call, ph, FM_PRIM_MUL, e);                    /* g = dy*gamma */
+            fm_cost_add(call, ph, FM_PRIM_ADD, e);                    /* sum(g) */
+            fm_cost_add(call, ph, FM_PRIM_MUL, e);                    /* g*xhat */
+            fm_cost_add(call, ph, FM_PRIM_ADD, e);                    /* sum(g*xhat) */
+            if (!gamma_grad) {                                        /* xhat */
+                fm_cost_add(call, ph, FM_PRIM_ADD, e);
+                fm_cost_add(call, ph, FM_PRIM_MUL, e);
+            }
+        } else {   /* the group sums of dy and dy*xhat bwd_weight did not provide */
             if (!beta_grad)
                 fm_cost_add(call, ph, FM_PRIM_ADD, e);
             if (!gamma_grad) {
                 fm_cost_add(call, ph, FM_PRIM_ADD, fm_cmul(o, 2, e));
                 fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 2, e));
             }
+            if (has_gamma)
+                fm_cost_add(call, ph, FM_PRIM_MUL, g);                /* k = gamma*istd/S */
         }
         fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 3, e));
         fm_cost_add(call, ph, FM_PRIM_ADD, fm_cmul(o, 2, e));
-        fm_cost_add(call, ph, FM_PRIM_MUL, g);
         fm_cost_add(call, ph, FM_PRIM_DIV, g);
         fm_cost_read(call, ph, by + bx);
         fm_cost_write(call, ph, bx);
@@ -120,9 +155,11 @@ static enum fm_status batchnorm_cost(struct fm_cost_call *call)
         /* the new running statistics are written back */
         fm_cost_write(call, FM_PHASE_FWD, fm_cost_bytes(call, call->in[3]) +
                                               fm_cost_bytes(call, call->in[4]));
-        call->saved_in_mask |= 1u;
-        call->cost->saved_bytes = fm_cmul(o, 2 * 4, c);         /* batch mean and istd, fp32 */
-        norm_backward(call, e, c, 1, 2);
+        if (norm_any_grad(call)) {
+            call->saved_in_mask |= 1u;
+            call->cost->saved_bytes = fm_cmul(o, 2 * 4, c);     /* batch mean and istd, fp32 */
+        }
+        norm_backward(call, e, c, 1, 2, false);
     } else {
         /* scale = gamma * rsqrt(var + eps); shift = beta - mean * scale; y = x*scale + shift */
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cmul(o, 2, c));
@@ -145,10 +182,13 @@ static enum fm_status batchnorm_cost(struct fm_cost_call *call)
                 fm_cost_add(call, FM_PHASE_BWD_WEIGHT, FM_PRIM_MUL, fm_cmul(o, 2, e));
                 call->saved_in_mask |= 1u;
             }
-            fm_cost_read(call, FM_PHASE_BWD_WEIGHT, fm_cost_bytes(call, call->out[0]) +
-                                                        fm_cost_bytes(call, call->in[0]));
-            fm_cost_write(call, FM_PHASE_BWD_WEIGHT, fm_cost_bytes(call, call->in[1]) +
-                                                         fm_cost_bytes(call, call->in[2]));
+            /* dY, and X only for dgamma; only the gradients that exist are written */
+            fm_cost_read(call, FM_PHASE_BWD_WEIGHT,
+                         fm_cost_bytes(call, call->out[0]) +
+                             (call->grad[1] ? fm_cost_bytes(call, call->in[0]) : 0));
+            fm_cost_write(call, FM_PHASE_BWD_WEIGHT,
+                          (call->grad[1] ? fm_cost_bytes(call, call->in[1]) : 0) +
+                              (call->grad[2] ? fm_cost_bytes(call, call->in[2]) : 0));
         }
     }
     return FM_OK;
@@ -157,7 +197,8 @@ static enum fm_status batchnorm_cost(struct fm_cost_call *call)
 /* ---- LayerNorm, GroupNorm, InstanceNorm: statistics per group, affine per element ---- */
 
 /* Forward of y = xhat * gamma + beta where gamma/beta may be absent. */
-static void group_norm_fwd(struct fm_cost_call *call, uint64_t e, uint64_t g, int gi, int bi)
+static void group_norm_fwd(struct fm_cost_call *call, uint64_t e, uint64_t g, int gi, int bi,
+                           bool gamma_varies)
 {
     norm_stats_fwd(call, e, g);
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, e);              /* d * istd */
@@ -166,9 +207,11 @@ static void group_norm_fwd(struct fm_cost_call *call, uint64_t e, uint64_t g, in
     if (bi < call->node->n_in && call->in[bi])
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, e);          /* + beta */
     fm_cost_fwd_bytes_default(call);
-    call->saved_in_mask |= 1u;
-    call->cost->saved_bytes = fm_cmul(&call->ovf, 2 * 4, g);     /* mean and istd, fp32 */
-    norm_backward(call, e, g, gi, bi);
+    if (norm_any_grad(call)) {
+        call->saved_in_mask |= 1u;
+        call->cost->saved_bytes = fm_cmul(&call->ovf, 2 * 4, g); /* mean and istd, fp32 */
+    }
+    norm_backward(call, e, g, gi, bi, gamma_varies);
 }
 
 static enum fm_status layernorm_shape(struct fm_shape_call *call)
@@ -200,7 +243,7 @@ static enum fm_status layernorm_cost(struct fm_cost_call *call)
     uint64_t g = 1;
     for (int i = 0; i < axis; i++)
         g = fm_cmul(&call->ovf, g, (uint64_t)x->dims[i]);
-    group_norm_fwd(call, e, g, 1, 2);
+    group_norm_fwd(call, e, g, 1, 2, true);
     return FM_OK;
 }
 
@@ -229,7 +272,8 @@ static enum fm_status groupnorm_cost(struct fm_cost_call *call)
     int64_t groups = call->node->op == FM_OP_INSTANCENORM ? x->dims[1] : call->node->attrs.groups;
     uint64_t e = fm_cost_numel(call, call->in[0]);
     uint64_t g = fm_cmul(&call->ovf, (uint64_t)x->dims[0], (uint64_t)groups);
-    group_norm_fwd(call, e, g, 1, 2);
+    /* InstanceNorm: one group per (sample, channel), so gamma is constant within it */
+    group_norm_fwd(call, e, g, 1, 2, call->node->op != FM_OP_INSTANCENORM);
     return FM_OK;
 }
 
