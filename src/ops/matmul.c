@@ -5,7 +5,9 @@
  * dB = A^T dC), counted only for the inputs that need it (FlopCounterMode's mm rule). An input
  * that was broadcast over batch dims also sums its gradient over them: one add per element of
  * the broadcast gradient beyond the input's own. Bias: one add per output element forward, its
- * gradient one add per output element. Gemm's alpha/beta cost one mul per element when not 1.
+ * gradient one add per output element, summed in the weight gradient's pass over dY (dY is
+ * read once in that phase, as for Conv). Gemm's alpha, when not 1: M*N mul forward and M*N mul
+ * for each of dA, dB; beta, when not 1: one mul per element of C forward and in dC.
  * Not counted: transposes or copies a library makes to lay operands out. */
 #include "ops.h"
 
@@ -47,6 +49,7 @@ static void product_cost(struct fm_cost_call *call, uint64_t macs, int ia, int i
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, bias_adds);
     fm_cost_fwd_bytes_default(call);
     int ops[2] = {ia, ib};
+    bool dy_read[FM_PHASE_COUNT] = {false};
     for (int k = 0; k < 2; k++) {
         int i = ops[k], other = ops[1 - k];
         if (!call->grad[i])
@@ -56,11 +59,14 @@ static void product_cost(struct fm_cost_call *call, uint64_t macs, int ia, int i
         fm_cost_read(call, ph, by + fm_cost_bytes(call, call->in[other]));
         fm_cost_write(call, ph, fm_cost_bytes(call, call->in[i]));
         call->saved_in_mask |= 1ull << other;
+        dy_read[ph] = true;
     }
     if (ibias >= 0 && call->grad[ibias]) {
+        /* summed in the same pass over dY as the weight gradient, as for Conv */
         enum fm_phase ph = fm_cost_grad_phase(call, ibias);
         fm_cost_add(call, ph, FM_PRIM_ADD, bias_adds);
-        fm_cost_read(call, ph, by);
+        if (!dy_read[ph])
+            fm_cost_read(call, ph, by);
         fm_cost_write(call, ph, fm_cost_bytes(call, call->in[ibias]));
     }
 }
