@@ -184,18 +184,17 @@ static uint64_t peak_live_bytes(const struct fm_graph *g, const fm_nid *order, c
         }
         if (live > peak)
             peak = live;
-        for (int k = 0; k < n->n_in + n->n_out; k++) {
-            fm_tid t = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+        /* only inputs are freed: an output nobody reads is a graph output and stays live */
+        for (int k = 0; k < n->n_in; k++) {
+            fm_tid t = n->in[k];
             if (t == FM_NONE)
                 continue;
             const struct fm_tensor *tt = fm_graph_tensor(g, t);
             if (tt->role != FM_ROLE_ACTIVATION || last[t] != i)
                 continue;
             bool already = false;   /* a tensor read twice by this node is freed once */
-            for (int j = 0; j < k; j++) {
-                fm_tid u = j < n->n_in ? n->in[j] : n->out[j - n->n_in];
-                already |= u == t;
-            }
+            for (int j = 0; j < k; j++)
+                already |= n->in[j] == t;
             if (already)
                 continue;
             uint64_t ne = 0;
