@@ -31,15 +31,19 @@ static const struct act_rule rules[] = {
     {FM_OP_SILU, {0, 1, 1, 1, 0, 1}, {0, 3, 3, 1, 0, 1}, KEEP_IN},
     /* gelu (erf): 0.5*x*(1+erf(x/sqrt2)) | dy * (0.5*(1+erf(x/sqrt2)) + x*exp(-x*x/2)/sqrt(2pi)) */
     {FM_OP_GELU, {0, 1, 3, 0, 0, 1}, {0, 2, 7, 0, 0, 2}, KEEP_IN},
-    /* hardswish: x * min(max(x+3,0),6) / 6 | dy * (x<-3 ? 0 : x>3 ? 1 : (2x+3)/6) */
+    /* hardswish: x * min(max(x+3,0),6) / 6 (the /6 a mul by 1/6)
+     * | dy * (x<-3 ? 0 : x>3 ? 1 : (2x+3)/6), with (2x+3)/6 = x/3 + 1/2 (PyTorch's kernel):
+     * 2 cmp, 1 mul + 1 add, and the mul by dy */
     {FM_OP_HARDSWISH, {0, 1, 2, 0, 2, 0}, {0, 1, 2, 0, 2, 0}, KEEP_IN},
-    /* hardsigmoid: min(max(a*x+b,0),1) | dy * a * (0<a*x+b<1) */
+    /* hardsigmoid: min(max(a*x+b,0),1) | dy * a * (0<a*x+b<1), the window tested on x against
+     * the constants -b/a and (1-b)/a (PyTorch's kernel: -3 < x < 3): 2 cmp, 1 mul */
     {FM_OP_HARDSIGMOID, {0, 1, 1, 0, 2, 0}, {0, 0, 1, 0, 2, 0}, KEEP_IN},
 };
 
-/* gelu, tanh form: u = c*(x + 0.044715x^3) (4 mul, 1 add), t = tanh(u), y = 0.5x(1+t);
- * backward recomputes u and t, then du/dx = c(1 + 3*0.044715 x^2) and
- * dy/dx = 0.5(1+t) + 0.5x(1-t^2) du/dx */
+/* gelu, tanh form: u = c*(x + 0.044715x^3) (4 mul, 1 add), t = tanh(u), y = 0.5x(1+t)
+ * (2 mul, 1 add). Backward recomputes u and t (4 mul, 1 add, 1 special) keeping x^2, then
+ * du/dx = c(1 + 3*0.044715 x^2) (2 mul, 1 add), dy/dx = 0.5(1+t) + 0.5x(1-t^2) du/dx
+ * (5 mul, 3 add) and the product with dy (1 mul): 12 mul, 5 add, 1 special */
 static const struct act_rule gelu_tanh = {
     FM_OP_GELU, {0, 2, 6, 0, 0, 1}, {0, 5, 12, 0, 0, 1}, KEEP_IN};
 
@@ -122,7 +126,8 @@ static enum fm_status prelu_cost(struct fm_cost_call *call)
         uint64_t own = fm_cost_numel(call, call->in[1]);
         fm_cost_add(call, ph, FM_PRIM_ADD, e > own ? e - own : 0);
     }
-    call->saved_in_mask |= 1u;
+    if (call->grad[0] || call->grad[1])   /* nothing is kept when no gradient flows */
+        call->saved_in_mask |= 1u;
     fm_cost_bwd_bytes_default(call);
     return FM_OK;
 }

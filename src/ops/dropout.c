@@ -1,6 +1,7 @@
 /* Dropout. Training: draw a keep-mask (one compare of a random number per element) and scale
  * the kept elements (one mul: x * mask * 1/(1-p) with the scale folded into the select);
- * backward applies the same mask: one mul per element. The mask (1 byte per element) is kept.
+ * backward applies the same mask: one mul per element. The mask (1 byte per element) is kept
+ * when the input needs a gradient.
  * Inference: the identity, costing nothing (frameworks skip it). */
 #include "ops.h"
 
@@ -24,8 +25,8 @@ static enum fm_status dropout_cost(struct fm_cost_call *call)
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, e);
     fm_cost_fwd_bytes_default(call);
     fm_cost_write(call, FM_PHASE_FWD, e);   /* the mask */
-    call->cost->saved_bytes = e;
     if (call->grad[0]) {
+        call->cost->saved_bytes = e;
         fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_MUL, e);
         fm_cost_bwd_bytes_default(call);
         fm_cost_read(call, FM_PHASE_BWD_DATA, e);
