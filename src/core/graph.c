@@ -352,10 +352,31 @@ static bool inputs_shaped(const struct fm_graph *g, const struct fm_node *n)
     return true;
 }
 
+/* Undoes a failed fm_graph_add_node: drops the node and the output tensors it created (the
+ * last ones added), so that a failed call leaves the graph as it was; a half-added node with
+ * no outputs would crash finalize. The name index is refilled in place: no allocation, so this
+ * cannot fail. Names stay in the arena until the graph is freed. */
+static void add_node_rollback(struct fm_graph *g, size_t n_nodes, size_t n_tensors)
+{
+    g->n_nodes = n_nodes;
+    if (g->n_tensors == n_tensors)
+        return;
+    g->n_tensors = n_tensors;
+    for (size_t i = 0; i < g->index_cap; i++)
+        g->index[i] = FM_NONE;
+    for (size_t t = 0; t < n_tensors; t++) {
+        size_t h = (size_t)name_hash(g->tensors[t].name) & (g->index_cap - 1);
+        while (g->index[h] != FM_NONE)
+            h = (h + 1) & (g->index_cap - 1);
+        g->index[h] = (fm_tid)t;
+    }
+}
+
 enum fm_status fm_graph_add_node(struct fm_graph *g, enum fm_op op, const char *name,
                                  const struct fm_attrs *attrs, const fm_tid *inputs, int n_in,
                                  const char *const *output_names, int n_out, fm_tid *outputs)
 {
+    size_t n_nodes0 = g->n_nodes, n_tensors0 = g->n_tensors;
     fm_nid id;
     enum fm_status st = node_new(g, op, name, attrs, inputs, n_in, n_out, &id);
     if (st)
@@ -374,15 +395,24 @@ enum fm_status fm_graph_add_node(struct fm_graph *g, enum fm_op op, const char *
         }
         fm_tid t;
         st = tensor_new(g, oname, FM_ROLE_ACTIVATION, FM_DTYPE_FP32, &t);
-        if (st)
+        if (st) {
+            add_node_rollback(g, n_nodes0, n_tensors0);
             return st;
+        }
         g->tensors[t].producer = id;
         outs[i] = t;
-        if (outputs)
-            outputs[i] = t;
     }
-    if (inputs_shaped(g, &r->pub))
-        return fm_graph_infer_node(g, id);
+    if (inputs_shaped(g, &r->pub)) {
+        st = fm_graph_infer_node(g, id);
+        if (st) {
+            add_node_rollback(g, n_nodes0, n_tensors0);
+            return st;
+        }
+    }
+    if (outputs) {
+        for (int i = 0; i < n_out; i++)
+            outputs[i] = outs[i];
+    }
     return FM_OK;
 }
 
