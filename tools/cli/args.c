@@ -218,7 +218,8 @@ int cli_model_load(struct fm_ctx *ctx, const char *model, const struct cli_model
 {
     static const enum fm_dtype dtypes[] = {FM_DTYPE_FP32, FM_DTYPE_FP16, FM_DTYPE_BF16};
     if (m->train && m->infer) {
-        fprintf(stderr, "flopmeter: --train and --infer exclude each other\n");
+        fprintf(stderr, "flopmeter: --train and --infer exclude each other: give one of them "
+                        "(a training step is the default)\n");
         return FM_EXIT_USAGE;
     }
     struct fm_load_opts lo;
