@@ -1264,6 +1264,77 @@ static void test_batch_scaling_resnet18(void **state)
     fm_ctx_free(ctx);
 }
 
+/* Published numbers of two peer tools, reproduced from flopmeter's primitive counts with the
+ * mapping docs/counting.md gives (a check of both the counts and the mapping). */
+static void test_peer_tool_figures(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    /* PyTorch FlopCounterMode (its test suite): resnet18 forward + backward with the input
+     * requiring grad = 10,884,440,064 FLOPs, 2 per MAC of conv and matmul only. flopmeter never
+     * computes the network input's gradient, so that conv1 data gradient (= conv1's forward
+     * MACs) is added to flopmeter's three phases. */
+    struct fm_counts *c = test_count_zoo(ctx, "resnet18", 1, FM_MODE_TRAIN, &g);
+    uint64_t mm = 0, conv1 = 0;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        enum fm_class k = fm_op_class(n->op);
+        if (k != FM_CLASS_CONV && k != FM_CLASS_MATMUL)
+            continue;
+        for (int ph = FWD; ph <= BW; ph++)
+            mm += c->nodes[i].phase[ph].prim[FM_PRIM_MAC];
+        if (strcmp(n->name, "conv1") == 0)
+            conv1 = c->nodes[i].phase[FWD].prim[FM_PRIM_MAC];
+    }
+    assert_int_equal(conv1, 64ull * 112 * 112 * 3 * 7 * 7);
+    assert_int_equal(2 * (mm + conv1), 10884440064ull);
+    fm_counts_free(ctx, c);
+    fm_graph_free(g);
+
+    /* pthflops on VGG16 at 224x224 (seeds/003): conv and linear = MACs + bias adds, ReLU 2 per
+     * element, max pool k*k-1 per output, dropout 0; its adaptive average pool (7x7 -> 7x7)
+     * rule gives 1,229,312, which flopmeter counts as 25,088 divisions (windows of 1) and is
+     * taken from the seed as is. Total 15,516,752,872. */
+    c = test_count_zoo(ctx, "vgg16", 1, FM_MODE_INFER, &g);
+    uint64_t total = 1229312, conv = 0;
+    int found = 0;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        const struct fm_work *w = &c->nodes[i].phase[FWD];
+        uint64_t v = 0;
+        switch (n->op) {
+        case FM_OP_CONV:
+        case FM_OP_LINEAR: v = w->prim[FM_PRIM_MAC] + w->prim[FM_PRIM_ADD]; break;
+        case FM_OP_RELU: v = 2 * w->prim[FM_PRIM_CMP]; break;
+        case FM_OP_MAXPOOL: v = w->prim[FM_PRIM_CMP]; break;
+        default: break;
+        }
+        total += v;
+        if (n->op == FM_OP_CONV)
+            conv += v;
+        if (strcmp(n->name, "features.0") == 0) {
+            assert_int_equal(v, 89915392);
+            found++;
+        }
+        if (strcmp(n->name, "features.4") == 0) {
+            assert_int_equal(v, 2408448);
+            found++;
+        }
+        if (strcmp(n->name, "classifier.0") == 0) {
+            assert_int_equal(v, 102764544);
+            found++;
+        }
+    }
+    /* the seed's "conv only" figure 15,361,407,488 still held the avgpool's 1,229,312 */
+    assert_int_equal(found, 3);
+    assert_int_equal(conv, 15361407488ull - 1229312);
+    assert_int_equal(total, 15516752872ull);
+    fm_counts_free(ctx, c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1297,6 +1368,7 @@ int main(void)
         cmocka_unit_test(test_activation_memory),
         cmocka_unit_test(test_overflow_names_layer),
         cmocka_unit_test(test_batch_scaling_resnet18),
+        cmocka_unit_test(test_peer_tool_figures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
