@@ -780,6 +780,9 @@ static void test_maxpool(void **state)
     EXPECT(c, FWD, 0, 0, 0, 0, O * (3 * 3 - 1), 0);   /* k-1 compares per output */
     EXPECT(c, BD, 0, O, 0, 0, 0, 0);                  /* dx[argmax] += dy */
     assert_int_equal(c.saved_bytes, O * 8);           /* int64 indices */
+    /* X read; Y and the indices written; backward reads dY and the indices, writes dX */
+    EXPECT_BYTES(c, FWD, 1 * 2 * 7 * 7 * 4, O * 4 + O * 8);
+    EXPECT_BYTES(c, BD, O * 4 + O * 8, 1 * 2 * 7 * 7 * 4);
 
     /* ceil_mode: 6 with k=3, s=2: ceil(3/2) + 1 = 3 (floor would give 2) */
     a = attrs();
@@ -1040,6 +1043,9 @@ static void test_attention(void **state)
         assert_int_equal(c.phase[BD].prim[FM_PRIM_MAC], 2 * c.phase[FWD].prim[FM_PRIM_MAC]);
         EXPECT_NONE(c, BW);
         assert_int_equal(c.saved_bytes, P * 4);   /* the attention matrix A */
+        /* Q, K, V read; O and A (kept for the backward) written */
+        EXPECT_BYTES(c, FWD, (1 * 2 * 3 * 4 + 1 * 2 * 5 * 4 + 1 * 2 * 5 * 6) * 4,
+                     1 * 2 * 3 * 6 * 4 + P * 4);
         tg_free(&t);
     }
 }

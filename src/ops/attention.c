@@ -7,7 +7,9 @@
  * (2P mul, 2P - B*H*Sq add) and the scale (P mul); dQ = dS K (P*D mac); dK = dS^T Q (P*D mac).
  * Backward MACs are therefore 2x forward. PyTorch's FlopCounterMode counts 2.5x (it includes the
  * recomputation of S in the flash-attention backward); flopmeter counts the math algorithm.
- * The causal mask does not halve the count: dense kernels compute the masked half. */
+ * The causal mask does not halve the count: dense kernels compute the masked half.
+ * Bytes: Q, K, V read and O written; in training also A (P elements) written, to be read by
+ * the backward. */
 #include "ops.h"
 
 static enum fm_status attention_shape(struct fm_shape_call *call)
@@ -57,7 +59,8 @@ static enum fm_status attention_cost(struct fm_cost_call *call)
     uint64_t bo = fm_cost_bytes(call, call->out[0]);
     uint64_t ba = fm_cmul(o, p, fm_dtype_size(call->out[0]->dtype));
     call->saved_in_mask |= 7u;
-    call->cost->saved_bytes = ba;   /* the attention matrix A */
+    call->cost->saved_bytes = ba;   /* the attention matrix A, written for the backward */
+    fm_cost_write(call, FM_PHASE_FWD, ba);
     if (gv) {
         enum fm_phase ph = fm_cost_grad_phase(call, 2);
         fm_cost_add(call, ph, FM_PRIM_MAC, mac_av);

@@ -3,7 +3,8 @@
  *   max per row (E-N cmp); x - max (E add); exp (E special); sum (E-N add); log (N special);
  *   lse_i = max_i + log(sum_i) (N add); loss_i = lse_i - x_label (N add); mean (N-1 add, 1 div)
  * Backward to the logits: softmax = exp(x - lse) (E add, E special); minus one-hot (N add);
- * divided by N (E div). The log-sum-exp per row (fp32) is kept. */
+ * divided by N (E div). The log-sum-exp per row (fp32) is kept: written by the forward, read
+ * by the backward. */
 #include "ops.h"
 
 static enum fm_status ce_shape(struct fm_shape_call *call)
@@ -43,7 +44,9 @@ static enum fm_status ce_cost(struct fm_cost_call *call)
         fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_DIV, e);
         call->saved_in_mask |= 3u;
         call->cost->saved_bytes = fm_cmul(o, n, 4);
+        fm_cost_write(call, FM_PHASE_FWD, call->cost->saved_bytes);
         fm_cost_bwd_bytes_default(call);
+        fm_cost_read(call, FM_PHASE_BWD_DATA, call->cost->saved_bytes);
     }
     return FM_OK;
 }

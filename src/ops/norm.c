@@ -23,8 +23,9 @@
  *     g = dy*gamma and cannot be taken from dbeta/dgamma (which sum over the batch per
  *     feature): g (E mul), sum_grp(g) (E add), sum_grp(g*xhat) (E mul + E add, and xhat,
  *     E add + E mul, unless bwd_weight recomputed it), dx: 3E mul + 2E add, istd/S: G div.
- * Nothing is kept, and no backward counted, when neither X nor the affine parameters need a
- * gradient (a frozen backbone).
+ * What training keeps: X and the mean and istd per group (fp32), the statistics written by the
+ * forward and read by the backward. Nothing is kept, and no backward counted, when neither X nor
+ * the affine parameters need a gradient (a frozen backbone).
  * BatchNorm in inference (or frozen-statistics) semantics is an affine map per channel.
  * The running-statistics update (momentum, unbiased variance) costs 5 mul + 2 add per channel. */
 #include "ops.h"
@@ -93,7 +94,8 @@ static void norm_backward(struct fm_cost_call *call, uint64_t e, uint64_t g, int
             fm_cost_add(call, ph, FM_PRIM_ADD, fm_cmul(o, 2, e));
             fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 2, e));
         }
-        fm_cost_read(call, ph, by + (gamma_grad ? bx : 0));
+        /* dY; X and the statistics only for xhat (dgamma) */
+        fm_cost_read(call, ph, by + (gamma_grad ? bx + call->cost->saved_bytes : 0));
         if (gamma_grad)
             fm_cost_write(call, ph, fm_cost_bytes(call, call->in[gi]));
         if (beta_grad)
@@ -123,7 +125,7 @@ static void norm_backward(struct fm_cost_call *call, uint64_t e, uint64_t g, int
         fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 3, e));
         fm_cost_add(call, ph, FM_PRIM_ADD, fm_cmul(o, 2, e));
         fm_cost_add(call, ph, FM_PRIM_DIV, g);
-        fm_cost_read(call, ph, by + bx);
+        fm_cost_read(call, ph, by + bx + call->cost->saved_bytes);
         fm_cost_write(call, ph, bx);
     }
 }
@@ -158,6 +160,7 @@ static enum fm_status batchnorm_cost(struct fm_cost_call *call)
         if (norm_any_grad(call)) {
             call->saved_in_mask |= 1u;
             call->cost->saved_bytes = fm_cmul(o, 2 * 4, c);     /* batch mean and istd, fp32 */
+            fm_cost_write(call, FM_PHASE_FWD, call->cost->saved_bytes);
         }
         norm_backward(call, e, c, 1, 2, false);
     } else {
@@ -210,6 +213,7 @@ static void group_norm_fwd(struct fm_cost_call *call, uint64_t e, uint64_t g, in
     if (norm_any_grad(call)) {
         call->saved_in_mask |= 1u;
         call->cost->saved_bytes = fm_cmul(&call->ovf, 2 * 4, g); /* mean and istd, fp32 */
+        fm_cost_write(call, FM_PHASE_FWD, call->cost->saved_bytes);
     }
     norm_backward(call, e, g, gi, bi, gamma_varies);
 }

@@ -7,7 +7,8 @@
  *             summed exactly (sizes vary from window to window)
  *   global:   one window of H*W
  * Padding positions count as part of the window (PyTorch pads max with -inf); the average's
- * divisor does not change the count. MaxPool keeps int64 indices for its backward. */
+ * divisor does not change the count. MaxPool keeps int64 indices for its backward (written by
+ * the forward, read by the backward, when the input needs a gradient). */
 #include "ops.h"
 
 static enum fm_status pool_window_shape(struct fm_shape_call *call)
@@ -48,6 +49,7 @@ static enum fm_status maxpool_cost(struct fm_cost_call *call)
     if (call->grad[0]) {
         fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_ADD, o);
         call->cost->saved_bytes = fm_cmul(&call->ovf, o, 8);
+        fm_cost_write(call, FM_PHASE_FWD, call->cost->saved_bytes);   /* the indices */
         fm_cost_bwd_bytes_default(call);
         fm_cost_read(call, FM_PHASE_BWD_DATA, call->cost->saved_bytes);
     }
@@ -146,7 +148,9 @@ static enum fm_status global_max_cost(struct fm_cost_call *call)
     if (call->grad[0]) {
         fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_ADD, o);
         call->cost->saved_bytes = fm_cmul(&call->ovf, o, 8);
+        fm_cost_write(call, FM_PHASE_FWD, call->cost->saved_bytes);
         fm_cost_bwd_bytes_default(call);
+        fm_cost_read(call, FM_PHASE_BWD_DATA, call->cost->saved_bytes);
     }
     return FM_OK;
 }
