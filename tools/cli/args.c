@@ -174,9 +174,9 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
                                 "batch size (default 1; binds symbolic batch dims of ONNX inputs)",
                                 NULL, &m->batch_given};
     out[n++] = (struct cli_opt){"input", CLI_MULTI, m->inputs, NULL, "CxHxW|NAME=DIMS",
-                                "input size: CxHxW for a built-in model (default 3x224x224, "
-                                "3x299x299 for inception_v3); NAME=1x3x224x224 binds an ONNX "
-                                "input (repeatable)",
+                                "input size: CxHxW for a built-in model (default: the model's "
+                                "evaluation size, 3x224x224 for most, see flopmeter models); "
+                                "NAME=1x3x224x224 binds an ONNX input (repeatable)",
                                 &m->n_inputs, NULL};
     out[n++] = (struct cli_opt){"classes", CLI_INT, &m->classes, NULL, "K",
                                 "number of classes of a built-in model (default 1000)", NULL, NULL};
