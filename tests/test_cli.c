@@ -365,6 +365,18 @@ static void test_table_names_convention_and_input(void **state)
     EXPECT_CONTAINS(out, "training step", args);
     EXPECT_CONTAINS(out, "not counted    none", args);
     EXPECT_CONTAINS(out, "conv1", args);
+    /* a step whose phases fit in 64 bits but whose sum does not: the table must not wrap.
+     * resnet18 trains at 10.7 GFLOP per sample (FlopCounterMode's 10.88 G minus conv1's data
+     * gradient, plus the non-MAC work); 2e9 samples give 21.4 EFLOP > 2^64 = 18.4 E */
+    free(out);
+    free(err);
+    args = "count resnet18 --batch 2000000000";
+    assert_int_equal(run(args, &out, &err), 0);
+    EXPECT_CONTAINS(out, "step           21.4 EFLOP   10.7 GFLOP per sample", args);
+    free(out);
+    free(err);
+    assert_int_equal(run("count resnet18", &out, &err), 0);
+    EXPECT_CONTAINS(out, "step           10.7 GFLOP   10.7 GFLOP per sample", "count resnet18");
     free(out);
     free(err);
     args = "count resnet18 --infer --input 3x160x160";

@@ -42,9 +42,11 @@ static const char *optimizer_long(enum fm_optimizer o)
     }
 }
 
-static uint64_t phase_bytes(const struct fm_work *w)
+/* Sums across phases are for display only, in double: each phase total fits in 64 bits (fm_count
+ * checks), but their sum need not (a step of a huge batch), and must not wrap. */
+static double phase_bytes(const struct fm_work *w)
 {
-    return w->bytes_read + w->bytes_written;
+    return (double)w->bytes_read + (double)w->bytes_written;
 }
 
 /* ---- table ---- */
@@ -113,29 +115,29 @@ static void table_layers(FILE *f, const struct fm_graph *g, const struct fm_coun
         char b1[32], b2[32], b3[32], b4[32], label[64], shape[64], bwd[40];
         op_label(g, n, label, sizeof(label));
         fm_shape_format(&fm_graph_tensor(g, n->out[0])->shape, shape, sizeof(shape));
-        uint64_t bwd_flops = fm_work_flops(&nc->phase[FM_PHASE_BWD_DATA]) +
-                             fm_work_flops(&nc->phase[FM_PHASE_BWD_WEIGHT]);
+        double bwd_flops = (double)fm_work_flops(&nc->phase[FM_PHASE_BWD_DATA]) +
+                           (double)fm_work_flops(&nc->phase[FM_PHASE_BWD_WEIGHT]);
         bwd[0] = '\0';
         if (train) {
             bool wonly = fm_work_flops(&nc->phase[FM_PHASE_BWD_DATA]) == 0 &&
                          fm_work_flops(&nc->phase[FM_PHASE_BWD_WEIGHT]) > 0;
-            snprintf(bwd, sizeof(bwd), "%s%s", si((double)bwd_flops, b2), wonly ? " (w)" : "");
+            snprintf(bwd, sizeof(bwd), "%s%s", si(bwd_flops, b2), wonly ? " (w)" : "");
             *any_wonly |= wonly;
         }
-        uint64_t flops = 0, bytes = 0;
+        double flops = 0, bytes = 0;
         for (int p = 0; p < FM_PHASE_COUNT; p++) {
-            flops += fm_work_flops(&nc->phase[p]);
+            flops += (double)fm_work_flops(&nc->phase[p]);
             bytes += phase_bytes(&nc->phase[p]);
         }
         char oi[32];
-        if (bytes)
-            snprintf(oi, sizeof(oi), "%.1f", (double)flops / (double)bytes);
+        if (bytes > 0)
+            snprintf(oi, sizeof(oi), "%.1f", flops / bytes);
         else
             snprintf(oi, sizeof(oi), "-");
         const char *fwd = nc->counted ? si((double)fm_work_flops(&nc->phase[FM_PHASE_FWD]), b1)
                                       : "uncounted";
         fprintf(f, "  %4zu  %-28.28s %-16.16s %-18.18s %9s %10s %12s %10s %7s\n", i + 1, n->name,
-                label, shape, si((double)nc->params, b4), fwd, bwd, si((double)bytes, b3), oi);
+                label, shape, si((double)nc->params, b4), fwd, bwd, si(bytes, b3), oi);
         if (o->per_layer_detail) {
             for (int p = 0; p < FM_PHASE_COUNT; p++) {
                 const struct fm_work *w = &nc->phase[p];
@@ -158,22 +160,23 @@ static void table_by_class(FILE *f, const struct fm_counts *c)
     char b[4][32];
     fprintf(f, "by class\n  %-14s %12s %12s %12s %12s %7s\n", "class", "fwd FLOP", "fwd MAC",
             "bwd_data", "bwd_weight", "share");
-    uint64_t total = 0;
+    double total = 0;
     for (int k = 0; k < FM_CLASS_COUNT; k++) {
         for (int p = 0; p < FM_PHASE_OPTIMIZER; p++)
-            total += fm_work_flops(&c->by_class[k][p]);
+            total += (double)fm_work_flops(&c->by_class[k][p]);
     }
     for (int k = 0; k < FM_CLASS_COUNT; k++) {
         if (!c->class_present[k])
             continue;
         const struct fm_work *w = c->by_class[k];
-        uint64_t sum = fm_work_flops(&w[0]) + fm_work_flops(&w[1]) + fm_work_flops(&w[2]);
+        double sum = (double)fm_work_flops(&w[0]) + (double)fm_work_flops(&w[1]) +
+                     (double)fm_work_flops(&w[2]);
         fprintf(f, "  %-14s %12s %12s %12s %12s %6.2f%%\n", fm_class_name((enum fm_class)k),
                 si((double)fm_work_flops(&w[FM_PHASE_FWD]), b[0]),
                 si((double)fm_work_macs(&w[FM_PHASE_FWD]), b[1]),
                 si((double)fm_work_flops(&w[FM_PHASE_BWD_DATA]), b[2]),
                 si((double)fm_work_flops(&w[FM_PHASE_BWD_WEIGHT]), b[3]),
-                total ? 100.0 * (double)sum / (double)total : 0.0);
+                total > 0 ? 100.0 * sum / total : 0.0);
     }
 }
 
@@ -216,8 +219,8 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
     uint64_t fwd = fm_work_flops(&t[FM_PHASE_FWD]);
     uint64_t bd = fm_work_flops(&t[FM_PHASE_BWD_DATA]), bw = fm_work_flops(&t[FM_PHASE_BWD_WEIGHT]);
     uint64_t opt = fm_work_flops(&t[FM_PHASE_OPTIMIZER]);
-    uint64_t step = fwd + bd + bw + opt;
-    uint64_t bytes = 0;
+    double step = (double)fwd + (double)bd + (double)bw + (double)opt;
+    double bytes = 0;
     for (int p = 0; p < FM_PHASE_COUNT; p++)
         bytes += phase_bytes(&t[p]);
     fprintf(f, "totals\n");
@@ -227,18 +230,18 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
             si((double)fm_work_macs(&t[FM_PHASE_FWD]), b[1]), si((double)fwd / (double)batch, b[2]));
     if (train) {
         fprintf(f, "  backward       %sFLOP = input grads %sFLOP + weight grads %sFLOP   bwd/fwd %.2f\n",
-                si((double)(bd + bw), b[0]), si((double)bd, b[1]), si((double)bw, b[2]),
-                fwd ? (double)(bd + bw) / (double)fwd : 0.0);
+                si((double)bd + (double)bw, b[0]), si((double)bd, b[1]), si((double)bw, b[2]),
+                fwd ? ((double)bd + (double)bw) / (double)fwd : 0.0);
         fprintf(f, "                 (%sMAC = %sMAC + %sMAC)\n",
-                si((double)(fm_work_macs(&t[1]) + fm_work_macs(&t[2])), b[0]),
+                si((double)fm_work_macs(&t[1]) + (double)fm_work_macs(&t[2]), b[0]),
                 si((double)fm_work_macs(&t[1]), b[1]), si((double)fm_work_macs(&t[2]), b[2]));
         fprintf(f, "  optimizer      %sFLOP  (%s)\n", si((double)opt, b[0]),
                 optimizer_long(c->optimizer));
-        fprintf(f, "  step           %sFLOP   %sFLOP per sample\n", si((double)step, b[0]),
-                si((double)step / (double)batch, b[1]));
+        fprintf(f, "  step           %sFLOP   %sFLOP per sample\n", si(step, b[0]),
+                si(step / (double)batch, b[1]));
     }
     fprintf(f, "  bytes moved    %sB (unfused, one kernel per op)   intensity %.1f FLOP/B\n",
-            si((double)bytes, b[0]), bytes ? (double)step / (double)bytes : 0.0);
+            si(bytes, b[0]), bytes > 0 ? step / bytes : 0.0);
     uint64_t mem = 0;
     fm_counts_training_memory(c, &mem);
     if (train) {
