@@ -221,6 +221,52 @@ enum fm_op {
     /* loss.c */
     FM_OP_CROSS_ENTROPY,   /* logits (N, K), labels (N) int -> scalar mean loss */
     /* ops that only imported graphs use (ONNX): added below this line */
+    /* unary.c: elementwise functions of one tensor (Pow: X, exponent broadcast) */
+    FM_OP_ERF,
+    FM_OP_SQRT,
+    FM_OP_RECIPROCAL,
+    FM_OP_NEG,
+    FM_OP_EXP,
+    FM_OP_LOG,
+    FM_OP_ABS,
+    FM_OP_POW,
+    /* compare.c: comparisons and logic (bool out, broadcast), selects, Max/Min, Trilu */
+    FM_OP_EQUAL,
+    FM_OP_LESS,
+    FM_OP_LESS_EQUAL,
+    FM_OP_GREATER,
+    FM_OP_GREATER_EQUAL,
+    FM_OP_AND,
+    FM_OP_OR,
+    FM_OP_XOR,
+    FM_OP_NOT,
+    FM_OP_WHERE,           /* cond, X, Y (broadcast) */
+    FM_OP_MAX,             /* 1.. inputs, broadcast */
+    FM_OP_MIN,
+    FM_OP_TRILU,           /* X (..., M, N); attrs.ints = {k, upper} */
+    /* reduce.c: axes in attrs.ints (none = all), FM_ATTR_KEEPDIMS; CumSum along attrs.axis */
+    FM_OP_REDUCE_SUM,
+    FM_OP_REDUCE_MEAN,
+    FM_OP_REDUCE_MAX,
+    FM_OP_REDUCE_MIN,
+    FM_OP_REDUCE_PROD,
+    FM_OP_REDUCE_L2,
+    FM_OP_REDUCE_SUM_SQUARE,
+    FM_OP_CUMSUM,
+    /* tensor.c: data movement whose integer operands the importer put into attrs.ints */
+    FM_OP_GATHER,          /* data, indices (int); attrs.axis */
+    FM_OP_SLICE,           /* X; attrs.ints = (start, end, step) for every dim, clamped */
+    FM_OP_SQUEEZE,         /* X; axes to drop in attrs.ints */
+    FM_OP_UNSQUEEZE,       /* X; axes of the output to insert in attrs.ints */
+    FM_OP_EXPAND,          /* X; target shape in attrs.ints (numpy broadcast) */
+    FM_OP_TILE,            /* X; repeats in attrs.ints */
+    FM_OP_PAD,             /* X; attrs.ints = begin pads for every dim, then end pads */
+    FM_OP_RESIZE,          /* X; attrs.ints = {mode (0 nearest, 1 linear, 2 cubic), out dims} */
+    FM_OP_CONSTANT_OF_SHAPE, /* no inputs; attrs.ints = {enum fm_dtype, out dims} */
+    FM_OP_RANGE,           /* no inputs; attrs.ints = {length, enum fm_dtype} */
+    FM_OP_CAST,            /* X; attrs.ints = {enum fm_dtype} */
+    /* einsum.c */
+    FM_OP_EINSUM,          /* 1 or 2 operands; attrs.ints = the equation as label ids */
     FM_OP_COUNT
 };
 

@@ -676,6 +676,16 @@ enum fm_status fm_graph_finalize(struct fm_graph *g)
         fm_nid id = topo[i];
         if (!g->nodes[id].shaped) {
             st = fm_graph_infer_node(g, id);
+            /* an op the counter does not know may keep outputs without shapes, as long as no
+             * node reads one of those (it is listed as uncounted; importers) */
+            if (st == FM_ERR_UNSUPPORTED && g->nodes[id].pub.op == FM_OP_UNKNOWN) {
+                const struct fm_node *n = &g->nodes[id].pub;
+                bool read = false;
+                for (int o = 0; o < n->n_out; o++)
+                    read |= !g->tensors[n->out[o]].shape_known && nuse[n->out[o]] > 0;
+                if (!read)
+                    st = FM_OK;
+            }
             if (st)
                 goto out;
         }

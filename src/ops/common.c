@@ -172,8 +172,19 @@ enum fm_status fm_shape_expect_rank(struct fm_shape_call *call, int i, int min_r
 
 static enum fm_status unknown_shape(struct fm_shape_call *call)
 {
-    /* No rule: the importer must have given the output shapes (value_info); otherwise any
-     * node that needs them fails with this message. */
+    /* No rule: the importer may have set the output shapes (from the file's value_info); they
+     * are kept. Otherwise any node that needs them fails with this message. */
+    const struct fm_node *n = call->node;
+    bool all = n->n_out > 0;
+    for (int i = 0; i < n->n_out && all; i++)
+        all = fm_graph_tensor(call->graph, n->out[i])->shape_known;
+    for (int i = 0; all && i < n->n_out; i++) {
+        const struct fm_tensor *t = fm_graph_tensor(call->graph, n->out[i]);
+        call->out_shape[i] = t->shape;
+        call->out_dtype[i] = t->dtype;
+    }
+    if (all)
+        return FM_OK;
     return fm_error(call->ctx, FM_ERR_UNSUPPORTED,
                     "layer '%s': op '%s' is not known to flopmeter and its output shape cannot "
                     "be inferred, but a later layer needs it",

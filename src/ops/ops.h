@@ -103,5 +103,17 @@ extern const struct fm_op_desc fm_op_embedding_desc;
 extern const struct fm_op_desc fm_op_attention_desc;
 extern const struct fm_op_desc fm_op_cross_entropy_desc;
 /* ONNX-only ops: declared below this line */
+extern const struct fm_op_desc fm_op_erf_desc, fm_op_sqrt_desc, fm_op_reciprocal_desc,
+    fm_op_neg_desc, fm_op_exp_desc, fm_op_log_desc, fm_op_abs_desc, fm_op_pow_desc;
+extern const struct fm_op_desc fm_op_equal_desc, fm_op_less_desc, fm_op_less_equal_desc,
+    fm_op_greater_desc, fm_op_greater_equal_desc, fm_op_and_desc, fm_op_or_desc, fm_op_xor_desc,
+    fm_op_not_desc, fm_op_where_desc, fm_op_max_desc, fm_op_min_desc, fm_op_trilu_desc;
+extern const struct fm_op_desc fm_op_reduce_sum_desc, fm_op_reduce_mean_desc,
+    fm_op_reduce_max_desc, fm_op_reduce_min_desc, fm_op_reduce_prod_desc, fm_op_reduce_l2_desc,
+    fm_op_reduce_sum_square_desc, fm_op_cumsum_desc;
+extern const struct fm_op_desc fm_op_gather_desc, fm_op_slice_desc, fm_op_squeeze_desc,
+    fm_op_unsqueeze_desc, fm_op_expand_desc, fm_op_tile_desc, fm_op_pad_desc, fm_op_resize_desc,
+    fm_op_constant_of_shape_desc, fm_op_range_desc, fm_op_cast_desc;
+extern const struct fm_op_desc fm_op_einsum_desc;
 
 #endif

@@ -1,0 +1,140 @@
+/* Shared by the ONNX frontend's files (load, ops, values): the loader state, the table of ONNX
+ * value names, the constants evaluated at load time, and the attribute helpers. Nothing here
+ * leaves src/frontend/onnx/. */
+#ifndef FM_ONNX_INTERNAL_H
+#define FM_ONNX_INTERNAL_H
+
+#include "../../ops/ops.h"   /* FM_MAX_IO and the shape helpers; it includes core/internal.h */
+#include "onnx/onnx.pb-c.h"
+
+/* Largest constant, in elements, that is evaluated at load time (shape vectors, index lists,
+ * small masks). Anything larger stays a layer of the graph and is counted like one. */
+#define OX_FOLD_MAX 4096
+/* Dims beyond this are absurd (the CLI's --input accepts the same bound). */
+#define OX_DIM_MAX ((int64_t)1 << 40)
+
+/* Contents of a tensor known at load time: integers exactly, floats as doubles. */
+struct ox_val {
+    bool known;
+    bool is_float;
+    uint64_t n;
+    int64_t *i;     /* n values when !is_float (bools as 0/1) */
+    double *f;      /* n values when is_float */
+};
+
+enum ox_kind { OX_KIND_NONE = 0, OX_KIND_INPUT, OX_KIND_INIT, OX_KIND_NODE_OUT };
+
+/* One ONNX value name: a graph input, an initializer or a node output. */
+struct ox_name {
+    const char *name;                     /* points into the parsed model */
+    enum ox_kind kind;
+    fm_tid tid;                           /* FM_NONE until created */
+    bool empty;                           /* has a 0 dim: read as an omitted optional input */
+    bool role_done;
+    enum fm_role role;                    /* initializers and Constant outputs */
+    int32_t producer;                     /* node index (OX_KIND_NODE_OUT) */
+    uint32_t uses;                        /* node inputs that read it */
+    uint32_t first_use;                   /* index into ox.uses */
+    const Onnx__TensorProto *init;
+    const Onnx__ValueInfoProto *info;     /* value_info or graph output type, if any */
+};
+
+/* A use of a name: node index and input slot. */
+struct ox_use {
+    int32_t node, slot;
+};
+
+/* A symbolic dim bound by an input binding or --batch. */
+struct ox_sym {
+    const char *name;
+    int64_t value;
+};
+
+struct ox {
+    struct fm_ctx *ctx;
+    struct fm_graph *g;
+    const struct fm_load_opts *opts;
+    const char *src;                      /* file name, for messages */
+    const Onnx__GraphProto *gp;
+    int64_t opset;
+    struct ox_name *names;                /* open addressing, names_cap a power of two */
+    size_t names_cap;
+    struct ox_use *uses;
+    struct ox_val *vals;                  /* indexed by tensor id */
+    size_t vals_cap;
+    struct ox_sym *syms;
+    size_t n_syms;
+    struct fm_arena arena;                /* values and scratch; freed with the loader */
+    unsigned synth;                       /* counter for synthesized tensor names */
+};
+
+/* ---- names and tensors (onnx_load.c) ---- */
+
+struct ox_name *ox_name_find(struct ox *ox, const char *name);
+/* The graph tensor for an ONNX name, created on first use for initializers. FM_NONE for ""
+ * and for empty tensors. */
+enum fm_status ox_input(struct ox *ox, const Onnx__NodeProto *node, int slot, fm_tid *out);
+/* Creates a constant tensor (role from its uses, or CONST) with shape and known values; name
+ * NULL synthesizes one from the node. */
+enum fm_status ox_const_tensor(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                               enum fm_role role, enum fm_dtype dtype, const struct fm_shape *shape,
+                               const struct ox_val *val, fm_tid *out);
+/* Adds an op for node with the given inputs, binding its first n_out ONNX outputs (the rest
+ * must be read by no one), and infers its output shapes at once. */
+enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op,
+                       const struct fm_attrs *attrs, const fm_tid *in, int n_in, int n_out);
+/* Adds the node as an op flopmeter does not know (listed as uncounted). */
+enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const char *why);
+/* Records the values of a tensor (copied); ints also go to the graph's ivalue. */
+enum fm_status ox_set_val(struct ox *ox, fm_tid t, const struct ox_val *v);
+const struct ox_val *ox_val_of(const struct ox *ox, fm_tid t);
+const char *ox_node_name(const Onnx__NodeProto *node);
+const char *ox_str(const char *s);
+enum fm_status ox_node_error(struct ox *ox, const Onnx__NodeProto *node, enum fm_status st,
+                             const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* ---- values (onnx_values.c) ---- */
+
+/* ONNX element type -> flopmeter dtype; false for strings, complex and unknown types. */
+bool ox_dtype(int32_t elem_type, enum fm_dtype *out);
+/* Reads the contents of a small tensor (at most OX_FOLD_MAX elements, integer, bool or float,
+ * stored in the file): val->known is false when it is larger, external or empty of data. A
+ * payload whose size disagrees with dims is an error naming the tensor. */
+enum fm_status ox_tensor_read(struct ox *ox, const Onnx__TensorProto *t, const char *what,
+                              struct ox_val *val);
+/* Evaluates node on constant inputs when its result is small: *done says whether it did (its
+ * outputs are then constants with values). */
+enum fm_status ox_fold(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in, int n_in,
+                       bool *done);
+/* Integer contents of input slot of node, or an error saying that a shape depends on it. */
+enum fm_status ox_need_ints(struct ox *ox, const Onnx__NodeProto *node, fm_tid t,
+                            const char *what, const struct ox_val **out);
+
+/* Normalizes Slice operands (n of them; axes or steps may be NULL) to (start, end, step) for
+ * every dim of x, clamped as the ONNX spec says. */
+enum fm_status ox_slice_params(struct ox *ox, const Onnx__NodeProto *node,
+                               const struct fm_shape *x, const int64_t *starts,
+                               const int64_t *ends, const int64_t *axes, const int64_t *steps,
+                               int n, int64_t *triples);
+
+/* ---- attributes and op mapping (onnx_ops.c) ---- */
+
+const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *node, const char *name);
+enum fm_status ox_attr_int(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                           int64_t def, int64_t *out);
+enum fm_status ox_attr_float(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                             double def, double *out);
+/* ints attribute: *n = 0 when absent; more than max values is an error. */
+enum fm_status ox_attr_ints(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                            int64_t *out, int max, int *n);
+enum fm_status ox_attr_string(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                              const char *def, char *buf, size_t size);
+/* Maps one node (all its inputs shaped) to graph ops. */
+enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                           int n_in);
+
+#endif

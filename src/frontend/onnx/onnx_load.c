@@ -1,0 +1,1142 @@
+/* The ONNX frontend: reads a file once (mmap), unpacks it with the protobuf-c code generated from
+ * the system's onnx.proto into an arena, validates it, orders its nodes, and builds the graph
+ * node by node with flopmeter's own shape inference. Weight payloads are never interpreted:
+ * initializers give names, dtypes and dims; protobuf-c copies raw_data bytes once into the
+ * arena (it has no zero-copy mode), and only small integer or float constants are read. */
+#include "onnx_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *ox_str(const char *s)
+{
+    return s ? s : "";
+}
+
+const char *ox_node_name(const Onnx__NodeProto *node)
+{
+    if (node->name && *node->name)
+        return node->name;
+    if (node->n_output && node->output[0] && *node->output[0])
+        return node->output[0];
+    return "(unnamed)";
+}
+
+enum fm_status ox_node_error(struct ox *ox, const Onnx__NodeProto *node, enum fm_status st,
+                             const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return fm_error(ox->ctx, st, "%s: node '%s' (%s): %s", ox->src, ox_node_name(node),
+                    ox_str(node->op_type), msg);
+}
+
+/* ---- the arena behind protobuf-c: big chunks, not zeroed (protobuf-c sets every field) ---- */
+
+struct pb_chunk {
+    struct pb_chunk *next;
+    size_t size, used;
+    _Alignas(16) unsigned char data[];
+};
+
+struct pb_arena {
+    struct fm_ctx *ctx;
+    struct pb_chunk *head;
+};
+
+#define PB_CHUNK (1u << 20)
+
+static void *pb_alloc(void *user, size_t size)
+{
+    struct pb_arena *a = user;
+    size_t need = (size + 15) & ~(size_t)15;
+    if (need < size)
+        return NULL;
+    struct pb_chunk *c = a->head;
+    if (!c || c->size - c->used < need) {
+        size_t csize = need > PB_CHUNK / 4 ? need : PB_CHUNK;
+        if (csize > SIZE_MAX - sizeof(*c))
+            return NULL;
+        struct pb_chunk *n = fm_realloc(a->ctx, NULL, sizeof(*n) + csize);
+        if (!n)
+            return NULL;
+        n->size = csize;
+        n->used = 0;
+        if (c && need > PB_CHUNK / 4) {   /* a big block: keep filling the current chunk */
+            n->next = c->next;
+            c->next = n;
+            n->used = need;
+            return n->data;
+        }
+        n->next = c;
+        a->head = c = n;
+    }
+    void *p = c->data + c->used;
+    c->used += need;
+    return p;
+}
+
+static void pb_free(void *user, void *ptr)
+{
+    (void)user;
+    (void)ptr;   /* freed all at once */
+}
+
+static void pb_release(struct pb_arena *a)
+{
+    struct pb_chunk *c = a->head;
+    while (c) {
+        struct pb_chunk *next = c->next;
+        fm_dealloc(a->ctx, c);
+        c = next;
+    }
+    a->head = NULL;
+}
+
+/* ---- the name table ---- */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+struct ox_name *ox_name_find(struct ox *ox, const char *name)
+{
+    if (!name || !*name || !ox->names_cap)
+        return NULL;
+    size_t h = (size_t)hash_str(name) & (ox->names_cap - 1);
+    while (ox->names[h].name) {
+        if (strcmp(ox->names[h].name, name) == 0)
+            return &ox->names[h];
+        h = (h + 1) & (ox->names_cap - 1);
+    }
+    return NULL;
+}
+
+/* Adds a name; a second definition of the same name is an error naming both. */
+static enum fm_status name_add(struct ox *ox, const char *name, enum ox_kind kind, int32_t producer,
+                               struct ox_name **out)
+{
+    size_t h = (size_t)hash_str(name) & (ox->names_cap - 1);
+    while (ox->names[h].name) {
+        struct ox_name *e = &ox->names[h];
+        if (strcmp(e->name, name) == 0) {
+            if (kind == OX_KIND_NODE_OUT) {
+                const Onnx__NodeProto *n = ox->gp->node[producer];
+                if (e->kind == OX_KIND_NODE_OUT)
+                    return ox_node_error(ox, n, FM_ERR_PARSE,
+                                         "output '%s' is also produced by node '%s'", name,
+                                         ox_node_name(ox->gp->node[e->producer]));
+                return ox_node_error(ox, n, FM_ERR_PARSE,
+                                     "output '%s' has the name of a graph %s", name,
+                                     e->kind == OX_KIND_INIT ? "initializer" : "input");
+            }
+            *out = e;   /* an input that is also an initializer (IR < 4): the initializer */
+            return FM_OK;
+        }
+        h = (h + 1) & (ox->names_cap - 1);
+    }
+    struct ox_name *e = &ox->names[h];
+    memset(e, 0, sizeof(*e));
+    e->name = name;
+    e->kind = kind;
+    e->tid = FM_NONE;
+    e->producer = producer;
+    *out = e;
+    return FM_OK;
+}
+
+/* ---- values ---- */
+
+enum fm_status ox_set_val(struct ox *ox, fm_tid t, const struct ox_val *v)
+{
+    size_t need = (size_t)t + 1;
+    if (need > ox->vals_cap) {
+        enum fm_status st = fm_grow(ox->ctx, (void **)&ox->vals, &ox->vals_cap,
+                                    need < 64 ? 64 : need, sizeof(*ox->vals));
+        if (st)
+            return st;
+    }
+    struct ox_val *d = &ox->vals[t];
+    *d = *v;
+    d->known = true;
+    size_t bytes = (size_t)(v->n ? v->n : 1) * 8;
+    void *p = fm_arena_alloc(&ox->arena, bytes);
+    if (!p)
+        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory storing constants");
+    if (v->is_float) {
+        if (v->n)
+            memcpy(p, v->f, (size_t)v->n * sizeof(double));
+        d->f = p;
+        d->i = NULL;
+        return FM_OK;
+    }
+    if (v->n)
+        memcpy(p, v->i, (size_t)v->n * sizeof(int64_t));
+    d->i = p;
+    d->f = NULL;
+    return fm_graph_set_ivalue(ox->g, t, d->i, d->n);
+}
+
+const struct ox_val *ox_val_of(const struct ox *ox, fm_tid t)
+{
+    if (t == FM_NONE || (size_t)t >= ox->vals_cap || !ox->vals[t].known)
+        return NULL;
+    return &ox->vals[t];
+}
+
+/* ---- roles of initializers and constants, from the slots that read them ---- */
+
+enum { SLOT_DEPENDS = -1 };
+
+static bool is_op(const Onnx__NodeProto *n, const char *op)
+{
+    return n->op_type && strcmp(n->op_type, op) == 0;
+}
+
+/* The role a float constant gets from one use: weights and biases are parameters, BatchNorm
+ * statistics buffers, operands of shape computations constants; elsewhere (an Add, a Concat)
+ * it depends on its size. */
+static int slot_role(const Onnx__NodeProto *n, int32_t slot)
+{
+    static const char *const operand1[] = {
+        "Reshape", "Upsample", "Expand", "Tile", "Split", "Squeeze", "Unsqueeze", "CumSum",
+        "Trilu", "TopK", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+        "ReduceL2", "ReduceSumSquare", "ReduceL1", "ReduceLogSumExp"};
+    const char *op = ox_str(n->op_type);
+    if (is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm"))
+        return slot >= 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
+    if (is_op(n, "MatMul") || is_op(n, "Einsum"))
+        return FM_ROLE_PARAM;
+    if (is_op(n, "BatchNormalization"))
+        return slot == 1 || slot == 2 ? FM_ROLE_PARAM : slot >= 3 ? FM_ROLE_BUFFER : SLOT_DEPENDS;
+    if (is_op(n, "LayerNormalization") || is_op(n, "InstanceNormalization") ||
+        is_op(n, "GroupNormalization"))
+        return slot >= 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
+    if (is_op(n, "PRelu"))
+        return slot == 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
+    if (is_op(n, "Gather"))
+        return slot == 0 ? FM_ROLE_PARAM : FM_ROLE_CONST;
+    if (is_op(n, "Shape") || is_op(n, "Size") || is_op(n, "ConstantOfShape") ||
+        is_op(n, "Range"))
+        return FM_ROLE_CONST;
+    if ((is_op(n, "Resize") || is_op(n, "Clip") || is_op(n, "Dropout") || is_op(n, "Pad") ||
+         is_op(n, "Slice") || is_op(n, "Pow")) && slot >= 1)
+        return FM_ROLE_CONST;
+    for (size_t i = 0; i < sizeof(operand1) / sizeof(operand1[0]); i++) {
+        if (strcmp(op, operand1[i]) == 0 && slot >= 1)
+            return FM_ROLE_CONST;
+    }
+    return SLOT_DEPENDS;
+}
+
+static uint64_t dims_numel(const int64_t *dims, size_t n)
+{
+    uint64_t e = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (dims[i] < 0 || !fm_mul_ok(e, (uint64_t)dims[i], &e))
+            return UINT64_MAX;
+    }
+    return e;
+}
+
+/* Strongest role over every use; an Identity passes the question on to its readers. */
+static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, int depth)
+{
+    if (e->role_done)
+        return e->role;
+    int best = FM_ROLE_CONST;
+    for (uint32_t u = 0; u < e->uses; u++) {
+        const struct ox_use *use = &ox->uses[e->first_use + u];
+        const Onnx__NodeProto *n = ox->gp->node[use->node];
+        int r;
+        if (is_op(n, "Identity") && depth < 16 && n->n_output > 0) {
+            struct ox_name *o = ox_name_find(ox, n->output[0]);
+            r = o ? (int)name_role(ox, o, numel, depth + 1) : FM_ROLE_CONST;
+        } else {
+            r = slot_role(n, use->slot);
+            if (r == SLOT_DEPENDS)
+                r = numel > 1 ? FM_ROLE_PARAM : FM_ROLE_CONST;
+        }
+        /* PARAM beats BUFFER beats CONST */
+        if (r == FM_ROLE_PARAM || (r == FM_ROLE_BUFFER && best == FM_ROLE_CONST))
+            best = r;
+    }
+    e->role = (enum fm_role)best;
+    e->role_done = true;
+    return e->role;
+}
+
+/* ---- tensors ---- */
+
+/* Checks dims from the file: rank, sign, size; *empty is set for a 0 dim. */
+static enum fm_status check_dims(struct ox *ox, const char *what, const char *name,
+                                 const int64_t *dims, size_t n, bool allow_empty, bool *empty,
+                                 struct fm_shape *shape)
+{
+    if (n > FM_MAX_DIMS)
+        return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: %s '%s' has %zu dims; flopmeter handles "
+                        "at most %d", ox->src, what, name, n, FM_MAX_DIMS);
+    *empty = false;
+    shape->rank = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        if (dims[i] < 0 || (dims[i] == 0 && !allow_empty))
+            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: %s '%s': dim %zu is %lld; dims must be "
+                            "positive", ox->src, what, name, i, (long long)dims[i]);
+        if (dims[i] > OX_DIM_MAX)
+            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: %s '%s': dim %zu is %lld, which is "
+                            "absurd (more than 2^40)", ox->src, what, name, i,
+                            (long long)dims[i]);
+        if (dims[i] == 0)
+            *empty = true;
+        shape->dims[i] = dims[i];
+    }
+    uint64_t e;
+    if (!*empty && (fm_shape_numel(shape, &e) != FM_OK || e > (UINT64_MAX >> 4)))
+        return fm_error(ox->ctx, FM_ERR_OVERFLOW, "%s: %s '%s': its element count overflows",
+                        ox->src, what, name);
+    return FM_OK;
+}
+
+static enum fm_status unique_name(struct ox *ox, const Onnx__NodeProto *node, const char *what,
+                                  char *buf, size_t size)
+{
+    for (int tries = 0; tries < 1000; tries++) {
+        snprintf(buf, size, "%s:%s%u", node ? ox_node_name(node) : "const", what, ox->synth++);
+        if (fm_graph_find_tensor(ox->g, buf) == FM_NONE && !ox_name_find(ox, buf))
+            return FM_OK;
+    }
+    return fm_error(ox->ctx, FM_ERR_GRAPH, "could not name a tensor of node '%s'",
+                    node ? ox_node_name(node) : "?");
+}
+
+enum fm_status ox_const_tensor(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                               enum fm_role role, enum fm_dtype dtype, const struct fm_shape *shape,
+                               const struct ox_val *val, fm_tid *out)
+{
+    char buf[512];
+    if (!name || !*name || fm_graph_find_tensor(ox->g, name) != FM_NONE) {
+        enum fm_status st = unique_name(ox, node, "const", buf, sizeof(buf));
+        if (st)
+            return st;
+        name = buf;
+    }
+    if (role != FM_ROLE_PARAM && role != FM_ROLE_BUFFER)
+        role = FM_ROLE_CONST;
+    enum fm_status st = fm_graph_add_tensor(ox->g, name, role, dtype, shape, out);
+    if (st)
+        return st;
+    if (val && val->known)
+        return ox_set_val(ox, *out, val);
+    return FM_OK;
+}
+
+/* Creates the tensor of an initializer on its first use. */
+static enum fm_status init_tensor(struct ox *ox, struct ox_name *e)
+{
+    const Onnx__TensorProto *t = e->init;
+    bool empty;
+    struct fm_shape shape;
+    enum fm_dtype dtype;
+    enum fm_status st = check_dims(ox, "initializer", e->name, t->dims, t->n_dims, true, &empty,
+                                   &shape);
+    if (st)
+        return st;
+    if (!t->has_data_type || !ox_dtype(t->data_type, &dtype))
+        return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: initializer '%s': data_type %d is not "
+                        "a numeric type flopmeter knows", ox->src, e->name, (int)t->data_type);
+    if (empty) {
+        e->empty = true;
+        return FM_OK;
+    }
+    struct ox_val v = {0};
+    st = ox_tensor_read(ox, t, e->name, &v);
+    if (st)
+        return st;
+    enum fm_role role = fm_dtype_is_float(dtype) ? name_role(ox, e, dims_numel(t->dims, t->n_dims), 0)
+                                                 : FM_ROLE_CONST;
+    return ox_const_tensor(ox, NULL, e->name, role, dtype, &shape, &v, &e->tid);
+}
+
+enum fm_status ox_input(struct ox *ox, const Onnx__NodeProto *node, int slot, fm_tid *out)
+{
+    *out = FM_NONE;
+    const char *name = node->input[slot];
+    if (!name || !*name)
+        return FM_OK;
+    struct ox_name *e = ox_name_find(ox, name);
+    if (!e)
+        return ox_node_error(ox, node, FM_ERR_GRAPH, "input %d ('%s') is produced by no node and "
+                             "is no graph input or initializer", slot, name);
+    if (e->tid == FM_NONE && e->kind == OX_KIND_INIT && !e->empty) {
+        enum fm_status st = init_tensor(ox, e);
+        if (st)
+            return st;
+    }
+    if (e->empty)
+        return FM_OK;
+    if (e->tid == FM_NONE)
+        return ox_node_error(ox, node, FM_ERR_GRAPH, "input %d ('%s') has not been produced "
+                             "(its producer failed or was skipped)", slot, name);
+    *out = e->tid;
+    return FM_OK;
+}
+
+/* Output tensors: created unshaped, bound to the node, inferred at once. */
+static enum fm_status output_tensor(struct ox *ox, const Onnx__NodeProto *node, int i, fm_tid *out)
+{
+    const char *name = node->output[i];
+    char buf[512];
+    struct ox_name *e = name && *name ? ox_name_find(ox, name) : NULL;
+    if (!e) {
+        enum fm_status st = unique_name(ox, node, "out", buf, sizeof(buf));
+        if (st)
+            return st;
+        name = buf;
+    }
+    enum fm_status st = fm_graph_add_tensor_unshaped(ox->g, name, FM_ROLE_ACTIVATION,
+                                                     FM_DTYPE_FP32, out);
+    if (st)
+        return st;
+    if (e)
+        e->tid = *out;
+    return FM_OK;
+}
+
+/* Outputs beyond those flopmeter models (BatchNorm statistics, a Dropout mask, MaxPool
+ * indices) must be read by no node. */
+static enum fm_status check_extra_outputs(struct ox *ox, const Onnx__NodeProto *node, int n_out)
+{
+    for (size_t i = (size_t)n_out; i < node->n_output; i++) {
+        struct ox_name *e = ox_name_find(ox, node->output[i]);
+        if (e && e->uses)
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
+                                 "output %zu ('%s') is read by node '%s', but flopmeter models "
+                                 "only the first %d output(s) of %s",
+                                 i, e->name,
+                                 ox_node_name(ox->gp->node[ox->uses[e->first_use].node]), n_out,
+                                 ox_str(node->op_type));
+    }
+    return FM_OK;
+}
+
+enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op,
+                       const struct fm_attrs *attrs, const fm_tid *in, int n_in, int n_out)
+{
+    if (n_out < 1 || (size_t)n_out > node->n_output || n_out > FM_MAX_IO)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "has %zu outputs; %d expected",
+                             node->n_output, n_out);
+    enum fm_status st = check_extra_outputs(ox, node, n_out);
+    if (st)
+        return st;
+    fm_tid outs[FM_MAX_IO];
+    for (int i = 0; i < n_out; i++) {
+        st = output_tensor(ox, node, i, &outs[i]);
+        if (st)
+            return st;
+    }
+    fm_nid id;
+    st = fm_graph_add_node_bound(ox->g, op, ox_node_name(node), attrs, in, n_in, outs, n_out, &id);
+    if (st)
+        return st;
+    st = fm_graph_infer_node(ox->g, id);
+    if (st) {
+        char msg[FM_ERRMSG_SIZE];
+        snprintf(msg, sizeof(msg), "%s", fm_ctx_error(ox->ctx));
+        return fm_error(ox->ctx, st, "%s: %s", ox->src, msg);
+    }
+    return FM_OK;
+}
+
+/* The shape of a value from value_info (or a graph output's type), symbolic dims resolved
+ * through the bound symbols; false when unknown. */
+static bool info_shape(struct ox *ox, const Onnx__ValueInfoProto *vi, struct fm_shape *s,
+                       enum fm_dtype *dtype)
+{
+    if (!vi || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return false;
+    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    if (!tt || !tt->shape || tt->shape->n_dim > FM_MAX_DIMS || !tt->has_elem_type ||
+        !ox_dtype(tt->elem_type, dtype))
+        return false;
+    s->rank = (int)tt->shape->n_dim;
+    for (int i = 0; i < s->rank; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        int64_t v = 0;
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            v = d->dim_value;
+        else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+            for (size_t k = 0; k < ox->n_syms; k++) {
+                if (strcmp(ox->syms[k].name, ox_str(d->dim_param)) == 0)
+                    v = ox->syms[k].value;
+            }
+        }
+        if (v <= 0 || v > OX_DIM_MAX)
+            return false;
+        s->dims[i] = v;
+    }
+    uint64_t n;
+    return fm_shape_numel(s, &n) == FM_OK && n <= (UINT64_MAX >> 4);
+}
+
+enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const char *why)
+{
+    fm_tid in[FM_MAX_IO];
+    int n_in = 0;
+    if (node->n_input > FM_MAX_IO || node->n_output > FM_MAX_IO || node->n_output == 0)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "has %zu inputs and %zu outputs",
+                             node->n_input, node->n_output);
+    for (size_t i = 0; i < node->n_input; i++) {
+        fm_tid t;
+        enum fm_status st = ox_input(ox, node, (int)i, &t);
+        if (st)
+            return st;
+        if (t != FM_NONE)
+            in[n_in++] = t;
+    }
+    fm_tid outs[FM_MAX_IO];
+    int n_out = (int)node->n_output, n_shaped = 0;
+    for (int i = 0; i < n_out; i++) {
+        enum fm_status st = output_tensor(ox, node, i, &outs[i]);
+        if (st)
+            return st;
+    }
+    fm_nid id;
+    enum fm_status st = fm_graph_add_node_bound(ox->g, FM_OP_UNKNOWN, ox_node_name(node), NULL,
+                                                in, n_in, outs, n_out, &id);
+    if (st)
+        return st;
+    char opname[160];
+    if (node->domain && *node->domain && strcmp(node->domain, "ai.onnx") != 0)
+        snprintf(opname, sizeof(opname), "%s:%s", node->domain, ox_str(node->op_type));
+    else
+        snprintf(opname, sizeof(opname), "%s", ox_str(node->op_type));
+    st = fm_graph_set_op_name(ox->g, id, opname);
+    if (st)
+        return st;
+    /* the file's value_info is the only source of an unknown op's output shapes */
+    for (int i = 0; i < n_out; i++) {
+        struct ox_name *e = ox_name_find(ox, node->output[i]);
+        struct fm_shape s;
+        enum fm_dtype dt;
+        if (e && info_shape(ox, e->info, &s, &dt)) {
+            st = fm_graph_set_shape(ox->g, outs[i], &s);
+            if (st)
+                return st;
+            ox->g->tensors[outs[i]].dtype = dt;
+            n_shaped++;
+        }
+    }
+    if (n_shaped == n_out) {
+        st = fm_graph_infer_node(ox->g, id);
+        if (st)
+            return st;
+    }
+    fm_log(ox->ctx, "%s: node '%s': op %s is not counted (%s)", ox->src, ox_node_name(node),
+           opname, why);
+    return FM_OK;
+}
+
+/* ---- graph inputs and symbolic dims ---- */
+
+static enum fm_status sym_bind(struct ox *ox, const char *name, int64_t value)
+{
+    for (size_t k = 0; k < ox->n_syms; k++) {
+        if (strcmp(ox->syms[k].name, name) == 0)
+            return FM_OK;   /* the first binding wins */
+    }
+    struct ox_sym *s = fm_arena_alloc(&ox->arena, sizeof(*s) * (ox->n_syms + 1));
+    if (!s)
+        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
+    if (ox->n_syms)
+        memcpy(s, ox->syms, sizeof(*s) * ox->n_syms);
+    s[ox->n_syms].name = name;
+    s[ox->n_syms].value = value;
+    ox->syms = s;
+    ox->n_syms++;
+    return FM_OK;
+}
+
+static const struct fm_input_binding *binding_of(const struct ox *ox, const char *name)
+{
+    for (size_t i = 0; i < ox->opts->n_bindings; i++) {
+        if (ox->opts->bindings[i].name && strcmp(ox->opts->bindings[i].name, name) == 0)
+            return &ox->opts->bindings[i];
+    }
+    return NULL;
+}
+
+static const Onnx__TensorShapeProto *input_dims(const Onnx__ValueInfoProto *vi)
+{
+    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        !vi->type->tensor_type)
+        return NULL;
+    return vi->type->tensor_type->shape;
+}
+
+/* Symbols named by bindings first (so that a bound "sequence" fills every input using it). */
+static enum fm_status bind_symbols(struct ox *ox)
+{
+    const Onnx__GraphProto *gp = ox->gp;
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        const struct fm_input_binding *b = binding_of(ox, ox_str(vi->name));
+        const Onnx__TensorShapeProto *sp = input_dims(vi);
+        if (!b || !sp || (int)sp->n_dim != b->shape.rank)
+            continue;
+        for (size_t d = 0; d < sp->n_dim; d++) {
+            if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                sp->dim[d]->dim_param && *sp->dim[d]->dim_param) {
+                enum fm_status st = sym_bind(ox, sp->dim[d]->dim_param, b->shape.dims[d]);
+                if (st)
+                    return st;
+            }
+        }
+    }
+    return FM_OK;
+}
+
+static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, struct ox_name *e)
+{
+    const char *name = e->name;
+    enum fm_dtype dtype;
+    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        !vi->type->tensor_type || !vi->type->tensor_type->has_elem_type ||
+        !ox_dtype(vi->type->tensor_type->elem_type, &dtype))
+        return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: graph input '%s' is not a tensor of a "
+                        "numeric type", ox->src, name);
+    const Onnx__TensorShapeProto *sp = vi->type->tensor_type->shape;
+    const struct fm_input_binding *b = binding_of(ox, name);
+    struct fm_shape s = {0};
+    if (b) {
+        if (sp && (int)sp->n_dim != b->shape.rank)
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--input %s: the file gives this input %zu "
+                            "dims, the binding %d", name, sp->n_dim, b->shape.rank);
+        s = b->shape;
+    } else {
+        if (!sp)
+            return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s' has no shape in the "
+                            "file: bind it with --input %s=DIMS", ox->src, name, name);
+        if (sp->n_dim > FM_MAX_DIMS)
+            return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: graph input '%s' has %zu dims; "
+                            "flopmeter handles at most %d", ox->src, name, sp->n_dim,
+                            FM_MAX_DIMS);
+        s.rank = (int)sp->n_dim;
+        for (int d = 0; d < s.rank; d++) {
+            const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
+            const char *sym = dim->value_case ==
+                                      ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                                  ? ox_str(dim->dim_param)
+                                  : NULL;
+            int64_t v = 0;
+            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+                v = dim->dim_value;
+                if (v <= 0 || v > OX_DIM_MAX)
+                    return fm_error(ox->ctx, FM_ERR_PARSE, "%s: graph input '%s': dim %d is "
+                                    "%lld; dims must be positive and at most 2^40", ox->src,
+                                    name, d, (long long)v);
+                if (d == 0 && ox->opts->batch_given && v != ox->opts->zoo.batch) {
+                    fm_log(ox->ctx, "%s: input '%s': batch %lld from --batch replaces the "
+                           "file's %lld", ox->src, name, (long long)ox->opts->zoo.batch,
+                           (long long)v);
+                    v = ox->opts->zoo.batch;
+                }
+            } else {
+                for (size_t k = 0; sym && *sym && k < ox->n_syms; k++) {
+                    if (strcmp(ox->syms[k].name, sym) == 0)
+                        v = ox->syms[k].value;
+                }
+                if (v == 0 && d == 0)   /* the batch dim: --batch (default 1) */
+                    v = ox->opts->zoo.batch;
+                if (v <= 0)
+                    return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s': dim %d ('%s') "
+                                    "is symbolic: bind it with --input %s=DIMS (all %zu dims)",
+                                    ox->src, name, d, sym && *sym ? sym : "?", name, sp->n_dim);
+                if (sym && *sym) {
+                    enum fm_status st = sym_bind(ox, sym, v);
+                    if (st)
+                        return st;
+                }
+            }
+            s.dims[d] = v;
+        }
+    }
+    return fm_graph_add_tensor(ox->g, name, FM_ROLE_INPUT, dtype, &s, &e->tid);
+}
+
+/* ---- ordering ---- */
+
+/* Kahn's algorithm over the nodes, ready nodes in file order; a cycle names one of its nodes. */
+static enum fm_status order_nodes(struct ox *ox, int32_t *order)
+{
+    const Onnx__GraphProto *gp = ox->gp;
+    size_t nn = gp->n_node;
+    enum fm_status st = FM_OK;
+    uint32_t *indeg = fm_alloc(ox->ctx, (nn + 1) * sizeof(*indeg));
+    int32_t *queue = fm_alloc(ox->ctx, (nn + 1) * sizeof(*queue));
+    if (!indeg || !queue) {
+        st = fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory ordering the nodes");
+        goto out;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        for (size_t k = 0; k < n->n_input; k++) {
+            struct ox_name *e = ox_name_find(ox, n->input[k]);
+            if (e && e->kind == OX_KIND_NODE_OUT)
+                indeg[i]++;
+        }
+    }
+    size_t head = 0, tail = 0, done = 0;
+    for (size_t i = 0; i < nn; i++) {
+        if (!indeg[i])
+            queue[tail++] = (int32_t)i;
+    }
+    while (head < tail) {
+        int32_t id = queue[head++];
+        order[done++] = id;
+        const Onnx__NodeProto *n = gp->node[id];
+        for (size_t o = 0; o < n->n_output; o++) {
+            struct ox_name *e = ox_name_find(ox, n->output[o]);
+            if (!e || e->producer != id || e->kind != OX_KIND_NODE_OUT)
+                continue;
+            for (uint32_t u = 0; u < e->uses; u++) {
+                int32_t c = ox->uses[e->first_use + u].node;
+                if (--indeg[c] == 0)
+                    queue[tail++] = c;
+            }
+        }
+    }
+    if (done != nn) {
+        /* walk back through unordered producers: after nn steps we are on the cycle */
+        int32_t cur = -1;
+        for (size_t i = 0; i < nn && cur < 0; i++) {
+            if (indeg[i])
+                cur = (int32_t)i;
+        }
+        for (size_t step = 0; step < nn; step++) {
+            const Onnx__NodeProto *n = gp->node[cur];
+            int32_t next = -1;
+            for (size_t k = 0; k < n->n_input && next < 0; k++) {
+                struct ox_name *e = ox_name_find(ox, n->input[k]);
+                if (e && e->kind == OX_KIND_NODE_OUT && indeg[e->producer])
+                    next = e->producer;
+            }
+            if (next < 0)
+                break;
+            cur = next;
+        }
+        st = fm_error(ox->ctx, FM_ERR_GRAPH, "%s: the graph has a cycle through node '%s' (%s)",
+                      ox->src, ox_node_name(gp->node[cur]), ox_str(gp->node[cur]->op_type));
+    }
+out:
+    fm_dealloc(ox->ctx, indeg);
+    fm_dealloc(ox->ctx, queue);
+    return st;
+}
+
+/* ---- the whole graph ---- */
+
+static bool default_domain(const char *d)
+{
+    return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
+static enum fm_status index_names(struct ox *ox)
+{
+    const Onnx__GraphProto *gp = ox->gp;
+    size_t total = gp->n_initializer + gp->n_input + 1;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        if (!gp->node[i]->op_type || !*gp->node[i]->op_type)
+            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: node %zu ('%s') has no op_type", ox->src,
+                            i, ox_node_name(gp->node[i]));
+        total += gp->node[i]->n_output;
+    }
+    size_t cap = 64;
+    while (cap < total * 2) {
+        if (cap > SIZE_MAX / 4)
+            return fm_error(ox->ctx, FM_ERR_OVERFLOW, "%s: too many names", ox->src);
+        cap *= 2;
+    }
+    ox->names = fm_alloc(ox->ctx, cap * sizeof(*ox->names));
+    if (!ox->names)
+        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory indexing %zu names", total);
+    ox->names_cap = cap;
+    struct ox_name *e;
+    enum fm_status st;
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        if (!t->name || !*t->name)
+            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: initializer %zu has no name", ox->src, i);
+        if (ox_name_find(ox, t->name))
+            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: initializer '%s' is defined twice",
+                            ox->src, t->name);
+        st = name_add(ox, t->name, OX_KIND_INIT, -1, &e);
+        if (st)
+            return st;
+        e->init = t;
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        if (!gp->input[i]->name || !*gp->input[i]->name)
+            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: graph input %zu has no name", ox->src, i);
+        st = name_add(ox, gp->input[i]->name, OX_KIND_INPUT, -1, &e);
+        if (st)
+            return st;
+    }
+    size_t total_uses = 0;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        for (size_t o = 0; o < n->n_output; o++) {
+            if (!n->output[o] || !*n->output[o])
+                continue;
+            st = name_add(ox, n->output[o], OX_KIND_NODE_OUT, (int32_t)i, &e);
+            if (st)
+                return st;
+        }
+        total_uses += n->n_input;
+    }
+    /* uses, grouped by name */
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        for (size_t k = 0; k < n->n_input; k++) {
+            if (!n->input[k] || !*n->input[k])
+                continue;
+            e = ox_name_find(ox, n->input[k]);
+            if (!e)
+                return ox_node_error(ox, n, FM_ERR_GRAPH, "input %zu ('%s') is produced by no "
+                                     "node and is no graph input or initializer", k,
+                                     n->input[k]);
+            e->uses++;
+        }
+    }
+    ox->uses = fm_alloc(ox->ctx, (total_uses + 1) * sizeof(*ox->uses));
+    if (!ox->uses)
+        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
+    uint32_t off = 0;
+    for (size_t h = 0; h < ox->names_cap; h++) {
+        if (!ox->names[h].name)
+            continue;
+        ox->names[h].first_use = off;
+        off += ox->names[h].uses;
+        ox->names[h].uses = 0;
+    }
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        for (size_t k = 0; k < n->n_input; k++) {
+            if (!n->input[k] || !*n->input[k])
+                continue;
+            e = ox_name_find(ox, n->input[k]);
+            ox->uses[e->first_use + e->uses++] = (struct ox_use){(int32_t)i, (int32_t)k};
+        }
+    }
+    for (size_t i = 0; i < gp->n_value_info + gp->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = i < gp->n_value_info ? gp->value_info[i]
+                                                              : gp->output[i - gp->n_value_info];
+        e = ox_name_find(ox, vi->name);
+        if (e)
+            e->info = vi;
+    }
+    return FM_OK;
+}
+
+/* A Constant node's output is a tensor like an initializer (its role from its readers). */
+static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
+{
+    if (node->n_output < 1 || node->n_attribute != 1)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "a Constant needs one output and exactly "
+                             "one value attribute");
+    struct ox_name *e = ox_name_find(ox, node->output[0]);
+    if (!e)
+        return FM_OK;
+    const Onnx__AttributeProto *a = node->attribute[0];
+    const char *an = ox_str(a->name);
+    Onnx__TensorProto scratch = ONNX__TENSOR_PROTO__INIT;
+    int64_t one_dim = 0;
+    const Onnx__TensorProto *t = NULL;
+    if (!strcmp(an, "value")) {
+        t = a->t;
+    } else if (!strcmp(an, "value_float") || !strcmp(an, "value_int") ||
+               !strcmp(an, "value_floats") || !strcmp(an, "value_ints")) {
+        bool is_int = strstr(an, "int") != NULL, list = an[strlen(an) - 1] == 's';
+        int want = is_int ? (list ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
+                                  : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)
+                          : (list ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
+                                  : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+        if (a->has_type && (int)a->type != want)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' has the wrong type", an);
+        scratch.has_data_type = true;
+        scratch.data_type = is_int ? ONNX__TENSOR_PROTO__DATA_TYPE__INT64
+                                   : ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+        if (list) {
+            one_dim = (int64_t)(is_int ? a->n_ints : a->n_floats);
+            scratch.n_dims = 1;
+            scratch.dims = &one_dim;
+        }
+        if (is_int) {
+            scratch.n_int64_data = list ? a->n_ints : 1;
+            scratch.int64_data = list ? a->ints : (int64_t *)&a->i;
+        } else {
+            scratch.n_float_data = list ? a->n_floats : 1;
+            scratch.float_data = list ? a->floats : (float *)&a->f;
+        }
+        t = &scratch;
+    }
+    if (!t)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "a Constant of attribute '%s' (only "
+                             "numeric tensors are read)", an);
+    bool empty;
+    struct fm_shape shape;
+    enum fm_dtype dtype;
+    enum fm_status st = check_dims(ox, "constant", e->name, t->dims, t->n_dims, true, &empty,
+                                   &shape);
+    if (st)
+        return st;
+    if (!t->has_data_type || !ox_dtype(t->data_type, &dtype))
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its tensor has data_type %d",
+                             (int)t->data_type);
+    if (empty) {
+        e->empty = true;
+        return FM_OK;
+    }
+    struct ox_val v;
+    st = ox_tensor_read(ox, t, e->name, &v);
+    if (st)
+        return st;
+    enum fm_role role = fm_dtype_is_float(dtype)
+                            ? name_role(ox, e, dims_numel(t->dims, t->n_dims), 0)
+                            : FM_ROLE_CONST;
+    return ox_const_tensor(ox, node, e->name, role, dtype, &shape, &v, &e->tid);
+}
+
+/* One node: its inputs must have shapes; then fold it, make it a constant, or map it. */
+static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
+{
+    if (node->n_input > FM_MAX_IO)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "has %zu inputs (at most %d)",
+                             node->n_input, FM_MAX_IO);
+    if (!default_domain(node->domain))
+        return ox_emit_unknown(ox, node, "an op of another domain");
+    if (is_op(node, "Constant"))
+        return build_constant(ox, node);
+    fm_tid in[FM_MAX_IO];
+    int n_in = (int)node->n_input;
+    for (int i = 0; i < n_in; i++) {
+        enum fm_status st = ox_input(ox, node, i, &in[i]);
+        if (st)
+            return st;
+        if (in[i] != FM_NONE && !ox->g->tensors[in[i]].shape_known) {
+            const struct fm_tensor *t = &ox->g->tensors[in[i]];
+            const struct fm_node *p = fm_graph_node(ox->g, t->producer);
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
+                                 "needs the shape of '%s', the output of node '%s' (%s), an op "
+                                 "flopmeter does not know and whose output shape the file does "
+                                 "not give (value_info)",
+                                 t->name, p ? p->name : "?", p ? p->op_name : "?");
+        }
+    }
+    bool done = false;
+    enum fm_status st = ox_fold(ox, node, in, n_in, &done);
+    if (st || done)
+        return st;
+    return ox_map_node(ox, node, in, n_in);
+}
+
+static enum fm_status build(struct ox *ox)
+{
+    const Onnx__GraphProto *gp = ox->gp;
+    enum fm_status st = index_names(ox);
+    if (st)
+        return st;
+    /* bindings must name inputs */
+    for (size_t b = 0; b < ox->opts->n_bindings; b++) {
+        struct ox_name *e = ox_name_find(ox, ox->opts->bindings[b].name);
+        if (!e || e->kind != OX_KIND_INPUT) {
+            char names[256] = "";
+            size_t len = 0;
+            for (size_t i = 0; i < gp->n_input && len < sizeof(names) - 64; i++) {
+                struct ox_name *in = ox_name_find(ox, gp->input[i]->name);
+                if (in && in->kind == OX_KIND_INPUT)
+                    len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+                                            len ? ", " : "", in->name);
+            }
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--input %s=...: %s has no graph input "
+                            "named '%s' (its inputs: %s)", ox_str(ox->opts->bindings[b].name),
+                            ox->src, ox_str(ox->opts->bindings[b].name), names);
+        }
+    }
+    st = bind_symbols(ox);
+    if (st)
+        return st;
+    for (size_t i = 0; i < gp->n_input; i++) {
+        struct ox_name *e = ox_name_find(ox, gp->input[i]->name);
+        if (e->kind != OX_KIND_INPUT || e->tid != FM_NONE)
+            continue;   /* an initializer listed as input (IR < 4), or listed twice */
+        st = add_input(ox, gp->input[i], e);
+        if (st)
+            return st;
+    }
+    int32_t *order = fm_alloc(ox->ctx, (gp->n_node + 1) * sizeof(*order));
+    if (!order)
+        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
+    st = order_nodes(ox, order);
+    for (size_t i = 0; !st && i < gp->n_node; i++)
+        st = build_node(ox, gp->node[order[i]]);
+    fm_dealloc(ox->ctx, order);
+    if (st)
+        return st;
+    for (size_t i = 0; i < gp->n_output; i++) {
+        struct ox_name *e = ox_name_find(ox, gp->output[i]->name);
+        if (e && e->tid != FM_NONE && ox->g->tensors[e->tid].role == FM_ROLE_ACTIVATION) {
+            st = fm_graph_mark_output(ox->g, e->tid);
+            if (st)
+                return st;
+        }
+    }
+    if (fm_graph_node_count(ox->g) == 0)
+        return fm_error(ox->ctx, FM_ERR_GRAPH, "%s: the graph computes nothing (no nodes left "
+                        "after evaluating constants)", ox->src);
+    return fm_graph_finalize(ox->g);
+}
+
+static enum fm_status opset_of(struct ox *ox, const Onnx__ModelProto *m)
+{
+    ox->opset = -1;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (default_domain(o->domain) && o->has_version)
+            ox->opset = o->version;
+    }
+    if (ox->opset < 0)
+        return fm_error(ox->ctx, FM_ERR_PARSE, "%s: opset_import names no version of the "
+                        "default ONNX domain", ox->src);
+    if (ox->opset < 7 || ox->opset > 21)
+        return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: opset %lld: flopmeter reads opsets 7 "
+                        "to 21 (convert the model with onnx.version_converter)", ox->src,
+                        (long long)ox->opset);
+    return FM_OK;
+}
+
+static void graph_name(const char *src, char *buf, size_t size)
+{
+    const char *base = strrchr(src, '/');
+    base = base ? base + 1 : src;
+    snprintf(buf, size, "%s", base);
+    size_t n = strlen(buf);
+    if (n > 5 && strcmp(buf + n - 5, ".onnx") == 0)
+        buf[n - 5] = '\0';
+}
+
+static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, const char *src,
+                           const struct fm_load_opts *opts, struct fm_graph **out)
+{
+    *out = NULL;
+    struct fm_load_opts defaults;
+    if (!opts) {
+        fm_load_opts_init(&defaults);
+        opts = &defaults;
+    }
+    if (opts->zoo.batch <= 0)
+        return fm_error(ctx, FM_ERR_INVALID, "batch size must be positive, got %lld",
+                        (long long)opts->zoo.batch);
+    struct pb_arena pa = {ctx, NULL};
+    ProtobufCAllocator alloc = {pb_alloc, pb_free, &pa};
+    struct ox ox;
+    memset(&ox, 0, sizeof(ox));
+    ox.ctx = ctx;
+    ox.opts = opts;
+    ox.src = src;
+    fm_arena_init(&ox.arena, ctx);
+    enum fm_status st = FM_OK;
+    struct fm_graph *g = NULL;
+    Onnx__ModelProto *m = NULL;
+    if (size == 0) {
+        st = fm_error(ctx, FM_ERR_PARSE, "%s: the file is empty", src);
+        goto out;
+    }
+    m = onnx__model_proto__unpack(&alloc, size, data);
+    if (!m) {
+        st = fm_error(ctx, FM_ERR_PARSE, "%s: not an ONNX model: its %zu bytes are not a valid "
+                      "ModelProto (truncated, or not protobuf)", src, size);
+        goto out;
+    }
+    if (!m->has_ir_version || m->ir_version < 3) {
+        st = fm_error(ctx, FM_ERR_PARSE, "%s: not an ONNX model: field ir_version is %s (a "
+                      "model from onnx 1.1 or later has 3 or more)", src,
+                      m->has_ir_version ? "below 3" : "missing");
+        goto out;
+    }
+    if (!m->graph) {
+        st = fm_error(ctx, FM_ERR_PARSE, "%s: not an ONNX model: field graph is missing", src);
+        goto out;
+    }
+    st = opset_of(&ox, m);
+    if (st)
+        goto out;
+    char name[256];
+    graph_name(src, name, sizeof(name));
+    st = fm_graph_new(ctx, name, &g);
+    if (st)
+        goto out;
+    ox.g = g;
+    ox.gp = m->graph;
+    st = build(&ox);
+out:
+    fm_dealloc(ctx, ox.names);
+    fm_dealloc(ctx, ox.uses);
+    fm_dealloc(ctx, ox.vals);
+    fm_arena_release(&ox.arena);
+    pb_release(&pa);   /* the model and every payload copy go at once */
+    if (st) {
+        fm_graph_free(g);
+        return st;
+    }
+    *out = g;
+    return FM_OK;
+}
+
+enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, size_t size,
+                                   const char *name, const struct fm_load_opts *opts,
+                                   struct fm_graph **out)
+{
+    return load(ctx, data, size, name ? name : "buffer", opts, out);
+}
+
+enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
+                                 const struct fm_load_opts *opts, struct fm_graph **out)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fm_error(ctx, FM_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return fm_error(ctx, FM_ERR_IO, "%s: not a regular file", path);
+    }
+    size_t size = (size_t)sb.st_size;
+    if (size == 0) {
+        close(fd);
+        return fm_error(ctx, FM_ERR_PARSE, "%s: the file is empty", path);
+    }
+    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return fm_error(ctx, FM_ERR_IO, "%s: cannot map the file: %s", path, strerror(errno));
+    madvise(map, size, MADV_SEQUENTIAL);
+    enum fm_status st = load(ctx, map, size, path, opts, out);
+    munmap(map, size);
+    return st;
+}

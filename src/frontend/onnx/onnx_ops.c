@@ -1,0 +1,1126 @@
+/* ONNX ops -> flopmeter ops, opsets 7 to 21: checked attribute access, and one mapping per op
+ * that turns attributes and constant operands (axes, pads, scales, target shapes) into the
+ * op's attrs. Exported patterns stay as they are (Gemm, MatMul + Add, an Erf-based GELU
+ * subgraph); an op without a mapping becomes an uncounted node. */
+#include "onnx_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- attributes ---- */
+
+const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *node, const char *name)
+{
+    for (size_t i = 0; i < node->n_attribute; i++) {
+        const Onnx__AttributeProto *a = node->attribute[i];
+        if (a->name && strcmp(a->name, name) == 0)
+            return a;
+    }
+    return NULL;
+}
+
+static const char *type_name(int t)
+{
+    static const char *const names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR",
+                                        "GRAPH", "FLOATS", "INTS", "STRINGS", "TENSORS",
+                                        "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS",
+                                        "TYPE_PROTO", "TYPE_PROTOS"};
+    return t >= 0 && t < (int)(sizeof(names) / sizeof(names[0])) ? names[t] : "unknown";
+}
+
+/* An attribute's type is checked against what the op needs; files from before IR 2 carry no
+ * type, and then the field that is set decides. */
+static enum fm_status attr_check(struct ox *ox, const Onnx__NodeProto *node,
+                                 const Onnx__AttributeProto *a, int want, bool present)
+{
+    int t = a->has_type ? (int)a->type : present ? want : 0;
+    if (t != want)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' is %s, expected %s",
+                             a->name, type_name(t), type_name(want));
+    return FM_OK;
+}
+
+enum fm_status ox_attr_int(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                           int64_t def, int64_t *out)
+{
+    const Onnx__AttributeProto *a = ox_attr(node, name);
+    if (!a) {
+        *out = def;
+        return FM_OK;
+    }
+    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT,
+                                   a->has_i);
+    if (st)
+        return st;
+    *out = a->i;
+    return FM_OK;
+}
+
+enum fm_status ox_attr_float(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                             double def, double *out)
+{
+    const Onnx__AttributeProto *a = ox_attr(node, name);
+    if (!a) {
+        *out = def;
+        return FM_OK;
+    }
+    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT,
+                                   a->has_f);
+    if (st)
+        return st;
+    *out = a->f;
+    return FM_OK;
+}
+
+enum fm_status ox_attr_ints(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                            int64_t *out, int max, int *n)
+{
+    *n = 0;
+    const Onnx__AttributeProto *a = name && *name ? ox_attr(node, name) : NULL;
+    if (!a)
+        return FM_OK;
+    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS,
+                                   a->n_ints > 0);
+    if (st)
+        return st;
+    if (a->n_ints > (size_t)max)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' has %zu values; at most %d",
+                             name, a->n_ints, max);
+    for (size_t i = 0; i < a->n_ints; i++)
+        out[i] = a->ints[i];
+    *n = (int)a->n_ints;
+    return FM_OK;
+}
+
+enum fm_status ox_attr_string(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                              const char *def, char *buf, size_t size)
+{
+    const Onnx__AttributeProto *a = ox_attr(node, name);
+    if (!a) {
+        snprintf(buf, size, "%s", def);
+        return FM_OK;
+    }
+    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING,
+                                   a->has_s);
+    if (st)
+        return st;
+    if (a->s.len >= size)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' is too long", name);
+    memcpy(buf, a->s.data, a->s.len);
+    buf[a->s.len] = '\0';
+    return FM_OK;
+}
+
+/* ---- helpers ---- */
+
+static const struct fm_tensor *tensor(const struct ox *ox, fm_tid t)
+{
+    return t == FM_NONE ? NULL : &ox->g->tensors[t];
+}
+
+/* Inputs without trailing omitted ones. */
+static int trim(const fm_tid *in, int n)
+{
+    while (n > 0 && in[n - 1] == FM_NONE)
+        n--;
+    return n;
+}
+
+static enum fm_status need(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in, int n_in,
+                           int count)
+{
+    for (int i = 0; i < count; i++) {
+        if (i >= n_in || in[i] == FM_NONE)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "required input %d is missing", i);
+    }
+    return FM_OK;
+}
+
+/* A float scalar operand (Clip bounds, a dropout ratio): its value when known. */
+static bool scalar_value(const struct ox *ox, fm_tid t, double *out)
+{
+    const struct ox_val *v = ox_val_of(ox, t);
+    if (!v || v->n != 1)
+        return false;
+    *out = v->is_float ? v->f[0] : (double)v->i[0];
+    return true;
+}
+
+/* Axes from an input (newer opsets) or an attribute (older ones). */
+static enum fm_status axes_operand(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                   int n_in, int slot, bool from_input, const char *what,
+                                   int64_t *axes, int *n)
+{
+    *n = 0;
+    if (!from_input)
+        return ox_attr_ints(ox, node, what, axes, FM_MAX_INTS, n);
+    if (slot >= n_in || in[slot] == FM_NONE)
+        return FM_OK;
+    const struct ox_val *v;
+    enum fm_status st = ox_need_ints(ox, node, in[slot], what, &v);
+    if (st)
+        return st;
+    if (v->n > FM_MAX_DIMS)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "%llu %s is too many",
+                             (unsigned long long)v->n, what);
+    for (uint64_t k = 0; k < v->n; k++)
+        axes[k] = v->i[k];
+    *n = (int)v->n;
+    return FM_OK;
+}
+
+typedef enum fm_status (*map_fn)(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op);
+
+/* ---- plain ops: inputs as they are ---- */
+
+static enum fm_status map_plain(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                int n_in, enum fm_op op)
+{
+    return ox_emit(ox, node, op, NULL, in, trim(in, n_in), 1);
+}
+
+static enum fm_status map_variadic(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                   int n_in, enum fm_op op)
+{
+    fm_tid x[FM_MAX_IO];
+    int n = 0;
+    for (int i = 0; i < n_in; i++) {
+        if (in[i] != FM_NONE)
+            x[n++] = in[i];
+    }
+    return ox_emit(ox, node, op, NULL, x, n, 1);
+}
+
+static enum fm_status map_identity(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                   int n_in, enum fm_op op)
+{
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (st)
+        return st;
+    const struct fm_tensor *x = tensor(ox, in[0]);
+    if (x->role != FM_ROLE_ACTIVATION && x->role != FM_ROLE_INPUT) {
+        /* a renamed weight (exporters deduplicate equal initializers this way): an alias */
+        struct ox_name *e = node->n_output ? ox_name_find(ox, node->output[0]) : NULL;
+        if (e)
+            e->tid = in[0];
+        return FM_OK;
+    }
+    return ox_emit(ox, node, op, NULL, in, 1, 1);
+}
+
+/* ---- convolution and pooling geometry ---- */
+
+/* Reads kernel, strides, dilations, pads and auto_pad for 1 or 2 spatial dims into attrs. */
+static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
+                             const struct fm_shape *x, const int64_t *kernel, bool transposed,
+                             struct fm_attrs *a)
+{
+    int sr = x->rank - 2;
+    int64_t strides[4] = {1, 1}, dil[4] = {1, 1}, pads[8] = {0}, outpad[4] = {0};
+    int64_t oshape[4] = {0};
+    int n;
+    enum fm_status st = ox_attr_ints(ox, node, "strides", strides, 2, &n);
+    if (!st && n && n != sr)
+        st = ox_node_error(ox, node, FM_ERR_PARSE, "strides has %d values for %d spatial dims",
+                           n, sr);
+    if (!st)
+        st = ox_attr_ints(ox, node, "dilations", dil, 2, &n);
+    if (!st && n && n != sr)
+        st = ox_node_error(ox, node, FM_ERR_PARSE, "dilations has %d values for %d spatial dims",
+                           n, sr);
+    if (!st)
+        st = ox_attr_ints(ox, node, "pads", pads, 4, &n);
+    if (!st && n && n != 2 * sr)
+        st = ox_node_error(ox, node, FM_ERR_PARSE, "pads has %d values for %d spatial dims", n,
+                           sr);
+    if (!st)
+        st = ox_attr_ints(ox, node, "output_padding", outpad, 2, &n);
+    int nos = 0;
+    if (!st)
+        st = ox_attr_ints(ox, node, "output_shape", oshape, 2, &nos);
+    char autopad[32];
+    if (!st)
+        st = ox_attr_string(ox, node, "auto_pad", "NOTSET", autopad, sizeof(autopad));
+    if (st)
+        return st;
+    for (int d = 0; d < sr; d++) {
+        if (strides[d] <= 0 || dil[d] <= 0 || kernel[d] <= 0 || pads[d] < 0 ||
+            pads[sr + d] < 0 || strides[d] > OX_DIM_MAX || dil[d] > OX_DIM_MAX ||
+            kernel[d] > OX_DIM_MAX || pads[d] > OX_DIM_MAX || pads[sr + d] > OX_DIM_MAX)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "kernel %lld, stride %lld, dilation "
+                                 "%lld, pads %lld/%lld: must be positive (pads non-negative)",
+                                 (long long)kernel[d], (long long)strides[d], (long long)dil[d],
+                                 (long long)pads[d], (long long)pads[sr + d]);
+        int64_t in = x->dims[2 + d], span = dil[d] * (kernel[d] - 1) + 1, total = -1;
+        if (transposed && nos) {
+            total = strides[d] * (in - 1) + outpad[d] + span - oshape[d];
+        } else if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER")) {
+            int64_t out = transposed ? in * strides[d] : (in + strides[d] - 1) / strides[d];
+            total = transposed ? strides[d] * (in - 1) + outpad[d] + span - out
+                               : (out - 1) * strides[d] + span - in;
+        } else if (!strcmp(autopad, "VALID")) {
+            total = 0;
+        } else if (strcmp(autopad, "NOTSET") != 0) {
+            return ox_node_error(ox, node, FM_ERR_PARSE, "auto_pad '%s' is not NOTSET, "
+                                 "SAME_UPPER, SAME_LOWER or VALID", autopad);
+        }
+        if (total >= 0 || (transposed && nos)) {
+            if (total < 0)
+                total = 0;
+            bool upper = strcmp(autopad, "SAME_LOWER") != 0;
+            if (transposed)   /* ConvTranspose puts the larger half first for SAME_UPPER */
+                upper = !upper;
+            pads[d] = upper ? total / 2 : total - total / 2;
+            pads[sr + d] = total - pads[d];
+        }
+        int ax = sr == 1 ? 1 : d;   /* 1-D ops use index 1 */
+        a->kernel[ax] = kernel[d];
+        a->stride[ax] = strides[d];
+        a->dilation[ax] = dil[d];
+        a->pad[ax] = pads[d];
+        a->pad[ax + 2] = pads[sr + d];
+        a->output_padding[ax] = outpad[d];
+    }
+    return FM_OK;
+}
+
+static enum fm_status map_conv(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                               int n_in, enum fm_op op)
+{
+    enum fm_status st = need(ox, node, in, n_in, 2);
+    if (st)
+        return st;
+    const struct fm_shape *x = &tensor(ox, in[0])->shape, *w = &tensor(ox, in[1])->shape;
+    if (x->rank != 3 && x->rank != 4)
+        return ox_emit_unknown(ox, node, "only 1-D and 2-D convolutions are counted");
+    if (w->rank != x->rank)
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "weight has rank %d, input rank %d",
+                             w->rank, x->rank);
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int64_t k[2];
+    int nk;
+    st = ox_attr_ints(ox, node, "kernel_shape", k, 2, &nk);
+    if (st)
+        return st;
+    for (int d = 0; d < x->rank - 2; d++) {
+        if (nk && k[d] != w->dims[2 + d])
+            return ox_node_error(ox, node, FM_ERR_SHAPE, "kernel_shape %lld disagrees with the "
+                                 "weight's %lld", (long long)k[d], (long long)w->dims[2 + d]);
+        k[d] = w->dims[2 + d];
+    }
+    st = window(ox, node, x, k, op == FM_OP_CONV_TRANSPOSE, &a);
+    if (!st)
+        st = ox_attr_int(ox, node, "group", 1, &a.groups);
+    if (st)
+        return st;
+    if (a.groups <= 0 || a.groups > OX_DIM_MAX)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "group is %lld", (long long)a.groups);
+    return ox_emit(ox, node, op, &a, in, trim(in, n_in), 1);
+}
+
+static enum fm_status map_pool(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                               int n_in, enum fm_op op)
+{
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (st)
+        return st;
+    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    if (x->rank != 4)
+        return ox_emit_unknown(ox, node, "only 2-D pooling is counted");
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int64_t k[2], ceil_mode = 0, count_pad = 0;
+    int nk;
+    st = ox_attr_ints(ox, node, "kernel_shape", k, 2, &nk);
+    if (!st && nk != 2)
+        st = ox_node_error(ox, node, FM_ERR_PARSE, "kernel_shape must have 2 values, has %d",
+                           nk);
+    if (!st)
+        st = window(ox, node, x, k, false, &a);
+    if (!st)
+        st = ox_attr_int(ox, node, "ceil_mode", 0, &ceil_mode);
+    if (!st)
+        st = ox_attr_int(ox, node, "count_include_pad", 0, &count_pad);
+    if (st)
+        return st;
+    a.flags |= (ceil_mode ? FM_ATTR_CEIL_MODE : 0u) | (count_pad ? FM_ATTR_COUNT_PAD : 0u);
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+/* ---- matrix products and norms ---- */
+
+static enum fm_status map_gemm(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                               int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int64_t ta, tb;
+    enum fm_status st = need(ox, node, in, n_in, 2);
+    if (!st)
+        st = ox_attr_int(ox, node, "transA", 0, &ta);
+    if (!st)
+        st = ox_attr_int(ox, node, "transB", 0, &tb);
+    if (!st)
+        st = ox_attr_float(ox, node, "alpha", 1.0, &a.alpha);
+    if (!st)
+        st = ox_attr_float(ox, node, "beta", 1.0, &a.beta);
+    if (st)
+        return st;
+    a.flags |= (ta ? FM_ATTR_TRANS_A : 0u) | (tb ? FM_ATTR_TRANS_B : 0u);
+    return ox_emit(ox, node, op, &a, in, trim(in, n_in), 1);
+}
+
+static enum fm_status map_norm(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                               int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, op == FM_OP_BATCHNORM ? 5 : 1);
+    if (!st)
+        st = ox_attr_float(ox, node, "epsilon", 1e-5, &a.eps);
+    if (!st && op == FM_OP_LAYERNORM)
+        st = ox_attr_int(ox, node, "axis", -1, &a.axis);
+    if (!st && op == FM_OP_GROUPNORM)
+        st = ox_attr_int(ox, node, "num_groups", 0, &a.groups);
+    if (st)
+        return st;
+    if (op == FM_OP_GROUPNORM && n_in > 1 && in[1] != FM_NONE) {
+        uint64_t ns;
+        const struct fm_shape *x = &tensor(ox, in[0])->shape;
+        if (fm_shape_numel(&tensor(ox, in[1])->shape, &ns) == FM_OK && x->rank >= 2 &&
+            ns != (uint64_t)x->dims[1])
+            return ox_emit_unknown(ox, node, "opset 18 GroupNormalization with per-group "
+                                             "scale; re-export at opset 21");
+    }
+    return ox_emit(ox, node, op, &a, in, trim(in, n_in), 1);
+}
+
+/* ---- activations ---- */
+
+static enum fm_status map_act(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                              int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (st)
+        return st;
+    if (op == FM_OP_LEAKY_RELU)
+        st = ox_attr_float(ox, node, "alpha", 0.01, &a.alpha);
+    if (op == FM_OP_HARDSIGMOID) {
+        st = ox_attr_float(ox, node, "alpha", 0.2, &a.alpha);
+        if (!st)
+            st = ox_attr_float(ox, node, "beta", 0.5, &a.beta);
+    }
+    if (op == FM_OP_GELU) {
+        char approx[16];
+        st = ox_attr_string(ox, node, "approximate", "none", approx, sizeof(approx));
+        if (!st && strcmp(approx, "tanh") == 0)
+            a.flags |= FM_ATTR_GELU_TANH;
+    }
+    fm_tid x[3] = {in[0], FM_NONE, FM_NONE};
+    int nx = 1;
+    if (op == FM_OP_CLIP) {
+        a.lo = -INFINITY;
+        a.hi = INFINITY;
+        if (ox->opset < 11) {
+            st = ox_attr_float(ox, node, "min", -INFINITY, &a.lo);
+            if (!st)
+                st = ox_attr_float(ox, node, "max", INFINITY, &a.hi);
+        } else {
+            /* bounds that are computed tensors stay inputs; constants become attributes */
+            for (int i = 1; i < 3 && i < n_in; i++) {
+                if (in[i] == FM_NONE || scalar_value(ox, in[i], i == 1 ? &a.lo : &a.hi))
+                    continue;
+                x[i] = in[i];
+                nx = i + 1;
+            }
+        }
+    }
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, &a, x, nx, 1);
+}
+
+/* Softmax before opset 13 normalizes over all dims from axis on (the input coerced to 2-D):
+ * when that differs from one axis, the node runs on a 2-D view (Reshape views cost nothing). */
+static enum fm_status map_softmax(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                  int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (!st)
+        st = ox_attr_int(ox, node, "axis", ox->opset < 13 ? 1 : -1, &a.axis);
+    if (st)
+        return st;
+    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    int64_t axis = a.axis < 0 ? a.axis + x->rank : a.axis;
+    bool trailing_ones = true;
+    for (int d = (int)axis + 1; d < x->rank; d++)
+        trailing_ones &= x->dims[d] == 1;
+    if (ox->opset >= 13 || axis < 0 || axis >= x->rank || trailing_ones)
+        return ox_emit(ox, node, op, &a, in, 1, 1);
+    int64_t rows = 1, cols = 1;
+    for (int d = 0; d < x->rank; d++)
+        *(d < axis ? &rows : &cols) *= x->dims[d];
+    /* x -> (rows, cols) -> softmax(axis 1) -> x's shape, with synthesized tensors */
+    int64_t flat[2] = {rows, cols};
+    struct fm_shape s1 = {1, {2}}, s2 = {1, {x->rank}};
+    struct ox_val v1 = {true, false, 2, flat, NULL};
+    struct ox_val v2 = {true, false, (uint64_t)x->rank, (int64_t *)x->dims, NULL};
+    fm_tid c1, c2, r1, r2;
+    st = ox_const_tensor(ox, node, NULL, FM_ROLE_CONST, FM_DTYPE_INT64, &s1, &v1, &c1);
+    if (!st)
+        st = ox_const_tensor(ox, node, NULL, FM_ROLE_CONST, FM_DTYPE_INT64, &s2, &v2, &c2);
+    if (st)
+        return st;
+    char n1[512], n2[512];
+    snprintf(n1, sizeof(n1), "%s:2d", ox_node_name(node));
+    snprintf(n2, sizeof(n2), "%s:softmax2d", ox_node_name(node));
+    fm_tid rin[2] = {in[0], c1};
+    const char *on1 = n1, *on2 = n2;
+    st = fm_graph_add_node(ox->g, FM_OP_RESHAPE, n1, NULL, rin, 2, &on1, 1, &r1);
+    a.axis = 1;
+    if (!st)
+        st = fm_graph_add_node(ox->g, op, n2, &a, &r1, 1, &on2, 1, &r2);
+    if (st)
+        return st;
+    fm_tid back[2] = {r2, c2};
+    return ox_emit(ox, node, FM_OP_RESHAPE, NULL, back, 2, 1);
+}
+
+/* ---- data movement ---- */
+
+static enum fm_status map_axis(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                               int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (!st)
+        st = ox_attr_int(ox, node, "axis", 1, &a.axis);
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+static enum fm_status map_concat(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+    if (st)
+        return st;
+    fm_tid x[FM_MAX_IO];
+    int n = 0;
+    for (int i = 0; i < n_in; i++) {
+        if (in[i] != FM_NONE)
+            x[n++] = in[i];
+    }
+    if (!n)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "has no non-empty input");
+    return ox_emit(ox, node, op, &a, x, n, 1);
+}
+
+static enum fm_status map_reshape(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                  int n_in, enum fm_op op)
+{
+    const struct ox_val *v;
+    enum fm_status st = need(ox, node, in, n_in, 2);
+    if (!st)
+        st = ox_need_ints(ox, node, in[1], "target shape", &v);
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, NULL, in, 2, 1);
+}
+
+static enum fm_status map_transpose(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                    int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (!st)
+        st = ox_attr_ints(ox, node, "perm", a.ints, FM_MAX_DIMS, &a.nints);
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+static enum fm_status map_split(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (!st)
+        st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+    if (!st)
+        st = axes_operand(ox, node, in, n_in, 1, ox->opset >= 13, "split", a.ints, &a.nints);
+    if (st)
+        return st;
+    int n_out = (int)node->n_output;
+    int64_t parts = 0;
+    st = ox_attr_int(ox, node, "num_outputs", 0, &parts);
+    if (st)
+        return st;
+    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    int ax;
+    struct fm_node fake = {.name = ox_node_name(node), .op = op, .op_name = "Split"};
+    if (a.nints == 0 && parts > 0 && fm_shape_axis(ox->ctx, &fake, a.axis, x->rank, &ax) == FM_OK) {
+        /* opset 18: ceil(d / n) per output, the last one smaller */
+        int64_t d = x->dims[ax], chunk = (d + parts - 1) / parts;
+        if (parts > FM_MAX_INTS || parts != n_out)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "num_outputs %lld for %d outputs",
+                                 (long long)parts, n_out);
+        for (int i = 0; i < n_out; i++) {
+            int64_t s = d - chunk * i;
+            a.ints[i] = s < chunk ? s : chunk;
+        }
+        a.nints = n_out;
+    }
+    return ox_emit(ox, node, op, &a, in, 1, n_out);
+}
+
+static enum fm_status map_squeeze(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                  int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (!st)
+        st = axes_operand(ox, node, in, n_in, 1, ox->opset >= 13, "axes", a.ints, &a.nints);
+    if (st)
+        return st;
+    if (a.nints > FM_MAX_DIMS)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "%d axes", a.nints);
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+static enum fm_status map_slice(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int64_t s[FM_MAX_INTS], e[FM_MAX_INTS], ax[FM_MAX_INTS], sp[FM_MAX_INTS];
+    int ns = 0, ne = 0, na = 0, nsp = 0;
+    enum fm_status st = need(ox, node, in, n_in, ox->opset < 10 ? 1 : 3);
+    bool inputs = ox->opset >= 10;
+    if (!st)
+        st = axes_operand(ox, node, in, n_in, 1, inputs, "starts", s, &ns);
+    if (!st)
+        st = axes_operand(ox, node, in, n_in, 2, inputs, "ends", e, &ne);
+    if (!st)
+        st = axes_operand(ox, node, in, n_in, 3, inputs, "axes", ax, &na);
+    if (!st && inputs)
+        st = axes_operand(ox, node, in, n_in, 4, true, "steps", sp, &nsp);
+    if (st)
+        return st;
+    if (ne != ns || (na && na != ns) || (nsp && nsp != ns))
+        return ox_node_error(ox, node, FM_ERR_PARSE, "starts, ends, axes and steps differ in "
+                             "length (%d, %d, %d, %d)", ns, ne, na, nsp);
+    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    st = ox_slice_params(ox, node, x, s, e, na ? ax : NULL, nsp ? sp : NULL, ns, a.ints);
+    if (st)
+        return st;
+    a.nints = 3 * x->rank;
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+static enum fm_status map_gather(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, 2);
+    if (!st)
+        st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+    if (st)
+        return st;
+    const struct fm_tensor *w = tensor(ox, in[0]);
+    if (w->role == FM_ROLE_PARAM && w->shape.rank == 2 && a.axis == 0 &&
+        fm_dtype_is_float(w->dtype)) {
+        fm_tid e[2] = {in[1], in[0]};   /* an embedding table lookup */
+        return ox_emit(ox, node, FM_OP_EMBEDDING, NULL, e, 2, 1);
+    }
+    return ox_emit(ox, node, op, &a, in, 2, 1);
+}
+
+/* Expand (target shape), Tile (repeats), CumSum (axis), Trilu (k), ConstantOfShape (shape). */
+static enum fm_status map_int_operand(struct ox *ox, const Onnx__NodeProto *node,
+                                      const fm_tid *in, int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    const struct ox_val *v = NULL;
+    int slot = op == FM_OP_CONSTANT_OF_SHAPE ? 0 : 1;
+    static const char *const what[] = {"target shape", "repeats", "axis", "k", "shape"};
+    int w = op == FM_OP_EXPAND ? 0 : op == FM_OP_TILE ? 1 : op == FM_OP_CUMSUM ? 2
+          : op == FM_OP_TRILU ? 3 : 4;
+    enum fm_status st = need(ox, node, in, n_in, op == FM_OP_TRILU ? 1 : slot + 1);
+    if (st)
+        return st;
+    if (slot < n_in && in[slot] != FM_NONE) {
+        st = ox_need_ints(ox, node, in[slot], what[w], &v);
+        if (st)
+            return st;
+        if (v->n > FM_MAX_DIMS || ((op == FM_OP_CUMSUM || op == FM_OP_TRILU) && v->n != 1))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "%s has %llu values", what[w],
+                                 (unsigned long long)v->n);
+    }
+    if (op == FM_OP_EXPAND || op == FM_OP_TILE) {
+        for (uint64_t k = 0; k < v->n; k++)
+            a.ints[k] = v->i[k];
+        a.nints = (int)v->n;
+    } else if (op == FM_OP_CUMSUM) {
+        a.axis = v->i[0];
+    } else if (op == FM_OP_TRILU) {
+        int64_t upper;
+        st = ox_attr_int(ox, node, "upper", 1, &upper);
+        if (st)
+            return st;
+        a.ints[0] = v ? v->i[0] : 0;
+        a.ints[1] = upper != 0;
+        a.nints = 2;
+    } else {   /* ConstantOfShape: {dtype, dims} */
+        enum fm_dtype dt = FM_DTYPE_FP32;
+        const Onnx__AttributeProto *va = ox_attr(node, "value");
+        if (va && (!va->t || !ox_dtype(va->t->data_type, &dt)))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "attribute 'value' is not a tensor "
+                                 "of a numeric type");
+        a.ints[0] = dt;
+        for (uint64_t k = 0; k < v->n; k++)
+            a.ints[1 + k] = v->i[k];
+        a.nints = 1 + (int)v->n;
+        return ox_emit(ox, node, op, &a, NULL, 0, 1);
+    }
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+static enum fm_status map_pad(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                              int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (st)
+        return st;
+    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    int64_t pads[2 * FM_MAX_DIMS], axes[FM_MAX_DIMS];
+    int np = 0, na = 0;
+    if (ox->opset < 11) {
+        st = ox_attr_ints(ox, node, "pads", pads, 2 * FM_MAX_DIMS, &np);
+    } else {
+        const struct ox_val *v;
+        st = need(ox, node, in, n_in, 2);
+        if (!st)
+            st = ox_need_ints(ox, node, in[1], "pads", &v);
+        if (!st && v->n > 2 * FM_MAX_DIMS)
+            st = ox_node_error(ox, node, FM_ERR_PARSE, "%llu pads", (unsigned long long)v->n);
+        if (!st) {
+            np = (int)v->n;
+            memcpy(pads, v->i, sizeof(int64_t) * (size_t)np);
+            st = axes_operand(ox, node, in, n_in, 3, true, "axes", axes, &na);
+        }
+    }
+    if (st)
+        return st;
+    int nax = na ? na : x->rank;
+    if (np != 2 * nax)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "%d pads for %d axes", np, nax);
+    for (int d = 0; d < 2 * x->rank; d++)
+        a.ints[d] = 0;
+    for (int k = 0; k < nax; k++) {
+        int64_t d = na ? (axes[k] < 0 ? axes[k] + x->rank : axes[k]) : k;
+        if (d < 0 || d >= x->rank)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "axis %lld out of range",
+                                 (long long)axes[k]);
+        a.ints[d] = pads[k];
+        a.ints[x->rank + d] = pads[nax + k];
+    }
+    a.nints = 2 * x->rank;
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+/* Resize (opset 10+) and Upsample (7-9): output dims from sizes, or floor(in * scale). */
+static enum fm_status map_resize(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (st)
+        return st;
+    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    char mode[32], policy[32];
+    st = ox_attr_string(ox, node, "mode", "nearest", mode, sizeof(mode));
+    if (!st)
+        st = ox_attr_string(ox, node, "keep_aspect_ratio_policy", "stretch", policy,
+                            sizeof(policy));
+    if (st)
+        return st;
+    int64_t axes[FM_MAX_DIMS];
+    int na = 0;
+    st = ox_attr_ints(ox, node, "axes", axes, FM_MAX_DIMS, &na);
+    if (st)
+        return st;
+    int nax = na ? na : x->rank;
+    double scales[FM_MAX_DIMS];
+    int64_t sizes[FM_MAX_DIMS];
+    bool have_sizes = false, have_scales = false;
+    bool upsample = strcmp(ox_str(node->op_type), "Upsample") == 0;
+    fm_tid ts = FM_NONE, tz = FM_NONE;
+    if (upsample && ox->opset < 9) {
+        const Onnx__AttributeProto *sa = ox_attr(node, "scales");
+        if (!sa || sa->n_floats != (size_t)x->rank)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "attribute 'scales' needs %d floats",
+                                 x->rank);
+        for (int d = 0; d < x->rank; d++)
+            scales[d] = sa->floats[d];
+        have_scales = true;
+    } else {
+        int is = upsample || ox->opset < 11 ? 1 : 2;
+        ts = is < n_in ? in[is] : FM_NONE;
+        tz = !upsample && ox->opset >= 11 && n_in > 3 ? in[3] : FM_NONE;
+    }
+    if (tz != FM_NONE) {
+        const struct ox_val *v;
+        st = ox_need_ints(ox, node, tz, "sizes", &v);
+        if (st)
+            return st;
+        if (v->n != (uint64_t)nax)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "%llu sizes for %d axes",
+                                 (unsigned long long)v->n, nax);
+        for (int k = 0; k < nax; k++)
+            sizes[k] = v->i[k];
+        have_sizes = true;
+    } else if (ts != FM_NONE) {
+        const struct ox_val *v = ox_val_of(ox, ts);
+        if (!v)
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its scales ('%s') are not known "
+                                 "before running the network, but the output shape depends "
+                                 "on them", tensor(ox, ts)->name);
+        if (v->n != (uint64_t)nax)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "%llu scales for %d axes",
+                                 (unsigned long long)v->n, nax);
+        for (int k = 0; k < nax; k++)
+            scales[k] = v->is_float ? v->f[k] : (double)v->i[k];
+        have_scales = true;
+    }
+    if (!have_sizes && !have_scales)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "gives neither scales nor sizes");
+    a.ints[0] = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "cubic") ? 2 : 1;
+    for (int d = 0; d < x->rank; d++)
+        a.ints[1 + d] = x->dims[d];
+    double ratio = strcmp(policy, "not_larger") == 0 ? INFINITY : 0;
+    for (int k = 0; k < nax && have_sizes && strcmp(policy, "stretch") != 0; k++) {
+        int64_t d = na ? (axes[k] < 0 ? axes[k] + x->rank : axes[k]) : k;
+        double r = (double)sizes[k] / (double)x->dims[d];
+        ratio = isinf(ratio) ? r : (ratio == 0 ? r : ratio);
+        ratio = strcmp(policy, "not_larger") == 0 ? fmin(ratio, r) : fmax(ratio, r);
+    }
+    for (int k = 0; k < nax; k++) {
+        int64_t d = na ? (axes[k] < 0 ? axes[k] + x->rank : axes[k]) : k;
+        if (d < 0 || d >= x->rank)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "axis out of range");
+        double o;
+        if (have_sizes)
+            o = strcmp(policy, "stretch") != 0 ? nearbyint(ratio * (double)x->dims[d])
+                                               : (double)sizes[k];
+        else
+            o = floor((double)x->dims[d] * scales[k]);
+        if (!(o >= 1 && o <= (double)OX_DIM_MAX))
+            return ox_node_error(ox, node, FM_ERR_SHAPE, "output dim %lld would be %g", (long long)d,
+                                 o);
+        a.ints[1 + d] = (int64_t)o;
+    }
+    a.nints = 1 + x->rank;
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+static enum fm_status map_range(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                int n_in, enum fm_op op)
+{
+    double v[3];
+    enum fm_status st = need(ox, node, in, n_in, 3);
+    if (st)
+        return st;
+    for (int i = 0; i < 3; i++) {
+        if (!scalar_value(ox, in[i], &v[i]))
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its input %d is not known "
+                                 "before running the network, but the output length depends "
+                                 "on it", i);
+    }
+    double len = v[2] != 0 ? ceil((v[1] - v[0]) / v[2]) : 0;
+    if (!(len >= 1 && len <= (double)OX_DIM_MAX))
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "the range has %g elements", len);
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.ints[0] = (int64_t)len;
+    a.ints[1] = tensor(ox, in[0])->dtype;
+    a.nints = 2;
+    return ox_emit(ox, node, op, &a, NULL, 0, 1);
+}
+
+static enum fm_status map_cast(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                               int n_in, enum fm_op op)
+{
+    int64_t to;
+    enum fm_dtype dt;
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (!st)
+        st = ox_attr_int(ox, node, "to", 0, &to);
+    if (st)
+        return st;
+    if (to < INT32_MIN || to > INT32_MAX || !ox_dtype((int32_t)to, &dt))
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "cast to ONNX type %lld",
+                             (long long)to);
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.ints[0] = dt;
+    a.nints = 1;
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+static enum fm_status map_reduce(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int64_t keep, noop;
+    bool from_input = op == FM_OP_REDUCE_SUM ? ox->opset >= 13 : ox->opset >= 18;
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (!st)
+        st = axes_operand(ox, node, in, n_in, 1, from_input, "axes", a.ints, &a.nints);
+    if (!st)
+        st = ox_attr_int(ox, node, "keepdims", 1, &keep);
+    if (!st)
+        st = ox_attr_int(ox, node, "noop_with_empty_axes", 0, &noop);
+    if (st)
+        return st;
+    if (a.nints > FM_MAX_DIMS)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "%d axes", a.nints);
+    if (a.nints == 0 && noop)
+        return ox_emit(ox, node, FM_OP_IDENTITY, NULL, in, 1, 1);
+    if (keep)
+        a.flags |= FM_ATTR_KEEPDIMS;
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+static enum fm_status map_dropout(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                  int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    if (st)
+        return st;
+    a.ratio = 0.5;
+    if (ox->opset < 12)
+        st = ox_attr_float(ox, node, "ratio", 0.5, &a.ratio);
+    else if (n_in > 1 && in[1] != FM_NONE)
+        scalar_value(ox, in[1], &a.ratio);
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
+/* Einsum: letters become label ids 0..51, the dims of "..." ids 52.. aligned from the right. */
+static enum fm_status map_einsum(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    char eq[256];
+    enum fm_status st = ox_attr_string(ox, node, "equation", "", eq, sizeof(eq));
+    if (st)
+        return st;
+    if (n_in < 1 || n_in > 2)
+        return ox_emit_unknown(ox, node, "einsum with more than two operands");
+    st = need(ox, node, in, n_in, n_in);
+    if (st)
+        return st;
+    char *arrow = strstr(eq, "->");
+    if (arrow)
+        *arrow = '\0';
+    const char *rhs = arrow ? arrow + 2 : NULL;
+    int lab[3][FM_MAX_DIMS], rank[3] = {0, 0, 0}, ell_rank = 0;
+    bool has_ell[3] = {false, false, false};
+    int count[64] = {0};
+    const char *p = eq;
+    for (int o = 0; o < n_in; o++) {
+        const struct fm_shape *x = &tensor(ox, in[o])->shape;
+        int explicit_ = 0;
+        const char *q = p;
+        for (; *q && *q != ','; q++) {
+            if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z'))
+                explicit_++;
+        }
+        int ell = x->rank - explicit_;
+        for (; *p && *p != ','; p++) {
+            if (*p == ' ')
+                continue;
+            if (strncmp(p, "...", 3) == 0) {
+                if (has_ell[o] || ell < 0)
+                    goto bad;
+                has_ell[o] = true;
+                ell_rank = ell > ell_rank ? ell : ell_rank;
+                for (int k = 0; k < ell; k++)
+                    lab[o][rank[o]++] = 52 + (FM_MAX_DIMS - ell) + k;
+                p += 2;
+                continue;
+            }
+            int id = *p >= 'a' && *p <= 'z' ? *p - 'a' : *p >= 'A' && *p <= 'Z' ? 26 + *p - 'A' : -1;
+            if (id < 0 || rank[o] >= FM_MAX_DIMS)
+                goto bad;
+            lab[o][rank[o]++] = id;
+            count[id]++;
+        }
+        if (rank[o] != x->rank)
+            goto bad;
+        if (*p == ',')
+            p++;
+        else if (o + 1 < n_in)
+            goto bad;
+    }
+    if (*p)
+        goto bad;
+    if (rhs) {
+        for (; *rhs; rhs++) {
+            if (*rhs == ' ')
+                continue;
+            if (strncmp(rhs, "...", 3) == 0) {
+                for (int k = 0; k < ell_rank; k++)
+                    lab[2][rank[2]++] = 52 + (FM_MAX_DIMS - ell_rank) + k;
+                rhs += 2;
+                continue;
+            }
+            int id = *rhs >= 'a' && *rhs <= 'z' ? *rhs - 'a'
+                     : *rhs >= 'A' && *rhs <= 'Z' ? 26 + *rhs - 'A' : -1;
+            if (id < 0 || !count[id] || rank[2] >= FM_MAX_DIMS)
+                goto bad;
+            lab[2][rank[2]++] = id;
+        }
+    } else {   /* implicit: "..." then the labels seen once, in alphabetical (ASCII) order */
+        for (int k = 0; k < ell_rank; k++)
+            lab[2][rank[2]++] = 52 + (FM_MAX_DIMS - ell_rank) + k;
+        for (int c = 'A'; c <= 'z'; c++) {
+            int id = c >= 'a' && c <= 'z' ? c - 'a' : c >= 'A' && c <= 'Z' ? 26 + c - 'A' : -1;
+            if (id >= 0 && count[id] == 1 && rank[2] < FM_MAX_DIMS)
+                lab[2][rank[2]++] = id;
+        }
+    }
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.ints[a.nints++] = n_in;
+    for (int o = 0; o <= n_in; o++) {
+        int oo = o == n_in ? 2 : o;
+        a.ints[a.nints++] = rank[oo];
+        for (int k = 0; k < rank[oo]; k++)
+            a.ints[a.nints++] = lab[oo][k];
+    }
+    return ox_emit(ox, node, op, &a, in, n_in, 1);
+bad:
+    return ox_node_error(ox, node, FM_ERR_PARSE, "equation '%s%s%s' does not fit its operands",
+                         eq, arrow ? "->" : "", arrow ? arrow + 2 : "");
+}
+
+/* ---- the table ---- */
+
+struct op_map {
+    const char *name;
+    map_fn fn;
+    enum fm_op op;
+};
+
+static const struct op_map table[] = {
+    {"Conv", map_conv, FM_OP_CONV},
+    {"ConvTranspose", map_conv, FM_OP_CONV_TRANSPOSE},
+    {"Gemm", map_gemm, FM_OP_GEMM},
+    {"MatMul", map_plain, FM_OP_MATMUL},
+    {"Einsum", map_einsum, FM_OP_EINSUM},
+    {"BatchNormalization", map_norm, FM_OP_BATCHNORM},
+    {"LayerNormalization", map_norm, FM_OP_LAYERNORM},
+    {"InstanceNormalization", map_norm, FM_OP_INSTANCENORM},
+    {"GroupNormalization", map_norm, FM_OP_GROUPNORM},
+    {"Relu", map_act, FM_OP_RELU},
+    {"LeakyRelu", map_act, FM_OP_LEAKY_RELU},
+    {"PRelu", map_plain, FM_OP_PRELU},
+    {"Clip", map_act, FM_OP_CLIP},
+    {"Sigmoid", map_act, FM_OP_SIGMOID},
+    {"HardSigmoid", map_act, FM_OP_HARDSIGMOID},
+    {"HardSwish", map_act, FM_OP_HARDSWISH},
+    {"Tanh", map_act, FM_OP_TANH},
+    {"Gelu", map_act, FM_OP_GELU},
+    {"Softmax", map_softmax, FM_OP_SOFTMAX},
+    {"LogSoftmax", map_softmax, FM_OP_LOG_SOFTMAX},
+    {"Erf", map_plain, FM_OP_ERF},
+    {"Sqrt", map_plain, FM_OP_SQRT},
+    {"Reciprocal", map_plain, FM_OP_RECIPROCAL},
+    {"Neg", map_plain, FM_OP_NEG},
+    {"Exp", map_plain, FM_OP_EXP},
+    {"Log", map_plain, FM_OP_LOG},
+    {"Abs", map_plain, FM_OP_ABS},
+    {"Pow", map_plain, FM_OP_POW},
+    {"Add", map_plain, FM_OP_ADD},
+    {"Sub", map_plain, FM_OP_SUB},
+    {"Mul", map_plain, FM_OP_MUL},
+    {"Div", map_plain, FM_OP_DIV},
+    {"Equal", map_plain, FM_OP_EQUAL},
+    {"Less", map_plain, FM_OP_LESS},
+    {"LessOrEqual", map_plain, FM_OP_LESS_EQUAL},
+    {"Greater", map_plain, FM_OP_GREATER},
+    {"GreaterOrEqual", map_plain, FM_OP_GREATER_EQUAL},
+    {"And", map_plain, FM_OP_AND},
+    {"Or", map_plain, FM_OP_OR},
+    {"Xor", map_plain, FM_OP_XOR},
+    {"Not", map_plain, FM_OP_NOT},
+    {"Where", map_plain, FM_OP_WHERE},
+    {"Max", map_variadic, FM_OP_MAX},
+    {"Min", map_variadic, FM_OP_MIN},
+    {"Trilu", map_int_operand, FM_OP_TRILU},
+    {"ReduceMean", map_reduce, FM_OP_REDUCE_MEAN},
+    {"ReduceSum", map_reduce, FM_OP_REDUCE_SUM},
+    {"ReduceMax", map_reduce, FM_OP_REDUCE_MAX},
+    {"ReduceMin", map_reduce, FM_OP_REDUCE_MIN},
+    {"ReduceProd", map_reduce, FM_OP_REDUCE_PROD},
+    {"ReduceL2", map_reduce, FM_OP_REDUCE_L2},
+    {"ReduceSumSquare", map_reduce, FM_OP_REDUCE_SUM_SQUARE},
+    {"CumSum", map_int_operand, FM_OP_CUMSUM},
+    {"MaxPool", map_pool, FM_OP_MAXPOOL},
+    {"AveragePool", map_pool, FM_OP_AVGPOOL},
+    {"GlobalAveragePool", map_plain, FM_OP_GLOBAL_AVGPOOL},
+    {"GlobalMaxPool", map_plain, FM_OP_GLOBAL_MAXPOOL},
+    {"Flatten", map_axis, FM_OP_FLATTEN},
+    {"Reshape", map_reshape, FM_OP_RESHAPE},
+    {"Transpose", map_transpose, FM_OP_TRANSPOSE},
+    {"Squeeze", map_squeeze, FM_OP_SQUEEZE},
+    {"Unsqueeze", map_squeeze, FM_OP_UNSQUEEZE},
+    {"Concat", map_concat, FM_OP_CONCAT},
+    {"Split", map_split, FM_OP_SPLIT},
+    {"Slice", map_slice, FM_OP_SLICE},
+    {"Gather", map_gather, FM_OP_GATHER},
+    {"Expand", map_int_operand, FM_OP_EXPAND},
+    {"Tile", map_int_operand, FM_OP_TILE},
+    {"Pad", map_pad, FM_OP_PAD},
+    {"Resize", map_resize, FM_OP_RESIZE},
+    {"Upsample", map_resize, FM_OP_RESIZE},
+    {"ConstantOfShape", map_int_operand, FM_OP_CONSTANT_OF_SHAPE},
+    {"Range", map_range, FM_OP_RANGE},
+    {"Cast", map_cast, FM_OP_CAST},
+    {"Identity", map_identity, FM_OP_IDENTITY},
+    {"Dropout", map_dropout, FM_OP_DROPOUT},
+};
+
+enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                           int n_in)
+{
+    const char *op = ox_str(node->op_type);
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (strcmp(table[i].name, op) == 0)
+            return table[i].fn(ox, node, in, n_in, table[i].op);
+    }
+    return ox_emit_unknown(ox, node, "no cost rule for this op");
+}
