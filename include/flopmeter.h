@@ -636,6 +636,11 @@ bool fm_precision_tensor_class(enum fm_class cls);   /* conv, matmul, attention 
  * and attention (when the device has them), the vector peak of that precision otherwise (for
  * tf32, the fp32 vector peak). 0 if the device has neither. */
 double fm_device_peak(const struct fm_device *dev, enum fm_class cls, enum fm_precision prec);
+/* The same, also saying which ceiling it is: the precision of the units that run it (tf32
+ * without tensor cores, or fp16 without fp16 units, is fp32 arithmetic) and whether they are
+ * matrix units. applied and tensor may be NULL. */
+double fm_device_ceiling(const struct fm_device *dev, enum fm_class cls, enum fm_precision prec,
+                         enum fm_precision *applied, bool *tensor);
 
 struct fm_devices;   /* a device table: the built-ins plus any user files */
 /* The built-in table plus, when they exist, the file named by $FLOPMETER_DEVICES and
@@ -709,7 +714,8 @@ struct fm_phase_time {
     double attainable;             /* min(peak, intensity x bandwidth) FLOP/s, at 100% of peak */
     double ridge;                  /* peak / bandwidth (FLOP/byte) */
     double t_launch;               /* the launch overhead included in both bounds */
-    enum fm_precision precision;   /* the precision whose ceiling applied */
+    enum fm_precision precision;   /* the precision of the ceiling that applied (fp16 work on a
+                                      device without fp16 units: fp32) */
     bool tensor;                   /* the ceiling is a matrix-unit (tensor core) one */
 };
 

@@ -54,13 +54,7 @@ static double resolve(const struct fm_predict_opts *opts, enum fm_class cls, enu
         cls = FM_CLASS_ELEMENTWISE;
         prec = prec == FM_PREC_FP64 ? FM_PREC_FP64 : FM_PREC_FP32;
     }
-    double peak = fm_device_peak(opts->device, cls, prec);
-    if (prec_out)
-        *prec_out = prec;
-    if (tensor)
-        *tensor = fm_precision_tensor_class(cls) && opts->device &&
-                  opts->device->peak_tensor[prec] > 0 && peak == opts->device->peak_tensor[prec];
-    return peak;
+    return fm_device_ceiling(opts->device, cls, prec, prec_out, tensor);
 }
 
 double fm_predict_peak(const struct fm_predict_opts *opts, enum fm_class cls,

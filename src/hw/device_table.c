@@ -6,11 +6,13 @@
 
 #include <string.h>
 
-/* Units: TFLOP/s (or TOPS for int8), GB/s, GB, MB, all decimal as the datasheets print them. */
-#define TF(x) ((x) * 1e12)
-#define GBS(x) ((x) * 1e9)
-#define GB(x) ((x) * 1e9)
-#define MB(x) ((x) * 1e6)
+/* Units: TFLOP/s (or TOPS for int8), GB/s, GB, MB, all decimal as the datasheets print them.
+ * The exponent is pasted onto the literal (66.9 -> 66.9e12) so that every figure is the double
+ * nearest the printed decimal, exactly as a test or a device file writes it. */
+#define TF(x) x##e12
+#define GBS(x) x##e9
+#define GB(x) x##e9
+#define MB(x) x##e6
 #define P(prec) (1u << (prec))
 
 /* Precision order inside the brace lists: fp64, fp32, tf32, fp16, bf16, fp8, int8. */

@@ -70,31 +70,50 @@ bool fm_precision_tensor_class(enum fm_class cls)
  *    reduced-precision elementwise ops in fp32 ("opmath") and Kepler has no fp16 math;
  *  - fp8 and int8 are matrix-unit formats: a conv/matmul without such units has no ceiling
  *    (0: the caller reports it), and every other op computes in fp32 on the vector units. */
+double fm_device_ceiling(const struct fm_device *dev, enum fm_class cls, enum fm_precision prec,
+                         enum fm_precision *applied, bool *tensor)
+{
+    enum fm_precision used = prec;
+    bool on_tensor = false;
+    double peak = 0.0;
+    if (dev && (unsigned)prec < FM_PREC_COUNT) {
+        bool matrix_op = fm_precision_tensor_class(cls);
+        if (matrix_op && dev->peak_tensor[prec] > 0) {
+            peak = dev->peak_tensor[prec];
+            on_tensor = true;
+        } else {
+            switch (prec) {
+            case FM_PREC_FP64:
+                break;
+            case FM_PREC_TF32:
+                used = FM_PREC_FP32;
+                break;
+            case FM_PREC_FP16:
+            case FM_PREC_BF16:
+                if (!(dev->peak_vector[prec] > 0))
+                    used = FM_PREC_FP32;
+                break;
+            case FM_PREC_FP8:
+            case FM_PREC_INT8:
+                if (!matrix_op)
+                    used = FM_PREC_FP32;
+                break;
+            default:
+                break;
+            }
+            peak = dev->peak_vector[used];
+        }
+    }
+    if (applied)
+        *applied = used;
+    if (tensor)
+        *tensor = on_tensor;
+    return peak;
+}
+
 double fm_device_peak(const struct fm_device *dev, enum fm_class cls, enum fm_precision prec)
 {
-    if (!dev || (unsigned)prec >= FM_PREC_COUNT)
-        return 0.0;
-    bool matrix_op = fm_precision_tensor_class(cls);
-    if (matrix_op && dev->peak_tensor[prec] > 0)
-        return dev->peak_tensor[prec];
-    switch (prec) {
-    case FM_PREC_FP64:
-        return dev->peak_vector[FM_PREC_FP64];
-    case FM_PREC_FP32:
-    case FM_PREC_TF32:
-        return dev->peak_vector[FM_PREC_FP32];
-    case FM_PREC_FP16:
-    case FM_PREC_BF16:
-        return dev->peak_vector[prec] > 0 ? dev->peak_vector[prec] : dev->peak_vector[FM_PREC_FP32];
-    case FM_PREC_FP8:
-    case FM_PREC_INT8:
-        if (matrix_op)
-            return dev->peak_vector[prec];
-        return dev->peak_vector[FM_PREC_FP32];
-    case FM_PREC_COUNT:
-        break;
-    }
-    return 0.0;
+    return fm_device_ceiling(dev, cls, prec, NULL, NULL);
 }
 
 /* The ridge point of Williams, Waterman and Patterson's roofline: the intensity at which the
