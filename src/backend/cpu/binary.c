@@ -1,0 +1,197 @@
+/* Add and Mul with numpy broadcasting on oneDNN binary primitives (residual additions,
+ * squeeze-excitation scaling). The operand with the output's shape goes first; the other is
+ * broadcast (oneDNN broadcasts the second source only). Backward: the full operand's gradient
+ * is dy (Add) or dy * other (Mul); a broadcast operand sums its gradient over the broadcast
+ * dims with a reduction primitive. Not here: Sub, Div, or both operands broadcast. */
+#include "cpu.h"
+
+struct binary_priv {
+    int full, other;                  /* input indices: output-shaped one, the other */
+    bool broadcast;                   /* other's shape differs from the output's */
+    int rank;
+    int64_t odims[FM_MAX_DIMS];       /* other's dims, right-aligned to the output's rank */
+    dnnl_memory_t m_full, m_other;    /* the sources as the forward read them */
+};
+
+static bool same_shape(const struct fm_shape *a, const struct fm_shape *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++) {
+        if (a->dims[i] != b->dims[i])
+            return false;
+    }
+    return true;
+}
+
+enum fm_status fm_cpu_binary_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                   const struct fm_node *n)
+{
+    const struct fm_shape *y = &fm_graph_tensor(g, n->out[0])->shape;
+    const struct fm_shape *a = &fm_graph_tensor(g, n->in[0])->shape;
+    const struct fm_shape *b = &fm_graph_tensor(g, n->in[1])->shape;
+    if (!same_shape(a, y) && !same_shape(b, y))
+        return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                        "layer '%s' (%s): both operands are broadcast; the CPU backend needs one "
+                        "with the output's shape",
+                        n->name, n->op_name);
+    if (y->rank == 0 || y->rank > 6)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (%s): rank %d", n->name,
+                        n->op_name, y->rank);
+    return FM_OK;
+}
+
+enum fm_status fm_cpu_binary_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    const struct fm_shape *y = &fm_graph_tensor(s->g, n->out[0])->shape;
+    struct binary_priv *p = fm_cpu_buf(s, sizeof(*p));
+    if (!p)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    s->nodes[id].priv = p;
+    p->full = same_shape(&fm_graph_tensor(s->g, n->in[0])->shape, y) ? 0 : 1;
+    p->other = 1 - p->full;
+    const struct fm_shape *o = &fm_graph_tensor(s->g, n->in[p->other])->shape;
+    p->broadcast = !same_shape(o, y);
+    p->rank = y->rank;
+    for (int i = 0; i < y->rank; i++) {
+        int k = i - (y->rank - o->rank);
+        p->odims[i] = k >= 0 ? o->dims[k] : 1;
+    }
+    enum fm_status st = fm_cpu_ensure(s, n->in[p->full]);
+    if (st)
+        return st;
+    const dnnl_memory_desc_t *fmd = &s->t[n->in[p->full]].md;
+    dnnl_memory_desc_t omd, dst;
+    if (p->broadcast) {
+        /* keep the other's layout when its rank already matches, else a plain view */
+        st = fm_cpu_ensure(s, n->in[p->other]);
+        if (st)
+            return st;
+        if (o->rank == y->rank)
+            omd = s->t[n->in[p->other]].md;
+        else
+            fm_cpu_md_plain(&omd, p->rank, p->odims);
+    } else {
+        omd = *fmd;   /* same layout as the first source: oneDNN's fast path */
+    }
+    p->m_full = s->t[n->in[p->full]].val_mem;
+    st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[p->other], false, &omd, &p->m_other);
+    if (st)
+        return st;
+    fm_cpu_md_any(&dst, p->rank, y->dims);
+    dnnl_binary_desc_t d;
+    dnnl_primitive_desc_t pd;
+    FM_DNNL_TRY(s, dnnl_binary_desc_init(&d, n->op == FM_OP_ADD ? dnnl_binary_add : dnnl_binary_mul,
+                                         fmd, &omd, &dst));
+    st = fm_cpu_pd(s, id, &d, NULL, &pd);
+    if (!st)
+        st = fm_cpu_place(s, n->out[0], fm_cpu_pd_md(pd, DNNL_ARG_DST));
+    if (st)
+        goto out;
+    {
+        struct fm_cpu_arg args[3] = {{DNNL_ARG_SRC_0, p->m_full}, {DNNL_ARG_SRC_1, p->m_other},
+                                     {DNNL_ARG_DST, s->t[n->out[0]].val_mem}};
+        st = fm_cpu_add_prim(s, id, FM_PHASE_FWD, pd, args, 3);
+    }
+out:
+    return st;
+}
+
+/* dst = a * b with b broadcast; dst in a's layout */
+static enum fm_status mul_into(struct fm_cpu *s, fm_nid id, enum fm_phase ph, dnnl_memory_t a,
+                               dnnl_memory_t b, const dnnl_memory_desc_t *dmd, dnnl_memory_t dst)
+{
+    dnnl_binary_desc_t d;
+    dnnl_primitive_desc_t pd;
+    enum fm_status st = FM_OK;
+    FM_DNNL_TRY(s, dnnl_binary_desc_init(&d, dnnl_binary_mul, fm_cpu_mem_md(a), fm_cpu_mem_md(b),
+                                         dmd));
+    st = fm_cpu_pd(s, id, &d, NULL, &pd);
+    if (!st) {
+        struct fm_cpu_arg args[3] = {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, dst}};
+        st = fm_cpu_add_prim(s, id, ph, pd, args, 3);
+    }
+out:
+    return st;
+}
+
+static enum fm_phase grad_phase(const struct fm_cpu *s, fm_tid tid)
+{
+    return fm_graph_tensor(s->g, tid)->role == FM_ROLE_PARAM ? FM_PHASE_BWD_WEIGHT
+                                                             : FM_PHASE_BWD_DATA;
+}
+
+/* The broadcast operand's gradient: src summed down to its dims. */
+static enum fm_status reduce_into(struct fm_cpu *s, fm_nid id, struct binary_priv *p, fm_tid tid,
+                                  dnnl_memory_t src)
+{
+    enum fm_phase ph = grad_phase(s, tid);
+    dnnl_memory_desc_t dst;
+    fm_cpu_md_any(&dst, p->rank, p->odims);
+    dnnl_reduction_desc_t d;
+    dnnl_primitive_desc_t pd;
+    dnnl_memory_t m_dst;
+    struct fm_cpu_sink sk;
+    enum fm_status st = FM_OK;
+    FM_DNNL_TRY(s, dnnl_reduction_desc_init(&d, dnnl_reduction_sum, fm_cpu_mem_md(src), &dst, 0.0f,
+                                            0.0f));
+    st = fm_cpu_pd(s, id, &d, NULL, &pd);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, ph, tid, fm_cpu_pd_md(pd, DNNL_ARG_DST), &sk, &m_dst);
+    if (st || !m_dst)
+        goto out;
+    {
+        struct fm_cpu_arg args[2] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, m_dst}};
+        st = fm_cpu_add_prim(s, id, ph, pd, args, 2);
+    }
+    if (!st)
+        st = fm_cpu_sink_end(s, &sk);
+out:
+    return st;
+}
+
+enum fm_status fm_cpu_binary_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    struct binary_priv *p = s->nodes[id].priv;
+    fm_tid tf = n->in[p->full], to = n->in[p->other];
+    dnnl_memory_t dy = s->t[n->out[0]].grad_mem;
+    const dnnl_memory_desc_t *ymd = &s->t[n->out[0]].md;
+    enum fm_status st = FM_OK;
+    dnnl_memory_t m;
+    struct fm_cpu_sink sk;
+    if (n->op == FM_OP_ADD) {
+        if (fm_cpu_wants_grad(s, tf))
+            st = fm_cpu_sink_from(s, id, grad_phase(s, tf), tf, dy);
+        if (!st && fm_cpu_wants_grad(s, to))
+            st = p->broadcast ? reduce_into(s, id, p, to, dy)
+                              : fm_cpu_sink_from(s, id, grad_phase(s, to), to, dy);
+        return st;
+    }
+    /* Mul: d full = dy * other (broadcast), d other = dy * full (summed if broadcast) */
+    if (fm_cpu_wants_grad(s, tf)) {
+        st = fm_cpu_sink_begin(s, id, grad_phase(s, tf), tf, ymd, &sk, &m);
+        if (!st)
+            st = mul_into(s, id, grad_phase(s, tf), dy, p->m_other, ymd, m);
+        if (!st)
+            st = fm_cpu_sink_end(s, &sk);
+    }
+    if (!st && fm_cpu_wants_grad(s, to)) {
+        if (p->broadcast) {
+            dnnl_memory_t tmp;
+            st = fm_cpu_mem_scratch(s, ymd, &tmp);
+            if (!st)
+                st = mul_into(s, id, grad_phase(s, to), dy, p->m_full, ymd, tmp);
+            if (!st)
+                st = reduce_into(s, id, p, to, tmp);
+        } else {
+            st = fm_cpu_sink_begin(s, id, grad_phase(s, to), to, ymd, &sk, &m);
+            if (!st)
+                st = mul_into(s, id, grad_phase(s, to), dy, p->m_full, ymd, m);
+            if (!st)
+                st = fm_cpu_sink_end(s, &sk);
+        }
+    }
+    return st;
+}

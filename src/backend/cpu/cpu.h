@@ -1,0 +1,263 @@
+/* Internal interface of the oneDNN CPU backend, shared by its files: the backend state, the
+ * list of work items a step executes, tensor storage in oneDNN layouts, and the helpers that
+ * every op family uses to read inputs in the layout its primitive wants (inserting reorders
+ * only where layouts differ) and to deliver input gradients (writing directly, or accumulating
+ * through a reorder with a sum post-op). Ops themselves live one family per file. */
+#ifndef FM_CPU_H
+#define FM_CPU_H
+
+#include <dnnl.h>
+
+#include "../backend.h"
+#include "../../core/internal.h"
+
+#define FM_CPU_MAX_ARGS 16
+#define FM_CPU_CACHE 8    /* adapted inputs remembered per node */
+
+struct fm_cpu;
+
+/* Records a failed oneDNN call (the call, file and line) on the context. */
+enum fm_status fm_cpu_dnnl_error(struct fm_cpu *s, dnnl_status_t r, const char *call,
+                                 const char *file, int line);
+
+/* Wraps a oneDNN call in a function that has `enum fm_status st` and an `out:` label. */
+#define FM_DNNL_TRY(s, call)                                                                 \
+    do {                                                                                     \
+        dnnl_status_t r_ = (call);                                                           \
+        if (r_ != dnnl_success) {                                                            \
+            st = fm_cpu_dnnl_error((s), r_, #call, __FILE__, __LINE__);                      \
+            goto out;                                                                        \
+        }                                                                                    \
+    } while (0)
+
+/* Storage of one graph tensor. Value and gradient share one layout (md); oneDNN may pad it
+ * (blocked channel layouts), and the padding stays zero. */
+struct fm_cpu_tensor {
+    bool placed;                /* layout chosen, storage allocated */
+    bool alias;                 /* val points into another tensor's storage (a view) */
+    bool needs_grad;            /* training and fm_graph_needs_grad */
+    bool grad_planned;          /* backward planning: a node already delivers its gradient */
+    dnnl_memory_desc_t md;
+    size_t size;                /* bytes of val (and grad) */
+    void *val, *grad;
+    dnnl_memory_t val_mem, grad_mem;
+    int32_t *labels;            /* integer tensors (class indices), numel values, plain */
+    uint64_t numel;
+};
+
+struct fm_cpu_item;
+/* A C function item: arg is its own data, it->args[] the memory it works on (their data
+ * handles are read at run time, since scratch is bound only after planning). */
+typedef enum fm_status (*fm_cpu_fn)(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg);
+
+/* One unit of work of a step: a oneDNN primitive with its arguments, or a C function. */
+struct fm_cpu_item {
+    fm_nid node;
+    enum fm_phase phase;
+    dnnl_primitive_t prim;
+    int nargs;
+    dnnl_exec_arg_t args[FM_CPU_MAX_ARGS];
+    fm_cpu_fn fn;
+    void *arg;
+};
+
+struct fm_cpu_cached {
+    fm_tid tensor;
+    bool grad;
+    dnnl_memory_desc_t md;
+    dnnl_memory_t mem;
+};
+
+struct fm_cpu_node {
+    void *priv;                               /* the op family's own state */
+    struct fm_cpu_cached cache[FM_CPU_CACHE]; /* inputs adapted in forward, reused backward */
+    int n_cache;
+    bool has_bwd_weight;                      /* backward split into data and weight items */
+};
+
+/* Memory objects whose data handle is set after planning, into a block shared by all items
+ * (each item runs alone, so scratch of different nodes may overlap). */
+enum fm_cpu_pool { FM_CPU_POOL_SCRATCH = 0, FM_CPU_POOL_PAD, FM_CPU_POOL_COUNT };
+struct fm_cpu_deferred {
+    dnnl_memory_t mem;
+    enum fm_cpu_pool pool;
+    size_t off;
+};
+
+struct fm_cpu {
+    struct fm_ctx *ctx;
+    const struct fm_graph *g;
+    struct fm_measure_opts opts;
+    bool train;
+    int threads;
+    char name[128];
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    dnnl_primitive_attr_t attr;       /* user-managed scratchpad */
+    struct fm_cpu_tensor *t;
+    size_t nt;
+    struct fm_cpu_node *nodes;
+    size_t nn;
+    struct fm_cpu_item *items;
+    size_t n_items, cap_items;
+    /* everything to release */
+    dnnl_primitive_t *prims;
+    size_t n_prims, cap_prims;
+    dnnl_primitive_desc_t *pds;
+    size_t n_pds, cap_pds;
+    dnnl_memory_t *mems;
+    size_t n_mems, cap_mems;
+    void **bufs;
+    size_t n_bufs, cap_bufs;
+    struct fm_cpu_deferred *defer;
+    size_t n_defer, cap_defer;
+    size_t pool_used[FM_CPU_POOL_COUNT];  /* within the node being planned */
+    size_t pool_max[FM_CPU_POOL_COUNT];
+    void *pool[FM_CPU_POOL_COUNT];
+    /* per step */
+    double loss;
+    uint64_t step_index;                  /* steps run so far: seeds dropout masks */
+};
+
+/* ---- memory ---- */
+
+/* A zeroed, 64-byte aligned buffer owned by the state. */
+void *fm_cpu_buf(struct fm_cpu *s, size_t size);
+/* A memory object over data (owned by the state); data may be NULL for later. */
+enum fm_status fm_cpu_mem(struct fm_cpu *s, const dnnl_memory_desc_t *md, void *data,
+                          dnnl_memory_t *out);
+/* A new buffer of md's size and a memory object over it. */
+enum fm_status fm_cpu_mem_new(struct fm_cpu *s, const dnnl_memory_desc_t *md, dnnl_memory_t *out);
+/* A memory object in a shared pool, valid only during the items of the node being planned. */
+enum fm_status fm_cpu_mem_scratch(struct fm_cpu *s, const dnnl_memory_desc_t *md,
+                                  dnnl_memory_t *out);
+void *fm_cpu_mem_data(dnnl_memory_t mem);
+const dnnl_memory_desc_t *fm_cpu_mem_md(dnnl_memory_t mem);
+
+/* Memory descriptors: fp32, plain row-major (abcd...), or "any" for the primitive to choose. */
+void fm_cpu_md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims);
+void fm_cpu_md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims);
+/* The plain row-major descriptor with md's dims (how read/write see a tensor). */
+void fm_cpu_md_plain_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
+bool fm_cpu_md_is_plain(const dnnl_memory_desc_t *md);
+bool fm_cpu_md_equal(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b);
+/* A tensor's shape as dims for oneDNN (a scalar is one element). */
+int fm_cpu_dims(const struct fm_tensor *t, int64_t *dims);
+
+/* ---- primitives and items ---- */
+
+/* Creates a primitive descriptor (user scratchpad; owned by the state). A descriptor oneDNN
+ * cannot implement is FM_ERR_UNSUPPORTED naming the node. */
+enum fm_status fm_cpu_pd(struct fm_cpu *s, fm_nid node, const void *op_desc,
+                         const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *out);
+/* The layout a descriptor settled on for an execution argument (DNNL_ARG_*). */
+const dnnl_memory_desc_t *fm_cpu_pd_md(const_dnnl_primitive_desc_t pd, int arg);
+
+struct fm_cpu_arg {
+    int arg;
+    dnnl_memory_t mem;
+};
+/* Creates the primitive of pd and appends it as an item of node in phase. */
+enum fm_status fm_cpu_add_prim(struct fm_cpu *s, fm_nid node, enum fm_phase phase,
+                               const_dnnl_primitive_desc_t pd, const struct fm_cpu_arg *args,
+                               int nargs);
+/* Appends a reorder from src to dst (a sum post-op adds into dst when accumulate). */
+enum fm_status fm_cpu_add_reorder(struct fm_cpu *s, fm_nid node, enum fm_phase phase,
+                                  dnnl_memory_t src, dnnl_memory_t dst, bool accumulate);
+/* Appends a C function item working on mems (in order: it->args[k].memory); arg must stay
+ * valid (allocate it with fm_cpu_buf). */
+enum fm_status fm_cpu_add_fn(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_cpu_fn fn,
+                             void *arg, const dnnl_memory_t *mems, int nmems);
+/* The data of a function item's k-th memory, as floats. */
+float *fm_cpu_item_f32(const struct fm_cpu_item *it, int k);
+
+/* ---- tensors ---- */
+
+/* Chooses tensor tid's layout and allocates its value (and gradient when it needs one). */
+enum fm_status fm_cpu_place(struct fm_cpu *s, fm_tid tid, const dnnl_memory_desc_t *md);
+/* Places tid in its plain layout if nothing placed it yet (a parameter read directly). */
+enum fm_status fm_cpu_ensure(struct fm_cpu *s, fm_tid tid);
+/* Makes tid a view of src's value (same bytes): in src's layout when the dims are equal, else
+ * in the plain layout of tid's dims (src must then be plain). The gradient is separate. */
+enum fm_status fm_cpu_place_view(struct fm_cpu *s, fm_tid tid, fm_tid src);
+/* The value of tid (or its gradient) in layout want, for node in phase. When the layouts
+ * differ a reorder item is appended now (copies made in the forward phase are kept and reused
+ * by the node's backward). A parameter not yet placed takes want as its layout. Dims may
+ * differ from tid's if the element count is the same: row-major order is kept (a reshape). */
+enum fm_status fm_cpu_input(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,
+                            bool grad, const dnnl_memory_desc_t *want, dnnl_memory_t *out);
+
+/* Delivering the gradient of an input tensor. begin returns the memory the node's backward
+ * writes (the gradient buffer itself when this is the first delivery in backward order and
+ * the layout matches; otherwise scratch), or NULL in *out when tid needs no gradient. end
+ * appends the accumulation if begin returned scratch. */
+struct fm_cpu_sink {
+    fm_nid node;
+    enum fm_phase phase;
+    fm_tid tensor;
+    dnnl_memory_t tmp;      /* NULL: written directly */
+};
+enum fm_status fm_cpu_sink_begin(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,
+                                 const dnnl_memory_desc_t *md, struct fm_cpu_sink *sk,
+                                 dnnl_memory_t *out);
+enum fm_status fm_cpu_sink_end(struct fm_cpu *s, struct fm_cpu_sink *sk);
+/* Adds (or copies, for the first delivery) src into tid's gradient; src may have other dims
+ * with the same element count (row-major order). */
+enum fm_status fm_cpu_sink_from(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,
+                                dnnl_memory_t src);
+
+/* Whether tid's gradient is needed (training and the tensor needs one). */
+bool fm_cpu_wants_grad(const struct fm_cpu *s, fm_tid tid);
+
+/* Node name and op for messages. */
+const char *fm_cpu_node_name(const struct fm_cpu *s, fm_nid id);
+
+/* ---- op families: planning of forward and backward items ---- */
+
+typedef enum fm_status (*fm_cpu_plan_fn)(struct fm_cpu *s, fm_nid id);
+typedef enum fm_status (*fm_cpu_check_fn)(struct fm_ctx *ctx, const struct fm_graph *g,
+                                          const struct fm_node *n);
+
+/* conv.c */
+enum fm_status fm_cpu_conv_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                 const struct fm_node *n);
+enum fm_status fm_cpu_conv_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_conv_bwd(struct fm_cpu *s, fm_nid id);
+/* linear.c: Linear and ONNX Gemm in its Linear form */
+enum fm_status fm_cpu_linear_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                   const struct fm_node *n);
+enum fm_status fm_cpu_linear_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_linear_bwd(struct fm_cpu *s, fm_nid id);
+/* bn.c */
+enum fm_status fm_cpu_bn_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                               const struct fm_node *n);
+enum fm_status fm_cpu_bn_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_bn_bwd(struct fm_cpu *s, fm_nid id);
+/* eltwise.c: activations */
+enum fm_status fm_cpu_act_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                const struct fm_node *n);
+enum fm_status fm_cpu_act_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_act_bwd(struct fm_cpu *s, fm_nid id);
+/* pool.c */
+enum fm_status fm_cpu_pool_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                 const struct fm_node *n);
+enum fm_status fm_cpu_pool_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_pool_bwd(struct fm_cpu *s, fm_nid id);
+/* binary.c: Add, Mul with broadcasting */
+enum fm_status fm_cpu_binary_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                   const struct fm_node *n);
+enum fm_status fm_cpu_binary_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_binary_bwd(struct fm_cpu *s, fm_nid id);
+/* shape.c: Concat, Flatten, Reshape, Identity, Dropout */
+enum fm_status fm_cpu_shape_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                  const struct fm_node *n);
+enum fm_status fm_cpu_shape_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_shape_bwd(struct fm_cpu *s, fm_nid id);
+/* loss.c: CrossEntropy, and the SGD update */
+enum fm_status fm_cpu_loss_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                 const struct fm_node *n);
+enum fm_status fm_cpu_loss_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_loss_bwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_sgd_plan(struct fm_cpu *s, fm_tid param, fm_nid node);
+
+#endif

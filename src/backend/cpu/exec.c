@@ -1,0 +1,523 @@
+/* The oneDNN CPU backend (struct fm_backend): checks that every op can run before anything is
+ * allocated, plans the forward items in topological order and the backward items in reverse
+ * order (each op family plans its own), then runs a step as one flat list of primitives and C
+ * functions, timing each node and phase when asked. It does no arithmetic of its own: that is
+ * in the op families (loss.c holds the loss and the SGD update). */
+#include "cpu.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+struct op_impl {
+    enum fm_op op;
+    fm_cpu_check_fn check;
+    fm_cpu_plan_fn fwd, bwd;
+};
+
+static const struct op_impl impls[] = {
+    {FM_OP_CONV, fm_cpu_conv_check, fm_cpu_conv_fwd, fm_cpu_conv_bwd},
+    {FM_OP_LINEAR, fm_cpu_linear_check, fm_cpu_linear_fwd, fm_cpu_linear_bwd},
+    {FM_OP_GEMM, fm_cpu_linear_check, fm_cpu_linear_fwd, fm_cpu_linear_bwd},
+    {FM_OP_BATCHNORM, fm_cpu_bn_check, fm_cpu_bn_fwd, fm_cpu_bn_bwd},
+    {FM_OP_RELU, fm_cpu_act_check, fm_cpu_act_fwd, fm_cpu_act_bwd},
+    {FM_OP_CLIP, fm_cpu_act_check, fm_cpu_act_fwd, fm_cpu_act_bwd},
+    {FM_OP_LEAKY_RELU, fm_cpu_act_check, fm_cpu_act_fwd, fm_cpu_act_bwd},
+    {FM_OP_SIGMOID, fm_cpu_act_check, fm_cpu_act_fwd, fm_cpu_act_bwd},
+    {FM_OP_TANH, fm_cpu_act_check, fm_cpu_act_fwd, fm_cpu_act_bwd},
+    {FM_OP_SILU, fm_cpu_act_check, fm_cpu_act_fwd, fm_cpu_act_bwd},
+    {FM_OP_GELU, fm_cpu_act_check, fm_cpu_act_fwd, fm_cpu_act_bwd},
+    {FM_OP_HARDSWISH, fm_cpu_act_check, fm_cpu_act_fwd, fm_cpu_act_bwd},
+    {FM_OP_HARDSIGMOID, fm_cpu_act_check, fm_cpu_act_fwd, fm_cpu_act_bwd},
+    {FM_OP_MAXPOOL, fm_cpu_pool_check, fm_cpu_pool_fwd, fm_cpu_pool_bwd},
+    {FM_OP_AVGPOOL, fm_cpu_pool_check, fm_cpu_pool_fwd, fm_cpu_pool_bwd},
+    {FM_OP_ADAPTIVE_AVGPOOL, fm_cpu_pool_check, fm_cpu_pool_fwd, fm_cpu_pool_bwd},
+    {FM_OP_GLOBAL_AVGPOOL, fm_cpu_pool_check, fm_cpu_pool_fwd, fm_cpu_pool_bwd},
+    {FM_OP_GLOBAL_MAXPOOL, fm_cpu_pool_check, fm_cpu_pool_fwd, fm_cpu_pool_bwd},
+    {FM_OP_ADD, fm_cpu_binary_check, fm_cpu_binary_fwd, fm_cpu_binary_bwd},
+    {FM_OP_MUL, fm_cpu_binary_check, fm_cpu_binary_fwd, fm_cpu_binary_bwd},
+    {FM_OP_CONCAT, fm_cpu_shape_check, fm_cpu_shape_fwd, fm_cpu_shape_bwd},
+    {FM_OP_FLATTEN, fm_cpu_shape_check, fm_cpu_shape_fwd, fm_cpu_shape_bwd},
+    {FM_OP_RESHAPE, fm_cpu_shape_check, fm_cpu_shape_fwd, fm_cpu_shape_bwd},
+    {FM_OP_IDENTITY, fm_cpu_shape_check, fm_cpu_shape_fwd, fm_cpu_shape_bwd},
+    {FM_OP_DROPOUT, fm_cpu_shape_check, fm_cpu_shape_fwd, fm_cpu_shape_bwd},
+    {FM_OP_CROSS_ENTROPY, fm_cpu_loss_check, fm_cpu_loss_fwd, fm_cpu_loss_bwd},
+};
+
+static const struct op_impl *impl_for(enum fm_op op)
+{
+    for (size_t i = 0; i < sizeof(impls) / sizeof(impls[0]); i++) {
+        if (impls[i].op == op)
+            return &impls[i];
+    }
+    return NULL;
+}
+
+/* ---- threads ----
+ * Debian's oneDNN runs on OpenMP. The thread count is the OpenMP setting of the calling
+ * thread; the functions are looked up at run time (libgomp is already loaded with oneDNN), so
+ * the build needs no OpenMP flags and this file no OpenMP header. */
+typedef void (*omp_set_fn)(int);
+typedef int (*omp_get_fn)(void);
+
+static int omp_threads(int want)
+{
+    omp_set_fn set;
+    omp_get_fn get;
+    *(void **)&set = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    *(void **)&get = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    if (want > 0 && set)
+        set(want);
+    return get ? get() : (want > 0 ? want : 1);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---- checks before anything is allocated ---- */
+
+static enum fm_status check_graph(struct fm_ctx *ctx, const struct fm_graph *g,
+                                  const struct fm_measure_opts *o)
+{
+    if (o->precision != FM_PREC_FP32)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                        "the CPU backend runs fp32 only; precision %s is not implemented "
+                        "(use --precision fp32)",
+                        fm_precision_name(o->precision));
+    if (o->cuda_graph)
+        return fm_error(ctx, FM_ERR_INVALID, "--graph (CUDA graphs) applies to CUDA devices only");
+    if (o->channels_last)
+        return fm_error(ctx, FM_ERR_INVALID,
+                        "--channels-last applies to CUDA devices only: on the CPU oneDNN chooses "
+                        "the layout of every tensor itself");
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
+        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
+        if (fm_dtype_is_float(t->dtype) && t->dtype != FM_DTYPE_FP32)
+            return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                            "tensor '%s' is %s: the CPU backend runs fp32 graphs only (load the "
+                            "model with --dtype fp32)",
+                            t->name, fm_dtype_name(t->dtype));
+        if (!t->shape_known)
+            return fm_error(ctx, FM_ERR_SHAPE, "tensor '%s' has no known shape (bind it with "
+                            "--input NAME=DIMS)", t->name);
+    }
+    bool has_loss = false;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        const struct op_impl *im = impl_for(n->op);
+        if (!im)
+            return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                            "layer '%s': op %s is not supported by the CPU backend (it runs Conv, "
+                            "Linear/Gemm, BatchNorm, activations, pooling, Add/Mul, Concat, "
+                            "Flatten/Reshape, Dropout and CrossEntropy); nothing was run",
+                            n->name, n->op_name);
+        if (im->check) {
+            enum fm_status st = im->check(ctx, g, n);
+            if (st)
+                return st;
+        }
+        if (n->op == FM_OP_CROSS_ENTROPY)
+            has_loss = true;
+    }
+    if (o->mode == FM_MODE_TRAIN && !has_loss)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                        "a training step needs a loss, and '%s' has no CrossEntropy node (load it "
+                        "for training, or measure with --infer)",
+                        fm_graph_name(g));
+    return FM_OK;
+}
+
+/* ---- moving values in and out (read, write, initial values) ---- */
+
+/* Runs a reorder between a tensor's storage and a plain fp32 array right now. */
+static enum fm_status transfer(struct fm_cpu *s, fm_tid tid, bool grad, float *plain, bool in)
+{
+    struct fm_cpu_tensor *t = &s->t[tid];
+    enum fm_status st = FM_OK;
+    dnnl_memory_t user = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t p = NULL;
+    dnnl_memory_desc_t pmd;
+    fm_cpu_md_plain_like(&pmd, &t->md);
+    dnnl_memory_t mine = grad ? t->grad_mem : t->val_mem;
+    FM_DNNL_TRY(s, dnnl_memory_create(&user, &pmd, s->engine, plain));
+    const dnnl_memory_desc_t *from = in ? &pmd : &t->md, *to = in ? &t->md : &pmd;
+    FM_DNNL_TRY(s, dnnl_reorder_primitive_desc_create(&pd, from, s->engine, to, s->engine, NULL));
+    FM_DNNL_TRY(s, dnnl_primitive_create(&p, pd));
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, in ? user : mine}, {DNNL_ARG_TO, in ? mine : user}};
+    FM_DNNL_TRY(s, dnnl_primitive_execute(p, s->stream, 2, args));
+    FM_DNNL_TRY(s, dnnl_stream_wait(s->stream));
+out:
+    if (p)
+        dnnl_primitive_destroy(p);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (user)
+        dnnl_memory_destroy(user);
+    return st;
+}
+
+static enum fm_status cpu_read(void *state, fm_tid tid, bool grad, float *dst, uint64_t n)
+{
+    struct fm_cpu *s = state;
+    if (tid < 0 || (size_t)tid >= s->nt)
+        return fm_error(s->ctx, FM_ERR_INVALID, "no tensor with id %d", (int)tid);
+    struct fm_cpu_tensor *t = &s->t[tid];
+    const char *name = fm_graph_tensor(s->g, tid)->name;
+    if (n != t->numel)
+        return fm_error(s->ctx, FM_ERR_INVALID, "tensor '%s' has %llu elements, not %llu", name,
+                        (unsigned long long)t->numel, (unsigned long long)n);
+    if (t->labels) {
+        if (grad)
+            return fm_error(s->ctx, FM_ERR_INVALID, "'%s' (integers) has no gradient", name);
+        for (uint64_t i = 0; i < n; i++)
+            dst[i] = (float)t->labels[i];
+        return FM_OK;
+    }
+    if (!t->placed || (grad && !t->grad_mem))
+        return fm_error(s->ctx, FM_ERR_INVALID, "tensor '%s' has no %s on the CPU backend", name,
+                        grad ? "gradient (it needs none, or this is not a training run)"
+                             : "storage");
+    return transfer(s, tid, grad, dst, false);
+}
+
+static enum fm_status cpu_write(void *state, fm_tid tid, const float *src, uint64_t n)
+{
+    struct fm_cpu *s = state;
+    if (tid < 0 || (size_t)tid >= s->nt)
+        return fm_error(s->ctx, FM_ERR_INVALID, "no tensor with id %d", (int)tid);
+    struct fm_cpu_tensor *t = &s->t[tid];
+    const char *name = fm_graph_tensor(s->g, tid)->name;
+    if (n != t->numel)
+        return fm_error(s->ctx, FM_ERR_INVALID, "tensor '%s' has %llu elements, not %llu", name,
+                        (unsigned long long)t->numel, (unsigned long long)n);
+    if (t->labels) {
+        for (uint64_t i = 0; i < n; i++)
+            t->labels[i] = (int32_t)src[i];
+        return FM_OK;
+    }
+    if (!t->placed)
+        return fm_error(s->ctx, FM_ERR_INVALID, "tensor '%s' has no storage", name);
+    /* oneDNN's reorder takes a non-const handle but only reads the source */
+    return transfer(s, tid, false, (float *)(uintptr_t)src, true);
+}
+
+static enum fm_status init_values(struct fm_cpu *s)
+{
+    enum fm_status st = FM_OK;
+    float *tmp = NULL;
+    for (size_t i = 0; i < s->nt && !st; i++) {
+        const struct fm_tensor *ft = fm_graph_tensor(s->g, (fm_tid)i);
+        struct fm_cpu_tensor *t = &s->t[i];
+        if (ft->producer != FM_NONE || t->alias || (!t->placed && !t->labels))
+            continue;
+        tmp = fm_alloc(s->ctx, sizeof(float) * (size_t)t->numel);
+        if (!tmp)
+            return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory for the values of '%s'",
+                            ft->name);
+        st = fm_init_values(s->ctx, s->g, (fm_tid)i, s->opts.seed, tmp, t->numel);
+        if (!st)
+            st = cpu_write(s, (fm_tid)i, tmp, t->numel);
+        fm_dealloc(s->ctx, tmp);
+        tmp = NULL;
+    }
+    return st;
+}
+
+/* ---- state ---- */
+
+static void cpu_release(void *state)
+{
+    struct fm_cpu *s = state;
+    if (!s)
+        return;
+    struct fm_ctx *ctx = s->ctx;
+    for (size_t i = 0; i < s->n_prims; i++)
+        dnnl_primitive_destroy(s->prims[i]);
+    for (size_t i = 0; i < s->n_pds; i++)
+        dnnl_primitive_desc_destroy(s->pds[i]);
+    for (size_t i = 0; i < s->n_mems; i++)
+        dnnl_memory_destroy(s->mems[i]);
+    for (size_t i = 0; i < s->n_bufs; i++)
+        fm_dealloc(ctx, s->bufs[i]);
+    for (size_t i = 0; i < s->nt; i++)
+        fm_dealloc(ctx, s->t ? s->t[i].labels : NULL);
+    if (s->attr)
+        dnnl_primitive_attr_destroy(s->attr);
+    if (s->stream)
+        dnnl_stream_destroy(s->stream);
+    if (s->engine)
+        dnnl_engine_destroy(s->engine);
+    fm_dealloc(ctx, s->prims);
+    fm_dealloc(ctx, s->pds);
+    fm_dealloc(ctx, s->mems);
+    fm_dealloc(ctx, s->bufs);
+    fm_dealloc(ctx, s->defer);
+    fm_dealloc(ctx, s->items);
+    fm_dealloc(ctx, s->t);
+    fm_dealloc(ctx, s->nodes);
+    fm_dealloc(ctx, s);
+}
+
+/* Inputs and constants: plain fp32, or int32 class indices. */
+static enum fm_status place_sources(struct fm_cpu *s)
+{
+    for (size_t i = 0; i < s->nt; i++) {
+        const struct fm_tensor *ft = fm_graph_tensor(s->g, (fm_tid)i);
+        struct fm_cpu_tensor *t = &s->t[i];
+        if (ft->producer != FM_NONE || ft->role == FM_ROLE_PARAM || ft->role == FM_ROLE_BUFFER)
+            continue;
+        if (!fm_dtype_is_float(ft->dtype)) {
+            t->labels = fm_alloc(s->ctx, sizeof(int32_t) * (size_t)(t->numel ? t->numel : 1));
+            if (!t->labels)
+                return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        int64_t dims[FM_MAX_DIMS];
+        dnnl_memory_desc_t md;
+        fm_cpu_md_plain(&md, fm_cpu_dims(ft, dims), dims);
+        enum fm_status st = fm_cpu_place(s, (fm_tid)i, &md);
+        if (st)
+            return st;
+    }
+    return FM_OK;
+}
+
+static bool node_has_grad(const struct fm_cpu *s, const struct fm_node *n)
+{
+    for (int k = 0; k < n->n_in; k++) {
+        if (fm_cpu_wants_grad(s, n->in[k]))
+            return true;
+    }
+    return false;
+}
+
+static enum fm_status plan(struct fm_cpu *s)
+{
+    const fm_nid *topo = fm_graph_topo_order(s->g);
+    enum fm_status st;
+    for (size_t i = 0; i < s->nn; i++) {
+        fm_nid id = topo[i];
+        const struct fm_node *n = fm_graph_node(s->g, id);
+        s->pool_used[FM_CPU_POOL_SCRATCH] = 0;
+        /* the data input of every op; a parameter there (a test's probe) is read plain */
+        st = s->t[n->in[0]].labels ? FM_OK : fm_cpu_ensure(s, n->in[0]);
+        if (!st)
+            st = impl_for(n->op)->fwd(s, id);
+        if (st)
+            return st;
+        for (int o = 0; o < n->n_out; o++) {
+            if (!s->t[n->out[o]].placed)
+                return fm_error(s->ctx, FM_ERR_GRAPH, "layer '%s': output '%s' was not placed",
+                                n->name, fm_graph_tensor(s->g, n->out[o])->name);
+        }
+    }
+    /* parameters and buffers no node reads still get storage (read/write see them) */
+    for (size_t i = 0; i < s->nt; i++) {
+        if (!s->t[i].placed && !s->t[i].labels) {
+            int64_t dims[FM_MAX_DIMS];
+            dnnl_memory_desc_t md;
+            fm_cpu_md_plain(&md, fm_cpu_dims(fm_graph_tensor(s->g, (fm_tid)i), dims), dims);
+            st = fm_cpu_place(s, (fm_tid)i, &md);
+            if (st)
+                return st;
+        }
+    }
+    if (!s->train)
+        return FM_OK;
+    for (size_t i = s->nn; i-- > 0;) {
+        fm_nid id = topo[i];
+        const struct fm_node *n = fm_graph_node(s->g, id);
+        const struct op_impl *im = impl_for(n->op);
+        if (!im->bwd || !node_has_grad(s, n))
+            continue;
+        s->pool_used[FM_CPU_POOL_SCRATCH] = 0;
+        st = im->bwd(s, id);
+        if (st)
+            return st;
+    }
+    /* the update, after the whole backward: each trainable parameter once */
+    for (size_t i = 0; i < s->nt; i++) {
+        const struct fm_tensor *ft = fm_graph_tensor(s->g, (fm_tid)i);
+        if (ft->role != FM_ROLE_PARAM || !fm_cpu_wants_grad(s, (fm_tid)i))
+            continue;
+        fm_nid owner = FM_NONE;
+        for (size_t k = 0; k < s->nn && owner == FM_NONE; k++) {
+            const struct fm_node *n = fm_graph_node(s->g, topo[k]);
+            for (int j = 0; j < n->n_in; j++) {
+                if (n->in[j] == (fm_tid)i)
+                    owner = topo[k];
+            }
+        }
+        if (owner == FM_NONE)
+            continue;
+        st = fm_cpu_sgd_plan(s, (fm_tid)i, owner);
+        if (st)
+            return st;
+    }
+    return FM_OK;
+}
+
+static enum fm_status bind_pools(struct fm_cpu *s)
+{
+    for (int p = 0; p < FM_CPU_POOL_COUNT; p++) {
+        if (!s->pool_max[p])
+            continue;
+        s->pool[p] = fm_cpu_buf(s, s->pool_max[p]);
+        if (!s->pool[p])
+            return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory for %zu bytes of scratch",
+                            s->pool_max[p]);
+    }
+    enum fm_status st = FM_OK;
+    for (size_t i = 0; i < s->n_defer; i++) {
+        struct fm_cpu_deferred *d = &s->defer[i];
+        FM_DNNL_TRY(s, dnnl_memory_set_data_handle(d->mem, (char *)s->pool[d->pool] + d->off));
+    }
+out:
+    return st;
+}
+
+static void read_cpu_name(char *buf, size_t size)
+{
+    snprintf(buf, size, "CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *colon = strchr(line, ':');
+            if (colon) {
+                colon++;
+                while (*colon == ' ' || *colon == '\t')
+                    colon++;
+                colon[strcspn(colon, "\n")] = '\0';
+                snprintf(buf, size, "%s", colon);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static enum fm_status cpu_prepare(struct fm_ctx *ctx, const struct fm_graph *g,
+                                  const struct fm_measure_opts *opts, void **state)
+{
+    *state = NULL;
+    enum fm_status st = check_graph(ctx, g, opts);
+    if (st)
+        return st;
+    struct fm_cpu *s = fm_alloc(ctx, sizeof(*s));
+    if (!s)
+        return fm_error(ctx, FM_ERR_NOMEM, "out of memory");
+    s->ctx = ctx;
+    s->g = g;
+    s->opts = *opts;
+    s->train = opts->mode == FM_MODE_TRAIN;
+    s->loss = NAN;
+    s->threads = omp_threads(opts->threads);
+    read_cpu_name(s->name, sizeof(s->name));
+    s->nt = fm_graph_tensor_count(g);
+    s->nn = fm_graph_node_count(g);
+    s->t = fm_alloc(ctx, sizeof(*s->t) * (s->nt + 1));
+    s->nodes = fm_alloc(ctx, sizeof(*s->nodes) * (s->nn + 1));
+    if (!s->t || !s->nodes) {
+        st = fm_error(ctx, FM_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    FM_DNNL_TRY(s, dnnl_engine_create(&s->engine, dnnl_cpu, 0));
+    FM_DNNL_TRY(s, dnnl_stream_create(&s->stream, s->engine, dnnl_stream_default_flags));
+    FM_DNNL_TRY(s, dnnl_primitive_attr_create(&s->attr));
+    FM_DNNL_TRY(s, dnnl_primitive_attr_set_scratchpad_mode(s->attr, dnnl_scratchpad_mode_user));
+    for (size_t i = 0; i < s->nt; i++) {
+        const struct fm_tensor *ft = fm_graph_tensor(g, (fm_tid)i);
+        uint64_t n = 1;
+        if (fm_shape_numel(&ft->shape, &n)) {
+            st = fm_error(ctx, FM_ERR_OVERFLOW, "tensor '%s' is too large", ft->name);
+            goto out;
+        }
+        s->t[i].numel = n;
+        s->t[i].needs_grad = s->train && fm_graph_needs_grad(g, (fm_tid)i);
+    }
+    st = place_sources(s);
+    if (!st)
+        st = plan(s);
+    if (!st)
+        st = bind_pools(s);
+    if (!st)
+        st = init_values(s);
+out:
+    if (st) {
+        cpu_release(s);
+        return st;
+    }
+    *state = s;
+    return FM_OK;
+}
+
+static enum fm_status cpu_step(void *state, struct fm_step_timing *t)
+{
+    struct fm_cpu *s = state;
+    enum fm_status st = FM_OK;
+    omp_threads(s->opts.threads);
+    bool timing = t->nodes != NULL;
+    double t0 = now_ms();
+    for (size_t i = 0; i < s->n_items; i++) {
+        struct fm_cpu_item *it = &s->items[i];
+        double a = timing ? now_ms() : 0.0;
+        if (it->prim) {
+            FM_DNNL_TRY(s, dnnl_primitive_execute(it->prim, s->stream, it->nargs, it->args));
+            if (timing)
+                FM_DNNL_TRY(s, dnnl_stream_wait(s->stream));
+        } else {
+            st = it->fn(s, it, it->arg);
+            if (st)
+                goto out;
+        }
+        if (timing && it->node >= 0)
+            t->nodes[it->node].ms[it->phase] += now_ms() - a;
+    }
+    FM_DNNL_TRY(s, dnnl_stream_wait(s->stream));
+    t->step_ms = now_ms() - t0;
+    t->loss = s->loss;
+    if (timing) {
+        for (size_t n = 0; n < s->nn; n++)
+            t->nodes[n].bwd_split = s->nodes[n].has_bwd_weight;
+    }
+    s->step_index++;
+out:
+    return st;
+}
+
+static const char *cpu_device_name(void *state)
+{
+    return ((struct fm_cpu *)state)->name;
+}
+
+static int cpu_threads(void *state)
+{
+    return ((struct fm_cpu *)state)->threads;
+}
+
+static const struct fm_backend cpu_backend = {
+    .name = "cpu",
+    .prepare = cpu_prepare,
+    .step = cpu_step,
+    .read = cpu_read,
+    .write = cpu_write,
+    .device_name = cpu_device_name,
+    .threads = cpu_threads,
+    .clock_mhz = NULL,
+    .release = cpu_release,
+};
+
+const struct fm_backend *fm_backend_cpu(void)
+{
+    return &cpu_backend;
+}

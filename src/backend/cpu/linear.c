@@ -1,0 +1,180 @@
+/* Fully connected layers on oneDNN inner products: Linear (X (M,K), W (N,K), B (N)) and ONNX
+ * Gemm in the same form (transB = 1, alpha = beta = 1, C a bias of N); forward, backward data
+ * and backward weights. Not here: Linear on inputs of rank above 2 (transformers), other Gemm
+ * forms, MatMul. */
+#include "cpu.h"
+
+struct linear_priv {
+    dnnl_primitive_desc_t fwd;
+    int64_t sdims[2], wdims[2], ddims[2];
+};
+
+enum fm_status fm_cpu_linear_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                   const struct fm_node *n)
+{
+    const struct fm_tensor *x = fm_graph_tensor(g, n->in[0]);
+    if (x->shape.rank != 2)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                        "layer '%s' (%s): the CPU backend runs fully connected layers on (batch, "
+                        "features) inputs only; this input has rank %d",
+                        n->name, n->op_name, x->shape.rank);
+    if (n->op == FM_OP_GEMM) {
+        const struct fm_attrs *a = &n->attrs;
+        bool bias_ok = n->n_in < 3 || n->in[2] == FM_NONE ||
+                       fm_graph_tensor(g, n->in[2])->shape.rank == 1;
+        if ((a->flags & FM_ATTR_TRANS_A) || !(a->flags & FM_ATTR_TRANS_B) || a->alpha != 1.0 ||
+            a->beta != 1.0 || !bias_ok)
+            return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                            "layer '%s' (Gemm): the CPU backend runs Gemm only in its Linear form "
+                            "(transB=1, transA=0, alpha=beta=1, C a vector)",
+                            n->name);
+    }
+    return FM_OK;
+}
+
+enum fm_status fm_cpu_linear_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    const struct fm_tensor *x = fm_graph_tensor(s->g, n->in[0]);
+    const struct fm_tensor *w = fm_graph_tensor(s->g, n->in[1]);
+    fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;
+    struct linear_priv *p = fm_cpu_buf(s, sizeof(*p));
+    if (!p)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    s->nodes[id].priv = p;
+    p->sdims[0] = x->shape.dims[0];
+    p->sdims[1] = x->shape.dims[1];
+    p->wdims[0] = w->shape.dims[0];
+    p->wdims[1] = w->shape.dims[1];
+    p->ddims[0] = x->shape.dims[0];
+    p->ddims[1] = w->shape.dims[0];
+    dnnl_memory_desc_t src, wei, bmd, dst;
+    fm_cpu_md_any(&src, 2, p->sdims);
+    fm_cpu_md_any(&wei, 2, p->wdims);
+    fm_cpu_md_plain(&bmd, 1, &p->wdims[0]);
+    fm_cpu_md_any(&dst, 2, p->ddims);
+    dnnl_inner_product_desc_t d;
+    enum fm_status st = FM_OK;
+    dnnl_memory_t m_src, m_wei, m_bias = NULL;
+    FM_DNNL_TRY(s, dnnl_inner_product_forward_desc_init(
+                       &d, s->train ? dnnl_forward_training : dnnl_forward_inference, &src, &wei,
+                       bias != FM_NONE ? &bmd : NULL, &dst));
+    st = fm_cpu_pd(s, id, &d, NULL, &p->fwd);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[0], false,
+                          fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC), &m_src);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[1], false,
+                          fm_cpu_pd_md(p->fwd, DNNL_ARG_WEIGHTS), &m_wei);
+    if (!st && bias != FM_NONE)
+        st = fm_cpu_input(s, id, FM_PHASE_FWD, bias, false, fm_cpu_pd_md(p->fwd, DNNL_ARG_BIAS),
+                          &m_bias);
+    if (!st)
+        st = fm_cpu_place(s, n->out[0], fm_cpu_pd_md(p->fwd, DNNL_ARG_DST));
+    if (st)
+        goto out;
+    {
+        struct fm_cpu_arg args[4] = {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_WEIGHTS, m_wei},
+                                     {DNNL_ARG_DST, s->t[n->out[0]].val_mem},
+                                     {DNNL_ARG_BIAS, m_bias}};
+        st = fm_cpu_add_prim(s, id, FM_PHASE_FWD, p->fwd, args, bias != FM_NONE ? 4 : 3);
+    }
+out:
+    return st;
+}
+
+static enum fm_status linear_bwd_data(struct fm_cpu *s, fm_nid id, struct linear_priv *p)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    dnnl_memory_desc_t dsrc, wei, ddst;
+    fm_cpu_md_any(&dsrc, 2, p->sdims);
+    fm_cpu_md_any(&wei, 2, p->wdims);
+    fm_cpu_md_any(&ddst, 2, p->ddims);
+    dnnl_inner_product_desc_t d;
+    dnnl_primitive_desc_t pd;
+    dnnl_memory_t m_wei, m_dd, m_dx;
+    struct fm_cpu_sink sk;
+    enum fm_status st = FM_OK;
+    FM_DNNL_TRY(s, dnnl_inner_product_backward_data_desc_init(&d, &dsrc, &wei, &ddst));
+    st = fm_cpu_pd(s, id, &d, p->fwd, &pd);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->in[1], false,
+                          fm_cpu_pd_md(pd, DNNL_ARG_WEIGHTS), &m_wei);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->out[0], true,
+                          fm_cpu_pd_md(pd, DNNL_ARG_DIFF_DST), &m_dd);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_DATA, n->in[0],
+                               fm_cpu_pd_md(pd, DNNL_ARG_DIFF_SRC), &sk, &m_dx);
+    if (st)
+        goto out;
+    {
+        struct fm_cpu_arg args[3] = {{DNNL_ARG_DIFF_DST, m_dd}, {DNNL_ARG_WEIGHTS, m_wei},
+                                     {DNNL_ARG_DIFF_SRC, m_dx}};
+        st = fm_cpu_add_prim(s, id, FM_PHASE_BWD_DATA, pd, args, 3);
+    }
+    if (!st)
+        st = fm_cpu_sink_end(s, &sk);
+out:
+    return st;
+}
+
+static enum fm_status linear_bwd_weights(struct fm_cpu *s, fm_nid id, struct linear_priv *p)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;
+    bool want_bias = fm_cpu_wants_grad(s, bias);
+    dnnl_memory_desc_t src, dwei, dbias, ddst;
+    fm_cpu_md_any(&src, 2, p->sdims);
+    fm_cpu_md_any(&dwei, 2, p->wdims);
+    fm_cpu_md_plain(&dbias, 1, &p->wdims[0]);
+    fm_cpu_md_any(&ddst, 2, p->ddims);
+    dnnl_inner_product_desc_t d;
+    dnnl_primitive_desc_t pd;
+    dnnl_memory_t m_src, m_dd, m_dw, m_db = NULL;
+    struct fm_cpu_sink skw, skb = {id, FM_PHASE_BWD_WEIGHT, FM_NONE, NULL};
+    enum fm_status st = FM_OK;
+    FM_DNNL_TRY(s, dnnl_inner_product_backward_weights_desc_init(
+                       &d, &src, &dwei, want_bias ? &dbias : NULL, &ddst));
+    st = fm_cpu_pd(s, id, &d, p->fwd, &pd);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_BWD_WEIGHT, n->in[0], false,
+                          fm_cpu_pd_md(pd, DNNL_ARG_SRC), &m_src);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_BWD_WEIGHT, n->out[0], true,
+                          fm_cpu_pd_md(pd, DNNL_ARG_DIFF_DST), &m_dd);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_WEIGHT, n->in[1],
+                               fm_cpu_pd_md(pd, DNNL_ARG_DIFF_WEIGHTS), &skw, &m_dw);
+    if (!st && !m_dw)
+        st = fm_cpu_mem_scratch(s, fm_cpu_pd_md(pd, DNNL_ARG_DIFF_WEIGHTS), &m_dw);
+    if (!st && want_bias)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_WEIGHT, bias,
+                               fm_cpu_pd_md(pd, DNNL_ARG_DIFF_BIAS), &skb, &m_db);
+    if (st)
+        goto out;
+    {
+        struct fm_cpu_arg args[4] = {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_DIFF_DST, m_dd},
+                                     {DNNL_ARG_DIFF_WEIGHTS, m_dw}, {DNNL_ARG_DIFF_BIAS, m_db}};
+        st = fm_cpu_add_prim(s, id, FM_PHASE_BWD_WEIGHT, pd, args, want_bias ? 4 : 3);
+    }
+    if (!st)
+        st = fm_cpu_sink_end(s, &skw);
+    if (!st)
+        st = fm_cpu_sink_end(s, &skb);
+out:
+    return st;
+}
+
+enum fm_status fm_cpu_linear_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    struct linear_priv *p = s->nodes[id].priv;
+    fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;
+    enum fm_status st = FM_OK;
+    if (fm_cpu_wants_grad(s, n->in[0]))
+        st = linear_bwd_data(s, id, p);
+    if (!st && (fm_cpu_wants_grad(s, n->in[1]) || fm_cpu_wants_grad(s, bias)))
+        st = linear_bwd_weights(s, id, p);
+    return st;
+}

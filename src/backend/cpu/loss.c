@@ -1,0 +1,166 @@
+/* The loss and the optimizer of the CPU backend, as plain loops (both are a few operations per
+ * element, far from the step's cost): cross-entropy of logits (N, K) against class indices,
+ * mean over the batch, with its gradient (softmax - onehot) / N; and SGD with momentum in
+ * PyTorch's form, v = momentum * v + g, w = w - lr * v (no dampening, no weight decay, no
+ * Nesterov). Not here: other losses, Adam. */
+#include "cpu.h"
+
+#include <math.h>
+
+struct ce_priv {
+    int64_t rows, classes;
+    float *lse;                  /* log-sum-exp per row, kept for the backward */
+    const int32_t *labels;
+};
+
+enum fm_status fm_cpu_loss_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                 const struct fm_node *n)
+{
+    const struct fm_tensor *labels = fm_graph_tensor(g, n->in[1]);
+    if (labels->producer != FM_NONE)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                        "layer '%s' (CrossEntropy): labels computed by the network are not "
+                        "supported; they must be an input",
+                        n->name);
+    return FM_OK;
+}
+
+/* memories: logits (plain N x K), loss (one element) */
+static enum fm_status ce_fwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    struct ce_priv *p = arg;
+    const float *x = fm_cpu_item_f32(it, 0);
+    float *loss = fm_cpu_item_f32(it, 1);
+    double total = 0.0;
+    for (int64_t i = 0; i < p->rows; i++) {
+        const float *row = x + i * p->classes;
+        int32_t label = p->labels[i];
+        if (label < 0 || label >= p->classes)
+            return fm_error(s->ctx, FM_ERR_INVALID, "label %d of row %lld is outside [0, %lld)",
+                            (int)label, (long long)i, (long long)p->classes);
+        float mx = row[0];
+        for (int64_t k = 1; k < p->classes; k++)
+            mx = row[k] > mx ? row[k] : mx;
+        double sum = 0.0;
+        for (int64_t k = 0; k < p->classes; k++)
+            sum += exp((double)row[k] - mx);
+        double lse = mx + log(sum);
+        p->lse[i] = (float)lse;
+        total += lse - row[label];
+    }
+    s->loss = total / (double)p->rows;
+    loss[0] = (float)s->loss;
+    return FM_OK;
+}
+
+/* memories: logits (plain), d logits (plain) */
+static enum fm_status ce_bwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct ce_priv *p = arg;
+    const float *x = fm_cpu_item_f32(it, 0);
+    float *dx = fm_cpu_item_f32(it, 1);
+    float inv = 1.0f / (float)p->rows;
+    for (int64_t i = 0; i < p->rows; i++) {
+        for (int64_t k = 0; k < p->classes; k++) {
+            float pk = expf(x[i * p->classes + k] - p->lse[i]);
+            dx[i * p->classes + k] = (pk - (k == p->labels[i] ? 1.0f : 0.0f)) * inv;
+        }
+    }
+    return FM_OK;
+}
+
+static void logits_md(const struct fm_cpu *s, const struct fm_node *n, dnnl_memory_desc_t *md)
+{
+    const struct fm_tensor *x = fm_graph_tensor(s->g, n->in[0]);
+    fm_cpu_md_plain(md, 2, x->shape.dims);
+}
+
+enum fm_status fm_cpu_loss_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    const struct fm_tensor *x = fm_graph_tensor(s->g, n->in[0]);
+    struct ce_priv *p = fm_cpu_buf(s, sizeof(*p));
+    if (!p)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    s->nodes[id].priv = p;
+    p->rows = x->shape.dims[0];
+    p->classes = x->shape.dims[1];
+    p->labels = s->t[n->in[1]].labels;
+    p->lse = fm_cpu_buf(s, sizeof(float) * (size_t)p->rows);
+    if (!p->lse || !p->labels)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    dnnl_memory_desc_t xmd, lmd;
+    int64_t one = 1;
+    logits_md(s, n, &xmd);
+    fm_cpu_md_plain(&lmd, 1, &one);
+    dnnl_memory_t m_x;
+    enum fm_status st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[0], false, &xmd, &m_x);
+    if (!st)
+        st = fm_cpu_place(s, n->out[0], &lmd);
+    if (st)
+        return st;
+    dnnl_memory_t mems[2] = {m_x, s->t[n->out[0]].val_mem};
+    return fm_cpu_add_fn(s, id, FM_PHASE_FWD, ce_fwd, p, mems, 2);
+}
+
+enum fm_status fm_cpu_loss_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    dnnl_memory_desc_t xmd;
+    logits_md(s, n, &xmd);
+    dnnl_memory_t m_x, m_dx;
+    struct fm_cpu_sink sk;
+    enum fm_status st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->in[0], false, &xmd, &m_x);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_DATA, n->in[0], &xmd, &sk, &m_dx);
+    if (st || !m_dx)
+        return st;
+    dnnl_memory_t mems[2] = {m_x, m_dx};
+    st = fm_cpu_add_fn(s, id, FM_PHASE_BWD_DATA, ce_bwd, s->nodes[id].priv, mems, 2);
+    return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
+/* ---- SGD with momentum ---- */
+
+struct sgd_arg {
+    size_t n;                    /* elements of the (padded) buffers: padding stays zero */
+    float lr, momentum;
+};
+
+/* memories: weight, gradient, momentum buffer (one layout). The operations and their order
+ * are torch.optim.SGD's: buf.mul_(momentum).add_(grad); param.add_(buf, alpha=-lr). The
+ * buffer starts at zero, so the first step sets it to the gradient, as PyTorch's clone does. */
+static enum fm_status sgd_step(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct sgd_arg *a = arg;
+    float *w = fm_cpu_item_f32(it, 0), *v = fm_cpu_item_f32(it, 2);
+    const float *g = fm_cpu_item_f32(it, 1);
+    float m = a->momentum, neg_lr = -a->lr;
+    for (size_t i = 0; i < a->n; i++) {
+        float vi = v[i] * m;
+        vi = vi + g[i];
+        v[i] = vi;
+        float step = neg_lr * vi;
+        w[i] = w[i] + step;
+    }
+    return FM_OK;
+}
+
+enum fm_status fm_cpu_sgd_plan(struct fm_cpu *s, fm_tid param, fm_nid node)
+{
+    struct fm_cpu_tensor *t = &s->t[param];
+    struct sgd_arg *a = fm_cpu_buf(s, sizeof(*a));
+    if (!a)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    a->n = t->size / sizeof(float);
+    a->lr = (float)s->opts.lr;
+    a->momentum = (float)s->opts.momentum;
+    dnnl_memory_t v;
+    enum fm_status st = fm_cpu_mem_new(s, &t->md, &v);
+    if (st)
+        return st;
+    dnnl_memory_t mems[3] = {t->val_mem, t->grad_mem, v};
+    return fm_cpu_add_fn(s, node, FM_PHASE_OPTIMIZER, sgd_step, a, mems, 3);
+}

@@ -1,0 +1,248 @@
+/* Data movement and Dropout on the CPU backend. Flatten, Reshape and Identity are views when
+ * the input is plain (no copy) and one reorder otherwise; their gradients flow back through
+ * the same row-major order. Concat is a oneDNN concat, its backward one reorder per input from
+ * a sub-memory of the output gradient. Dropout in training draws a keep-mask per element
+ * (inverted dropout, kept values scaled by 1/(1-p), as torch.nn.Dropout) and is the identity
+ * in inference. Not here: Split, Transpose. */
+#include "cpu.h"
+
+#include <string.h>
+
+enum fm_status fm_cpu_shape_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                  const struct fm_node *n)
+{
+    if (n->op == FM_OP_CONCAT) {
+        if (n->n_in + 2 > FM_CPU_MAX_ARGS)
+            return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                            "layer '%s' (Concat): %d inputs; the CPU backend takes at most %d",
+                            n->name, n->n_in, FM_CPU_MAX_ARGS - 2);
+        int rank = fm_graph_tensor(g, n->out[0])->shape.rank;
+        if (rank < 1 || rank > 6)
+            return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (Concat): rank %d", n->name,
+                            rank);
+    }
+    if (n->op == FM_OP_DROPOUT && n->n_in > 1)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                        "layer '%s' (Dropout): ratio or training-mode inputs are not supported "
+                        "by the CPU backend",
+                        n->name);
+    return FM_OK;
+}
+
+/* ---- views and copies: Flatten, Reshape, Identity, Dropout in inference ---- */
+
+static enum fm_status view_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid x = n->in[0], y = n->out[0];
+    int64_t xd[FM_MAX_DIMS], yd[FM_MAX_DIMS];
+    int xr = fm_cpu_dims(fm_graph_tensor(s->g, x), xd);
+    int yr = fm_cpu_dims(fm_graph_tensor(s->g, y), yd);
+    bool same = xr == yr && memcmp(xd, yd, sizeof(int64_t) * (size_t)xr) == 0;
+    if (same || fm_cpu_md_is_plain(&s->t[x].md))
+        return fm_cpu_place_view(s, y, x);
+    /* a blocked input: one reorder into the plain layout, written straight into y */
+    dnnl_memory_desc_t ymd, as_x;
+    fm_cpu_md_plain(&ymd, yr, yd);
+    fm_cpu_md_plain(&as_x, xr, xd);
+    dnnl_memory_t dst;
+    enum fm_status st = fm_cpu_place(s, y, &ymd);
+    if (!st)
+        st = fm_cpu_mem(s, &as_x, s->t[y].val, &dst);
+    if (!st)
+        st = fm_cpu_add_reorder(s, id, FM_PHASE_FWD, s->t[x].val_mem, dst, false);
+    return st;
+}
+
+/* ---- Dropout ---- */
+
+struct dropout_arg {
+    uint64_t seed;
+    size_t n;                    /* elements of the (padded) buffers */
+    float p, scale;
+    uint8_t *mask;
+};
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* memories: x, y (same layout). A fresh mask every step, reproducible from the seed. Zero
+ * padding stays zero (0 * scale). */
+static enum fm_status dropout_fwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    const struct dropout_arg *d = arg;
+    const float *x = fm_cpu_item_f32(it, 0);
+    float *y = fm_cpu_item_f32(it, 1);
+    uint64_t state = d->seed ^ (s->step_index * 0xd1b54a32d192ed03ull);
+    /* keep with probability 1 - p: a 24-bit uniform number compared with p */
+    uint32_t threshold = (uint32_t)((double)d->p * 16777216.0);
+    for (size_t i = 0; i < d->n; i++) {
+        uint32_t u = (uint32_t)(splitmix64(&state) >> 40);
+        d->mask[i] = u >= threshold;
+        y[i] = d->mask[i] ? x[i] * d->scale : 0.0f;
+    }
+    return FM_OK;
+}
+
+/* memories: dy, dx (the layout of x) */
+static enum fm_status dropout_bwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct dropout_arg *d = arg;
+    const float *dy = fm_cpu_item_f32(it, 0);
+    float *dx = fm_cpu_item_f32(it, 1);
+    for (size_t i = 0; i < d->n; i++)
+        dx[i] = d->mask[i] ? dy[i] * d->scale : 0.0f;
+    return FM_OK;
+}
+
+static enum fm_status dropout_train_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    struct dropout_arg *d = fm_cpu_buf(s, sizeof(*d));
+    if (!d)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    s->nodes[id].priv = d;
+    enum fm_status st = fm_cpu_place(s, n->out[0], &s->t[n->in[0]].md);
+    if (st)
+        return st;
+    d->n = s->t[n->in[0]].size / sizeof(float);
+    d->p = (float)n->attrs.ratio;
+    d->scale = (float)(1.0 / (1.0 - n->attrs.ratio));
+    d->seed = s->opts.seed * 0x9e3779b97f4a7c15ull + (uint64_t)id;
+    d->mask = fm_cpu_buf(s, d->n);
+    if (!d->mask)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory for a dropout mask");
+    dnnl_memory_t mems[2] = {s->t[n->in[0]].val_mem, s->t[n->out[0]].val_mem};
+    return fm_cpu_add_fn(s, id, FM_PHASE_FWD, dropout_fwd, d, mems, 2);
+}
+
+static enum fm_status dropout_train_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    struct dropout_arg *d = s->nodes[id].priv;
+    const dnnl_memory_desc_t *xmd = &s->t[n->in[0]].md;
+    dnnl_memory_t m_dy, m_dx;
+    struct fm_cpu_sink sk;
+    enum fm_status st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->out[0], true, xmd, &m_dy);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_DATA, n->in[0], xmd, &sk, &m_dx);
+    if (st || !m_dx)
+        return st;
+    dnnl_memory_t mems[2] = {m_dy, m_dx};
+    st = fm_cpu_add_fn(s, id, FM_PHASE_BWD_DATA, dropout_bwd, d, mems, 2);
+    return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
+/* ---- Concat ---- */
+
+struct concat_priv {
+    int axis;
+};
+
+static enum fm_status concat_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    const struct fm_tensor *y = fm_graph_tensor(s->g, n->out[0]);
+    struct concat_priv *p = fm_cpu_buf(s, sizeof(*p));
+    if (!p)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    s->nodes[id].priv = p;
+    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + y->shape.rank : n->attrs.axis;
+    p->axis = (int)axis;
+    dnnl_memory_desc_t srcs[FM_CPU_MAX_ARGS], dst;
+    /* blocked layouts split channels in blocks of 8 or 16: an input that starts inside a
+     * block could not be cut out again for its gradient, so such concats stay plain */
+    bool aligned = true;
+    int64_t off = 0;
+    enum fm_status st = FM_OK;
+    for (int i = 0; i < n->n_in; i++) {
+        st = fm_cpu_ensure(s, n->in[i]);
+        if (st)
+            return st;
+        srcs[i] = s->t[n->in[i]].md;
+        if (off % 16 != 0)
+            aligned = false;
+        off += fm_graph_tensor(s->g, n->in[i])->shape.dims[axis];
+    }
+    if (aligned)
+        fm_cpu_md_any(&dst, y->shape.rank, y->shape.dims);
+    else
+        fm_cpu_md_plain(&dst, y->shape.rank, y->shape.dims);
+    dnnl_primitive_desc_t pd = NULL;
+    FM_DNNL_TRY(s, dnnl_concat_primitive_desc_create(&pd, &dst, n->n_in, p->axis, srcs, s->attr,
+                                                     s->engine));
+    /* owned like every other descriptor: fm_cpu_pd is for op descriptors, so register here */
+    st = fm_grow(s->ctx, (void **)&s->pds, &s->cap_pds, s->n_pds + 1, sizeof(*s->pds));
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        goto out;
+    }
+    s->pds[s->n_pds++] = pd;
+    st = fm_cpu_place(s, n->out[0], fm_cpu_pd_md(pd, DNNL_ARG_DST));
+    if (st)
+        goto out;
+    {
+        struct fm_cpu_arg args[FM_CPU_MAX_ARGS];
+        for (int i = 0; i < n->n_in; i++)
+            args[i] = (struct fm_cpu_arg){DNNL_ARG_MULTIPLE_SRC + i, s->t[n->in[i]].val_mem};
+        args[n->n_in] = (struct fm_cpu_arg){DNNL_ARG_DST, s->t[n->out[0]].val_mem};
+        st = fm_cpu_add_prim(s, id, FM_PHASE_FWD, pd, args, n->n_in + 1);
+    }
+out:
+    return st;
+}
+
+static enum fm_status concat_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    struct concat_priv *p = s->nodes[id].priv;
+    const struct fm_cpu_tensor *y = &s->t[n->out[0]];
+    dnnl_dims_t dims, offs;
+    enum fm_status st = FM_OK;
+    for (int k = 0; k < y->md.ndims; k++)
+        offs[k] = 0;
+    for (int i = 0; i < n->n_in && !st; i++) {
+        const struct fm_tensor *x = fm_graph_tensor(s->g, n->in[i]);
+        if (fm_cpu_wants_grad(s, n->in[i])) {
+            for (int k = 0; k < y->md.ndims; k++)
+                dims[k] = x->shape.dims[k];
+            dnnl_memory_desc_t sub;
+            dnnl_memory_t m;
+            FM_DNNL_TRY(s, dnnl_memory_desc_init_submemory(&sub, &y->md, dims, offs));
+            st = fm_cpu_mem(s, &sub, y->grad, &m);
+            if (!st)
+                st = fm_cpu_sink_from(s, id, FM_PHASE_BWD_DATA, n->in[i], m);
+        }
+        offs[p->axis] += x->shape.dims[p->axis];
+    }
+out:
+    return st;
+}
+
+/* ---- dispatch ---- */
+
+enum fm_status fm_cpu_shape_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    if (n->op == FM_OP_CONCAT)
+        return concat_fwd(s, id);
+    if (n->op == FM_OP_DROPOUT && s->train && n->attrs.ratio > 0.0)
+        return dropout_train_fwd(s, id);
+    return view_fwd(s, id);
+}
+
+enum fm_status fm_cpu_shape_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    if (n->op == FM_OP_CONCAT)
+        return concat_bwd(s, id);
+    if (n->op == FM_OP_DROPOUT && s->train && n->attrs.ratio > 0.0)
+        return dropout_train_bwd(s, id);
+    return fm_cpu_sink_from(s, id, FM_PHASE_BWD_DATA, n->in[0], s->t[n->out[0]].grad_mem);
+}

@@ -1,0 +1,877 @@
+/* The oneDNN CPU backend, through the backend interface (prepare, step, read, write):
+ *  - every op's backward against central finite differences of the loss, on small shapes;
+ *  - a small CNN's starting values (bit for bit), logits, loss, gradients and one SGD step
+ *    against PyTorch goldens (tests/data/goldens/cpu_small_cnn.txt, from
+ *    tools/make_cpu_goldens.py);
+ *  - Dropout's mask, BatchNorm in inference, unsupported ops and precisions rejected before
+ *    anything runs, and a resnet18 training step at batch 2 (run under `make sanitize` too).
+ * Without oneDNN in the build every test prints a skip. */
+#include "support.h"
+
+#include "backend/backend.h"
+#include "frontend/zoo/nn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct fm_backend *backend_or_skip(void)
+{
+    const struct fm_backend *be = fm_backend_cpu();
+    if (!be) {
+        printf("skipped: this build has no CPU backend (oneDNN not found)\n");
+        skip();
+    }
+    return be;
+}
+
+/* ---- small graphs ---- */
+
+static struct fm_shape shape_of(int rank, const int64_t *d)
+{
+    struct fm_shape s;
+    memset(&s, 0, sizeof(s));
+    s.rank = rank;
+    for (int i = 0; i < rank; i++)
+        s.dims[i] = d[i];
+    return s;
+}
+#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
+#define SHAPE(...) shape_of((int)(sizeof(DIMS(__VA_ARGS__)) / sizeof(int64_t)), DIMS(__VA_ARGS__))
+
+static fm_tid add_param(struct fm_ctx *ctx, struct fm_graph *g, const char *name,
+                        struct fm_shape s)
+{
+    fm_tid t;
+    FM_ASSERT_OK(ctx, fm_graph_add_tensor(g, name, FM_ROLE_PARAM, FM_DTYPE_FP32, &s, &t));
+    return t;
+}
+
+static fm_tid add_op(struct fm_nn *nn, enum fm_op op, const char *name,
+                     const struct fm_attrs *a, const fm_tid *in, int n_in)
+{
+    fm_tid out = FM_NONE;
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_node(nn->g, op, name, a, in, n_in, NULL, 1, &out));
+    return out;
+}
+
+/* Appends flatten (for rank > 2), labels and a cross-entropy loss to y, then finalizes. */
+static void add_loss(struct fm_nn *nn, fm_tid y)
+{
+    const struct fm_tensor *t = fm_graph_tensor(nn->g, y);
+    fm_tid logits = t->shape.rank > 2 ? fm_nn_flatten(nn, "flat", y) : y;
+    assert_int_equal(nn->st, FM_OK);
+    struct fm_shape ls = SHAPE(t->shape.dims[0]);
+    fm_tid labels, loss;
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_tensor(nn->g, "labels", FM_ROLE_INPUT, FM_DTYPE_INT64, &ls,
+                                              &labels));
+    fm_tid in[2] = {logits, labels};
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_node(nn->g, FM_OP_CROSS_ENTROPY, "loss", NULL, in, 2, NULL,
+                                            1, &loss));
+    FM_ASSERT_OK(nn->ctx, fm_graph_finalize(nn->g));
+}
+
+static uint64_t numel(const struct fm_graph *g, fm_tid t)
+{
+    uint64_t n;
+    assert_int_equal(fm_shape_numel(&fm_graph_tensor(g, t)->shape, &n), FM_OK);
+    return n;
+}
+
+/* A small deterministic generator for test data (not the library's). */
+static uint64_t rng_next(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 11;
+}
+static double rng_uniform(uint64_t *s)
+{
+    return (double)rng_next(s) / 9007199254740992.0;
+}
+static double rng_normal(uint64_t *s)
+{
+    double u1 = rng_uniform(s), u2 = rng_uniform(s);
+    return sqrt(-2.0 * log(u1 > 1e-300 ? u1 : 1e-300)) * cos(6.283185307179586 * u2);
+}
+
+/* ---- finite differences ----
+ * For every trainable parameter P (the probe input "x" is one), along two random directions
+ * d (uniform in [-1, 1] per element): the central difference (L(P + eps d) - L(P - eps d)) /
+ * (2 eps) of the step's loss against the analytic <dL/dP, d>. eps = 1e-3; the loss is summed
+ * in double, so float rounding in the forward (~1e-7 relative) adds about 1e-4 to the
+ * difference. Tolerance: |fd - an| <= 1e-2 * max(|fd|, |an|) + 2e-4. Steps run with lr = 0, so
+ * parameters do not move; BatchNorm in training mode uses batch statistics, so the running
+ * statistics the steps update do not enter the loss. Ops with kinks get inputs at least 0.05
+ * from every kink (and max pooling distinct values 0.01 apart), so no perturbation crosses one. */
+
+enum values { VAL_NORMAL, VAL_AWAY_FROM_KINKS, VAL_DISTINCT };
+
+typedef fm_tid (*build_fn)(struct fm_nn *nn, fm_tid x);
+
+static float away_from_kinks(double v)
+{
+    static const double kinks[] = {0.0, -3.0, 3.0, 6.0};
+    for (size_t k = 0; k < sizeof(kinks) / sizeof(kinks[0]); k++) {
+        if (fabs(v - kinks[k]) < 0.05)
+            v = kinks[k] + (v < kinks[k] ? -0.1 : 0.1);
+    }
+    return (float)v;
+}
+
+static void fill_values(float *v, uint64_t n, enum values kind, uint64_t *rng)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        double r = rng_normal(rng);
+        v[i] = kind == VAL_AWAY_FROM_KINKS ? away_from_kinks(3.0 * r) : (float)r;
+    }
+    if (kind == VAL_DISTINCT) {
+        for (uint64_t i = 0; i < n; i++)
+            v[i] = 0.01f * (float)i - 0.005f * (float)n;
+        for (uint64_t i = n; i > 1; i--) {   /* shuffle */
+            uint64_t j = rng_next(rng) % i;
+            float t = v[i - 1];
+            v[i - 1] = v[j];
+            v[j] = t;
+        }
+    }
+}
+
+static double step_loss(const struct fm_backend *be, void *state)
+{
+    struct fm_step_timing t = {0};
+    assert_int_equal(be->step(state, &t), FM_OK);
+    assert_true(isfinite(t.loss));
+    return t.loss;
+}
+
+static void fd_check(const char *what, struct fm_shape xs, enum values kind, build_fn build)
+{
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, what, &g));
+    fm_tid x = add_param(ctx, g, "x", xs);
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    fm_tid y = build(&nn, x);
+    assert_int_equal(nn.st, FM_OK);
+    add_loss(&nn, y);
+
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.lr = 0.0;
+    o.momentum = 0.0;
+    void *state = NULL;
+    enum fm_status st = be->prepare(ctx, g, &o, &state);
+    if (st)
+        fail_msg("%s: prepare: %s", what, fm_ctx_error(ctx));
+
+    uint64_t rng = 12345;
+    /* starting values: the probe from `kind`; other parameters moved off their defaults
+     * (BatchNorm's 1 and 0 would hide a wrong scale or shift gradient) */
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
+        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
+        if (t->role != FM_ROLE_PARAM)
+            continue;
+        uint64_t n = numel(g, (fm_tid)i);
+        float *v = malloc(sizeof(float) * n);
+        if ((fm_tid)i == x) {
+            fill_values(v, n, kind, &rng);
+        } else {
+            FM_ASSERT_OK(ctx, be->read(state, (fm_tid)i, false, v, n));
+            for (uint64_t k = 0; k < n; k++)
+                v[k] += (float)(0.3 * rng_normal(&rng));
+        }
+        FM_ASSERT_OK(ctx, be->write(state, (fm_tid)i, v, n));
+        free(v);
+    }
+    double l0 = step_loss(be, state);
+    const double eps = 1e-3;
+    int checked = 0;
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
+        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
+        if (t->role != FM_ROLE_PARAM || !fm_graph_needs_grad(g, (fm_tid)i))
+            continue;
+        uint64_t n = numel(g, (fm_tid)i);
+        float *p0 = malloc(sizeof(float) * n), *grad = malloc(sizeof(float) * n);
+        float *p = malloc(sizeof(float) * n), *d = malloc(sizeof(float) * n);
+        /* the gradients of the base step: rerun it, since probing other tensors ran steps */
+        FM_ASSERT_OK(ctx, be->read(state, (fm_tid)i, false, p0, n));
+        double lb = step_loss(be, state);
+        assert_true(fabs(lb - l0) <= 1e-9 * fabs(l0) + 1e-12);
+        FM_ASSERT_OK(ctx, be->read(state, (fm_tid)i, true, grad, n));
+        for (int dir = 0; dir < 2; dir++) {
+            double an = 0.0;
+            for (uint64_t k = 0; k < n; k++) {
+                d[k] = (float)(2.0 * rng_uniform(&rng) - 1.0);
+                an += (double)grad[k] * d[k];
+            }
+            for (uint64_t k = 0; k < n; k++)
+                p[k] = p0[k] + (float)(eps * d[k]);
+            FM_ASSERT_OK(ctx, be->write(state, (fm_tid)i, p, n));
+            double lp = step_loss(be, state);
+            for (uint64_t k = 0; k < n; k++)
+                p[k] = p0[k] - (float)(eps * d[k]);
+            FM_ASSERT_OK(ctx, be->write(state, (fm_tid)i, p, n));
+            double lm = step_loss(be, state);
+            FM_ASSERT_OK(ctx, be->write(state, (fm_tid)i, p0, n));
+            /* the perturbation actually applied, after rounding to float */
+            double fd = (lp - lm) / (2.0 * eps);
+            double tol = 1e-2 * fmax(fabs(fd), fabs(an)) + 2e-4;
+            if (!(fabs(fd - an) <= tol) || fabs(an) < 1e-3)
+                fail_msg("%s: d loss / d %s along direction %d: analytic %.6g, finite "
+                         "difference %.6g (tolerance %.2g; a direction with |analytic| < 1e-3 "
+                         "checks nothing)",
+                         what, t->name, dir, an, fd, tol);
+            checked++;
+        }
+        free(p0);
+        free(grad);
+        free(p);
+        free(d);
+    }
+    assert_true(checked >= 2);
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* ---- the ops ---- */
+
+static fm_tid b_conv(struct fm_nn *nn, fm_tid x)
+{   /* grouped, strided, dilated, padded, with bias */
+    return fm_nn_conv_full(nn, "conv", x, 6, 3, 3, 2, 2, 2, 2, 2, 2, true);
+}
+static fm_tid b_conv_dw(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_conv(nn, "dw", x, 8, 3, 1, 1, 8, false);
+}
+static fm_tid b_conv_1x1(struct fm_nn *nn, fm_tid x)
+{   /* asymmetric kernel and stride */
+    return fm_nn_conv_full(nn, "conv", x, 16, 1, 3, 2, 1, 0, 1, 1, 1, false);
+}
+static fm_tid b_linear(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_linear(nn, "fc", x, 5, true);
+}
+static fm_tid b_bn(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_bn(nn, "bn", x, 1e-5);
+}
+static fm_tid b_conv_bn_relu(struct fm_nn *nn, fm_tid x)
+{
+    fm_tid c = fm_nn_conv(nn, "conv", x, 16, 3, 1, 1, 1, false);
+    return fm_nn_act(nn, "relu", FM_OP_RELU, fm_nn_bn(nn, "bn", c, 1e-5));
+}
+static fm_tid b_relu(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_act(nn, "act", FM_OP_RELU, x);
+}
+static fm_tid b_leaky(struct fm_nn *nn, fm_tid x)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.alpha = 0.1;
+    return add_op(nn, FM_OP_LEAKY_RELU, "act", &a, &x, 1);
+}
+static fm_tid b_relu6(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_relu6(nn, "act", x);
+}
+static fm_tid b_sigmoid(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_act(nn, "act", FM_OP_SIGMOID, x);
+}
+static fm_tid b_tanh(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_act(nn, "act", FM_OP_TANH, x);
+}
+static fm_tid b_silu(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_act(nn, "act", FM_OP_SILU, x);
+}
+static fm_tid b_gelu(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_act(nn, "act", FM_OP_GELU, x);
+}
+static fm_tid b_gelu_tanh(struct fm_nn *nn, fm_tid x)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.flags = FM_ATTR_GELU_TANH;
+    return add_op(nn, FM_OP_GELU, "act", &a, &x, 1);
+}
+static fm_tid b_hardswish(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_act(nn, "act", FM_OP_HARDSWISH, x);
+}
+static fm_tid b_hardsigmoid(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_act(nn, "act", FM_OP_HARDSIGMOID, x);
+}
+static fm_tid b_maxpool(struct fm_nn *nn, fm_tid x)
+{   /* 7x7 -> ceil((7+2-3)/2)+1 = 4 */
+    return fm_nn_maxpool(nn, "pool", x, 3, 2, 1, true);
+}
+static fm_tid b_avgpool_pad(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_avgpool(nn, "pool", x, 3, 2, 1, false, true);
+}
+static fm_tid b_avgpool_ceil(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_avgpool(nn, "pool", x, 2, 2, 0, true, false);
+}
+static fm_tid b_adaptive_uneven(struct fm_nn *nn, fm_tid x)
+{   /* 5x7 -> 2x3: windows of different sizes, overlapping */
+    return fm_nn_adaptive_avgpool(nn, "pool", x, 2, 3);
+}
+static fm_tid b_adaptive_even(struct fm_nn *nn, fm_tid x)
+{
+    return fm_nn_adaptive_avgpool(nn, "pool", x, 3, 3);
+}
+static fm_tid b_global_avg(struct fm_nn *nn, fm_tid x)
+{
+    return add_op(nn, FM_OP_GLOBAL_AVGPOOL, "pool", NULL, &x, 1);
+}
+static fm_tid b_global_max(struct fm_nn *nn, fm_tid x)
+{
+    return add_op(nn, FM_OP_GLOBAL_MAXPOOL, "pool", NULL, &x, 1);
+}
+static fm_tid b_add_bcast(struct fm_nn *nn, fm_tid x)
+{   /* x (N,C,H,W) + b (C,1,1): numpy broadcasting over a lower rank */
+    fm_tid b = add_param(nn->ctx, nn->g, "b", SHAPE(4, 1, 1));
+    return fm_nn_add(nn, "add", x, b);
+}
+static fm_tid b_add_self(struct fm_nn *nn, fm_tid x)
+{   /* one tensor twice: its gradient is delivered twice and must add up */
+    return fm_nn_add(nn, "add", x, x);
+}
+static fm_tid b_mul_se(struct fm_nn *nn, fm_tid x)
+{   /* squeeze-excitation: s (N,C,1,1) first, broadcast over x's H and W */
+    fm_tid s = add_param(nn->ctx, nn->g, "s", SHAPE(2, 4, 1, 1));
+    return fm_nn_mul(nn, "mul", s, x);
+}
+static fm_tid b_mul_same(struct fm_nn *nn, fm_tid x)
+{
+    fm_tid z = add_param(nn->ctx, nn->g, "z", SHAPE(2, 4, 3, 3));
+    return fm_nn_mul(nn, "mul", x, z);
+}
+static fm_tid b_two_users(struct fm_nn *nn, fm_tid x)
+{   /* x feeds two nodes: accumulation across nodes */
+    fm_tid a = fm_nn_act(nn, "tanh", FM_OP_TANH, x);
+    fm_tid b = fm_nn_act(nn, "sig", FM_OP_SIGMOID, x);
+    return fm_nn_add(nn, "add", a, b);
+}
+static fm_tid b_concat_plain(struct fm_nn *nn, fm_tid x)
+{   /* channel offsets 4: not a multiple of the 16-channel blocks */
+    fm_tid z = add_param(nn->ctx, nn->g, "z", SHAPE(2, 3, 3, 3));
+    fm_tid in[2] = {x, z};
+    return fm_nn_concat(nn, "cat", in, 2, 1);
+}
+static fm_tid b_concat_blocked(struct fm_nn *nn, fm_tid x)
+{   /* two 16-channel convolutions of x, concatenated in oneDNN's blocked layout */
+    fm_tid in[2] = {fm_nn_conv(nn, "a", x, 16, 3, 1, 1, 1, false),
+                    fm_nn_conv(nn, "b", x, 16, 1, 1, 0, 1, true)};
+    return fm_nn_concat(nn, "cat", in, 2, 1);
+}
+static fm_tid b_flatten_linear(struct fm_nn *nn, fm_tid x)
+{   /* a blocked conv output flattened for a linear layer */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 16, 3, 2, 1, 1, true);
+    return fm_nn_linear(nn, "fc", fm_nn_flatten(nn, "flatten", c), 7, true);
+}
+
+#define FD_TEST(fn, kind, build, ...)                                                       \
+    static void fn(void **state)                                                           \
+    {                                                                                      \
+        (void)state;                                                                       \
+        fd_check(#fn, SHAPE(__VA_ARGS__), kind, build);                                    \
+    }
+
+FD_TEST(fd_conv_grouped_strided_dilated, VAL_NORMAL, b_conv, 2, 4, 9, 9)
+FD_TEST(fd_conv_depthwise, VAL_NORMAL, b_conv_dw, 2, 8, 6, 6)
+FD_TEST(fd_conv_asymmetric, VAL_NORMAL, b_conv_1x1, 2, 3, 5, 6)
+FD_TEST(fd_linear, VAL_NORMAL, b_linear, 3, 12)
+FD_TEST(fd_batchnorm, VAL_NORMAL, b_bn, 2, 3, 4, 4)
+FD_TEST(fd_conv_bn_relu, VAL_NORMAL, b_conv_bn_relu, 2, 3, 5, 5)
+FD_TEST(fd_relu, VAL_AWAY_FROM_KINKS, b_relu, 2, 3, 4, 4)
+FD_TEST(fd_leaky_relu, VAL_AWAY_FROM_KINKS, b_leaky, 2, 3, 4, 4)
+FD_TEST(fd_relu6, VAL_AWAY_FROM_KINKS, b_relu6, 2, 3, 4, 4)
+FD_TEST(fd_sigmoid, VAL_NORMAL, b_sigmoid, 2, 3, 4, 4)
+FD_TEST(fd_tanh, VAL_NORMAL, b_tanh, 2, 3, 4, 4)
+FD_TEST(fd_silu, VAL_NORMAL, b_silu, 2, 3, 4, 4)
+FD_TEST(fd_gelu, VAL_NORMAL, b_gelu, 2, 3, 4, 4)
+FD_TEST(fd_gelu_tanh, VAL_NORMAL, b_gelu_tanh, 2, 3, 4, 4)
+FD_TEST(fd_hardswish, VAL_AWAY_FROM_KINKS, b_hardswish, 2, 3, 4, 4)
+FD_TEST(fd_hardsigmoid, VAL_AWAY_FROM_KINKS, b_hardsigmoid, 2, 3, 4, 4)
+FD_TEST(fd_maxpool_ceil, VAL_DISTINCT, b_maxpool, 2, 3, 7, 7)
+FD_TEST(fd_avgpool_count_pad, VAL_NORMAL, b_avgpool_pad, 2, 3, 7, 7)
+FD_TEST(fd_avgpool_ceil, VAL_NORMAL, b_avgpool_ceil, 2, 3, 5, 5)
+FD_TEST(fd_adaptive_avgpool_uneven, VAL_NORMAL, b_adaptive_uneven, 2, 3, 5, 7)
+FD_TEST(fd_adaptive_avgpool_even, VAL_NORMAL, b_adaptive_even, 2, 3, 6, 6)
+FD_TEST(fd_global_avgpool, VAL_NORMAL, b_global_avg, 2, 3, 4, 5)
+FD_TEST(fd_global_maxpool, VAL_DISTINCT, b_global_max, 2, 3, 4, 5)
+FD_TEST(fd_add_broadcast, VAL_NORMAL, b_add_bcast, 2, 4, 3, 3)
+FD_TEST(fd_add_self, VAL_NORMAL, b_add_self, 2, 4, 3, 3)
+FD_TEST(fd_mul_squeeze_excitation, VAL_NORMAL, b_mul_se, 2, 4, 3, 3)
+FD_TEST(fd_mul_same_shape, VAL_NORMAL, b_mul_same, 2, 4, 3, 3)
+FD_TEST(fd_two_users, VAL_NORMAL, b_two_users, 2, 4, 3, 3)
+FD_TEST(fd_concat_plain, VAL_NORMAL, b_concat_plain, 2, 4, 3, 3)
+FD_TEST(fd_concat_blocked, VAL_NORMAL, b_concat_blocked, 2, 3, 4, 4)
+FD_TEST(fd_flatten_linear, VAL_NORMAL, b_flatten_linear, 2, 3, 6, 6)
+
+/* ---- goldens from PyTorch ---- */
+
+struct golden {
+    char kind[16];
+    char name[96];
+    size_t n;
+    float *v;
+};
+
+static size_t load_goldens(const char *path, struct golden *out, size_t max)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot open %s (regenerate with tools/make_cpu_goldens.py)", path);
+    size_t k = 0;
+    char kind[16], name[96];
+    unsigned long n;
+    int c;
+    while ((c = fgetc(f)) != EOF) {
+        if (c == '#') {
+            while ((c = fgetc(f)) != EOF && c != '\n')
+                ;
+            continue;
+        }
+        ungetc(c, f);
+        if (fscanf(f, "%15s %95s %lu", kind, name, &n) != 3)
+            break;
+        assert_true(k < max);
+        struct golden *gd = &out[k++];
+        snprintf(gd->kind, sizeof(gd->kind), "%s", kind);
+        snprintf(gd->name, sizeof(gd->name), "%s", name);
+        gd->n = n;
+        gd->v = malloc(sizeof(float) * (n ? n : 1));
+        for (unsigned long i = 0; i < n; i++)
+            assert_int_equal(fscanf(f, "%f", &gd->v[i]), 1);
+    }
+    fclose(f);
+    return k;
+}
+
+static const struct golden *find_golden(const struct golden *gs, size_t n, const char *kind,
+                                        const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(gs[i].kind, kind) == 0 && strcmp(gs[i].name, name) == 0)
+            return &gs[i];
+    }
+    fail_msg("no golden %s %s", kind, name);
+    return NULL;
+}
+
+/* The CNN of tools/make_cpu_goldens.py, built with the same names. */
+static struct fm_graph *small_cnn(struct fm_ctx *ctx)
+{
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "small_cnn", &g));
+    struct fm_shape in = SHAPE(2, 3, 16, 16);
+    fm_tid x;
+    FM_ASSERT_OK(ctx, fm_graph_add_tensor(g, "input", FM_ROLE_INPUT, FM_DTYPE_FP32, &in, &x));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    x = fm_nn_conv(&nn, "conv1", x, 4, 3, 1, 1, 1, true);
+    x = fm_nn_act(&nn, "relu", FM_OP_RELU, fm_nn_bn(&nn, "bn1", x, 1e-5));
+    x = fm_nn_maxpool(&nn, "maxpool", x, 3, 2, 1, true);
+    x = fm_nn_conv(&nn, "conv2", x, 8, 3, 2, 1, 2, false);
+    x = fm_nn_act(&nn, "relu2", FM_OP_RELU, fm_nn_bn(&nn, "bn2", x, 1e-5));
+    x = fm_nn_adaptive_avgpool(&nn, "avgpool", x, 2, 2);
+    x = fm_nn_linear(&nn, "fc", fm_nn_flatten(&nn, "flatten", x), 10, true);
+    assert_int_equal(nn.st, FM_OK);
+    add_loss(&nn, x);
+    return g;
+}
+
+static fm_tid node_output(const struct fm_graph *g, const char *node)
+{
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        if (strcmp(n->name, node) == 0)
+            return n->out[0];
+    }
+    fail_msg("no node %s", node);
+    return FM_NONE;
+}
+
+/* Largest |a - b| - (atol + rtol |b|) over the elements: <= 0 passes. Prints the largest
+ * absolute difference, so the log shows how much of the tolerance is used. */
+static double excess(const char *what, const float *a, const float *b, size_t n, double atol,
+                     double rtol, size_t *worst)
+{
+    double e = -1e300, dmax = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double diff = fabs((double)a[i] - b[i]);
+        double d = diff - (atol + rtol * fabs((double)b[i]));
+        dmax = diff > dmax ? diff : dmax;
+        if (d > e) {
+            e = d;
+            *worst = i;
+        }
+    }
+    printf("  %-28s max |diff| %.3g\n", what, dmax);
+    return e;
+}
+
+/* Tolerances (float32 on both sides, different summation orders, PyTorch's float log-softmax
+ * against flopmeter's double one): logits and loss atol 1e-5 + rtol 1e-4; gradients atol 1e-6
+ * + rtol 1e-3 (BatchNorm's backward subtracts nearly equal sums); the SGD step's change
+ * w1 - w0 (= -lr v) atol 1e-8 + rtol 1e-3, which checks lr and momentum handling far below
+ * the size of the weights themselves; running statistics atol 1e-6 + rtol 1e-4. */
+static void golden_small_cnn(void **unused)
+{
+    (void)unused;
+    const struct fm_backend *be = backend_or_skip();
+    struct golden gs[64];
+    size_t ng = load_goldens(FM_TEST_DATA "/goldens/cpu_small_cnn.txt", gs, 64);
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = small_cnn(ctx);
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.seed = 1;
+    o.lr = 0.01;
+    o.momentum = 0.9;
+    void *state = NULL;
+    FM_ASSERT_OK(ctx, be->prepare(ctx, g, &o, &state));
+
+    /* 1. the starting values, bit for bit: the generator is shared, not re-fitted */
+    int n_init = 0;
+    float *before[64] = {NULL};
+    for (size_t i = 0; i < ng; i++) {
+        if (strcmp(gs[i].kind, "init") != 0)
+            continue;
+        fm_tid t = fm_graph_find_tensor(g, gs[i].name);
+        assert_int_not_equal(t, FM_NONE);
+        assert_int_equal(numel(g, t), gs[i].n);
+        before[i] = malloc(sizeof(float) * gs[i].n);
+        FM_ASSERT_OK(ctx, be->read(state, t, false, before[i], gs[i].n));
+        if (memcmp(before[i], gs[i].v, sizeof(float) * gs[i].n) != 0)
+            fail_msg("starting values of '%s' differ from the golden's (fm_init_values and its "
+                     "Python twin disagree)",
+                     gs[i].name);
+        n_init++;
+    }
+    assert_int_equal(n_init, 15);   /* 9 parameters, 4 BatchNorm buffers, input, labels */
+
+    struct fm_step_timing st = {0};
+    assert_int_equal(be->step(state, &st), FM_OK);
+    size_t w;
+    double e;
+
+    /* 2. logits and loss */
+    const struct golden *gl = find_golden(gs, ng, "out", "fc");
+    float logits[20];
+    FM_ASSERT_OK(ctx, be->read(state, node_output(g, "fc"), false, logits, 20));
+    e = excess("logits", logits, gl->v, 20, 1e-5, 1e-4, &w);
+    if (e > 0)
+        fail_msg("logit %zu: %.8g vs PyTorch %.8g", w, logits[w], gl->v[w]);
+    double ref_loss = find_golden(gs, ng, "loss", "loss")->v[0];
+    printf("  loss %.9g, PyTorch %.9g\n", st.loss, ref_loss);
+    if (!(fabs(st.loss - ref_loss) <= 1e-5 + 1e-4 * fabs(ref_loss)))
+        fail_msg("loss %.8g vs PyTorch %.8g", st.loss, ref_loss);
+
+    /* 3. gradients, 4. the step */
+    int n_grad = 0, n_step = 0;
+    for (size_t i = 0; i < ng; i++) {
+        const struct golden *gd = &gs[i];
+        bool grad = strcmp(gd->kind, "grad") == 0, stepped = strcmp(gd->kind, "step") == 0;
+        if (!grad && !stepped)
+            continue;
+        fm_tid t = fm_graph_find_tensor(g, gd->name);
+        assert_int_not_equal(t, FM_NONE);
+        float *v = malloc(sizeof(float) * gd->n);
+        FM_ASSERT_OK(ctx, be->read(state, t, grad, v, gd->n));
+        if (grad) {
+            e = excess(gd->name, v, gd->v, gd->n, 1e-6, 1e-3, &w);
+            if (e > 0)
+                fail_msg("gradient of %s[%zu]: %.8g vs PyTorch %.8g", gd->name, w, v[w],
+                         gd->v[w]);
+            n_grad++;
+        } else {
+            const struct golden *g0 = find_golden(gs, ng, "init", gd->name);
+            float *b0 = before[g0 - gs];
+            bool buffer = strstr(gd->name, "running_") != NULL;
+            float *dv = malloc(sizeof(float) * gd->n), *dref = malloc(sizeof(float) * gd->n);
+            for (size_t k = 0; k < gd->n; k++) {
+                dv[k] = v[k] - b0[k];
+                dref[k] = gd->v[k] - g0->v[k];
+            }
+            e = buffer ? excess(gd->name, v, gd->v, gd->n, 1e-6, 1e-4, &w)
+                       : excess(gd->name, dv, dref, gd->n, 1e-8, 1e-3, &w);
+            if (e > 0)
+                fail_msg("after one step, %s[%zu]: %.8g (change %.4g) vs PyTorch %.8g (change "
+                         "%.4g)",
+                         gd->name, w, v[w], dv[w], gd->v[w], dref[w]);
+            free(dv);
+            free(dref);
+            n_step++;
+        }
+        free(v);
+    }
+    assert_int_equal(n_grad, 9);
+    assert_int_equal(n_step, 13);
+    for (size_t i = 0; i < ng; i++) {
+        free(before[i]);
+        free(gs[i].v);
+    }
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* ---- Dropout, BatchNorm in inference ---- */
+
+static void dropout_mask(void **unused)
+{
+    (void)unused;
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "dropout", &g));
+    fm_tid x = add_param(ctx, g, "x", SHAPE(4, 256));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    fm_tid y = fm_nn_dropout(&nn, "drop", x, 0.5);
+    fm_tid z = fm_nn_linear(&nn, "fc", y, 8, true);
+    add_loss(&nn, z);
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.lr = 0.0;
+    void *state = NULL;
+    FM_ASSERT_OK(ctx, be->prepare(ctx, g, &o, &state));
+    enum { N = 1024 };
+    float xv[N], yv[N], dx[N], dy[N], first[N];
+    int zeros = 0, changed = 0;
+    for (int step = 0; step < 2; step++) {
+        struct fm_step_timing t = {0};
+        assert_int_equal(be->step(state, &t), FM_OK);
+        FM_ASSERT_OK(ctx, be->read(state, x, false, xv, N));
+        FM_ASSERT_OK(ctx, be->read(state, y, false, yv, N));
+        FM_ASSERT_OK(ctx, be->read(state, x, true, dx, N));
+        FM_ASSERT_OK(ctx, be->read(state, y, true, dy, N));
+        for (int i = 0; i < N; i++) {
+            bool kept = yv[i] != 0.0f;
+            /* inverted dropout: kept values and their gradients scaled by 1/(1-p) = 2 */
+            assert_true(!kept || fabsf(yv[i] - 2.0f * xv[i]) <= 1e-6f * fabsf(xv[i]));
+            assert_true(fabsf(dx[i] - (kept ? 2.0f * dy[i] : 0.0f)) <= 1e-6f * fabsf(dy[i]) + 1e-12f);
+            if (step == 0) {
+                zeros += !kept;
+                first[i] = yv[i];
+            } else {
+                changed += (first[i] != 0.0f) != kept;
+            }
+        }
+    }
+    /* 1024 draws at p = 0.5: the count of zeros is within 512 +- 5 standard deviations (16) */
+    assert_in_range(zeros, 512 - 80, 512 + 80);
+    assert_true(changed > 100);   /* a new mask each step */
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+static void batchnorm_inference(void **unused)
+{
+    (void)unused;
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "bn", &g));
+    struct fm_shape s = SHAPE(2, 3, 4, 4);
+    fm_tid x, y;
+    FM_ASSERT_OK(ctx, fm_graph_add_tensor(g, "input", FM_ROLE_INPUT, FM_DTYPE_FP32, &s, &x));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    y = fm_nn_bn(&nn, "bn", x, 1e-3);
+    assert_int_equal(nn.st, FM_OK);
+    FM_ASSERT_OK(ctx, fm_graph_finalize(g));
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.mode = FM_MODE_INFER;
+    void *state = NULL;
+    FM_ASSERT_OK(ctx, be->prepare(ctx, g, &o, &state));
+    float mean[3] = {0.5f, -1.0f, 2.0f}, var[3] = {4.0f, 0.25f, 1.0f};
+    float gamma[3] = {1.0f, 2.0f, -1.0f}, beta[3] = {0.0f, 1.0f, 0.5f};
+    FM_ASSERT_OK(ctx, be->write(state, fm_graph_find_tensor(g, "bn.running_mean"), mean, 3));
+    FM_ASSERT_OK(ctx, be->write(state, fm_graph_find_tensor(g, "bn.running_var"), var, 3));
+    FM_ASSERT_OK(ctx, be->write(state, fm_graph_find_tensor(g, "bn.weight"), gamma, 3));
+    FM_ASSERT_OK(ctx, be->write(state, fm_graph_find_tensor(g, "bn.bias"), beta, 3));
+    struct fm_step_timing t = {0};
+    assert_int_equal(be->step(state, &t), FM_OK);
+    float xv[96], yv[96];
+    FM_ASSERT_OK(ctx, be->read(state, x, false, xv, 96));
+    FM_ASSERT_OK(ctx, be->read(state, y, false, yv, 96));
+    for (int i = 0; i < 96; i++) {
+        int c = (i / 16) % 3;
+        double ref = (xv[i] - mean[c]) / sqrt(var[c] + 1e-3) * gamma[c] + beta[c];
+        assert_true(fabs(yv[i] - ref) <= 1e-5 + 1e-5 * fabs(ref));
+    }
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* ---- refusals ---- */
+
+static void unsupported_op_named(void **unused)
+{
+    (void)unused;
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "ln", &g));
+    struct fm_shape s = SHAPE(2, 8);
+    fm_tid x, y;
+    FM_ASSERT_OK(ctx, fm_graph_add_tensor(g, "input", FM_ROLE_INPUT, FM_DTYPE_FP32, &s, &x));
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.axis = 1;
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_LAYERNORM, "block.norm", &a, &x, 1, NULL, 1, &y));
+    FM_ASSERT_OK(ctx, fm_graph_finalize(g));
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.mode = FM_MODE_INFER;
+    void *state = (void *)&o;
+    assert_int_equal(be->prepare(ctx, g, &o, &state), FM_ERR_UNSUPPORTED);
+    assert_null(state);
+    assert_non_null(strstr(fm_ctx_error(ctx), "block.norm"));
+    assert_non_null(strstr(fm_ctx_error(ctx), "LayerNorm"));
+    /* through the driver: nothing runs, the same message */
+    struct fm_measurement *m = NULL;
+    assert_int_equal(fm_measure(ctx, g, &o, &m), FM_ERR_UNSUPPORTED);
+    assert_null(m);
+    assert_non_null(strstr(fm_ctx_error(ctx), "block.norm"));
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+static void unsupported_precision(void **unused)
+{
+    (void)unused;
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = small_cnn(ctx);
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.precision = FM_PREC_FP16;
+    void *state = NULL;
+    assert_int_equal(be->prepare(ctx, g, &o, &state), FM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fm_ctx_error(ctx), "fp16"));
+    fm_measure_opts_init(&o);
+    o.cuda_graph = true;
+    assert_int_equal(be->prepare(ctx, g, &o, &state), FM_ERR_INVALID);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+static void training_needs_loss(void **unused)
+{
+    (void)unused;
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_zoo_opts zo;
+    fm_zoo_opts_init(&zo);
+    zo.input = SHAPE(3, 32, 32);
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_zoo_build(ctx, "resnet18", &zo, &g));
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    void *state = NULL;
+    assert_int_equal(be->prepare(ctx, g, &o, &state), FM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fm_ctx_error(ctx), "--infer"));
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* ---- a whole network ---- */
+
+static void resnet18_train_step(void **unused)
+{
+    (void)unused;
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_zoo_opts zo;
+    fm_zoo_opts_init(&zo);
+    zo.batch = 2;
+    zo.with_loss = true;
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_zoo_build(ctx, "resnet18", &zo, &g));
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    void *state = NULL;
+    FM_ASSERT_OK(ctx, be->prepare(ctx, g, &o, &state));
+    struct fm_step_timing t = {0};
+    assert_int_equal(be->step(state, &t), FM_OK);
+    /* 1000 classes and small random logits: the first loss is near ln(1000) = 6.91 */
+    if (!(t.loss > 5.0 && t.loss < 9.0))
+        fail_msg("resnet18 first loss %g, expected near ln(1000) = 6.91", t.loss);
+    fm_tid w = fm_graph_find_tensor(g, "conv1.weight");
+    uint64_t n = numel(g, w);
+    float *gw = malloc(sizeof(float) * n);
+    FM_ASSERT_OK(ctx, be->read(state, w, true, gw, n));
+    double norm = 0.0;
+    for (uint64_t i = 0; i < n; i++) {
+        assert_true(isfinite(gw[i]));
+        norm += (double)gw[i] * gw[i];
+    }
+    assert_true(norm > 0.0);
+    free(gw);
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fd_conv_grouped_strided_dilated),
+        cmocka_unit_test(fd_conv_depthwise),
+        cmocka_unit_test(fd_conv_asymmetric),
+        cmocka_unit_test(fd_linear),
+        cmocka_unit_test(fd_batchnorm),
+        cmocka_unit_test(fd_conv_bn_relu),
+        cmocka_unit_test(fd_relu),
+        cmocka_unit_test(fd_leaky_relu),
+        cmocka_unit_test(fd_relu6),
+        cmocka_unit_test(fd_sigmoid),
+        cmocka_unit_test(fd_tanh),
+        cmocka_unit_test(fd_silu),
+        cmocka_unit_test(fd_gelu),
+        cmocka_unit_test(fd_gelu_tanh),
+        cmocka_unit_test(fd_hardswish),
+        cmocka_unit_test(fd_hardsigmoid),
+        cmocka_unit_test(fd_maxpool_ceil),
+        cmocka_unit_test(fd_avgpool_count_pad),
+        cmocka_unit_test(fd_avgpool_ceil),
+        cmocka_unit_test(fd_adaptive_avgpool_uneven),
+        cmocka_unit_test(fd_adaptive_avgpool_even),
+        cmocka_unit_test(fd_global_avgpool),
+        cmocka_unit_test(fd_global_maxpool),
+        cmocka_unit_test(fd_add_broadcast),
+        cmocka_unit_test(fd_add_self),
+        cmocka_unit_test(fd_mul_squeeze_excitation),
+        cmocka_unit_test(fd_mul_same_shape),
+        cmocka_unit_test(fd_two_users),
+        cmocka_unit_test(fd_concat_plain),
+        cmocka_unit_test(fd_concat_blocked),
+        cmocka_unit_test(fd_flatten_linear),
+        cmocka_unit_test(golden_small_cnn),
+        cmocka_unit_test(dropout_mask),
+        cmocka_unit_test(batchnorm_inference),
+        cmocka_unit_test(unsupported_op_named),
+        cmocka_unit_test(unsupported_precision),
+        cmocka_unit_test(training_needs_loss),
+        cmocka_unit_test(resnet18_train_step),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
