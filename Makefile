@@ -30,8 +30,19 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: count ResNet-50, place it on a roofline and predict its training time. The
+# device is the A100 SXM 80GB: the most common training GPU in published benchmarks, and one
+# with TF32 tensor cores, so PyTorch's default (TF32 convolutions, FP32 matmuls) shows two
+# ceilings at once. Batch 64 and ImageNet-1k (1,281,167 images, 90 epochs) as in the classic
+# ResNet-50 training recipe.
+RUN_DEVICE ?= a100
 run: build
 	./$(BUILD)/flopmeter count resnet50
+	@echo
+	./$(BUILD)/flopmeter roofline resnet50 --device $(RUN_DEVICE) --batch 64 --precision torch-default --summary
+	@echo
+	./$(BUILD)/flopmeter predict resnet50 --device $(RUN_DEVICE) --batch 64 --precision torch-default --summary \
+	    --dataset-size 1281167 --epochs 90
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

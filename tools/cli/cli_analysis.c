@@ -120,6 +120,8 @@ const char *cli_time(double s, char *buf)
         snprintf(buf, 32, "inf");
     else if (a == 0)
         snprintf(buf, 32, "0 s");
+    else if (a < 1e-6)
+        snprintf(buf, 32, "%.3g ns", s * 1e9);
     else if (a < 1e-3)
         snprintf(buf, 32, "%.3g us", s * 1e6);
     else if (a < 1.0)

@@ -79,7 +79,7 @@ static void table_row(const char *idx, const char *name, const char *op, const c
                       const char *phase, const struct fm_phase_time *t)
 {
     char b[5][32];
-    printf("  %4s  %-26.26s %-14.14s %-12.12s %-10s %9s %9s %8.1f %9s %10s %6.1f%%  %s\n", idx,
+    printf("  %4s  %-26.26s %-14.14s %-12.12s %-10s %9s %9s %8.3g %9s %10s %6.1f%%  %s\n", idx,
            name, op, cls, phase, cli_si(t->flops, b[0]), cli_si(t->bytes, b[1]), t->intensity,
            cli_si(t->peak, b[2]), cli_si(t->attainable, b[3]),
            t->peak > 0 ? 100.0 * t->attainable / t->peak : 0.0, bound_word(t));
@@ -139,7 +139,7 @@ static void print_table(const struct fm_graph *g, const struct cli_model_opts *m
         if (t->flops <= 0 && t->bytes <= 0)
             continue;
         char b[4][32];
-        printf("  %-10s %9s %9s %8.1f %9s %10s %7.1f %6.1f%%  %s\n",
+        printf("  %-10s %9s %9s %8.3g %9s %10s %7.1f %6.1f%%  %s\n",
                ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "network", cli_si(t->flops, b[0]),
                cli_si(t->bytes, b[1]), t->intensity, cli_si(t->peak, b[2]),
                cli_si(t->attainable, b[3]), t->ridge,
