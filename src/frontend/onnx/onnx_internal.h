@@ -101,11 +101,12 @@ enum fm_status ox_node_error(struct ox *ox, const Onnx__NodeProto *node, enum fm
 
 /* ONNX element type -> flopmeter dtype; false for strings, complex and unknown types. */
 bool ox_dtype(int32_t elem_type, enum fm_dtype *out);
-/* Reads the contents of a small tensor (at most OX_FOLD_MAX elements, integer, bool or float,
- * stored in the file): val->known is false when it is larger, external or empty of data. A
- * payload whose size disagrees with dims is an error naming the tensor. */
+/* Checks a tensor's payload size against its dims (an error naming the tensor) and, when
+ * values is set, reads its contents if small (at most OX_FOLD_MAX elements, integer, bool or
+ * float, stored in the file); val->known is false otherwise. Callers never ask for the values
+ * of weights. */
 enum fm_status ox_tensor_read(struct ox *ox, const Onnx__TensorProto *t, const char *what,
-                              struct ox_val *val);
+                              bool values, struct ox_val *val);
 /* Evaluates node on constant inputs when its result is small: *done says whether it did (its
  * outputs are then constants with values). */
 enum fm_status ox_fold(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in, int n_in,

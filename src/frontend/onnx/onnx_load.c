@@ -254,30 +254,78 @@ static uint64_t dims_numel(const int64_t *dims, size_t n)
     return e;
 }
 
-/* Strongest role over every use; an Identity passes the question on to its readers. */
+/* Ops that hand a tensor on unchanged in kind (a slice of a position table is still a weight):
+ * the question passes to their readers. */
+static bool passes_on(const Onnx__NodeProto *n, int32_t slot)
+{
+    static const char *const ops[] = {"Identity", "Slice", "Reshape", "Transpose", "Squeeze",
+                                      "Unsqueeze", "Expand", "Tile", "Flatten", "Split",
+                                      "Cast"};
+    if (is_op(n, "Concat"))
+        return true;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        if (is_op(n, ops[i]))
+            return slot == 0;
+    }
+    return false;
+}
+
+/* Readers that make a float tensor something no gradient flows through: a mask or a shape. */
+static bool ends_gradient(const Onnx__NodeProto *n, int32_t slot)
+{
+    static const char *const ops[] = {"Equal", "Less", "Greater", "LessOrEqual",
+                                      "GreaterOrEqual", "Not", "And", "Or", "Xor", "Shape",
+                                      "Size", "ArgMax", "ArgMin", "NonZero"};
+    if (is_op(n, "Where"))
+        return slot == 0;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        if (is_op(n, ops[i]))
+            return true;
+    }
+    return false;
+}
+
+static bool casts_to_float(const Onnx__NodeProto *n)
+{
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->attribute[i];
+        enum fm_dtype dt;
+        if (a->name && !strcmp(a->name, "to"))
+            return ox_dtype((int32_t)a->i, &dt) && fm_dtype_is_float(dt);
+    }
+    return false;
+}
+
+/* Strongest role over every use (PARAM beats BUFFER beats CONST), following tensors through
+ * ops that pass them on. */
 static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, int depth)
 {
     if (e->role_done)
         return e->role;
+    e->role_done = true;   /* also stops a cycle */
+    e->role = FM_ROLE_CONST;
     int best = FM_ROLE_CONST;
     for (uint32_t u = 0; u < e->uses; u++) {
         const struct ox_use *use = &ox->uses[e->first_use + u];
         const Onnx__NodeProto *n = ox->gp->node[use->node];
-        int r;
-        if (is_op(n, "Identity") && depth < 16 && n->n_output > 0) {
-            struct ox_name *o = ox_name_find(ox, n->output[0]);
-            r = o ? (int)name_role(ox, o, numel, depth + 1) : FM_ROLE_CONST;
-        } else {
-            r = slot_role(n, use->slot);
-            if (r == SLOT_DEPENDS)
-                r = numel > 1 ? FM_ROLE_PARAM : FM_ROLE_CONST;
+        int r = slot_role(n, use->slot);
+        if (ends_gradient(n, use->slot) || (is_op(n, "Cast") && !casts_to_float(n))) {
+            r = FM_ROLE_CONST;
+        } else if (passes_on(n, use->slot) && depth < 16) {
+            r = FM_ROLE_CONST;
+            for (size_t o = 0; o < n->n_output; o++) {
+                struct ox_name *out = ox_name_find(ox, n->output[o]);
+                int ro = out ? (int)name_role(ox, out, numel, depth + 1) : FM_ROLE_CONST;
+                if (ro == FM_ROLE_PARAM || (ro == FM_ROLE_BUFFER && r == FM_ROLE_CONST))
+                    r = ro;
+            }
+        } else if (r == SLOT_DEPENDS) {
+            r = numel > 1 ? FM_ROLE_PARAM : FM_ROLE_CONST;
         }
-        /* PARAM beats BUFFER beats CONST */
         if (r == FM_ROLE_PARAM || (r == FM_ROLE_BUFFER && best == FM_ROLE_CONST))
             best = r;
     }
     e->role = (enum fm_role)best;
-    e->role_done = true;
     return e->role;
 }
 
@@ -363,12 +411,13 @@ static enum fm_status init_tensor(struct ox *ox, struct ox_name *e)
         e->empty = true;
         return FM_OK;
     }
-    struct ox_val v = {0};
-    st = ox_tensor_read(ox, t, e->name, &v);
-    if (st)
-        return st;
     enum fm_role role = fm_dtype_is_float(dtype) ? name_role(ox, e, dims_numel(t->dims, t->n_dims), 0)
                                                  : FM_ROLE_CONST;
+    /* weights are never read: only constants that shapes or attributes may depend on */
+    struct ox_val v = {0};
+    st = ox_tensor_read(ox, t, e->name, role == FM_ROLE_CONST, &v);
+    if (st)
+        return st;
     return ox_const_tensor(ox, NULL, e->name, role, dtype, &shape, &v, &e->tid);
 }
 
@@ -911,13 +960,13 @@ static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
         e->empty = true;
         return FM_OK;
     }
-    struct ox_val v;
-    st = ox_tensor_read(ox, t, e->name, &v);
-    if (st)
-        return st;
     enum fm_role role = fm_dtype_is_float(dtype)
                             ? name_role(ox, e, dims_numel(t->dims, t->n_dims), 0)
                             : FM_ROLE_CONST;
+    struct ox_val v;
+    st = ox_tensor_read(ox, t, e->name, role == FM_ROLE_CONST, &v);
+    if (st)
+        return st;
     return ox_const_tensor(ox, node, e->name, role, dtype, &shape, &v, &e->tid);
 }
 

@@ -140,7 +140,7 @@ static size_t typed_count(const Onnx__TensorProto *t)
 }
 
 enum fm_status ox_tensor_read(struct ox *ox, const Onnx__TensorProto *t, const char *what,
-                              struct ox_val *val)
+                              bool values, struct ox_val *val)
 {
     memset(val, 0, sizeof(*val));
     uint64_t n = 1;
@@ -165,7 +165,7 @@ enum fm_status ox_tensor_read(struct ox *ox, const Onnx__TensorProto *t, const c
             return fm_error(ox->ctx, FM_ERR_PARSE, "%s: tensor '%s': %zu values stored, its dims "
                             "say %llu", ox->src, what, have, (unsigned long long)n);
     }
-    if (n > OX_FOLD_MAX || !es)
+    if (!values || n > OX_FOLD_MAX || !es)
         return FM_OK;
     val->is_float = is_float_type(t->data_type);
     val->n = n;
@@ -951,7 +951,7 @@ static enum fm_status fold_constant_of_shape(struct fold *f)
     if (a && a->t) {
         if (!ox_dtype(a->t->data_type, &dt))
             return FOLD_NO;
-        enum fm_status st = ox_tensor_read(f->ox, a->t, "value", &v);
+        enum fm_status st = ox_tensor_read(f->ox, a->t, "value", true, &v);
         if (st)
             return st;
         if (!v.known || v.n != 1)
