@@ -49,6 +49,13 @@ enum fm_status fm_backend_for(struct fm_ctx *ctx, const char *device,
 /* The GPU probe lives with the CUDA backend; FM_ERR_UNSUPPORTED without one. */
 enum fm_status fm_probe_cuda(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
                              struct fm_probe_result *out);
+/* The device-table entry of a GPU by the name CUDA reports ("NVIDIA H100 80GB HBM3"): the
+ * entry one of whose names or aliases has all its words in that name, the most words winning
+ * (so "h100-pcie" beats "h100" for "NVIDIA H100 PCIe"). FM_ERR_NOT_FOUND when none fits;
+ * FM_ERR_UNSUPPORTED in a build without the CUDA backend. */
+enum fm_status fm_cuda_match_device(struct fm_ctx *ctx, const struct fm_devices *devs,
+                                    const char *gpu_name, const struct fm_device **out);
+
 /* The CPU probe (src/backend/probe_cpu.c). */
 enum fm_status fm_probe_cpu(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
                             struct fm_probe_result *out);

@@ -2,8 +2,8 @@
  * cu_kern_probe.cu), the GEMM peak per precision through cuBLASLt (8192^3, random operands),
  * and device memory bandwidth (a device-to-device copy and the STREAM triad, bytes read plus
  * written, on buffers 20x the L2 of current GPUs). Each figure is repeated and timed with CUDA
- * events after a warm-up; min, median and max are kept. Datasheet figures (`theory`) are the
- * caller's to fill from the device table. */
+ * events after a warm-up; min, median and max are kept. Datasheet figures (`theory`) come from
+ * the device table entry the GPU's name matches (none: 0, unknown). */
 #include "cu.h"
 
 #include <stdlib.h>
@@ -204,6 +204,22 @@ fail:
     return st;
 }
 
+/* The datasheet next to each measured figure; a GPU the table lacks leaves them 0. */
+static void fill_theory(struct fm_ctx *ctx, struct fm_probe_result *out)
+{
+    struct fm_devices *devs = NULL;
+    const struct fm_device *d = NULL;
+    if (fm_devices_load(ctx, NULL, &devs) == FM_OK &&
+        fm_cuda_match_device(ctx, devs, out->device_name, &d) == FM_OK) {
+        for (int p = 0; p < FM_PREC_COUNT; p++) {
+            out->fma_all[p].theory = d->peak_vector[p];
+            out->gemm[p].theory = fm_device_peak(d, FM_CLASS_MATMUL, (enum fm_precision)p);
+        }
+        out->bw_copy.theory = out->bw_triad.theory = d->mem_bw;
+    }
+    fm_devices_free(devs);   /* a GPU the table lacks is no failure of the probe */
+}
+
 enum fm_status fm_probe_cuda(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
                              struct fm_probe_result *out)
 {
@@ -242,6 +258,7 @@ enum fm_status fm_probe_cuda(struct fm_ctx *ctx, const struct fm_probe_opts *opt
         goto fail;
     if (opts->progress)
         opts->progress(opts->progress_user, "done", 3, 3);
+    fill_theory(ctx, out);
 fail:
     if (sink)
         cudaFree(sink);
