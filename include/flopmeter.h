@@ -911,6 +911,14 @@ struct fm_probe_result {
     struct fm_probe_stat gemm[FM_PREC_COUNT];       /* FLOP/s through the BLAS (GPU: cuBLASLt) */
     struct fm_probe_stat bw_copy, bw_triad;         /* bytes/s, read + written */
     uint64_t working_set_bytes;
+    /* Added with the CPU probe (zero where a probe does not fill them): */
+    char kind[8];                  /* "cpu" or "gpu": set by fm_probe from opts->device */
+    char arch[96];                 /* "AMD family 19h model 11h (Zen 4), AVX-512" */
+    double clock_mhz;              /* the clock the theoretical figures assume */
+    int cores;                     /* physical cores (CPU) the all-thread theory counts */
+    uint64_t mem_bytes;            /* memory size; 0 = unknown */
+    uint64_t cache_bytes;          /* last-level cache; 0 = unknown */
+    char notes[512];               /* how the theoretical figures were derived, and caveats */
 };
 
 struct fm_probe_opts {

@@ -831,6 +831,47 @@ static void resnet18_train_step(void **unused)
     fm_ctx_free(ctx);
 }
 
+/* ---- the measure command ---- */
+
+static void measure_cli(void **unused)
+{
+    (void)unused;
+    backend_or_skip();
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli("measure resnet18 --batch 2 --input 3x32x32 --steps 2 --warmup 1 "
+                          "--peak 1e11 --format json",
+                          &out, &err);
+    if (rc != 0)
+        fail_msg("measure exited %d: %s", rc, err);
+    static const char *const keys[] = {"\"step_ms\"", "\"layers\"", "\"fwd_ms\"",
+                                       "\"bwd_weight_ms\"", "\"utilization\"", "\"loss\"",
+                                       "\"achieved_flops\"", "\"layer1.0.conv1\""};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (!strstr(out, keys[i]))
+            fail_msg("measure --format json lacks %s", keys[i]);
+    free(out);
+    free(err);
+    /* inference with an epoch, CSV: one row per layer, then the step row */
+    rc = test_run_cli("measure mobilenet_v2 --infer --batch 2 --input 3x32x32 --steps 1 "
+                      "--warmup 0 --peak 1e11 --epoch-samples 3 --format csv",
+                      &out, &err);
+    if (rc != 0)
+        fail_msg("measure --infer exited %d: %s", rc, err);
+    assert_non_null(strstr(out, "layer,op,fwd_ms"));
+    assert_non_null(strstr(out, "\nstep,infer,"));
+    free(out);
+    free(err);
+    /* refusals: what the CPU cannot run fails (1), a bad option is a usage error (2) */
+    rc = test_run_cli("measure resnet18 --input 3x32x32 --precision fp16 --peak 1e11", NULL, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "fp32 only"));
+    free(err);
+    assert_int_equal(test_run_cli("measure resnet18 --optimizer adam", NULL, NULL), 2);
+    assert_int_equal(test_run_cli("measure resnet18 --device tpu", NULL, NULL), 2);
+    assert_int_equal(test_run_cli("measure resnet18 --steps 0", NULL, NULL), 2);
+    assert_int_equal(test_run_cli("measure --help", NULL, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -872,6 +913,7 @@ int main(void)
         cmocka_unit_test(unsupported_precision),
         cmocka_unit_test(training_needs_loss),
         cmocka_unit_test(resnet18_train_step),
+        cmocka_unit_test(measure_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
