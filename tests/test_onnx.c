@@ -220,6 +220,13 @@ static void test_symbolic_batch(void **state)
     assert_true(c->class_present[FM_CLASS_EMBEDDING]);
     fm_counts_free(ctx, c);
     fm_graph_free(g);
+    /* the same from the command line */
+    char *out = NULL, *err = NULL;
+    assert_int_equal(test_run_cli("count " DATA "symbolic.onnx --input ids=2x5 --format json",
+                                  &out, &err), 0);
+    assert_non_null(strstr(out, "\"macs\": 1280"));
+    free(out);
+    free(err);
     /* a binding must name an input */
     struct fm_input_binding bad = {"nope", {2, {2, 5}}};
     assert_int_equal(load(ctx, "symbolic.onnx", 0, &bad, 1, &g), FM_ERR_INVALID);

@@ -28,7 +28,11 @@ import torch
 import torchvision
 from torch.onnx import TrainingMode
 
-# Mirrors src/frontend/zoo/zoo.c (name, input size).
+# Mirrors src/frontend/zoo/zoo.c: the names, and the input sizes other than 224 (torchvision's
+# evaluation crops).
+SIZES = {"inception_v3": 299, "efficientnet_b1": 240, "efficientnet_b2": 288,
+         "efficientnet_b3": 300, "efficientnet_b4": 380, "efficientnet_b5": 456,
+         "efficientnet_b6": 528, "efficientnet_b7": 600}
 MODELS = [
     "alexnet", "vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19",
     "vgg19_bn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "wide_resnet50_2",
@@ -50,7 +54,7 @@ def build(name):
         for t in list(model.parameters()) + list(model.buffers()):
             if t.dtype.is_floating_point:
                 t.copy_(torch.rand_like(t) + 0.5)
-    hw = 299 if name == "inception_v3" else 224
+    hw = SIZES.get(name, 224)
     return model, torch.randn(1, 3, hw, hw)
 
 

@@ -190,7 +190,7 @@ static enum fm_status ints_shape(struct fm_shape_call *call, struct fm_shape *ou
 
 static enum fm_status expand_shape(struct fm_shape_call *call)
 {
-    struct fm_shape t;
+    struct fm_shape t = {0};
     enum fm_status st = ints_shape(call, &t);
     if (st)
         return st;
@@ -200,7 +200,7 @@ static enum fm_status expand_shape(struct fm_shape_call *call)
 
 static enum fm_status tile_shape(struct fm_shape_call *call)
 {
-    struct fm_shape r;
+    struct fm_shape r = {0};
     enum fm_status st = ints_shape(call, &r);
     if (st)
         return st;
