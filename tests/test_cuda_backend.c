@@ -188,6 +188,67 @@ static const char *worst_tensor(const struct fm_graph *g, const struct result *a
     return worst;
 }
 
+struct config {
+    enum fm_precision prec;
+    bool nhwc;
+};
+
+/* After a failed comparison: both backends again, every tensor kept (FLOPMETER_CUDA_KEEP), and
+ * the first layers whose outputs, then whose input gradients, part from the CPU's. */
+static void diagnose(const struct fm_graph *g, const struct config *c, double tol)
+{
+    struct fm_ctx *ctx = fm_graph_ctx(g);
+    setenv("FLOPMETER_CUDA_KEEP", "1", 1);
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    void *cs = NULL, *gs = NULL;
+    const struct fm_backend *cpu = fm_backend_cpu(), *gpu = fm_backend_cuda();
+    o.device = "cpu";
+    enum fm_status st = cpu->prepare(ctx, g, &o, &cs);
+    o.device = "cuda";
+    o.precision = c->prec;
+    o.channels_last = c->nhwc;
+    if (!st)
+        st = gpu->prepare(ctx, g, &o, &gs);
+    struct fm_step_timing t = {0};
+    if (!st)
+        st = cpu->step(cs, &t);
+    if (!st)
+        st = gpu->step(gs, &t);
+    const fm_nid *topo = fm_graph_topo_order(g);
+    for (int grad = 0; grad < 2 && !st; grad++) {
+        int shown = 0;
+        for (size_t k = 0; k < fm_graph_node_count(g) && shown < 4; k++) {
+            size_t i = grad ? fm_graph_node_count(g) - 1 - k : k;
+            const struct fm_node *n = fm_graph_node(g, topo[i]);
+            fm_tid id = grad ? n->in[0] : n->out[0];
+            if (id == FM_NONE || (grad && !fm_graph_needs_grad(g, id)))
+                continue;
+            uint64_t num = numel_of(g, id);
+            float *a = malloc(sizeof(float) * num), *b = malloc(sizeof(float) * num);
+            if (cpu->read(cs, id, grad, a, num) == FM_OK && gpu->read(gs, id, grad, b, num) == FM_OK) {
+                double e = rel_err(b, a, num), big = 0.0;
+                for (uint64_t j = 0; j < num; j++)
+                    big = fabs(a[j]) > big ? fabs(a[j]) : big;
+                if (e > tol) {
+                    printf("    %s of layer %s (%s): rel.err %.2e, max |cpu| %.3g\n",
+                           grad ? "input gradient" : "output", n->name, n->op_name, e, big);
+                    shown++;
+                }
+            }
+            free(a);
+            free(b);
+        }
+    }
+    if (st)
+        printf("    diagnosis failed: %s\n", fm_ctx_error(ctx));
+    if (gs)
+        gpu->release(gs);
+    if (cs)
+        cpu->release(cs);
+    unsetenv("FLOPMETER_CUDA_KEEP");
+}
+
 static double tolerance(enum fm_precision p)
 {
     switch (p) {
@@ -196,11 +257,6 @@ static double tolerance(enum fm_precision p)
     default: return 1e-2;
     }
 }
-
-struct config {
-    enum fm_precision prec;
-    bool nhwc;
-};
 
 /* The CPU in fp32 is the reference; each CUDA configuration must match it within its
  * precision's tolerance, and its own update must be -lr times its own gradient. */
@@ -257,6 +313,8 @@ static void compare_with_cpu(struct fm_graph *g, const struct config *cfgs, size
                fm_graph_name(g), fm_precision_name(cfgs[c].prec), cfgs[c].nhwc ? "NHWC" : "NCHW",
                r.loss, ref.loss, e_loss, e_logits, e_grads, worst, e_worst, e_update, tol,
                pass ? "ok" : "FAIL");
+        if (!pass)
+            diagnose(g, &cfgs[c], tol);
         ok = ok && pass;
         result_free(&r);
     }
@@ -284,7 +342,7 @@ static void test_resnet18_matches_cpu(void **state)
 {
     (void)state;
     struct fm_ctx *ctx = test_ctx();
-    compare_with_cpu(zoo(ctx, "resnet18", 4, 64), all_configs, N_ALL);
+    compare_with_cpu(zoo(ctx, "resnet18", 8, 128), all_configs, N_ALL);
     fm_ctx_free(ctx);
 }
 
@@ -294,7 +352,7 @@ static void test_mobilenet_v2_matches_cpu(void **state)
     struct fm_ctx *ctx = test_ctx();
     static const struct config c[] = {
         {FM_PREC_FP32, false}, {FM_PREC_FP32, true}, {FM_PREC_FP16, true}, {FM_PREC_BF16, true}};
-    compare_with_cpu(zoo(ctx, "mobilenet_v2", 4, 64), c, sizeof(c) / sizeof(c[0]));
+    compare_with_cpu(zoo(ctx, "mobilenet_v2", 8, 128), c, sizeof(c) / sizeof(c[0]));
     fm_ctx_free(ctx);
 }
 
@@ -304,7 +362,7 @@ static void test_efficientnet_b0_matches_cpu(void **state)
     struct fm_ctx *ctx = test_ctx();
     static const struct config c[] = {
         {FM_PREC_FP32, true}, {FM_PREC_TF32, true}, {FM_PREC_BF16, true}, {FM_PREC_FP16, false}};
-    compare_with_cpu(zoo(ctx, "efficientnet_b0", 4, 64), c, sizeof(c) / sizeof(c[0]));
+    compare_with_cpu(zoo(ctx, "efficientnet_b0", 8, 128), c, sizeof(c) / sizeof(c[0]));
     fm_ctx_free(ctx);
 }
 

@@ -54,8 +54,9 @@ while [ $# -gt 0 ]; do
         ;;
     smoke)
         shift
-        $BIN/gpu_bench train resnet50 64 fp16 nhwc 0,1 5 10 | tee -a "$OUT/smoke.jsonl" | cut -c1-300
-        python3 bench/gpu/torch_bench.py train resnet50 64 fp16 nhwc 5 10 | tee -a "$OUT/smoke.jsonl" | cut -c1-300
+        FLOPMETER_CUDA_HOST_PROFILE=1 $BIN/gpu_bench train resnet50 64 fp16 nhwc 0 5 10 \
+            2> "$OUT/hostprof.txt" | tee -a "$OUT/smoke.jsonl" | cut -c1-200
+        cat "$OUT/hostprof.txt"
         ;;
     bench)
         models=$2 batches=$3 precs=$4 layouts=$5

@@ -67,6 +67,12 @@ out:
     fm_devices_free(devs);
 }
 
+static void log_stderr(void *user, const char *msg)
+{
+    (void)user;
+    fprintf(stderr, "%s\n", msg);
+}
+
 static int train(char **argv, int argc)
 {
     char *models[16], *batches[8], *precs[8], *layouts[4], *graphs[4];
@@ -77,6 +83,7 @@ static int train(char **argv, int argc)
     struct fm_ctx *ctx = NULL;
     if (fm_ctx_new(NULL, &ctx))
         return 1;
+    fm_ctx_set_log(ctx, log_stderr, NULL);
     for (int im = 0; im < nm; im++)
     for (int ib = 0; ib < nb; ib++)
     for (int ip = 0; ip < np; ip++)

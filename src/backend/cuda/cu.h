@@ -152,6 +152,10 @@ struct cu_state {
     float loss_scale;           /* fp16: a static loss scale; 1 otherwise */
     bool keep_all;              /* FLOPMETER_CUDA_KEEP=1: no memory reuse (tests) */
     const char *where;          /* the layer and phase in progress, for error messages */
+    bool host_prof;             /* FLOPMETER_CUDA_HOST_PROFILE=1: host time per op kind, logged
+                                   (fm_log) at release: where a step spends its launch time */
+    double host_us[FM_OP_COUNT];
+    unsigned long host_calls[FM_OP_COUNT];
 
     size_t n_tensors, n_nodes;
     struct cu_tensor *tensors;

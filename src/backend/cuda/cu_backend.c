@@ -9,6 +9,7 @@
 #include <nvtx3/nvToolsExt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* fp16 gradients underflow without a loss scale; PyTorch's GradScaler adapts one each step.
  * A fixed 2^10 keeps the small gradients of these networks in range without overflowing the
@@ -638,6 +639,16 @@ static enum fm_status oom_advice(struct cu_state *s, enum fm_status st)
  * the backend interface
  * ------------------------------------------------------------------------------------------ */
 
+static void log_host_profile(struct cu_state *s)
+{
+    for (int op = 0; op < FM_OP_COUNT; op++) {
+        if (s->host_calls[op])
+            fm_log(s->ctx, "cuda host time: %-14s %6lu calls %9.1f us total %7.2f us/call",
+                   fm_op_name((enum fm_op)op), s->host_calls[op], s->host_us[op],
+                   s->host_us[op] / (double)s->host_calls[op]);
+    }
+}
+
 static void cuda_release(void *state)
 {
     struct cu_state *s = state;
@@ -645,6 +656,8 @@ static void cuda_release(void *state)
         return;
     if (s->stream)
         cudaStreamSynchronize(s->stream);
+    if (s->host_prof)
+        log_host_profile(s);
     for (size_t i = 0; s->nodes && i < s->n_nodes; i++) {
         struct cu_node *n = &s->nodes[i];
         if (n->op && n->op->release)
@@ -696,6 +709,8 @@ static enum fm_status cuda_prepare(struct fm_ctx *ctx, const struct fm_graph *g,
     s->train = opts->mode == FM_MODE_TRAIN;
     const char *keep = getenv("FLOPMETER_CUDA_KEEP");
     s->keep_all = keep && keep[0] && strcmp(keep, "0") != 0;
+    const char *prof = getenv("FLOPMETER_CUDA_HOST_PROFILE");
+    s->host_prof = prof && prof[0] && strcmp(prof, "0") != 0;
     bool device_open = false;
     enum fm_status st = choose_precision(s);
     if (!st)
@@ -728,14 +743,26 @@ static enum fm_status cuda_prepare(struct fm_ctx *ctx, const struct fm_graph *g,
     return FM_OK;
 }
 
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
 static enum fm_status run_op(struct cu_state *s, struct cu_node *n, int phase,
                              enum fm_status (*fn)(struct cu_state *, struct cu_node *))
 {
+    double t0 = s->host_prof ? now_us() : 0.0;
     s->where = n->label[phase];
     nvtxRangePushA(n->label[phase]);
     enum fm_status st = fn(s, n);
     nvtxRangePop();
     s->where = NULL;
+    if (s->host_prof) {
+        s->host_us[n->node->op] += now_us() - t0;
+        s->host_calls[n->node->op]++;
+    }
     return st;
 }
 

@@ -231,9 +231,14 @@ static enum fm_status conv_bwd_weight(struct cu_state *s, struct cu_node *n)
                                                     p->w, w->grad));
     }
     if (p->b && n->dx[2]) {
-        const float *beta = n->dx_acc[2] ? &one : &zero;
-        CUDNN_RET(s, cudnnConvolutionBackwardBias(s->cudnn, &one, p->y, y->grad, beta, p->b,
-                                                  n->in[2]->grad));
+        /* dB[k] = sum over n, h, w of dY: cuDNN's BackwardBias has no bf16, so the own
+         * reduction, viewing dY as [A][B][C][D] with k at B (NCHW) or D (NHWC) */
+        uint32_t N = (uint32_t)y->dims4[0], K = (uint32_t)y->dims4[1];
+        uint32_t HW = (uint32_t)(y->dims4[2] * y->dims4[3]);
+        struct cuk_bcast bc = y->nhwc ? (struct cuk_bcast){N * HW, 1, 1, K, -1}
+                                      : (struct cuk_bcast){N, K, HW, 1, -1};
+        CU_RET(s, cuk_reduce_sum(y->dt, y->grad, n->in[2]->grad, n->in[2]->grad_dt, bc,
+                                 n->dx_acc[2], s->stream));
     }
     return FM_OK;
 }
