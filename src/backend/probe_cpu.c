@@ -175,11 +175,10 @@ static void detect(struct cpu_info *ci, char *name, size_t name_size)
     uint64_t khz = read_size_file("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
     if (khz > 0) {
         ci->clock_mhz = (double)khz / 1e3;
-        ci->clock_source = "cpufreq cpuinfo_max_freq (the highest boost clock)";
+        ci->clock_source = "cpufreq's maximum";
     } else if (mhz > 0) {
         ci->clock_mhz = mhz;
-        ci->clock_source = "'cpu MHz' of /proc/cpuinfo (no cpufreq here: a VM or a fixed clock; "
-                           "boost may be higher)";
+        ci->clock_source = "/proc/cpuinfo, no cpufreq";
     }
     ci->llc_bytes = read_size_file("/sys/devices/system/cpu/cpu0/cache/index3/size");
     if (!ci->llc_bytes)
@@ -533,6 +532,81 @@ out:
     return st;
 }
 
+/* ---- the clock the cores run at: a chain of dependent integer adds retires one add per
+ * cycle (every x86 core since the Pentium Pro), so adds per second = cycles per second. It is
+ * measured because a VM shows no cpufreq and its 'cpu MHz' is the nominal clock, and because
+ * with every core busy the boost clock is lower than with one. (Intel parts may lower the clock
+ * further for AVX-512 code: there the FMA figures can stay below this theory.) ---- */
+
+#ifdef FM_X86
+#define ADD4 "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+static double add_chain_ghz(uint64_t iters)
+{
+    uint64_t x = 0;
+    double t0 = now_s();
+    for (uint64_t i = 0; i < iters; i++)
+        __asm__ volatile(ADD4 ADD4 ADD4 ADD4 : "+r"(x));
+    double t = now_s() - t0;
+    return t > 0 && x == 16 * iters ? 16.0 * (double)iters / t / 1e9 : 0.0;
+}
+#undef ADD4
+
+struct clock_job {
+    uint64_t iters;
+    double ghz[1024];
+};
+
+static void clock_work(void *arg, int i)
+{
+    struct clock_job *j = arg;
+    j->ghz[i] = add_chain_ghz(j->iters);
+}
+#endif
+
+/* Clock in MHz of one thread alone (all = false) or the mean over threads running at once:
+ * the highest of the repetitions, since other processes can only slow the chain down; 0 where
+ * it cannot be measured. */
+static double measure_clock(struct fm_ctx *ctx, const struct cpu_info *ci, int threads, int reps,
+                            bool all)
+{
+    double mhz = 0;
+#ifdef FM_X86
+    struct clock_job *j = fm_alloc(ctx, sizeof(*j));
+    double *v = fm_alloc(ctx, sizeof(double) * (size_t)reps);
+    if (!j || !v)
+        goto out;
+    j->iters = 1u << 16;
+    while (j->iters < (1ull << 34)) {   /* about 20 ms per run */
+        double t0 = now_s();
+        add_chain_ghz(j->iters);
+        if (now_s() - t0 > 0.02)
+            break;
+        j->iters *= 2;
+    }
+    int n = all ? threads : 1;
+    for (int r = 0; r < reps; r++) {
+        if (run_threads(ci, n, clock_work, j) <= 0)
+            goto out;
+        double sum = 0;
+        for (int i = 0; i < n; i++)
+            sum += j->ghz[i];
+        v[r] = sum / n * 1e3;
+    }
+    qsort(v, (size_t)reps, sizeof(double), cmp_double);
+    mhz = v[reps - 1];
+out:
+    fm_dealloc(ctx, j);
+    fm_dealloc(ctx, v);
+#else
+    (void)ctx;
+    (void)ci;
+    (void)threads;
+    (void)reps;
+    (void)all;
+#endif
+    return mhz;
+}
+
 /* ---- memory bandwidth: STREAM's copy (a = b) and triad (a = b + s c) over doubles. Bytes
  * counted are those the loop reads and writes (16 per element for copy, 24 for triad); the
  * write-allocate read of a, which a cache adds, is not counted, as in STREAM. ---- */
@@ -650,7 +724,6 @@ enum fm_status fm_probe_cpu(struct fm_ctx *ctx, const struct fm_probe_opts *opts
     double rep_s = seconds / reps < 0.01 ? 0.01 : seconds / reps;
     out->threads = threads;
     out->cores = ci->cores;
-    out->clock_mhz = ci->clock_mhz;
     out->mem_bytes = ci->mem_bytes;
     out->cache_bytes = ci->llc_bytes;
     snprintf(out->kind, sizeof(out->kind), "cpu");
@@ -662,20 +735,14 @@ enum fm_status fm_probe_cpu(struct fm_ctx *ctx, const struct fm_probe_opts *opts
     static const enum fm_precision precs[] = {FM_PREC_FP32, FM_PREC_FP64, FM_PREC_BF16};
     char why[160];
     double f32 = fp32_per_cycle(ci, why, sizeof(why));
-    /* the vector width actually used caps the figure (a CPU without AVX-512 use) */
     if (ci->isa == ISA_GENERIC)
         f32 = 0;
     int used_cores = threads < ci->cores ? threads : ci->cores;
     int total = 2 * 3 + 1, step = 0;
     enum fm_status st = FM_OK;
+    double clock_1t = 0, clock_all = 0;
     for (size_t i = 0; i < sizeof(precs) / sizeof(precs[0]) && !st; i++) {
         enum fm_precision p = precs[i];
-        struct kernel k = kernel_for(ci, p);
-        double per_cycle = p == FM_PREC_FP32 ? f32 : p == FM_PREC_FP64 ? f32 / 2 : 2 * f32;
-        if (k.fn && ci->clock_mhz > 0 && per_cycle > 0) {
-            out->fma_1t[p].theory = per_cycle * ci->clock_mhz * 1e6;
-            out->fma_all[p].theory = out->fma_1t[p].theory * used_cores;
-        }
         for (int all = 0; all < 2 && !st; all++) {
             if (opts->progress) {
                 char what[64];
@@ -686,6 +753,23 @@ enum fm_status fm_probe_cpu(struct fm_ctx *ctx, const struct fm_probe_opts *opts
             step++;
             st = probe_fma(ctx, ci, threads, reps, rep_s, p, all,
                            all ? &out->fma_all[p] : &out->fma_1t[p]);
+            /* the clock right after the first busy runs, one thread and then all of them */
+            if (!st && p == FM_PREC_FP32)
+                *(all ? &clock_all : &clock_1t) = measure_clock(ctx, ci, threads, reps, all);
+        }
+    }
+    /* Theory from the single-thread clock (the nominal one where it could not be measured) on
+     * every core: what the hardware can do. The clock seen with all threads at once is only
+     * reported: it drops when other processes share the cores, which is no property of the
+     * CPU, and with a lower all-core boost. */
+    double c1 = clock_1t > 0 ? clock_1t : ci->clock_mhz;
+    out->clock_mhz = c1;
+    for (size_t i = 0; i < sizeof(precs) / sizeof(precs[0]); i++) {
+        enum fm_precision p = precs[i];
+        double per_cycle = p == FM_PREC_FP32 ? f32 : p == FM_PREC_FP64 ? f32 / 2 : 2 * f32;
+        if (kernel_for(ci, p).fn && per_cycle > 0 && c1 > 0) {
+            out->fma_1t[p].theory = per_cycle * c1 * 1e6;
+            out->fma_all[p].theory = per_cycle * c1 * 1e6 * used_cores;
         }
     }
     if (!st && opts->progress)
@@ -695,12 +779,12 @@ enum fm_status fm_probe_cpu(struct fm_ctx *ctx, const struct fm_probe_opts *opts
     if (!st && opts->progress)
         opts->progress(opts->progress_user, "done", total, total);
     snprintf(out->notes, sizeof(out->notes),
-             "theory = FLOP/cycle/core x clock x cores; %s: fp32 %.0f FLOP/cycle/core, fp64 "
-             "half, bf16 (vdpbf16ps) double; clock %.0f MHz from %s; %d physical cores for %d "
-             "threads. Memory bandwidth has no theoretical figure (DIMM population is not "
-             "readable without root).",
-             why, f32, ci->clock_mhz, ci->clock_source ? ci->clock_source : "nowhere (unknown)",
-             ci->cores, threads);
+             "theory = FLOP/cycle/core x clock x cores. %.100s: fp32 %.0f FLOP/cycle/core, fp64 "
+             "half, bf16 double. Clock of a dependent-add chain: %.0f MHz on one thread (used), "
+             "%.0f MHz per thread with %d at once (the OS says %.0f MHz, %s). %d cores for %d "
+             "threads. No bandwidth theory (DIMMs are not readable without root).",
+             why, f32, clock_1t, clock_all, threads, ci->clock_mhz,
+             ci->clock_source ? ci->clock_source : "nowhere", ci->cores, threads);
     fm_dealloc(ctx, ci);
     return st;
 }

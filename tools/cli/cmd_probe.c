@@ -101,7 +101,7 @@ static void print_table(const struct fm_probe_result *r, const struct row *rows,
                r->cache_bytes ? ", last-level cache " : "",
                r->cache_bytes ? cli_bytes((double)r->cache_bytes, b[1]) : "");
     if (r->notes[0])
-        printf("theory: %s\n", r->notes);
+        printf("how: %s\n", r->notes);
 }
 
 static void print_csv(const struct row *rows, int n)

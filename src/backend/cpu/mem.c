@@ -481,6 +481,53 @@ enum fm_status fm_cpu_sink_end(struct fm_cpu *s, struct fm_cpu_sink *sk)
     return fm_cpu_sink_from(s, sk->node, sk->phase, sk->tensor, sk->tmp);
 }
 
+/* dst = src (add false) or dst += src (add true) in one layout: oneDNN's sum primitive, which
+ * is parallel and vectorized (a reorder between identical layouts, with or without a sum
+ * post-op, runs oneDNN's scalar reference code). In place: dst is also the first source. */
+static enum fm_status sum_into(struct fm_cpu *s, fm_nid node, enum fm_phase phase,
+                               dnnl_memory_t src, dnnl_memory_t dst, bool add)
+{
+    enum fm_status st = GROW(s, s->pds, s->n_pds, s->cap_pds);
+    if (st)
+        return st;
+    dnnl_memory_desc_t mds[2] = {*fm_cpu_mem_md(dst), *fm_cpu_mem_md(src)};
+    const float scales[2] = {1.0f, 1.0f};
+    dnnl_primitive_desc_t pd = NULL;
+    int n = add ? 2 : 1;
+    FM_DNNL_TRY(s, dnnl_sum_primitive_desc_create(&pd, &mds[0], n, scales, add ? mds : &mds[1],
+                                                  s->attr, s->engine));
+    s->pds[s->n_pds++] = pd;
+    {
+        struct fm_cpu_arg args[3] = {{DNNL_ARG_MULTIPLE_SRC, add ? dst : src},
+                                     {DNNL_ARG_MULTIPLE_SRC + 1, src},
+                                     {DNNL_ARG_DST, dst}};
+        if (!add)
+            args[1] = args[2];
+        st = fm_cpu_add_prim(s, node, phase, pd, args, n + 1);
+    }
+out:
+    return st;
+}
+
+/* dst = src or dst += src, src in any layout of dst's dims. */
+static enum fm_status deliver(struct fm_cpu *s, fm_nid node, enum fm_phase phase,
+                              dnnl_memory_t src, dnnl_memory_t dst, bool add)
+{
+    const dnnl_memory_desc_t *smd = fm_cpu_mem_md(src), *dmd = fm_cpu_mem_md(dst);
+    if (fm_cpu_md_equal(smd, dmd))
+        return sum_into(s, node, phase, src, dst, add);
+    if (!add)
+        return fm_cpu_add_reorder(s, node, phase, src, dst, false);
+    /* another layout: reorder into dst's layout, then add there */
+    dnnl_memory_t tmp;
+    enum fm_status st = fm_cpu_mem_scratch(s, dmd, &tmp);
+    if (!st)
+        st = fm_cpu_add_reorder(s, node, phase, src, tmp, false);
+    if (!st)
+        st = sum_into(s, node, phase, tmp, dst, true);
+    return st;
+}
+
 enum fm_status fm_cpu_sink_from(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,
                                 dnnl_memory_t src)
 {
@@ -491,7 +538,7 @@ enum fm_status fm_cpu_sink_from(struct fm_cpu *s, fm_nid node, enum fm_phase pha
     t->grad_planned = true;
     const dnnl_memory_desc_t *smd = fm_cpu_mem_md(src);
     if (same_dims(smd, &t->md))
-        return fm_cpu_add_reorder(s, node, phase, src, t->grad_mem, !first);
+        return deliver(s, node, phase, src, t->grad_mem, !first);
     enum fm_status st = FM_OK;
     dnnl_memory_t plain_src = src, viewed = NULL;
     dnnl_memory_desc_t pmd, vmd;
@@ -505,6 +552,6 @@ enum fm_status fm_cpu_sink_from(struct fm_cpu *s, fm_nid node, enum fm_phase pha
     if (!st)
         st = view_of(s, plain_src, &vmd, &viewed);
     if (!st)
-        st = fm_cpu_add_reorder(s, node, phase, viewed, t->grad_mem, !first);
+        st = deliver(s, node, phase, viewed, t->grad_mem, !first);
     return st;
 }
