@@ -106,7 +106,8 @@ enum fm_status ox_attr_string(struct ox *ox, const Onnx__NodeProto *node, const 
         return st;
     if (a->s.len >= size)
         return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' is too long", name);
-    memcpy(buf, a->s.data, a->s.len);
+    if (a->s.len)   /* an empty string has no data pointer: memcpy(buf, NULL, 0) is UB */
+        memcpy(buf, a->s.data, a->s.len);
     buf[a->s.len] = '\0';
     return FM_OK;
 }
