@@ -116,11 +116,15 @@ static enum fm_status node_cost(struct fm_ctx *ctx, const struct fm_graph *g, fm
             uint64_t ne;
             if (fm_shape_numel(&t->shape, &ne) != FM_OK)
                 return fm_error(ctx, FM_ERR_OVERFLOW, "layer '%s': parameter too large", n->name);
-            out->params += ne;
+            out->params = fm_cadd(&call.ovf, out->params, ne);
             if (t->trainable)
-                out->trainable_params += ne;
+                out->trainable_params = fm_cadd(&call.ovf, out->trainable_params, ne);
         }
     }
+    if (call.ovf)
+        return fm_error(ctx, FM_ERR_OVERFLOW,
+                        "layer '%s' (%s): its parameter count does not fit in 64 bits", n->name,
+                        n->op_name);
     if (saved_in)
         *saved_in = call.saved_in_mask;
     if (saved_out)

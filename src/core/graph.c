@@ -298,6 +298,10 @@ static enum fm_status node_new(struct fm_graph *g, enum fm_op op, const char *na
     if (n_out < 1 || n_out > FM_MAX_IO || (d->n_out && n_out != d->n_out))
         return fm_error(ctx, FM_ERR_GRAPH, "node '%s' (%s): %d outputs given, %d expected", name,
                         d->name, n_out, d->n_out);
+    /* rules index attrs.ints by nints: a count outside the array would read past it */
+    if (attrs && (attrs->nints < 0 || attrs->nints > FM_MAX_INTS))
+        return fm_error(ctx, FM_ERR_INVALID, "node '%s' (%s): %d integer attributes; 0 to %d fit",
+                        name, d->name, attrs->nints, FM_MAX_INTS);
     for (int i = 0; i < n_in; i++) {
         if (inputs[i] == FM_NONE) {
             if (i < d->min_in)

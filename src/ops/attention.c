@@ -64,7 +64,8 @@ static enum fm_status attention_cost(struct fm_cost_call *call)
     if (gv) {
         enum fm_phase ph = fm_cost_grad_phase(call, 2);
         fm_cost_add(call, ph, FM_PRIM_MAC, mac_av);
-        fm_cost_read(call, ph, ba + bo);
+        fm_cost_read(call, ph, ba);
+        fm_cost_read(call, ph, bo);
         fm_cost_write(call, ph, fm_cost_bytes(call, call->in[2]));
     }
     if (gq || gk) {
@@ -72,7 +73,9 @@ static enum fm_status attention_cost(struct fm_cost_call *call)
         fm_cost_add(call, ph, FM_PRIM_MAC, mac_av);             /* dA = dO V^T */
         fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 3, p));   /* softmax backward + scale */
         fm_cost_add(call, ph, FM_PRIM_ADD, fm_cadd(o, p, p - rows));
-        fm_cost_read(call, ph, bo + fm_cost_bytes(call, call->in[2]) + ba);
+        fm_cost_read(call, ph, bo);
+        fm_cost_read(call, ph, fm_cost_bytes(call, call->in[2]));
+        fm_cost_read(call, ph, ba);
         if (gq) {
             enum fm_phase phq = fm_cost_grad_phase(call, 0);
             fm_cost_add(call, phq, FM_PRIM_MAC, mac_qk);

@@ -133,15 +133,25 @@ int64_t fm_window_out(int64_t in, int64_t k, int64_t stride, int64_t pad_lo, int
 {
     if (k <= 0 || stride <= 0 || dilation <= 0 || pad_lo < 0 || pad_hi < 0)
         return 0;
-    int64_t span = dilation * (k - 1) + 1;
-    int64_t avail = in + pad_lo + pad_hi - span;
+    /* attributes come from files: every step is checked, never wrapped. A window wider than
+     * 2^63 fits no input (0); padding beyond 2^63 makes an output too large to count, which
+     * the caller's shape check reports as an overflow naming the layer (INT64_MAX). */
+    int64_t span, padded;
+    if (__builtin_mul_overflow(dilation, k - 1, &span) || span == INT64_MAX)
+        return 0;
+    span += 1;
+    if (__builtin_add_overflow(in, pad_lo, &padded) ||
+        __builtin_add_overflow(padded, pad_hi, &padded))
+        return INT64_MAX;
+    int64_t avail = padded - span;
     if (avail < 0)
         return 0;
     int64_t out = avail / stride + 1;
     if (ceil_mode && avail % stride != 0) {
         out += 1;
         /* PyTorch: the last window must start inside the input or left padding */
-        if ((out - 1) * stride >= in + pad_lo)
+        int64_t start;
+        if (__builtin_mul_overflow(out - 1, stride, &start) || start >= in + pad_lo)
             out -= 1;
     }
     return out;

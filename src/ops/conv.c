@@ -60,8 +60,21 @@ static enum fm_status conv_check(struct fm_shape_call *call, bool transposed, in
     if (g <= 0)
         return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (%s): groups must be positive, got %lld",
                         n->name, n->op_name, (long long)g);
+    /* window attributes come from files: reject what no framework accepts, by name */
+    const struct fm_attrs *a = &n->attrs;
+    for (int ax = rank == 4 ? 0 : 1; ax < 2; ax++) {
+        if (a->stride[ax] <= 0 || a->dilation[ax] <= 0 || a->pad[ax] < 0 || a->pad[ax + 2] < 0 ||
+            (transposed && a->output_padding[ax] < 0))
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (%s): strides and dilations must be positive, pads "
+                            "non-negative%s (got stride %lld, dilation %lld, pads %lld/%lld)",
+                            n->name, n->op_name, transposed ? ", output_padding too" : "",
+                            (long long)a->stride[ax], (long long)a->dilation[ax],
+                            (long long)a->pad[ax], (long long)a->pad[ax + 2]);
+    }
+    int64_t wc;   /* channels the weight expects; a product of file values, so checked */
     if (!transposed) {
-        if (x[1] != w[1] * g || w[0] % g != 0)
+        if (__builtin_mul_overflow(w[1], g, &wc) || x[1] != wc || w[0] % g != 0)
             return fm_error(call->ctx, FM_ERR_SHAPE,
                             "layer '%s' (Conv): input has %lld channels but the weight expects "
                             "%lld x %lld groups (and Cout %lld must divide by groups)",
@@ -74,7 +87,12 @@ static enum fm_status conv_check(struct fm_shape_call *call, bool transposed, in
                             "layer '%s' (ConvTranspose): input has %lld channels but the weight "
                             "has %lld (which must divide by %lld groups)",
                             n->name, (long long)x[1], (long long)w[0], (long long)g);
-        *cout = w[1] * g;
+        if (__builtin_mul_overflow(w[1], g, &wc))
+            return fm_error(call->ctx, FM_ERR_OVERFLOW,
+                            "layer '%s' (ConvTranspose): %lld x %lld groups output channels do "
+                            "not fit in 64 bits",
+                            n->name, (long long)w[1], (long long)g);
+        *cout = wc;
     }
     if (n->n_in > 2 && call->in[2]) {
         const struct fm_shape *b = &call->in[2]->shape;
@@ -126,9 +144,22 @@ static enum fm_status conv_transpose_shape(struct fm_shape_call *call)
     y->dims[1] = cout;
     for (int ax = x->rank == 4 ? 0 : 1; ax < 2; ax++) {
         int xi = x->rank - 2 + ax;
-        /* (in-1)*stride - pad_lo - pad_hi + dilation*(k-1) + output_padding + 1 */
-        int64_t o = (x->dims[xi] - 1) * a->stride[ax] - a->pad[ax] - a->pad[ax + 2] +
-                    a->dilation[ax] * (w->dims[xi] - 1) + a->output_padding[ax] + 1;
+        /* (in-1)*stride - pad_lo - pad_hi + dilation*(k-1) + output_padding + 1, from file
+         * values: checked at each step */
+        int64_t o, span;
+        bool ovf = __builtin_mul_overflow(x->dims[xi] - 1, a->stride[ax], &o) ||
+                   __builtin_sub_overflow(o, a->pad[ax], &o) ||
+                   __builtin_sub_overflow(o, a->pad[ax + 2], &o) ||
+                   __builtin_mul_overflow(a->dilation[ax], w->dims[xi] - 1, &span) ||
+                   __builtin_add_overflow(o, span, &o) ||
+                   __builtin_add_overflow(o, a->output_padding[ax], &o) ||
+                   __builtin_add_overflow(o, 1, &o);
+        if (ovf)
+            return fm_error(call->ctx, FM_ERR_OVERFLOW,
+                            "layer '%s' (ConvTranspose): the output %s does not fit in 64 bits "
+                            "(stride %lld, dilation %lld)",
+                            call->node->name, ax ? "width" : "height", (long long)a->stride[ax],
+                            (long long)a->dilation[ax]);
         if (o <= 0)
             return window_error(call, ax ? "width" : "height", x->dims[xi], w->dims[xi]);
         y->dims[xi] = o;
@@ -152,14 +183,14 @@ static void conv_cost_common(struct fm_cost_call *call, uint64_t macs, uint64_t 
     if (call->grad[0]) {   /* dX = convT(dY, W) */
         enum fm_phase ph = fm_cost_grad_phase(call, 0);
         fm_cost_add(call, ph, FM_PRIM_MAC, macs);
-        fm_cost_read(call, ph, by + bw);
+        fm_cost_read(call, ph, fm_cadd(&call->ovf, by, bw));
         fm_cost_write(call, ph, bx);
         call->saved_in_mask |= 1u << 1;
     }
     if (call->grad[1]) {   /* dW = corr(X, dY) */
         enum fm_phase ph = fm_cost_grad_phase(call, 1);
         fm_cost_add(call, ph, FM_PRIM_MAC, macs);
-        fm_cost_read(call, ph, by + bx);
+        fm_cost_read(call, ph, fm_cadd(&call->ovf, by, bx));
         fm_cost_write(call, ph, bw);
         call->saved_in_mask |= 1u << 0;
     }

@@ -27,12 +27,14 @@ static enum fm_status embedding_cost(struct fm_cost_call *call)
 {
     uint64_t e = fm_cost_numel(call, call->out[0]);
     uint64_t by = fm_cost_bytes(call, call->out[0]);
-    fm_cost_read(call, FM_PHASE_FWD, fm_cost_bytes(call, call->in[0]) + by);
+    fm_cost_read(call, FM_PHASE_FWD, fm_cost_bytes(call, call->in[0]));
+    fm_cost_read(call, FM_PHASE_FWD, by);
     fm_cost_write(call, FM_PHASE_FWD, by);
     if (call->grad[1]) {
         enum fm_phase ph = fm_cost_grad_phase(call, 1);
         fm_cost_add(call, ph, FM_PRIM_ADD, e);
-        fm_cost_read(call, ph, by + fm_cost_bytes(call, call->in[0]));
+        fm_cost_read(call, ph, by);
+        fm_cost_read(call, ph, fm_cost_bytes(call, call->in[0]));
         fm_cost_write(call, ph, by);
         call->saved_in_mask |= 1u;
     }

@@ -56,7 +56,8 @@ static void product_cost(struct fm_cost_call *call, uint64_t macs, int ia, int i
             continue;
         enum fm_phase ph = fm_cost_grad_phase(call, i);
         fm_cost_add(call, ph, FM_PRIM_MAC, macs);
-        fm_cost_read(call, ph, by + fm_cost_bytes(call, call->in[other]));
+        fm_cost_read(call, ph, by);
+        fm_cost_read(call, ph, fm_cost_bytes(call, call->in[other]));
         fm_cost_write(call, ph, fm_cost_bytes(call, call->in[i]));
         call->saved_in_mask |= 1ull << other;
         dy_read[ph] = true;

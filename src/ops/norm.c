@@ -95,7 +95,11 @@ static void norm_backward(struct fm_cost_call *call, uint64_t e, uint64_t g, int
             fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 2, e));
         }
         /* dY; X and the statistics only for xhat (dgamma) */
-        fm_cost_read(call, ph, by + (gamma_grad ? bx + call->cost->saved_bytes : 0));
+        fm_cost_read(call, ph, by);
+        if (gamma_grad) {
+            fm_cost_read(call, ph, bx);
+            fm_cost_read(call, ph, call->cost->saved_bytes);
+        }
         if (gamma_grad)
             fm_cost_write(call, ph, fm_cost_bytes(call, call->in[gi]));
         if (beta_grad)
@@ -125,7 +129,9 @@ static void norm_backward(struct fm_cost_call *call, uint64_t e, uint64_t g, int
         fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 3, e));
         fm_cost_add(call, ph, FM_PRIM_ADD, fm_cmul(o, 2, e));
         fm_cost_add(call, ph, FM_PRIM_DIV, g);
-        fm_cost_read(call, ph, by + bx + call->cost->saved_bytes);
+        fm_cost_read(call, ph, by);
+        fm_cost_read(call, ph, bx);
+        fm_cost_read(call, ph, call->cost->saved_bytes);
         fm_cost_write(call, ph, bx);
     }
 }
@@ -155,8 +161,8 @@ static enum fm_status batchnorm_cost(struct fm_cost_call *call)
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, fm_cmul(o, 5, c)); /* running stats */
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cmul(o, 2, c));
         /* the new running statistics are written back */
-        fm_cost_write(call, FM_PHASE_FWD, fm_cost_bytes(call, call->in[3]) +
-                                              fm_cost_bytes(call, call->in[4]));
+        fm_cost_write(call, FM_PHASE_FWD, fm_cost_bytes(call, call->in[3]));
+        fm_cost_write(call, FM_PHASE_FWD, fm_cost_bytes(call, call->in[4]));
         if (norm_any_grad(call)) {
             call->saved_in_mask |= 1u;
             call->cost->saved_bytes = fm_cmul(o, 2 * 4, c);     /* batch mean and istd, fp32 */
@@ -186,12 +192,13 @@ static enum fm_status batchnorm_cost(struct fm_cost_call *call)
                 call->saved_in_mask |= 1u;
             }
             /* dY, and X only for dgamma; only the gradients that exist are written */
-            fm_cost_read(call, FM_PHASE_BWD_WEIGHT,
-                         fm_cost_bytes(call, call->out[0]) +
-                             (call->grad[1] ? fm_cost_bytes(call, call->in[0]) : 0));
-            fm_cost_write(call, FM_PHASE_BWD_WEIGHT,
-                          (call->grad[1] ? fm_cost_bytes(call, call->in[1]) : 0) +
-                              (call->grad[2] ? fm_cost_bytes(call, call->in[2]) : 0));
+            fm_cost_read(call, FM_PHASE_BWD_WEIGHT, fm_cost_bytes(call, call->out[0]));
+            if (call->grad[1]) {
+                fm_cost_read(call, FM_PHASE_BWD_WEIGHT, fm_cost_bytes(call, call->in[0]));
+                fm_cost_write(call, FM_PHASE_BWD_WEIGHT, fm_cost_bytes(call, call->in[1]));
+            }
+            if (call->grad[2])
+                fm_cost_write(call, FM_PHASE_BWD_WEIGHT, fm_cost_bytes(call, call->in[2]));
         }
     }
     return FM_OK;

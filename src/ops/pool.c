@@ -21,7 +21,17 @@ static enum fm_status pool_window_shape(struct fm_shape_call *call)
     bool ceil_mode = a->flags & FM_ATTR_CEIL_MODE;
     struct fm_shape y = *x;
     for (int ax = 0; ax < 2; ax++) {
-        if (a->pad[ax] * 2 > a->kernel[ax] || a->pad[ax + 2] * 2 > a->kernel[ax])
+        if (a->kernel[ax] <= 0 || a->stride[ax] <= 0 || a->dilation[ax] <= 0 || a->pad[ax] < 0 ||
+            a->pad[ax + 2] < 0)
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (%s): kernel, stride and dilation must be positive and "
+                            "pads non-negative (got kernel %lld, stride %lld, dilation %lld, "
+                            "pads %lld/%lld)",
+                            call->node->name, call->node->op_name, (long long)a->kernel[ax],
+                            (long long)a->stride[ax], (long long)a->dilation[ax],
+                            (long long)a->pad[ax], (long long)a->pad[ax + 2]);
+        /* pad > kernel/2 rather than 2*pad > kernel: pads come from files and may be huge */
+        if (a->pad[ax] > a->kernel[ax] / 2 || a->pad[ax + 2] > a->kernel[ax] / 2)
             return fm_error(call->ctx, FM_ERR_SHAPE,
                             "layer '%s' (%s): padding must be at most half the kernel",
                             call->node->name, call->node->op_name);
@@ -98,16 +108,24 @@ static enum fm_status adaptive_shape(struct fm_shape_call *call)
     return FM_OK;
 }
 
-/* Sum over the outputs of one axis of their window lengths (PyTorch's adaptive rule). */
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Sum over the outputs of one axis of their window lengths (PyTorch's adaptive rule, window i
+ * = [floor(i*in/out), ceil((i+1)*in/out))), in closed form: with f(i) = floor(i*in/out), the
+ * end is f(i+1), plus 1 unless out divides (i+1)*in, so the lengths telescope to
+ * f(out) - f(0) + out - #{j in 1..out : out | j*in} = in + out - gcd(in, out). A loop over the
+ * outputs would hang on an absurd output size and overflow i*in. */
 static uint64_t adaptive_axis_total(int64_t in, int64_t out)
 {
-    uint64_t total = 0;
-    for (int64_t i = 0; i < out; i++) {
-        int64_t start = (i * in) / out;
-        int64_t end = ((i + 1) * in + out - 1) / out;
-        total += (uint64_t)(end - start);
-    }
-    return total;
+    return (uint64_t)in + (uint64_t)out - gcd_u64((uint64_t)in, (uint64_t)out);
 }
 
 static enum fm_status adaptive_cost(struct fm_cost_call *call)

@@ -28,7 +28,10 @@ static enum fm_status concat_shape(struct fm_shape_call *call)
                             n->name, i, fm_shape_format(b, sb, sizeof(sb)),
                             fm_shape_format(a, sa, sizeof(sa)), axis);
         }
-        y.dims[axis] += b->dims[axis];
+        if (__builtin_add_overflow(y.dims[axis], b->dims[axis], &y.dims[axis]))
+            return fm_error(call->ctx, FM_ERR_OVERFLOW,
+                            "layer '%s' (Concat): the concatenated axis %d overflows 64 bits",
+                            n->name, axis);
     }
     call->out_shape[0] = y;
     return FM_OK;
@@ -171,10 +174,17 @@ static enum fm_status split_shape(struct fm_shape_call *call)
                                 "layer '%s' (Split): %d sizes for %d outputs", n->name,
                                 n->attrs.nints, n->n_out);
             s = n->attrs.ints[i];
+            if (s <= 0)
+                return fm_error(call->ctx, FM_ERR_SHAPE,
+                                "layer '%s' (Split): size %d is %lld; sizes must be positive",
+                                n->name, i, (long long)s);
         }
         call->out_shape[i] = *x;
         call->out_shape[i].dims[axis] = s;
-        sum += s;
+        if (__builtin_add_overflow(sum, s, &sum))
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (Split): sizes add up to more than 2^63, not %lld",
+                            n->name, (long long)x->dims[axis]);
     }
     if (sum != x->dims[axis])
         return fm_error(call->ctx, FM_ERR_SHAPE,

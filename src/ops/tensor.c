@@ -73,17 +73,18 @@ static enum fm_status slice_shape(struct fm_shape_call *call)
     for (int i = 0; i < x->rank; i++) {
         int64_t s = n->attrs.ints[3 * i], e = n->attrs.ints[3 * i + 1],
                 st = n->attrs.ints[3 * i + 2];
-        int64_t len = 0;
-        if (st > 0 && e > s)
-            len = (e - s + st - 1) / st;
-        else if (st < 0 && s > e)
-            len = (s - e + (-st) - 1) / (-st);
         if (st == 0 || s < -1 || s > x->dims[i] || e < -1 || e > x->dims[i])
             return fm_error(call->ctx, FM_ERR_SHAPE,
                             "layer '%s' (Slice): dim %d: start %lld, end %lld, step %lld do not "
                             "fit size %lld",
                             n->name, i, (long long)s, (long long)e, (long long)st,
                             (long long)x->dims[i]);
+        /* ceil(|e - s| / |st|), written so that a step near +-2^63 cannot overflow */
+        int64_t len = 0;
+        if (st > 0 && e > s)
+            len = (e - s - 1) / st + 1;
+        else if (st < 0 && s > e)
+            len = (int64_t)((uint64_t)(s - e - 1) / (0 - (uint64_t)st)) + 1;
         if (len <= 0)
             return fm_error(call->ctx, FM_ERR_SHAPE,
                             "layer '%s' (Slice): dim %d selects no elements (empty tensors are "
