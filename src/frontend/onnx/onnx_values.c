@@ -709,7 +709,9 @@ static enum fm_status fold_slice(struct fold *f)
     struct fm_shape s = x->shape;
     for (int d = 0; d < x->shape.rank; d++) {
         int64_t a = tr[3 * d], b = tr[3 * d + 1], k = tr[3 * d + 2];
-        int64_t len = k > 0 ? (b > a ? (b - a + k - 1) / k : 0) : (a > b ? (a - b - k - 1) / -k : 0);
+        /* ceil(|b - a| / |k|) without the overflow of b - a + k - 1 or -k for huge steps */
+        int64_t len = k > 0 ? (b > a ? (b - a - 1) / k + 1 : 0)
+                            : (a > b ? (int64_t)((uint64_t)(a - b - 1) / (0 - (uint64_t)k)) + 1 : 0);
         if (len <= 0)
             return FOLD_NO;   /* empty: the Slice rule reports it */
         s.dims[d] = len;
@@ -866,11 +868,12 @@ static enum fm_status fold_reduce(struct fold *f, const char *op)
             acci[j] = vi;
             set[j] = true;
         } else if (!strcmp(op, "ReduceSum") || !strcmp(op, "ReduceMean")) {
+            /* integers wrap as in the binary folds (and ONNX runtimes), never signed overflow */
             acc[j] += v;
-            acci[j] += vi;
+            acci[j] = (int64_t)((uint64_t)acci[j] + (uint64_t)vi);
         } else if (!strcmp(op, "ReduceProd")) {
             acc[j] *= v;
-            acci[j] *= vi;
+            acci[j] = (int64_t)((uint64_t)acci[j] * (uint64_t)vi);
         } else if (!strcmp(op, "ReduceMax")) {
             acc[j] = v > acc[j] ? v : acc[j];
             acci[j] = vi > acci[j] ? vi : acci[j];
@@ -929,7 +932,7 @@ static enum fm_status fold_range(struct fold *f)
         if (fl)
             f->rf[k] = a + (double)k * d;
         else
-            f->ri[k] = f->in[0].i[0] + (int64_t)k * f->in[2].i[0];
+            f->ri[k] = (int64_t)((uint64_t)f->in[0].i[0] + k * (uint64_t)f->in[2].i[0]);
     }
     return FM_OK;
 }
