@@ -231,45 +231,52 @@ int cli_model_load(struct fm_ctx *ctx, const char *model, const struct cli_model
     lo.batch_given = m->batch_given;
     struct fm_input_binding binds[16];
     size_t nb = 0;
+    int ret = FM_EXIT_USAGE;
+    enum fm_status st;
+    /* one exit path: names copied so far are freed on every error (found by fuzz_args) */
     for (int i = 0; i < m->n_inputs; i++) {
         const char *eq = strchr(m->inputs[i], '=');
         struct fm_shape s;
-        enum fm_status st;
         if (eq) {
             if (eq == m->inputs[i]) {
                 fprintf(stderr, "flopmeter: --input %s: the input name before '=' is empty\n",
                         m->inputs[i]);
-                return FM_EXIT_USAGE;
+                goto out;
             }
             st = fm_shape_parse(ctx, eq + 1, &s);
             if (st) {
                 fprintf(stderr, "flopmeter: --input %s: %s\n", m->inputs[i], fm_ctx_error(ctx));
-                return FM_EXIT_USAGE;
+                goto out;
             }
             binds[nb].shape = s;
             binds[nb].name = strndup(m->inputs[i], (size_t)(eq - m->inputs[i]));
+            if (!binds[nb].name) {
+                fprintf(stderr, "flopmeter: out of memory\n");
+                ret = FM_EXIT_FAIL;
+                goto out;
+            }
             nb++;
         } else {
             if (lo.zoo.input.rank) {
                 fprintf(stderr, "flopmeter: --input CxHxW given twice\n");
-                return FM_EXIT_USAGE;
+                goto out;
             }
             st = fm_shape_parse(ctx, m->inputs[i], &s);
             if (st) {
                 fprintf(stderr, "flopmeter: --input %s: %s\n", m->inputs[i], fm_ctx_error(ctx));
-                return FM_EXIT_USAGE;
+                goto out;
             }
             lo.zoo.input = s;
         }
     }
     lo.bindings = binds;
     lo.n_bindings = nb;
-    enum fm_status st = fm_model_load(ctx, model, &lo, out);
+    st = fm_model_load(ctx, model, &lo, out);
+    ret = st ? cli_fail(ctx, st) : 0;
+out:
     for (size_t i = 0; i < nb; i++)
         free((void *)binds[i].name);
-    if (st)
-        return cli_fail(ctx, st);
-    return 0;
+    return ret;
 }
 
 /* ---- numbers ---- */
