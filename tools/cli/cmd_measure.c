@@ -376,6 +376,49 @@ static void print_json(const struct report *r)
 
 /* ---- the command ---- */
 
+/* An imported classifier has no loss, and a training step needs one: a cross-entropy on its
+ * single (batch, classes) output against random labels, as the built-in models get. Any other
+ * graph is left as it is (the backend then says what is missing). */
+static enum fm_status add_loss_if_missing(struct fm_ctx *ctx, struct fm_graph *g)
+{
+    size_t nt = fm_graph_tensor_count(g), nn = fm_graph_node_count(g);
+    fm_tid out = FM_NONE;
+    int candidates = 0;
+    for (size_t i = 0; i < nn; i++) {
+        if (fm_graph_node(g, (fm_nid)i)->op == FM_OP_CROSS_ENTROPY)
+            return FM_OK;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        const struct fm_tensor *ft = fm_graph_tensor(g, (fm_tid)t);
+        if (ft->producer == FM_NONE || ft->shape.rank != 2 || !fm_dtype_is_float(ft->dtype))
+            continue;
+        bool used = false;
+        for (size_t i = 0; i < nn && !used; i++) {
+            const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+            for (int k = 0; k < n->n_in; k++)
+                used = used || n->in[k] == (fm_tid)t;
+        }
+        if (!used) {
+            out = (fm_tid)t;
+            candidates++;
+        }
+    }
+    if (candidates != 1)
+        return FM_OK;
+    struct fm_shape ls = {1, {fm_graph_tensor(g, out)->shape.dims[0]}};
+    const char *lname = fm_graph_find_tensor(g, "labels") == FM_NONE ? "labels" : "measure.labels";
+    const char *oname = fm_graph_find_tensor(g, "loss") == FM_NONE ? "loss" : "measure.loss";
+    fm_tid labels, loss, in[2] = {out, FM_NONE};
+    enum fm_status st = fm_graph_add_tensor(g, lname, FM_ROLE_INPUT, FM_DTYPE_INT64, &ls, &labels);
+    in[1] = labels;
+    if (!st)
+        st = fm_graph_add_node(g, FM_OP_CROSS_ENTROPY, oname, NULL, in, 2, &oname, 1, &loss);
+    if (!st)
+        st = fm_graph_finalize(g);
+    (void)ctx;
+    return st;
+}
+
 /* The peak and (when known) the device the prediction uses: --peak, --spec, or a probe. */
 static int find_peak(struct fm_ctx *ctx, const char *device, const char *spec, double peak_given,
                      int threads, enum fm_precision prec, const struct fm_devices *devs,
@@ -518,6 +561,10 @@ int cmd_measure(int argc, char **argv)
         goto out;
     struct fm_count_opts co;
     cli_count_opts(&mo, &co);
+    if (co.mode == FM_MODE_TRAIN && (st = add_loss_if_missing(ctx, g))) {
+        r = cli_fail(ctx, st);
+        goto out;
+    }
     if ((st = fm_count(ctx, g, &co, &c))) {
         r = cli_fail(ctx, st);
         goto out;
