@@ -57,6 +57,7 @@ struct pb_arena {
     struct pb_chunk *head;
     struct pb_chunk *big;
     size_t big_budget;
+    bool oom;   /* an allocation failed: protobuf-c's NULL then means memory, not a bad file */
 };
 
 #define PB_CHUNK (1u << 20)
@@ -68,8 +69,10 @@ static struct pb_chunk *pb_chunk_new(struct pb_arena *a, size_t size)
     if (size > SIZE_MAX - sizeof(struct pb_chunk) - PB_HUGE)
         return NULL;
     struct pb_chunk *c = fm_realloc(a->ctx, NULL, sizeof(*c) + size);
-    if (!c)
+    if (!c) {
+        a->oom = true;
         return NULL;
+    }
     c->size = size;
     c->used = 0;
     return c;
@@ -1139,7 +1142,7 @@ static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, co
     if (opts->zoo.batch <= 0)
         return fm_error(ctx, FM_ERR_INVALID, "batch size must be positive, got %lld",
                         (long long)opts->zoo.batch);
-    struct pb_arena pa = {ctx, NULL, NULL, size};
+    struct pb_arena pa = {ctx, NULL, NULL, size, false};
     ProtobufCAllocator alloc = {pb_alloc, pb_free, &pa};
     struct ox ox;
     memset(&ox, 0, sizeof(ox));
@@ -1155,6 +1158,11 @@ static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, co
         goto out;
     }
     m = onnx__model_proto__unpack(&alloc, size, data);
+    if (!m && pa.oom) {   /* found by tests/test_alloc_fail.c: was reported as a bad file */
+        st = fm_error(ctx, FM_ERR_NOMEM, "%s: out of memory unpacking the model (%zu bytes)",
+                      src, size);
+        goto out;
+    }
     if (!m) {
         st = fm_error(ctx, FM_ERR_PARSE, "%s: not an ONNX model: its %zu bytes are not a valid "
                       "ModelProto (truncated, or not protobuf)", src, size);
