@@ -629,6 +629,72 @@ static void golden_small_cnn(void **unused)
     fm_ctx_free(ctx);
 }
 
+/* ---- SGD with momentum over two steps: a weight of 8192 elements (the update runs as oneDNN
+ * binaries) and a bias of 128 (a loop). Expected, from the gradients read after each step:
+ * w1 = w0 - lr g0; v1 = momentum g0 + g1; w2 = w1 - lr v1. Tolerance on the change w - w_prev:
+ * 1e-5 relative + 1e-9 (float rounding of the two multiply-adds). ---- */
+
+static void check_update(const char *what, const float *before, const float *after,
+                         const float *v, double lr, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        double want = -lr * v[i], got = (double)after[i] - before[i];
+        if (!(fabs(got - want) <= 1e-5 * fabs(want) + 1e-9 + 1e-7 * fabs(before[i])))
+            fail_msg("%s[%llu]: changed by %.9g, expected %.9g", what, (unsigned long long)i,
+                     got, want);
+    }
+}
+
+static void sgd_momentum_two_steps(void **unused)
+{
+    (void)unused;
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "sgd", &g));
+    struct fm_shape s = SHAPE(4, 64);
+    fm_tid x;
+    FM_ASSERT_OK(ctx, fm_graph_add_tensor(g, "input", FM_ROLE_INPUT, FM_DTYPE_FP32, &s, &x));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    add_loss(&nn, fm_nn_linear(&nn, "fc", x, 128, true));
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.lr = 0.05;
+    o.momentum = 0.9;
+    void *state = NULL;
+    FM_ASSERT_OK(ctx, be->prepare(ctx, g, &o, &state));
+    const char *names[2] = {"fc.weight", "fc.bias"};
+    enum { W = 128 * 64, B = 128 };
+    static float w0[W], w1[W], w2[W], g0[W], g1[W], v[W];
+    float b0[B], b1[B], b2[B], gb0[B], gb1[B], vb[B];
+    fm_tid tw = fm_graph_find_tensor(g, names[0]), tb = fm_graph_find_tensor(g, names[1]);
+    struct fm_step_timing t = {0};
+    FM_ASSERT_OK(ctx, be->read(state, tw, false, w0, W));
+    FM_ASSERT_OK(ctx, be->read(state, tb, false, b0, B));
+    assert_int_equal(be->step(state, &t), FM_OK);
+    FM_ASSERT_OK(ctx, be->read(state, tw, true, g0, W));
+    FM_ASSERT_OK(ctx, be->read(state, tb, true, gb0, B));
+    FM_ASSERT_OK(ctx, be->read(state, tw, false, w1, W));
+    FM_ASSERT_OK(ctx, be->read(state, tb, false, b1, B));
+    check_update("step 1 fc.weight", w0, w1, g0, o.lr, W);
+    check_update("step 1 fc.bias", b0, b1, gb0, o.lr, B);
+    assert_int_equal(be->step(state, &t), FM_OK);
+    FM_ASSERT_OK(ctx, be->read(state, tw, true, g1, W));
+    FM_ASSERT_OK(ctx, be->read(state, tb, true, gb1, B));
+    FM_ASSERT_OK(ctx, be->read(state, tw, false, w2, W));
+    FM_ASSERT_OK(ctx, be->read(state, tb, false, b2, B));
+    for (int i = 0; i < W; i++)
+        v[i] = (float)(o.momentum * g0[i] + g1[i]);
+    for (int i = 0; i < B; i++)
+        vb[i] = (float)(o.momentum * gb0[i] + gb1[i]);
+    check_update("step 2 fc.weight", w1, w2, v, o.lr, W);
+    check_update("step 2 fc.bias", b1, b2, vb, o.lr, B);
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
 /* ---- Dropout, BatchNorm in inference ---- */
 
 static void dropout_mask(void **unused)
@@ -907,6 +973,7 @@ int main(void)
         cmocka_unit_test(fd_concat_blocked),
         cmocka_unit_test(fd_flatten_linear),
         cmocka_unit_test(golden_small_cnn),
+        cmocka_unit_test(sgd_momentum_two_steps),
         cmocka_unit_test(dropout_mask),
         cmocka_unit_test(batchnorm_inference),
         cmocka_unit_test(unsupported_op_named),

@@ -150,6 +150,9 @@ int fm_cpu_dims(const struct fm_tensor *t, int64_t *dims);
  * cannot implement is FM_ERR_UNSUPPORTED naming the node. */
 enum fm_status fm_cpu_pd(struct fm_cpu *s, fm_nid node, const void *op_desc,
                          const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *out);
+/* Keeps a primitive descriptor made elsewhere (concat, sum, custom attributes) until release;
+ * on failure it is destroyed. */
+enum fm_status fm_cpu_keep_pd(struct fm_cpu *s, dnnl_primitive_desc_t pd);
 /* The layout a descriptor settled on for an execution argument (DNNL_ARG_*). */
 const dnnl_memory_desc_t *fm_cpu_pd_md(const_dnnl_primitive_desc_t pd, int arg);
 

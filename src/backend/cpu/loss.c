@@ -148,6 +148,40 @@ static enum fm_status sgd_step(struct fm_cpu *s, const struct fm_cpu_item *it, v
     return FM_OK;
 }
 
+/* acc = a * src + acc in place on 1-D views of the whole (padded) buffers: a oneDNN binary add
+ * with a scale on one source, which runs on every thread. false in *ok when oneDNN cannot
+ * (then the loop above does the update). */
+static enum fm_status scaled_add(struct fm_cpu *s, fm_nid node, dnnl_memory_t acc, float acc_scale,
+                                 dnnl_memory_t src, float src_scale, bool *ok)
+{
+    const dnnl_memory_desc_t *md = fm_cpu_mem_md(acc);
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_binary_desc_t d;
+    enum fm_status st = FM_OK;
+    *ok = false;
+    FM_DNNL_TRY(s, dnnl_primitive_attr_create(&attr));
+    FM_DNNL_TRY(s, dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    FM_DNNL_TRY(s, dnnl_primitive_attr_set_scales(attr, DNNL_ARG_SRC_0, 1, 0, &acc_scale));
+    FM_DNNL_TRY(s, dnnl_primitive_attr_set_scales(attr, DNNL_ARG_SRC_1, 1, 0, &src_scale));
+    FM_DNNL_TRY(s, dnnl_binary_desc_init(&d, dnnl_binary_add, md, md, md));
+    if (dnnl_primitive_desc_create(&pd, &d, attr, s->engine, NULL) != dnnl_success)
+        goto out;
+    st = fm_cpu_keep_pd(s, pd);
+    if (st)
+        goto out;
+    {
+        struct fm_cpu_arg args[3] = {{DNNL_ARG_SRC_0, acc}, {DNNL_ARG_SRC_1, src},
+                                     {DNNL_ARG_DST, acc}};
+        st = fm_cpu_add_prim(s, node, FM_PHASE_OPTIMIZER, pd, args, 3);
+    }
+    *ok = st == FM_OK;
+out:
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
 enum fm_status fm_cpu_sgd_plan(struct fm_cpu *s, fm_tid param, fm_nid node)
 {
     struct fm_cpu_tensor *t = &s->t[param];
@@ -161,6 +195,27 @@ enum fm_status fm_cpu_sgd_plan(struct fm_cpu *s, fm_tid param, fm_nid node)
     enum fm_status st = fm_cpu_mem_new(s, &t->md, &v);
     if (st)
         return st;
+    /* large tensors on oneDNN's threads: v = momentum v + g, then w = w - lr v */
+    if (a->n >= 4096) {
+        int64_t n = (int64_t)a->n;
+        dnnl_memory_desc_t flat;
+        fm_cpu_md_plain(&flat, 1, &n);
+        dnnl_memory_t w1, g1, v1;
+        bool ok1 = false, ok2 = false;
+        st = fm_cpu_mem(s, &flat, t->val, &w1);
+        if (!st)
+            st = fm_cpu_mem(s, &flat, t->grad, &g1);
+        if (!st)
+            st = fm_cpu_mem(s, &flat, fm_cpu_mem_data(v), &v1);
+        if (!st)
+            st = scaled_add(s, node, v1, a->momentum, g1, 1.0f, &ok1);
+        if (!st && ok1)
+            st = scaled_add(s, node, w1, 1.0f, v1, -a->lr, &ok2);
+        if (st || (ok1 && ok2))
+            return st;
+        if (ok1)   /* half planned cannot be undone: keep the planner honest */
+            return fm_error(s->ctx, FM_ERR_BACKEND, "oneDNN took one SGD binary, not the other");
+    }
     dnnl_memory_t mems[3] = {t->val_mem, t->grad_mem, v};
     return fm_cpu_add_fn(s, node, FM_PHASE_OPTIMIZER, sgd_step, a, mems, 3);
 }

@@ -204,6 +204,17 @@ enum fm_status fm_cpu_pd(struct fm_cpu *s, fm_nid node, const void *op_desc,
     return FM_OK;
 }
 
+enum fm_status fm_cpu_keep_pd(struct fm_cpu *s, dnnl_primitive_desc_t pd)
+{
+    enum fm_status st = GROW(s, s->pds, s->n_pds, s->cap_pds);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    s->pds[s->n_pds++] = pd;
+    return FM_OK;
+}
+
 const dnnl_memory_desc_t *fm_cpu_pd_md(const_dnnl_primitive_desc_t pd, int arg)
 {
     return dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);

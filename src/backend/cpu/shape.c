@@ -177,14 +177,9 @@ static enum fm_status concat_fwd(struct fm_cpu *s, fm_nid id)
     dnnl_primitive_desc_t pd = NULL;
     FM_DNNL_TRY(s, dnnl_concat_primitive_desc_create(&pd, &dst, n->n_in, p->axis, srcs, s->attr,
                                                      s->engine));
-    /* owned like every other descriptor: fm_cpu_pd is for op descriptors, so register here */
-    st = fm_grow(s->ctx, (void **)&s->pds, &s->cap_pds, s->n_pds + 1, sizeof(*s->pds));
-    if (st) {
-        dnnl_primitive_desc_destroy(pd);
-        goto out;
-    }
-    s->pds[s->n_pds++] = pd;
-    st = fm_cpu_place(s, n->out[0], fm_cpu_pd_md(pd, DNNL_ARG_DST));
+    st = fm_cpu_keep_pd(s, pd);
+    if (!st)
+        st = fm_cpu_place(s, n->out[0], fm_cpu_pd_md(pd, DNNL_ARG_DST));
     if (st)
         goto out;
     {
