@@ -224,9 +224,22 @@ static double tv_f(const struct tv *t, uint64_t k)
     return t->is_float ? t->f[k] : (double)t->i[k];
 }
 
+/* A float constant as an integer: NaN is 0 and values beyond int64 saturate. A plain cast is
+ * undefined there (found by fuzz_onnx: Cast of Reciprocal(0) = inf to int64). */
+static int64_t f2i(double v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775808.0)
+        return INT64_MAX;
+    if (v < -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
 static int64_t tv_i(const struct tv *t, uint64_t k)
 {
-    return t->is_float ? (int64_t)t->f[k] : t->i[k];
+    return t->is_float ? f2i(t->f[k]) : t->i[k];
 }
 
 static uint64_t shape_n(const struct fm_shape *s)
@@ -301,7 +314,7 @@ static void put(struct fold *f, uint64_t k, double fv, int64_t iv, bool from_flo
     else if (f->dtype == FM_DTYPE_BOOL)
         f->ri[k] = from_float ? fv != 0 : iv != 0;
     else
-        f->ri[k] = from_float ? (int64_t)fv : iv;
+        f->ri[k] = from_float ? f2i(fv) : iv;
 }
 
 /* Copies element k of input a to result element j. */
@@ -357,10 +370,10 @@ static int64_t binary_i(const char *op, int64_t x, int64_t y)
     if (!strcmp(op, "Mul")) return (int64_t)(ux * uy);
     if (!strcmp(op, "Div")) return (x == INT64_MIN && y == -1) ? x : x / y;
     if (!strcmp(op, "Mod")) return (x == INT64_MIN && y == -1) ? 0 : x % y;
-    if (!strcmp(op, "Pow")) return (int64_t)pow((double)x, (double)y);
+    if (!strcmp(op, "Pow")) return f2i(pow((double)x, (double)y));
     if (!strcmp(op, "Max")) return y > x ? y : x;
     if (!strcmp(op, "Min")) return y < x ? y : x;
-    return (int64_t)binary_f(op, (double)x, (double)y);
+    return f2i(binary_f(op, (double)x, (double)y));
 }
 
 static enum fm_status fold_binary(struct fold *f, const char *op)
@@ -411,7 +424,7 @@ static enum fm_status fold_binary(struct fold *f, const char *op)
                 xi = binary_i(op, xi, yi);
         }
         if (cmp)
-            put(f, k, 0, fl ? (int64_t)x : xi, false);
+            put(f, k, 0, fl ? f2i(x) : xi, false);
         else
             put(f, k, x, xi, fl);
     }
@@ -478,7 +491,8 @@ static enum fm_status fold_reshape(struct fold *f)
         if (d <= 0)
             return FOLD_NO;   /* let the Reshape rule say what is wrong */
         s.dims[i] = d;
-        known *= (uint64_t)d;
+        if (!fm_mul_ok(known, (uint64_t)d, &known))
+            return FOLD_NO;   /* a product past 2^64 must not wrap into a plausible size */
     }
     if (infer >= 0) {
         if (!known || x->n % known)
