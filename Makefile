@@ -55,3 +55,9 @@ sanitize:
 
 clean:
 	rm -rf $(BUILD) build-asan
+
+# The CPU backend against PyTorch (Debian's python3-torch) with the same threads, warm-up and
+# steps, and the CPU probe against its theoretical figures; Markdown for bench/RESULTS.md.
+.PHONY: bench-cpu
+bench-cpu: build
+	/usr/bin/python3 bench/cpu_measure.py --flopmeter ./$(BUILD)/flopmeter
