@@ -12,6 +12,7 @@
 #include "flopmeter.h"
 #include "backend/backend.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,15 @@ static void json_str(const char *key, const char *v)
         putchar(*v == '\n' ? ' ' : *v);
     }
     printf("\"");
+}
+
+/* a number, or null when it is not finite (JSON has no NaN) */
+static void json_num(const char *key, double v)
+{
+    if (isfinite(v))
+        printf("\"%s\":%.5f,", key, v);
+    else
+        printf("\"%s\":null,", key);
 }
 
 /* splits a comma list in place; returns how many items (at most max) */
@@ -131,11 +141,12 @@ static int train(char **argv, int argc)
         const char *entry;
         predict(ctx, g, m->device_name, prec, &roof, &paleo, &entry);
         printf("\"step_ms\":%.4f,\"step_ms_min\":%.4f,\"step_ms_max\":%.4f,\"img_s\":%.2f,"
-               "\"pred_roofline_ms\":%.4f,\"pred_paleo_ms\":%.4f,\"loss_first\":%.5f,"
-               "\"loss_last\":%.5f,\"clock_mhz\":%.0f,\"steps\":%d,\"warmup\":%d,",
+               "\"pred_roofline_ms\":%.4f,\"pred_paleo_ms\":%.4f,",
                m->step_ms_median, m->step_ms_min, m->step_ms_max,
-               (double)batch / (m->step_ms_median * 1e-3), roof, paleo, m->loss_first,
-               m->loss_last, m->clock_mhz, steps, warmup);
+               (double)batch / (m->step_ms_median * 1e-3), roof, paleo);
+        json_num("loss_first", m->loss_first);
+        json_num("loss_last", m->loss_last);
+        printf("\"clock_mhz\":%.0f,\"steps\":%d,\"warmup\":%d,", m->clock_mhz, steps, warmup);
         json_str("device", m->device_name);
         printf(",");
         json_str("table_entry", entry);

@@ -422,9 +422,10 @@ static enum fm_status allocate(struct cu_state *s)
     CU_TRY(s, cudaMalloc((void **)&s->d_loss, 256));
     CU_TRY(s, cudaMalloc((void **)&s->d_step, 256));
     CU_TRY(s, cudaMallocHost((void **)&s->h_loss, sizeof(float)));
-    CU_TRY(s, cudaMemset(s->params, 0, s->params_bytes ? s->params_bytes : CU_ALIGN));
-    CU_TRY(s, cudaMemset(s->d_loss, 0, 256));
-    CU_TRY(s, cudaMemset(s->d_step, 0, 256));
+    CU_TRY(s, cudaMemsetAsync(s->params, 0, s->params_bytes ? s->params_bytes : CU_ALIGN, s->stream));
+    CU_TRY(s, cudaMemsetAsync(s->d_loss, 0, 256, s->stream));
+    CU_TRY(s, cudaMemsetAsync(s->d_step, 0, 256, s->stream));
+    CU_TRY(s, cudaStreamSynchronize(s->stream));
     *s->h_loss = 0.0f;
     layout_params(s, s->params);
     layout_inputs(s, s->inputs);
@@ -468,19 +469,21 @@ static enum fm_status upload(struct cu_state *s, const struct cu_tensor *t, cons
         nchw_to_nhwc(host, tmp, t->dims4);
         src = tmp;
     }
+    /* Every copy on the backend's own stream, which does not wait for the legacy default
+     * stream: a plain cudaMemcpy from pageable memory may return before its DMA lands, and a
+     * cast on this stream would then read a half-written staging buffer. */
     if (dt == CU_I64) {
         int64_t *iv = (int64_t *)tmp;   /* tmp has room for 2*numel floats */
         for (uint64_t i = 0; i < t->numel; i++)
             iv[i] = (int64_t)host[i];
-        CU_TRY(s, cudaMemcpy(dst, iv, t->numel * 8, cudaMemcpyHostToDevice));
-        return FM_OK;
+        CU_TRY(s, cudaMemcpyAsync(dst, iv, t->numel * 8, cudaMemcpyHostToDevice, s->stream));
+    } else if (dt == CU_F32) {
+        CU_TRY(s, cudaMemcpyAsync(dst, src, t->numel * 4, cudaMemcpyHostToDevice, s->stream));
+    } else {
+        CU_TRY(s, cudaMemcpyAsync(stage, src, t->numel * 4, cudaMemcpyHostToDevice, s->stream));
+        CU_TRY(s, cuk_cast(stage, CU_F32, dst, dt, t->numel, 1.0f, s->stream));
     }
-    if (dt == CU_F32) {
-        CU_TRY(s, cudaMemcpy(dst, src, t->numel * 4, cudaMemcpyHostToDevice));
-        return FM_OK;
-    }
-    CU_TRY(s, cudaMemcpy(stage, src, t->numel * 4, cudaMemcpyHostToDevice));
-    CU_TRY(s, cuk_cast(stage, CU_F32, dst, dt, t->numel, 1.0f, s->stream));
+    /* the host buffers are reused for the next tensor */
     CU_TRY(s, cudaStreamSynchronize(s->stream));
     return FM_OK;
 fail:
@@ -991,7 +994,8 @@ static enum fm_status cuda_read(void *state, fm_tid id, bool grad, float *dst, u
     CU_TRY(s, cudaStreamSynchronize(s->stream));
     if (dt == CU_I64) {
         int64_t *iv = (int64_t *)host;
-        CU_TRY(s, cudaMemcpy(iv, src, n * 8, cudaMemcpyDeviceToHost));
+        CU_TRY(s, cudaMemcpyAsync(iv, src, n * 8, cudaMemcpyDeviceToHost, s->stream));
+        CU_TRY(s, cudaStreamSynchronize(s->stream));
         for (uint64_t i = 0; i < n; i++)
             tmp[i] = (float)iv[i];
     } else {
@@ -999,8 +1003,8 @@ static enum fm_status cuda_read(void *state, fm_tid id, bool grad, float *dst, u
         float scale = grad ? 1.0f / s->loss_scale : 1.0f;
         CU_TRY(s, cudaMalloc((void **)&stage, n * 4 + 4));
         CU_TRY(s, cuk_cast(src, dt, stage, CU_F32, n, scale, s->stream));
+        CU_TRY(s, cudaMemcpyAsync(tmp, stage, n * 4, cudaMemcpyDeviceToHost, s->stream));
         CU_TRY(s, cudaStreamSynchronize(s->stream));
-        CU_TRY(s, cudaMemcpy(tmp, stage, n * 4, cudaMemcpyDeviceToHost));
     }
     if (t->nhwc)
         nhwc_to_nchw(tmp, dst, t->dims4);

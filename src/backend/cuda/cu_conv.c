@@ -24,6 +24,8 @@ struct conv_priv {
     cudnnMathType_t math[3];
     size_t ws[3];
     bool tuned[3];
+    struct cuk_bcast bias_bc;   /* dY viewed for the bias gradient's reduction */
+    size_t reduce_ws;
 };
 
 static const float one = 1.0f, zero = 0.0f;
@@ -91,6 +93,13 @@ static enum fm_status conv_plan(struct cu_state *s, struct cu_node *n)
         CUDNN_TRY(s, cudnnCreateTensorDescriptor(&p->b));
         CUDNN_TRY(s, cudnnSetTensor4dDescriptor(p->b, y->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
                                                 s->cudnn_dt, 1, (int)y->dims4[1], 1, 1));
+        /* dB[k] = sum over n, h, w of dY: cuDNN's BackwardBias has no bf16, so the own
+         * reduction, viewing dY as [A][B][C][D] with k at B (NCHW) or D (NHWC) */
+        uint32_t N = (uint32_t)y->dims4[0], K = (uint32_t)y->dims4[1];
+        uint32_t HW = (uint32_t)(y->dims4[2] * y->dims4[3]);
+        p->bias_bc = y->nhwc ? (struct cuk_bcast){N * HW, 1, 1, K, -1}
+                             : (struct cuk_bcast){N, K, HW, 1, -1};
+        p->reduce_ws = (size_t)cuk_reduce_scratch_bytes(p->bias_bc);
     }
     n->keep_in[0] = n->dx[1];
     n->bwd_split = true;
@@ -130,6 +139,8 @@ static enum fm_status conv_tune(struct cu_state *s, struct cu_node *n)
         n->workspace = p->ws[0] > p->ws[1] ? p->ws[0] : p->ws[1];
         if (p->ws[2] > n->workspace)
             n->workspace = p->ws[2];
+        if (p->reduce_ws > n->workspace)
+            n->workspace = p->reduce_ws;
         return FM_OK;
     }
     struct cu_tensor *x = n->in[0], *w = n->in[1], *y = n->out[0];
@@ -191,6 +202,8 @@ static enum fm_status conv_tune(struct cu_state *s, struct cu_node *n)
         if (p->ws[d] > n->workspace)
             n->workspace = p->ws[d];
     }
+    if (p->reduce_ws > n->workspace)
+        n->workspace = p->reduce_ws;
     return FM_OK;
 fail:
     return st;
@@ -230,16 +243,9 @@ static enum fm_status conv_bwd_weight(struct cu_state *s, struct cu_node *n)
                                                     p->cv[2], p->wa, s->workspace, p->ws[2], beta,
                                                     p->w, w->grad));
     }
-    if (p->b && n->dx[2]) {
-        /* dB[k] = sum over n, h, w of dY: cuDNN's BackwardBias has no bf16, so the own
-         * reduction, viewing dY as [A][B][C][D] with k at B (NCHW) or D (NHWC) */
-        uint32_t N = (uint32_t)y->dims4[0], K = (uint32_t)y->dims4[1];
-        uint32_t HW = (uint32_t)(y->dims4[2] * y->dims4[3]);
-        struct cuk_bcast bc = y->nhwc ? (struct cuk_bcast){N * HW, 1, 1, K, -1}
-                                      : (struct cuk_bcast){N, K, HW, 1, -1};
-        CU_RET(s, cuk_reduce_sum(y->dt, y->grad, n->in[2]->grad, n->in[2]->grad_dt, bc,
-                                 n->dx_acc[2], s->stream));
-    }
+    if (p->b && n->dx[2])
+        CU_RET(s, cuk_reduce_sum(y->dt, y->grad, n->in[2]->grad, n->in[2]->grad_dt, p->bias_bc,
+                                 n->dx_acc[2], s->workspace, s->stream));
     return FM_OK;
 }
 

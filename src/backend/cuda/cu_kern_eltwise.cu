@@ -148,6 +148,7 @@ extern "C" cudaError_t cuk_slice_copy(int dt, const void *src, void *dst, uint32
     return cudaGetLastError();
 }
 
+
 /* ---------------------------------------------------------------------------------------------
  * activations
  * ------------------------------------------------------------------------------------------ */
@@ -406,61 +407,115 @@ extern "C" cudaError_t cuk_binary_bwd_full(int op, int dt, int self, const void 
 /* The reductions: S[b*D+d] = sum over a, c of w(i) at i = ((a*B+b)*C+c)*D+d, then
  * out = fin(S). Two shapes of launch: D == 1 (the summed elements of one output are contiguous
  * runs: one block per output) and D > 1 (outputs side by side: 32 of them per block, coalesced
- * across threadIdx.x, 8 rows summed in parallel). */
-template <typename W, typename F>
-__global__ void k_reduce_d1(W w, F fin, cuk_bcast bc)
+ * across threadIdx.x, 8 rows summed in parallel). A long sum (a bias gradient sums a whole
+ * batch of images) is split over gridDim.z blocks whose partial sums go to a float scratch and
+ * are added by a second kernel, so that a few outputs still fill the GPU. */
+static uint32_t reduce_splits(const cuk_bcast &bc)
 {
-    __shared__ float part[256];
-    uint32_t b = blockIdx.x;
-    uint32_t per = bc.A * bc.C;
-    float acc = 0.0f;
-    for (uint32_t k = threadIdx.x; k < per; k += blockDim.x) {
-        uint32_t a = k / bc.C, c = k % bc.C;
-        acc += w((a * bc.B + b) * bc.C + c);
-    }
-    part[threadIdx.x] = acc;
-    __syncthreads();
-    for (uint32_t h = blockDim.x / 2; h > 0; h >>= 1) {
-        if (threadIdx.x < h)
-            part[threadIdx.x] += part[threadIdx.x + h];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0)
-        fin(b, part[0]);
+    uint64_t per = (uint64_t)bc.A * bc.C, out = (uint64_t)bc.B * bc.D;
+    uint64_t sp = (per + 4095) / 4096;
+    if (sp > 128)
+        sp = 128;
+    if (sp * out > (16u << 20))
+        sp = (16u << 20) / out;
+    return sp ? (uint32_t)sp : 1u;
+}
+
+extern "C" uint64_t cuk_reduce_scratch_bytes(struct cuk_bcast bc)
+{
+    uint32_t sp = reduce_splits(bc);
+    return sp > 1 ? (uint64_t)sp * bc.B * bc.D * sizeof(float) : 0;
+}
+
+/* rows [k0, k1) of output b's (a, c) range for split z */
+__device__ __forceinline__ void split_range(const cuk_bcast &bc, uint32_t &k0, uint32_t &k1)
+{
+    uint32_t per = bc.A * bc.C, chunk = (per + gridDim.z - 1) / gridDim.z;
+    k0 = blockIdx.z * chunk;
+    k1 = min(per, k0 + chunk);
 }
 
 template <typename W, typename F>
-__global__ void k_reduce_dn(W w, F fin, cuk_bcast bc)
+__global__ void k_reduce_d1(W w, F fin, cuk_bcast bc, float *part)
 {
-    __shared__ float part[8][33];
-    uint32_t b = blockIdx.x;
+    __shared__ float sh[256];
+    uint32_t b = blockIdx.x, k0, k1;
+    split_range(bc, k0, k1);
+    float acc = 0.0f;
+    for (uint32_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
+        uint32_t a = k / bc.C, c = k % bc.C;
+        acc += w((a * bc.B + b) * bc.C + c);
+    }
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    for (uint32_t h = blockDim.x / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h)
+            sh[threadIdx.x] += sh[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        if (part)
+            part[(size_t)blockIdx.z * bc.B + b] = sh[0];
+        else
+            fin(b, sh[0]);
+    }
+}
+
+template <typename W, typename F>
+__global__ void k_reduce_dn(W w, F fin, cuk_bcast bc, float *part)
+{
+    __shared__ float sh[8][33];
+    uint32_t b = blockIdx.x, k0, k1;
     uint32_t d = blockIdx.y * 32 + threadIdx.x;
-    uint32_t per = bc.A * bc.C;
+    split_range(bc, k0, k1);
     float acc = 0.0f;
     if (d < bc.D) {
-        for (uint32_t k = threadIdx.y; k < per; k += blockDim.y) {
+        for (uint32_t k = k0 + threadIdx.y; k < k1; k += blockDim.y) {
             uint32_t a = k / bc.C, c = k % bc.C;
             acc += w(((a * bc.B + b) * bc.C + c) * bc.D + d);
         }
     }
-    part[threadIdx.y][threadIdx.x] = acc;
+    sh[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     if (threadIdx.y == 0 && d < bc.D) {
         float sum = 0.0f;
         for (int r = 0; r < 8; r++)
-            sum += part[r][threadIdx.x];
-        fin(b * bc.D + d, sum);
+            sum += sh[r][threadIdx.x];
+        if (part)
+            part[(size_t)blockIdx.z * bc.B * bc.D + b * bc.D + d] = sum;
+        else
+            fin(b * bc.D + d, sum);
+    }
+}
+
+/* second pass: out[j] = fin(sum over splits of part[z][j]) */
+template <typename F>
+__global__ void k_reduce_parts(F fin, const float *__restrict__ part, uint32_t outs, uint32_t splits)
+{
+    CU_GRID_LOOP(j, outs)
+    {
+        float sum = 0.0f;
+        for (uint32_t z = 0; z < splits; z++)
+            sum += part[(size_t)z * outs + j];
+        fin(j, sum);
     }
 }
 
 template <typename W, typename F>
-static cudaError_t reduce_launch(W w, F fin, cuk_bcast bc, cudaStream_t s)
+static cudaError_t reduce_launch(W w, F fin, cuk_bcast bc, float *scratch, cudaStream_t s)
 {
+    uint32_t sp = scratch ? reduce_splits(bc) : 1u;
+    float *part = sp > 1 ? scratch : (float *)0;
     if (bc.D == 1) {
-        k_reduce_d1<W, F><<<bc.B, 256, 0, s>>>(w, fin, bc);
+        dim3 grid(bc.B, 1, sp);
+        k_reduce_d1<W, F><<<grid, 256, 0, s>>>(w, fin, bc, part);
     } else {
-        dim3 grid(bc.B, (bc.D + 31) / 32), block(32, 8);
-        k_reduce_dn<W, F><<<grid, block, 0, s>>>(w, fin, bc);
+        dim3 grid(bc.B, (bc.D + 31) / 32, sp), block(32, 8);
+        k_reduce_dn<W, F><<<grid, block, 0, s>>>(w, fin, bc, part);
+    }
+    if (sp > 1) {
+        uint32_t outs = bc.B * bc.D;
+        k_reduce_parts<F><<<cu_blocks(outs), 256, 0, s>>>(fin, part, outs, sp);
     }
     return cudaGetLastError();
 }
@@ -496,12 +551,13 @@ template <typename T, typename O> struct bin_fin {
 };
 
 extern "C" cudaError_t cuk_binary_bwd_reduce(int op, int dt, const void *a, const void *b, const void *dy,
-                                             void *dself, struct cuk_bcast bc, int accumulate, cudaStream_t s)
+                                             void *dself, struct cuk_bcast bc, int accumulate, float *scratch,
+                                             cudaStream_t s)
 {
     CU_DISPATCH(dt, T, {
         bin_w<T> w = {op, bc.which, (const T *)a, (const T *)b, (const T *)dy};
         bin_fin<T, T> fin = {op, bc.which, accumulate, (const T *)b, (T *)dself};
-        return reduce_launch(w, fin, bc, s);
+        return reduce_launch(w, fin, bc, scratch, s);
     });
     return cudaErrorInvalidValue;
 }
@@ -521,20 +577,21 @@ template <typename O> struct plain_fin {
 };
 
 template <typename T>
-static cudaError_t reduce_sum_to(const T *x, void *out, int out_dt, cuk_bcast bc, int acc, cudaStream_t s)
+static cudaError_t reduce_sum_to(const T *x, void *out, int out_dt, cuk_bcast bc, int acc, float *scratch,
+                                 cudaStream_t s)
 {
     plain_w<T> w = {x};
     CU_DISPATCH(out_dt, O, {
         plain_fin<O> fin = {acc, (O *)out};
-        return reduce_launch(w, fin, bc, s);
+        return reduce_launch(w, fin, bc, scratch, s);
     });
     return cudaErrorInvalidValue;
 }
 
 extern "C" cudaError_t cuk_reduce_sum(int dt, const void *x, void *out, int out_dt, struct cuk_bcast bc,
-                                      int accumulate, cudaStream_t s)
+                                      int accumulate, float *scratch, cudaStream_t s)
 {
-    CU_DISPATCH(dt, T, return reduce_sum_to<T>((const T *)x, out, out_dt, bc, accumulate, s));
+    CU_DISPATCH(dt, T, return reduce_sum_to<T>((const T *)x, out, out_dt, bc, accumulate, scratch, s));
     return cudaErrorInvalidValue;
 }
 

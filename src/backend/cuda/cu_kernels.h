@@ -75,13 +75,16 @@ cudaError_t cuk_binary_fwd(int op, int dt, const void *a, const void *b, void *y
 cudaError_t cuk_binary_bwd_full(int op, int dt, int self, const void *a, const void *b,
                                 const void *dy, void *dself, struct cuk_bcast bc, int accumulate,
                                 cudaStream_t s);
+/* The reductions below split long sums over several blocks when given a float scratch of
+ * cuk_reduce_scratch_bytes(bc) bytes (0: no scratch needed; NULL scratch: one pass). */
+uint64_t cuk_reduce_scratch_bytes(struct cuk_bcast bc);
 /* Gradient of the broadcast operand: the sum over A and C of dy * d(op)/d(operand). */
 cudaError_t cuk_binary_bwd_reduce(int op, int dt, const void *a, const void *b, const void *dy,
                                   void *dself, struct cuk_bcast bc, int accumulate,
-                                  cudaStream_t s);
+                                  float *scratch, cudaStream_t s);
 /* out[b*D+d] (+)= sum over a, c of x[((a*B+b)*C+c)*D+d] (bias gradients). */
 cudaError_t cuk_reduce_sum(int dt, const void *x, void *out, int out_dt, struct cuk_bcast bc,
-                           int accumulate, cudaStream_t s);
+                           int accumulate, float *scratch, cudaStream_t s);
 
 /* ---- pooling that cuDNN's descriptors cannot express (ceil mode, asymmetric padding,
  * adaptive windows) ---- */

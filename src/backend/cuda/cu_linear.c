@@ -155,7 +155,9 @@ static enum fm_status linear_tune(struct cu_state *s, struct cu_node *n)
             return st;
         ws = p->dw.ws > ws ? p->dw.ws : ws;
     }
-    n->workspace = ws;
+    struct cuk_bcast bc = {(uint32_t)p->M, 1, 1, (uint32_t)p->N, -1};
+    size_t red = (size_t)cuk_reduce_scratch_bytes(bc);
+    n->workspace = red > ws ? red : ws;
     return FM_OK;
 }
 
@@ -186,7 +188,7 @@ static enum fm_status linear_bwd_weight(struct cu_state *s, struct cu_node *n)
         /* dB[j] = sum over rows of dY (M, N): A = M rows summed, D = N outputs side by side */
         struct cuk_bcast bc = {(uint32_t)p->M, 1, 1, (uint32_t)p->N, -1};
         CU_RET(s, cuk_reduce_sum(n->out[0]->dt, n->out[0]->grad, n->in[2]->grad,
-                                 n->in[2]->grad_dt, bc, n->dx_acc[2], s->stream));
+                                 n->in[2]->grad_dt, bc, n->dx_acc[2], s->workspace, s->stream));
     }
     return FM_OK;
 }

@@ -112,6 +112,7 @@ static enum fm_status binary_plan(struct cu_state *s, struct cu_node *n)
         for (int i = 0; i < ng; i++)
             g[i] = (uint32_t)size[i];
         p->bc = (struct cuk_bcast){g[0], g[1], g[2], g[3], a_full ? 1 : 0};
+        n->workspace = (size_t)cuk_reduce_scratch_bytes(p->bc);
     }
     /* the backward of a product reads the other factor; of a quotient, both */
     if (p->op == CUK_MUL) {
@@ -142,7 +143,7 @@ static enum fm_status binary_bwd(struct cu_state *s, struct cu_node *n)
         if (p->bc.which == i)
             CU_RET(s, cuk_binary_bwd_reduce(p->op, y->dt, cu_val(n->in[0]), cu_val(n->in[1]),
                                             y->grad, n->in[i]->grad, p->bc, n->dx_acc[i],
-                                            s->stream));
+                                            s->workspace, s->stream));
         else
             CU_RET(s, cuk_binary_bwd_full(p->op, y->dt, i, cu_val(n->in[0]), cu_val(n->in[1]),
                                           y->grad, n->in[i]->grad, p->bc, n->dx_acc[i],
