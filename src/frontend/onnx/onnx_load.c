@@ -883,6 +883,12 @@ static enum fm_status index_names(struct ox *ox)
     for (size_t i = 0; i < gp->n_input; i++) {
         if (!gp->input[i]->name || !*gp->input[i]->name)
             return fm_error(ox->ctx, FM_ERR_PARSE, "%s: graph input %zu has no name", ox->src, i);
+        /* an input may share its name with an initializer (IR < 4), not with another input:
+         * two declarations with different shapes would leave the count to chance */
+        const struct ox_name *prev = ox_name_find(ox, gp->input[i]->name);
+        if (prev && prev->kind == OX_KIND_INPUT)
+            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: graph input '%s' is declared twice",
+                            ox->src, gp->input[i]->name);
         st = name_add(ox, gp->input[i]->name, OX_KIND_INPUT, -1, &e);
         if (st)
             return st;
@@ -1130,6 +1136,124 @@ static void graph_name(const char *src, char *buf, size_t size)
         buf[n - 5] = '\0';
 }
 
+/* ---- nesting depth, checked before protobuf-c sees the bytes ---- */
+
+/* protobuf-c unpacks nested messages recursively and has no depth limit: a few megabytes of
+ * subgraphs inside subgraphs (If/Loop bodies) or of nested TypeProtos overflow the stack
+ * (found by tests/test_robustness.c). This walks the wire format iteratively, following only
+ * the fields through which ONNX messages recurse, and refuses more than PB_MAX_DEPTH levels,
+ * protobuf's own default recursion limit. Anything malformed ends the walk: the unpack that
+ * follows reports it. */
+#define PB_MAX_DEPTH 100
+
+enum pb_msg { PBM_MODEL, PBM_GRAPH, PBM_NODE, PBM_ATTR, PBM_VALUE_INFO, PBM_TYPE, PBM_TYPE_SEQ,
+              PBM_TYPE_MAP, PBM_TYPE_OPT, PBM_FUNCTION, PBM_TRAINING, PBM_LEAF };
+
+/* The message type of field `field` of a `m`, when it lies on a recursive path. */
+static enum pb_msg pb_child(enum pb_msg m, uint64_t field)
+{
+    switch (m) {
+    case PBM_MODEL:      /* graph, training_info, functions */
+        return field == 7 ? PBM_GRAPH : field == 20 ? PBM_TRAINING
+             : field == 25 ? PBM_FUNCTION : PBM_LEAF;
+    case PBM_TRAINING:   /* initialization, algorithm */
+        return field == 1 || field == 2 ? PBM_GRAPH : PBM_LEAF;
+    case PBM_GRAPH:      /* node; input, output, value_info */
+        return field == 1 ? PBM_NODE : field >= 11 && field <= 13 ? PBM_VALUE_INFO : PBM_LEAF;
+    case PBM_FUNCTION:   /* node */
+        return field == 7 ? PBM_NODE : PBM_LEAF;
+    case PBM_NODE:       /* attribute */
+        return field == 5 ? PBM_ATTR : PBM_LEAF;
+    case PBM_ATTR:       /* g, graphs; tp, type_protos */
+        return field == 6 || field == 11 ? PBM_GRAPH
+             : field == 14 || field == 15 ? PBM_TYPE : PBM_LEAF;
+    case PBM_VALUE_INFO: /* type */
+        return field == 2 ? PBM_TYPE : PBM_LEAF;
+    case PBM_TYPE:       /* sequence_type, map_type, optional_type */
+        return field == 4 ? PBM_TYPE_SEQ : field == 5 ? PBM_TYPE_MAP
+             : field == 9 ? PBM_TYPE_OPT : PBM_LEAF;
+    case PBM_TYPE_SEQ:   /* elem_type */
+    case PBM_TYPE_OPT:
+        return field == 1 ? PBM_TYPE : PBM_LEAF;
+    case PBM_TYPE_MAP:   /* value_type */
+        return field == 2 ? PBM_TYPE : PBM_LEAF;
+    default:
+        return PBM_LEAF;
+    }
+}
+
+static bool pb_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && *pos < n; shift += 7) {
+        uint8_t b = p[(*pos)++];
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static enum fm_status pb_check_depth(struct fm_ctx *ctx, const void *data, size_t size,
+                                     const char *src)
+{
+    const uint8_t *p = data;
+    struct {
+        enum pb_msg m;
+        size_t end;
+    } stack[PB_MAX_DEPTH + 1];
+    int depth = 0;
+    stack[0].m = PBM_MODEL;
+    stack[0].end = size;
+    size_t pos = 0;
+    while (depth >= 0) {
+        if (pos >= stack[depth].end) {
+            pos = stack[depth].end;
+            depth--;
+            continue;
+        }
+        uint64_t tag, v;
+        if (!pb_varint(p, stack[depth].end, &pos, &tag))
+            return FM_OK;
+        switch (tag & 7) {
+        case 0:
+            if (!pb_varint(p, stack[depth].end, &pos, &v))
+                return FM_OK;
+            break;
+        case 1:
+            pos += 8;
+            break;
+        case 5:
+            pos += 4;
+            break;
+        case 2: {
+            if (!pb_varint(p, stack[depth].end, &pos, &v) || v > stack[depth].end - pos)
+                return FM_OK;
+            enum pb_msg child = pb_child(stack[depth].m, tag >> 3);
+            if (child == PBM_LEAF) {
+                pos += (size_t)v;
+                break;
+            }
+            if (depth == PB_MAX_DEPTH)
+                return fm_error(ctx, FM_ERR_PARSE,
+                                "%s: messages nest more than %d levels deep (subgraphs within "
+                                "subgraphs, or nested types); flopmeter refuses such a file "
+                                "rather than overflow its stack",
+                                src, PB_MAX_DEPTH);
+            depth++;
+            stack[depth].m = child;
+            stack[depth].end = pos + (size_t)v;
+            break;
+        }
+        default:
+            return FM_OK;   /* groups or garbage: protobuf-c rejects it */
+        }
+    }
+    return FM_OK;
+}
+
 static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, const char *src,
                            const struct fm_load_opts *opts, struct fm_graph **out)
 {
@@ -1157,6 +1281,9 @@ static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, co
         st = fm_error(ctx, FM_ERR_PARSE, "%s: the file is empty", src);
         goto out;
     }
+    st = pb_check_depth(ctx, data, size, src);
+    if (st)
+        goto out;
     m = onnx__model_proto__unpack(&alloc, size, data);
     if (!m && pa.oom) {   /* found by tests/test_alloc_fail.c: was reported as a bad file */
         st = fm_error(ctx, FM_ERR_NOMEM, "%s: out of memory unpacking the model (%zu bytes)",
