@@ -1,16 +1,25 @@
 # flopmeter: two commands.
 #   make run    install missing Debian packages, configure, build, run the main job
-#   make test   the same set-up, then every test through ctest
-# Other targets: build, install, clean, sanitize (ASan+UBSan test suite), bench, fuzz.
+#   make test   the same set-up, then every test through ctest, then the same tests built with
+#               AddressSanitizer + UndefinedBehaviorSanitizer (`sanitize`), then each libFuzzer
+#               target for FUZZ_CI_TIME seconds (`fuzz`)
+# Other targets: build, install, clean, check (ctest of BUILD only), sanitize, fuzz (each target
+# for FUZZ_TIME seconds; docs/robustness.md), bench.
 BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Debian packages the build and the tests need (dependencies are what this field uses).
 PACKAGES = cmake gcc g++ make pkg-config libprotobuf-c-dev protobuf-c-compiler libonnx-dev \
-           libcjson-dev libdnnl-dev libcmocka-dev
+           libcjson-dev libdnnl-dev libcmocka-dev clang libclang-rt-14-dev
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The sanitizer suite and the fuzz targets build in their own directories (CUDA off: no kernel
+# is run there, and nvcc would double the build time).
+SAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_TIME ?= 300
+FUZZ_CI_TIME ?= 20
 
-.PHONY: all deps configure build run test install clean sanitize
+.PHONY: all deps configure build run test check install clean sanitize fuzz
 
 all: build
 
@@ -44,17 +53,35 @@ run: build
 	./$(BUILD)/flopmeter predict resnet50 --device $(RUN_DEVICE) --batch 64 --precision torch-default --summary \
 	    --dataset-size 1281167 --epochs 90
 
-test: build
+test: check
+	$(MAKE) --no-print-directory sanitize
+	$(MAKE) --no-print-directory fuzz FUZZ_TIME=$(FUZZ_CI_TIME)
+
+check: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 install: build
 	cmake --install $(BUILD)
 
-sanitize:
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DFM_SANITIZE='address;undefined' -DCMAKE_BUILD_TYPE=Debug"
+# LeakSanitizer is on (ASan's default on Linux); any UB aborts the test (-fno-sanitize-recover).
+sanitize: deps
+	cmake -S . -B $(SAN_BUILD) -DFM_SANITIZE='address;undefined' -DCMAKE_BUILD_TYPE=Debug \
+	      -DFM_WITH_CUDA=OFF
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
+
+# libFuzzer (clang) with ASan + UBSan: replays tests/data/fuzz/regressions, then fuzzes each
+# target for FUZZ_TIME seconds from fuzz/corpus and the test fixtures (fuzz/run.sh).
+fuzz: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DFM_FUZZ=ON -DFM_SANITIZE='address;undefined' \
+	      -DFM_WITH_CUDA=OFF -DFM_WITH_DNNL=OFF -DFM_BUILD_TESTS=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
+	sh fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_TIME)
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)
 
 # The CPU backend against PyTorch (Debian's python3-torch) with the same threads, warm-up and
 # steps, and the CPU probe against its theoretical figures; Markdown for bench/RESULTS.md.

@@ -1,0 +1,515 @@
+/* Allocation-failure injection (SQLite's and Lua's technique): a counting allocator fails
+ * exactly the Nth call (malloc or realloc) and keeps a ledger of live blocks; for N = 1, 2, ...
+ * until a run completes without reaching N, each scenario (a built-in model built and counted,
+ * every ONNX fixture loaded from memory and counted, device files loaded and used for a
+ * prediction) must end with FM_ERR_NOMEM and a message, leave nothing allocated after the
+ * _free calls, and, when it completes, give the same numbers as a run that never failed.
+ * In a build without AddressSanitizer the test also interposes the C library's malloc family
+ * while a scenario runs: an allocation that bypasses the context allocator (a direct malloc in
+ * library code, or a dependency not routed through it) is reported with its call stack.
+ * It does not test the measurement backends: they allocate device memory by design. */
+#include "support.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FM_ASAN 1
+#endif
+#endif
+
+/* ---- the counting, failing allocator ---- */
+
+#define BLOCK_MAGIC 0x666d616c6c6f6321ull   /* "fmalloc!" */
+
+struct ledger {
+    uint64_t calls;      /* malloc_fn + realloc_fn calls so far */
+    uint64_t fail_at;    /* the call that returns NULL; 0: none */
+    bool failed;         /* fail_at was reached */
+    long live;           /* blocks handed out and not freed */
+    long bad_frees;      /* frees of pointers this allocator never handed out */
+};
+
+/* Every block carries a header, so that a free of a foreign or already-freed pointer is
+ * caught instead of silently corrupting the ledger. */
+struct header {
+    uint64_t magic;
+    uint64_t size;
+};
+
+#ifndef FM_ASAN
+/* glibc's own entry points: the allocator below must not count as a bypass of itself */
+extern void *__libc_malloc(size_t size);
+extern void *__libc_realloc(void *ptr, size_t size);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void __libc_free(void *ptr);
+#define RAW_MALLOC __libc_malloc
+#define RAW_REALLOC __libc_realloc
+#define RAW_FREE __libc_free
+#else
+#define RAW_MALLOC malloc
+#define RAW_REALLOC realloc
+#define RAW_FREE free
+#endif
+
+static bool take_call(struct ledger *l)
+{
+    l->calls++;
+    if (l->calls == l->fail_at) {
+        l->failed = true;
+        return false;
+    }
+    return true;
+}
+
+static void *la_malloc(size_t size, void *user)
+{
+    struct ledger *l = user;
+    if (!take_call(l) || size > SIZE_MAX - sizeof(struct header))
+        return NULL;
+    struct header *h = RAW_MALLOC(sizeof(*h) + size);
+    if (!h)
+        return NULL;
+    h->magic = BLOCK_MAGIC;
+    h->size = size;
+    l->live++;
+    return h + 1;
+}
+
+static void *la_realloc(void *ptr, size_t size, void *user)
+{
+    struct ledger *l = user;
+    if (!ptr)
+        return la_malloc(size, user);
+    struct header *h = (struct header *)ptr - 1;
+    if (h->magic != BLOCK_MAGIC) {
+        l->bad_frees++;
+        return NULL;
+    }
+    if (!take_call(l) || size > SIZE_MAX - sizeof(struct header))
+        return NULL;   /* the old block stays valid, as with realloc */
+    struct header *n = RAW_REALLOC(h, sizeof(*n) + size);
+    if (!n)
+        return NULL;
+    n->size = size;
+    return n + 1;
+}
+
+static void la_free(void *ptr, void *user)
+{
+    struct ledger *l = user;
+    if (!ptr)
+        return;
+    struct header *h = (struct header *)ptr - 1;
+    if (h->magic != BLOCK_MAGIC) {
+        l->bad_frees++;
+        return;
+    }
+    h->magic = 0;
+    l->live--;
+    RAW_FREE(h);
+}
+
+/* ---- allocations that bypass the context allocator (builds without ASan) ---- */
+
+/* The test harness's only mutable global: the C library's malloc cannot be given a context.
+ * Armed only while a scenario runs; everything else (cmocka, stdio set-up) goes through. */
+struct bypass {
+    bool armed;
+    bool in_report;
+    unsigned long count;
+};
+static struct bypass bypass;
+
+#ifndef FM_ASAN
+#include <execinfo.h>
+#include <unistd.h>
+
+static void bypass_note(void)
+{
+    if (!bypass.armed || bypass.in_report)
+        return;
+    bypass.count++;
+    if (bypass.count == 1) {   /* the first one of a scenario, with its stack */
+        bypass.in_report = true;
+        void *frames[24];
+        int n = backtrace(frames, 24);
+        static const char msg[] = "allocation bypassing the context allocator:\n";
+        (void)!write(2, msg, sizeof(msg) - 1);
+        backtrace_symbols_fd(frames, n, 2);
+        bypass.in_report = false;
+    }
+}
+
+void *malloc(size_t size)
+{
+    bypass_note();
+    return __libc_malloc(size);
+}
+void *calloc(size_t n, size_t size)
+{
+    bypass_note();
+    return __libc_calloc(n, size);
+}
+void *realloc(void *ptr, size_t size)
+{
+    bypass_note();
+    return __libc_realloc(ptr, size);
+}
+void free(void *ptr)
+{
+    __libc_free(ptr);
+}
+#endif
+
+/* ---- the driver ---- */
+
+/* A scenario runs on a fresh context, frees everything it made, and leaves a digest of its
+ * results (numbers that must not change when a failure was survived). */
+typedef enum fm_status (*scenario_fn)(struct fm_ctx *ctx, const void *arg, uint64_t *digest);
+
+struct outcome {
+    uint64_t runs;        /* failing runs tried (= allocations on the path) */
+    uint64_t survived;    /* of which the library recovered, with identical results */
+    unsigned long bypassed;
+};
+
+static void run_every_n(const char *what, scenario_fn fn, const void *arg, struct outcome *out)
+{
+    uint64_t ref_digest = 0;
+    {   /* a reference run that never fails */
+        struct ledger l = {0};
+        struct fm_allocator a = {la_malloc, la_realloc, la_free, &l};
+        struct fm_ctx *ctx = NULL;
+        assert_int_equal(fm_ctx_new(&a, &ctx), FM_OK);
+        bypass.count = 0;
+        bypass.armed = true;
+        enum fm_status st = fn(ctx, arg, &ref_digest);
+        bypass.armed = false;
+        if (st != FM_OK)
+            fail_msg("%s: the reference run failed: %s", what, fm_ctx_error(ctx));
+        fm_ctx_free(ctx);
+        assert_int_equal(l.live, 0);
+        out->bypassed += bypass.count;
+        if (bypass.count)
+            print_error("%s: %lu allocation(s) bypassed the context allocator\n", what,
+                        bypass.count);
+    }
+    for (uint64_t n = 1;; n++) {
+        struct ledger l = {0};
+        l.fail_at = n;
+        struct fm_allocator a = {la_malloc, la_realloc, la_free, &l};
+        struct fm_ctx *ctx = NULL;
+        uint64_t digest = 0;
+        enum fm_status st = fm_ctx_new(&a, &ctx);
+        if (st == FM_OK) {
+            st = fn(ctx, arg, &digest);
+            if (st != FM_OK && !*fm_ctx_error(ctx))
+                fail_msg("%s: allocation %llu failed: status '%s' without a message", what,
+                         (unsigned long long)n, fm_status_to_string(st));
+            if (l.failed && st != FM_OK && st != FM_ERR_NOMEM)
+                fail_msg("%s: allocation %llu failed but the status is '%s': %s", what,
+                         (unsigned long long)n, fm_status_to_string(st), fm_ctx_error(ctx));
+            /* a failure the library works around (a fallback) must not change any number */
+            if (l.failed && st == FM_OK) {
+                if (digest != ref_digest)
+                    fail_msg("%s: allocation %llu failed, the run succeeded, but its numbers "
+                             "differ from a run without failures", what, (unsigned long long)n);
+                out->survived++;
+            }
+            fm_ctx_free(ctx);
+        } else {
+            assert_int_equal(st, FM_ERR_NOMEM);
+            assert_null(ctx);
+        }
+        if (l.live != 0 || l.bad_frees != 0)
+            fail_msg("%s: allocation %llu failed: %ld block(s) left allocated, %ld bad free(s)",
+                     what, (unsigned long long)n, l.live, l.bad_frees);
+        if (!l.failed) {   /* the run completed without reaching N: every allocation tried */
+            if (st != FM_OK)
+                fail_msg("%s: a run without a failed allocation failed: %s", what,
+                         fm_ctx_error(ctx));
+            assert_int_equal(digest, ref_digest);
+            out->runs += n - 1;
+            return;
+        }
+        if (n > 2000000)
+            fail_msg("%s: more than 2e6 allocations; the loop does not end", what);
+    }
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    return (h ^ v) * 1099511628211ull;
+}
+
+static uint64_t counts_digest(uint64_t h, const struct fm_counts *c)
+{
+    for (int p = 0; p < FM_PHASE_COUNT; p++) {
+        h = mix(h, fm_work_flops(&c->total[p]));
+        h = mix(h, c->total[p].bytes_read);
+    }
+    h = mix(h, c->params);
+    h = mix(h, c->activation_bytes);
+    return mix(h, c->n_uncounted);
+}
+
+/* Counts a graph in both modes and renders the JSON report (output is part of counting). */
+static enum fm_status count_both(struct fm_ctx *ctx, const struct fm_graph *g, uint64_t *digest)
+{
+    for (int m = 0; m < FM_MODE_COUNT; m++) {
+        struct fm_count_opts co;
+        fm_count_opts_init(&co);
+        co.mode = (enum fm_mode)m;
+        struct fm_counts *c = NULL;
+        enum fm_status st = fm_count(ctx, g, &co, &c);
+        if (st)
+            return st;
+        *digest = counts_digest(*digest, c);
+        fm_counts_free(ctx, c);
+    }
+    return FM_OK;
+}
+
+/* ---- scenarios ---- */
+
+static enum fm_status zoo_scenario(struct fm_ctx *ctx, const void *arg, uint64_t *digest)
+{
+    struct fm_zoo_opts zo;
+    fm_zoo_opts_init(&zo);
+    zo.batch = 2;
+    zo.with_loss = true;
+    struct fm_graph *g = NULL;
+    enum fm_status st = fm_zoo_build(ctx, arg, &zo, &g);
+    if (!st)
+        st = count_both(ctx, g, digest);
+    fm_graph_free(g);
+    return st;
+}
+
+struct blob {
+    const char *name;
+    void *data;
+    size_t size;
+};
+
+static enum fm_status onnx_scenario(struct fm_ctx *ctx, const void *arg, uint64_t *digest)
+{
+    const struct blob *b = arg;
+    struct fm_load_opts lo;
+    fm_load_opts_init(&lo);
+    struct fm_graph *g = NULL;
+    enum fm_status st = fm_onnx_load_buffer(ctx, b->data, b->size, b->name, &lo, &g);
+    if (!st)
+        st = count_both(ctx, g, digest);
+    fm_graph_free(g);
+    return st;
+}
+
+static const char device_file_text[] =
+    "{\"devices\": [\n"
+    "  {\"name\": \"test-gpu\", \"aliases\": [\"tg\", \"tgpu\"], \"kind\": \"gpu\",\n"
+    "   \"peak_vector_flops\": {\"fp32\": 2e13, \"fp16\": 4e13},\n"
+    "   \"peak_tensor_flops\": {\"fp16\": 1.6e14, \"tf32\": 8e13},\n"
+    "   \"mem_bw_bytes_per_s\": 1.5e12, \"mem_bytes\": 4e10, \"unverified\": [\"l2\"]},\n"
+    "  {\"name\": \"a100\", \"mem_bw_bytes_per_s\": 2.1e12}\n"
+    "]}\n";
+
+/* A device file read through fm_devices_load, a lookup, and a prediction on resnet18. */
+static enum fm_status device_scenario(struct fm_ctx *ctx, const void *arg, uint64_t *digest)
+{
+    const char *path = arg;
+    struct fm_devices *devs = NULL;
+    struct fm_graph *g = NULL;
+    struct fm_counts *c = NULL;
+    struct fm_prediction *p = NULL;
+    const struct fm_device *dev = NULL;
+    enum fm_status st = fm_devices_load(ctx, path, &devs);
+    if (!st)
+        st = fm_devices_add_json(devs, device_file_text, sizeof(device_file_text) - 1, "inline");
+    if (!st)
+        st = fm_devices_find(ctx, devs, "tgpu", &dev);
+    if (!st)
+        st = fm_zoo_build(ctx, "resnet18", NULL, &g);
+    if (!st) {
+        struct fm_count_opts co;
+        fm_count_opts_init(&co);
+        st = fm_count(ctx, g, &co, &c);
+    }
+    if (!st) {
+        struct fm_predict_opts po;
+        fm_predict_opts_init(&po);
+        po.device = dev;
+        po.precision = FM_PREC_FP16;
+        st = fm_predict(ctx, g, c, &po, &p);
+    }
+    if (!st) {
+        *digest = mix(*digest, fm_devices_count(devs));
+        *digest = mix(*digest, (uint64_t)(p->step_roofline_s * 1e12));
+    }
+    fm_prediction_free(ctx, p);
+    fm_counts_free(ctx, c);
+    fm_graph_free(g);
+    fm_devices_free(devs);
+    return st;
+}
+
+/* ---- tests ---- */
+
+static void report(const char *what, size_t scenarios, const struct outcome *o)
+{
+    print_message("%s: %zu scenario(s), %llu allocations each failed in turn (%llu survived "
+                  "with identical results), %lu bypassing allocation(s)%s\n",
+                  what, scenarios, (unsigned long long)o->runs, (unsigned long long)o->survived,
+                  o->bypassed,
+#ifdef FM_ASAN
+                  " (bypass check off under ASan)"
+#else
+                  ""
+#endif
+    );
+}
+
+static void test_zoo_every_allocation(void **state)
+{
+    (void)state;
+    struct outcome o = {0};
+    for (size_t i = 0; i < fm_zoo_count(); i++)
+        run_every_n(fm_zoo_get(i)->name, zoo_scenario, fm_zoo_get(i)->name, &o);
+    report("built-in models", fm_zoo_count(), &o);
+    assert_true(o.runs > fm_zoo_count());   /* each model allocates more than once */
+    assert_int_equal(o.bypassed, 0);
+}
+
+static bool read_file(const char *path, struct blob *b)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    b->data = malloc(n > 0 ? (size_t)n : 1);
+    b->size = n > 0 && fread(b->data, 1, (size_t)n, f) == (size_t)n ? (size_t)n : 0;
+    fclose(f);
+    return b->size > 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void test_onnx_every_allocation(void **state)
+{
+    (void)state;
+    const char *dir = FM_TEST_DATA "/onnx";
+    {   /* a build without the ONNX frontend has nothing to test here */
+        struct fm_ctx *ctx = test_ctx();
+        struct fm_graph *g = NULL;
+        bool stub = fm_onnx_load_buffer(ctx, "", 0, "probe", NULL, &g) == FM_ERR_UNSUPPORTED;
+        fm_ctx_free(ctx);
+        if (stub) {
+            print_message("skipped: this build has no ONNX frontend\n");
+            return;
+        }
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        print_message("skipped: no ONNX fixtures in %s\n", dir);
+        return;
+    }
+    char *names[256];
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d)) && n < 256;) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".onnx") == 0)
+            names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof(names[0]), name_cmp);
+    struct outcome o = {0};
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        struct blob b = {names[i], NULL, 0};
+        if (read_file(path, &b)) {
+            /* fixtures the loader rejects on purpose are the robustness tests' business */
+            struct fm_ctx *ctx = test_ctx();
+            struct fm_graph *g = NULL;
+            bool loads = fm_onnx_load_buffer(ctx, b.data, b.size, b.name, NULL, &g) == FM_OK;
+            fm_graph_free(g);
+            fm_ctx_free(ctx);
+            if (loads) {
+                run_every_n(names[i], onnx_scenario, &b, &o);
+                used++;
+            }
+        }
+        free(b.data);
+        free(names[i]);
+    }
+    report("ONNX fixtures (from memory)", used, &o);
+    assert_true(used > 0);
+    assert_int_equal(o.bypassed, 0);
+}
+
+static void test_device_file_every_allocation(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/fm_alloc_fail_devices_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(device_file_text, f);
+    fclose(f);
+    /* the environment's device files would make the path depend on the machine */
+    unsetenv("FLOPMETER_DEVICES");
+    setenv("XDG_CONFIG_HOME", "/nonexistent", 1);
+    struct outcome o = {0};
+    run_every_n("device file + prediction", device_scenario, path, &o);
+    unlink(path);
+    report("device files", 1, &o);
+    assert_true(o.runs > 5);
+    /* cJSON allocates with its own global hooks: not routed through the context (documented
+     * in docs/robustness.md); its failures surface as a parse error, not a crash */
+    if (o.bypassed)
+        print_message("known: %lu cJSON allocation(s) bypass the context allocator\n",
+                      o.bypassed);
+}
+
+/* The allocator itself: a realloc failure keeps the old block, frees are checked. */
+static void test_ledger_catches_leaks(void **state)
+{
+    (void)state;
+    struct ledger l = {0};
+    void *p = la_malloc(16, &l);
+    assert_non_null(p);
+    l.fail_at = l.calls + 1;
+    assert_null(la_realloc(p, 32, &l));
+    assert_true(l.failed);
+    assert_int_equal(l.live, 1);   /* a leak the driver would report */
+    la_free(p, &l);
+    assert_int_equal(l.live, 0);
+    struct header *foreign = RAW_MALLOC(2 * sizeof(*foreign));
+    memset(foreign, 0, 2 * sizeof(*foreign));
+    la_free(foreign + 1, &l);   /* not from this allocator: counted, not freed */
+    assert_int_equal(l.bad_frees, 1);
+    RAW_FREE(foreign);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ledger_catches_leaks),
+        cmocka_unit_test(test_zoo_every_allocation),
+        cmocka_unit_test(test_onnx_every_allocation),
+        cmocka_unit_test(test_device_file_every_allocation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
