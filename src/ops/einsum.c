@@ -148,8 +148,8 @@ static enum fm_status einsum_cost(struct fm_cost_call *call)
             c |= !has_label(e.lab[k], e.rank[k], e.lab[other][i]);
         enum fm_phase ph = fm_cost_grad_phase(call, k);
         fm_cost_add(call, ph, c ? FM_PRIM_MAC : FM_PRIM_MUL, p);
-        fm_cost_read(call, ph, fm_cost_bytes(call, call->out[0]) +
-                                   fm_cost_bytes(call, call->in[other]));
+        fm_cost_read(call, ph, fm_cost_bytes(call, call->out[0]));
+        fm_cost_read(call, ph, fm_cost_bytes(call, call->in[other]));
         fm_cost_write(call, ph, fm_cost_bytes(call, call->in[k]));
         call->saved_in_mask |= 1ull << other;
     }
