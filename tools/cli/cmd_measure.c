@@ -174,7 +174,7 @@ static void print_table(const struct report *r)
                 snprintf(rate, sizeof(rate), "%sF/s", cli_si(row->flops / (row->measured_ms * 1e-3), b[0]));
             if (row->predicted) {
                 ms_text(row->predicted_ms, pred);
-                if (row->measured_ms > 0)
+                if (row->measured_ms > 0 && row->predicted_ms > 0)
                     pct((row->predicted_ms - row->measured_ms) / row->measured_ms, err);
             }
             printf("  %3zu  %-34.34s %-15.15s %9s %9s %9s %9s %10s %10s %7s\n", i + 1, n->name,
@@ -263,7 +263,7 @@ static void print_csv(const struct report *r)
                    row->ms[FM_PHASE_FWD], row->ms[FM_PHASE_BWD_DATA],
                    row->ms[FM_PHASE_BWD_WEIGHT], row->ms[FM_PHASE_OPTIMIZER], row->bwd_split,
                    row->measured_ms, row->flops);
-            if (row->predicted && row->measured_ms > 0)
+            if (row->predicted && row->measured_ms > 0 && row->predicted_ms > 0)
                 printf("%.6f,%.6f\n", row->predicted_ms,
                        (row->predicted_ms - row->measured_ms) / row->measured_ms);
             else
@@ -362,7 +362,7 @@ static void print_json(const struct report *r)
             fm_jw_double(&w, "flops", row->flops);
             if (row->predicted) {
                 fm_jw_double(&w, "predicted_ms", row->predicted_ms);
-                if (row->measured_ms > 0)
+                if (row->measured_ms > 0 && row->predicted_ms > 0)
                     fm_jw_double(&w, "error", (row->predicted_ms - row->measured_ms) /
                                                   row->measured_ms);
             }

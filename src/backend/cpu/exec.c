@@ -56,21 +56,50 @@ static const struct op_impl *impl_for(enum fm_op op)
 }
 
 /* ---- threads ----
- * Debian's oneDNN runs on OpenMP. The thread count is the OpenMP setting of the calling
- * thread; the functions are looked up at run time (libgomp is already loaded with oneDNN), so
- * the build needs no OpenMP flags and this file no OpenMP header. */
+ * Debian's oneDNN runs on OpenMP: its thread count is the OpenMP setting of the calling thread.
+ * The functions are looked up at run time (libgomp is loaded with oneDNN), so the build needs
+ * no OpenMP flags and this file no OpenMP header. A step sets the count and puts the caller's
+ * back afterwards, so the backend leaves no trace on the process. */
 typedef void (*omp_set_fn)(int);
 typedef int (*omp_get_fn)(void);
 
-static int omp_threads(int want)
-{
+struct omp {
     omp_set_fn set;
     omp_get_fn get;
-    *(void **)&set = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
-    *(void **)&get = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
-    if (want > 0 && set)
-        set(want);
-    return get ? get() : (want > 0 ? want : 1);
+};
+
+static struct omp omp_lookup(void)
+{
+    struct omp o;
+    *(void **)&o.set = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    *(void **)&o.get = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    return o;
+}
+
+/* The threads a step with `want` (0 = OpenMP's default) will use. */
+static int omp_threads(int want)
+{
+    struct omp o = omp_lookup();
+    if (want > 0)
+        return want;
+    return o.get ? o.get() : 1;
+}
+
+/* Sets want threads (if > 0) and returns the previous setting (0 if unknown). */
+static int omp_push(int want)
+{
+    struct omp o = omp_lookup();
+    int prev = o.get ? o.get() : 0;
+    if (want > 0 && o.set)
+        o.set(want);
+    return prev;
+}
+
+static void omp_pop(int prev)
+{
+    struct omp o = omp_lookup();
+    if (prev > 0 && o.set)
+        o.set(prev);
 }
 
 static double now_ms(void)
@@ -416,6 +445,9 @@ static enum fm_status cpu_prepare(struct fm_ctx *ctx, const struct fm_graph *g,
     struct fm_cpu *s = fm_alloc(ctx, sizeof(*s));
     if (!s)
         return fm_error(ctx, FM_ERR_NOMEM, "out of memory");
+    /* oneDNN divides the work among the threads it sees when a primitive is created: create
+     * them with the count the steps will run with */
+    int prev_threads = omp_push(opts->threads);
     s->ctx = ctx;
     s->g = g;
     s->opts = *opts;
@@ -453,6 +485,7 @@ static enum fm_status cpu_prepare(struct fm_ctx *ctx, const struct fm_graph *g,
     if (!st)
         st = init_values(s);
 out:
+    omp_pop(prev_threads);
     if (st) {
         cpu_release(s);
         return st;
@@ -465,7 +498,7 @@ static enum fm_status cpu_step(void *state, struct fm_step_timing *t)
 {
     struct fm_cpu *s = state;
     enum fm_status st = FM_OK;
-    omp_threads(s->opts.threads);
+    int prev_threads = omp_push(s->opts.threads);
     bool timing = t->nodes != NULL;
     double t0 = now_ms();
     for (size_t i = 0; i < s->n_items; i++) {
@@ -492,6 +525,7 @@ static enum fm_status cpu_step(void *state, struct fm_step_timing *t)
     }
     s->step_index++;
 out:
+    omp_pop(prev_threads);
     return st;
 }
 
