@@ -594,7 +594,8 @@ static enum fm_status fold_gather(struct fold *f)
     if (st)
         return st;
     const struct tv *x = &f->in[0], *idx = &f->in[1];
-    if (idx->is_float)
+    /* an omitted indices input is n = UINT64_MAX with no values: reading it crashed (fuzz_onnx) */
+    if (f->n_in < 2 || idx->n == UINT64_MAX || idx->is_float)
         return FOLD_NO;
     if (axis < 0)
         axis += x->shape.rank;
