@@ -89,7 +89,7 @@ def torch_ms(model_name, batch, mode, threads, steps, warmup):
 
 def probe_rows(exe, threads):
     r = subprocess.run([exe, "probe", "--threads", str(threads), "--repetitions", "9",
-                        "--seconds", "1", "--format", "json"], capture_output=True, text=True)
+                        "--seconds", "2", "--format", "json"], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("flopmeter probe failed:\n" + r.stderr)
     p = json.loads(r.stdout)
@@ -106,9 +106,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--flopmeter", default="build/flopmeter")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=2)
     a = ap.parse_args()
 
     cpu = platform.processor() or "?"
@@ -144,7 +144,7 @@ def main():
                 sys.stdout.flush()
     print()
     p, rows = probe_rows(a.flopmeter, a.threads)
-    print("probe (9 repetitions of 1 s each): %s; %s; clock %.0f MHz" %
+    print("probe (9 repetitions, 2 s per figure): %s; %s; clock %.0f MHz" %
           (p["device"], p["arch"], p["clock_mhz"]))
     print()
     print("| figure | min | median | max | theory | median / theory |")

@@ -563,45 +563,41 @@ static void clock_work(void *arg, int i)
 }
 #endif
 
-/* Clock in MHz of one thread alone (all = false) or the mean over threads running at once:
- * the highest of the repetitions, since other processes can only slow the chain down; 0 where
- * it cannot be measured. */
-static double measure_clock(struct fm_ctx *ctx, const struct cpu_info *ci, int threads, int reps,
-                            bool all)
+/* Clock in MHz of one thread alone (all = false) or the mean over threads running at once. Many
+ * runs of about a millisecond each, and the fastest one counts: other processes can only slow
+ * the chain down, and a run this short often fits between two of their time slices. 0 where it
+ * cannot be measured. */
+#define CLOCK_RUNS 64
+static double measure_clock(struct fm_ctx *ctx, const struct cpu_info *ci, int threads, bool all)
 {
     double mhz = 0;
 #ifdef FM_X86
     struct clock_job *j = fm_alloc(ctx, sizeof(*j));
-    double *v = fm_alloc(ctx, sizeof(double) * (size_t)reps);
-    if (!j || !v)
-        goto out;
-    j->iters = 1u << 16;
-    while (j->iters < (1ull << 34)) {   /* about 20 ms per run */
+    if (!j)
+        return 0;
+    j->iters = 1u << 10;
+    while (j->iters < (1ull << 34)) {
         double t0 = now_s();
         add_chain_ghz(j->iters);
-        if (now_s() - t0 > 0.02)
+        if (now_s() - t0 > 0.001)
             break;
         j->iters *= 2;
     }
     int n = all ? threads : 1;
-    for (int r = 0; r < reps; r++) {
+    for (int r = 0; r < CLOCK_RUNS; r++) {
         if (run_threads(ci, n, clock_work, j) <= 0)
-            goto out;
+            break;
         double sum = 0;
         for (int i = 0; i < n; i++)
             sum += j->ghz[i];
-        v[r] = sum / n * 1e3;
+        if (sum / n * 1e3 > mhz)
+            mhz = sum / n * 1e3;
     }
-    qsort(v, (size_t)reps, sizeof(double), cmp_double);
-    mhz = v[reps - 1];
-out:
     fm_dealloc(ctx, j);
-    fm_dealloc(ctx, v);
 #else
     (void)ctx;
     (void)ci;
     (void)threads;
-    (void)reps;
     (void)all;
 #endif
     return mhz;
@@ -755,7 +751,7 @@ enum fm_status fm_probe_cpu(struct fm_ctx *ctx, const struct fm_probe_opts *opts
                            all ? &out->fma_all[p] : &out->fma_1t[p]);
             /* the clock right after the first busy runs, one thread and then all of them */
             if (!st && p == FM_PREC_FP32)
-                *(all ? &clock_all : &clock_1t) = measure_clock(ctx, ci, threads, reps, all);
+                *(all ? &clock_all : &clock_1t) = measure_clock(ctx, ci, threads, all);
         }
     }
     /* Theory from the single-thread clock (the nominal one where it could not be measured) on
