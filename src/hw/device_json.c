@@ -483,17 +483,18 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
         st = apply_fields(&w, entry, &devs->arena, &d);
         if (st)
             goto out;
-        if (at < 0 && prev < 0) {
-            if (!(d.name = fm_arena_strdup(&devs->arena, name->valuestring))) {
-                st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", org);
-                goto out;
-            }
-            if (d.mem_bw <= 0 || !any_peak(&d)) {
-                st = bad(&w, "a new device needs \"mem_bw_bytes_per_s\" and at least one peak in "
-                             "\"peak_vector_flops\" or \"peak_tensor_flops\" (its name matches no "
-                             "existing device, so it overrides nothing)");
-                goto out;
-            }
+        if (at < 0 && prev < 0 &&
+            !(d.name = fm_arena_strdup(&devs->arena, name->valuestring))) {
+            st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", org);
+            goto out;
+        }
+        /* checked after every entry of a new device, not only its first: a repeat that zeroes
+         * the bandwidth was accepted, and the file it saved would not load (fuzz_device_json) */
+        if (at < 0 && (d.mem_bw <= 0 || !any_peak(&d))) {
+            st = bad(&w, "a new device needs \"mem_bw_bytes_per_s\" and at least one peak in "
+                         "\"peak_vector_flops\" or \"peak_tensor_flops\" (its name matches no "
+                         "existing device, so it overrides nothing)");
+            goto out;
         }
         if (!(d.origin = fm_arena_strdup(&devs->arena, org))) {
             st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", org);
