@@ -154,10 +154,12 @@ static void print_table(const struct report *r)
 {
     const struct fm_measurement *m = r->m;
     char b[8][32];
-    printf("%s | batch %lld, %s | %s (%s, %d threads) | %s\n", fm_graph_name(r->g),
-           (long long)r->batch,
+    char thr[32] = "";
+    if (m->threads > 0)
+        snprintf(thr, sizeof(thr), ", %d thread%s", m->threads, m->threads == 1 ? "" : "s");
+    printf("%s | batch %lld, %s | %s (%s%s) | %s\n", fm_graph_name(r->g), (long long)r->batch,
            r->train ? "training step: forward, loss, backward, SGD" : "inference (forward only)",
-           m->device_name, m->backend, m->threads, fm_precision_name(m->precision));
+           m->device_name, m->backend, thr, fm_precision_name(m->precision));
     if (r->rows) {
         printf("  %3s  %-34s %-15s %9s %9s %9s %9s %10s %10s %7s\n", "#", "layer", "op",
                "fwd ms", "bwd ms", "opt ms", "total ms", "FLOP/s", "pred ms", "error");
@@ -463,9 +465,10 @@ static int find_peak(struct fm_ctx *ctx, const char *device, const char *spec, d
     bool gemm = probe->gemm[prec].median > probe->fma_all[p].median;
     peak->flops = gemm ? probe->gemm[prec].median : probe->fma_all[p].median;
     snprintf(peak->source, sizeof(peak->source),
-             "a short probe of this device: median %s %s with %d threads (flopmeter probe for "
+             "a short probe of this device: median %s %s with %d thread%s (flopmeter probe for "
              "more repetitions)",
-             fm_precision_name(gemm ? prec : p), gemm ? "GEMM" : "FMA", probe->threads);
+             fm_precision_name(gemm ? prec : p), gemm ? "GEMM" : "FMA", probe->threads,
+             probe->threads == 1 ? "" : "s");
     return 0;
 }
 
