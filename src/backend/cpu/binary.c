@@ -122,6 +122,56 @@ static enum fm_phase grad_phase(const struct fm_cpu *s, fm_tid tid)
                                                              : FM_PHASE_BWD_DATA;
 }
 
+/* Sum over H and W of a 4-D src into (N, C, 1, 1), the squeeze-excitation case: an average
+ * pooling over the whole plane with a linear post-op that multiplies by H*W. oneDNN 2.6's
+ * reduction primitive has only reference code for blocked layouts (60 ms where this takes
+ * under 1). false in *ok when oneDNN cannot (the reduction then does it). */
+static enum fm_status plane_sum(struct fm_cpu *s, fm_nid id, enum fm_phase ph, fm_tid tid,
+                                dnnl_memory_t src, const int64_t *odims, bool *ok)
+{
+    const dnnl_memory_desc_t *smd = fm_cpu_mem_md(src);
+    dnnl_memory_desc_t dst;
+    fm_cpu_md_any(&dst, 4, odims);
+    dnnl_dims_t k = {smd->dims[2], smd->dims[3]}, zero = {0, 0};
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_pooling_v2_desc_t d;
+    dnnl_memory_t m_dst;
+    struct fm_cpu_sink sk;
+    enum fm_status st = FM_OK;
+    *ok = false;
+    FM_DNNL_TRY(s, dnnl_primitive_attr_create(&attr));
+    FM_DNNL_TRY(s, dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    FM_DNNL_TRY(s, dnnl_post_ops_create(&po));
+    FM_DNNL_TRY(s, dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear,
+                                                (float)(k[0] * k[1]), 0.0f));
+    FM_DNNL_TRY(s, dnnl_primitive_attr_set_post_ops(attr, po));
+    FM_DNNL_TRY(s, dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference,
+                                                     dnnl_pooling_avg_exclude_padding, smd, &dst,
+                                                     k, k, zero, zero, zero));
+    if (dnnl_primitive_desc_create(&pd, &d, attr, s->engine, NULL) != dnnl_success)
+        goto out;
+    st = fm_cpu_keep_pd(s, pd);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, ph, tid, fm_cpu_pd_md(pd, DNNL_ARG_DST), &sk, &m_dst);
+    if (st || !m_dst)
+        goto out;
+    {
+        struct fm_cpu_arg args[2] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, m_dst}};
+        st = fm_cpu_add_prim(s, id, ph, pd, args, 2);
+    }
+    if (!st)
+        st = fm_cpu_sink_end(s, &sk);
+    *ok = st == FM_OK;
+out:
+    if (po)
+        dnnl_post_ops_destroy(po);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
 /* The broadcast operand's gradient: src summed down to its dims. */
 static enum fm_status reduce_into(struct fm_cpu *s, fm_nid id, struct binary_priv *p, fm_tid tid,
                                   dnnl_memory_t src)
@@ -134,8 +184,15 @@ static enum fm_status reduce_into(struct fm_cpu *s, fm_nid id, struct binary_pri
     dnnl_memory_t m_dst;
     struct fm_cpu_sink sk;
     enum fm_status st = FM_OK;
-    FM_DNNL_TRY(s, dnnl_reduction_desc_init(&d, dnnl_reduction_sum, fm_cpu_mem_md(src), &dst, 0.0f,
-                                            0.0f));
+    const dnnl_memory_desc_t *smd = fm_cpu_mem_md(src);
+    if (p->rank == 4 && p->odims[0] == smd->dims[0] && p->odims[1] == smd->dims[1] &&
+        p->odims[2] == 1 && p->odims[3] == 1) {
+        bool ok;
+        st = plane_sum(s, id, ph, tid, src, p->odims, &ok);
+        if (st || ok)
+            return st;
+    }
+    FM_DNNL_TRY(s, dnnl_reduction_desc_init(&d, dnnl_reduction_sum, smd, &dst, 0.0f, 0.0f));
     st = fm_cpu_pd(s, id, &d, NULL, &pd);
     if (!st)
         st = fm_cpu_sink_begin(s, id, ph, tid, fm_cpu_pd_md(pd, DNNL_ARG_DST), &sk, &m_dst);
