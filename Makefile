@@ -4,7 +4,7 @@
 #               AddressSanitizer + UndefinedBehaviorSanitizer (`sanitize`), then each libFuzzer
 #               target for FUZZ_CI_TIME seconds (`fuzz`)
 # Other targets: build, install, clean, check (ctest of BUILD only), sanitize, fuzz (each target
-# for FUZZ_TIME seconds; docs/robustness.md), bench.
+# for FUZZ_TIME seconds; FUZZ_TARGETS="onnx args" picks some; docs/robustness.md), bench.
 BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -18,6 +18,7 @@ SAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_TIME ?= 300
 FUZZ_CI_TIME ?= 20
+FUZZ_TARGETS ?=
 
 .PHONY: all deps configure build run test check install clean sanitize fuzz
 
@@ -78,7 +79,7 @@ fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DFM_FUZZ=ON -DFM_SANITIZE='address;undefined' \
 	      -DFM_WITH_CUDA=OFF -DFM_WITH_DNNL=OFF -DFM_BUILD_TESTS=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
-	sh fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_TIME)
+	sh fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_TIME) $(FUZZ_TARGETS)
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)

@@ -466,14 +466,14 @@ static void test_nonexistent_and_special_files(void **state)
 {
     (void)state;
     EXPECT_CLI("missing file", "count /nonexistent/model.onnx", 1, "no such file");
-    EXPECT_CLI("not a regular file", "count /dev/zero", 1, "unknown model '/dev/zero'");
+    EXPECT_CLI("not a regular file", "count /dev/zero", 1, "/dev/zero: not a regular file");
     char dir[] = "/tmp/fm_robust_dir_XXXXXX";
     assert_non_null(mkdtemp(dir));
     char sub[600], args[700];
     snprintf(sub, sizeof(sub), "%s/model.onnx", dir);
     assert_int_equal(mkdir(sub, 0700), 0);
     snprintf(args, sizeof(args), "count %s", sub);
-    EXPECT_CLI("a directory named .onnx", args, 1, "model.onnx");
+    EXPECT_CLI("a directory named .onnx", args, 1, "model.onnx: not a regular file");
     rmdir(sub);
     rmdir(dir);
 }

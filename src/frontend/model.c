@@ -25,7 +25,13 @@ enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct
         return fm_error(ctx, FM_ERR_INVALID, "no model given: name a built-in model "
                                              "(flopmeter models) or an .onnx file");
     struct stat sb;
-    bool is_file = stat(model, &sb) == 0 && S_ISREG(sb.st_mode);
+    bool exists = stat(model, &sb) == 0;
+    bool is_file = exists && S_ISREG(sb.st_mode);
+    /* a directory or a device is named as such, not as a missing file or an unknown model */
+    bool not_regular = exists && !is_file && !fm_zoo_find(model);
+    if (not_regular)
+        return fm_error(ctx, FM_ERR_IO, "%s: not a regular file (give an .onnx file or a "
+                        "built-in model name, see flopmeter models)", model);
     if (ends_with(model, ".onnx") || (is_file && !fm_zoo_find(model))) {
         if (!is_file)
             return fm_error(ctx, FM_ERR_IO, "%s: no such file", model);
