@@ -457,7 +457,9 @@ static enum fm_status map_softmax(struct ox *ox, const Onnx__NodeProto *node, co
         st = ox_attr_int(ox, node, "axis", ox->opset < 13 ? 1 : -1, &a.axis);
     if (st)
         return st;
-    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    /* a copy: the constants added below grow the graph's tensor array, and a pointer into it
+     * (x->dims fed to ox_const_tensor) was read after being freed (found by fuzz_onnx) */
+    const struct fm_shape xs = tensor(ox, in[0])->shape, *x = &xs;
     int64_t axis = a.axis < 0 ? a.axis + x->rank : a.axis;
     bool trailing_ones = true;
     for (int d = (int)axis + 1; d < x->rank; d++)
