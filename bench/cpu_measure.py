@@ -94,7 +94,8 @@ def probe_rows(exe, threads):
         sys.exit("flopmeter probe failed:\n" + r.stderr)
     p = json.loads(r.stdout)
     rows = []
-    for group, label in (("fma_1t", "1 thread"), ("fma_all", "%d threads" % p["threads"])):
+    every = "all %d thread%s" % (p["threads"], "" if p["threads"] == 1 else "s")
+    for group, label in (("fma_1t", "1 thread"), ("fma_all", every)):
         for prec, s in p[group].items():
             rows.append(("%s FMA, %s" % (prec, label), "GFLOP/s", s, 1e9))
     rows.append(("copy bandwidth", "GB/s", p["bw_copy"], 1e9))
