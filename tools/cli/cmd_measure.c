@@ -189,10 +189,10 @@ static void print_table(const struct report *r)
             sum += r->rows[i].measured_ms;
             psum += r->rows[i].predicted_ms;
         }
-        printf("  layer times add up to %s ms of the %s ms step (the rest: the driver, "
-               "synchronization)%s%s%s\n",
-               ms_text(sum, b[0]), ms_text(m->step_ms_median, b[1]), r->pred ? "; predicted " : "",
-               r->pred ? ms_text(psum, b[2]) : "", r->pred ? " ms" : "");
+        printf("  the layers' medians add up to %s ms, the step's median is %s ms%s%s%s\n",
+               ms_text(sum, b[0]), ms_text(m->step_ms_median, b[1]),
+               r->pred ? "; predicted: " : "", r->pred ? ms_text(psum, b[2]) : "",
+               r->pred ? " ms" : "");
         if (r->train)
             printf("  bwd ms: input and weight gradients together (per-phase figures in --format "
                    "csv/json); pred: roofline bound on %s, error = (pred - measured) / measured\n",
