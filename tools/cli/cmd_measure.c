@@ -1,9 +1,10 @@
 /* flopmeter measure MODEL: runs real training (or inference) steps on the CPU (oneDNN) or a
  * CUDA GPU and reports per-layer forward and backward times, the step time, achieved FLOP/s,
- * utilization against a peak (a short probe of this machine by default, or --peak / --spec),
+ * utilization against a peak (--peak / --spec, a GPU's datasheet, or a short probe),
  * and each layer's predicted time (fm_predict) next to the measured one. Options for both
  * backends are declared here; the backends check what they can run. */
 #include "cli_analysis.h"
+#include "../../src/backend/backend.h"
 #include "../../src/report/jsonw.h"
 
 #include <inttypes.h>
@@ -26,9 +27,11 @@ static const char description[] =
     "with BatchNorm on running statistics. Weights, inputs and labels are random (never zeros),\n"
     "drawn from --seed exactly as every flopmeter backend draws them.\n\n"
     "The peak: --peak FLOP/s, or --spec NAME (a device from the table or --devices FILE, which\n"
-    "also gives the prediction its bandwidth). Without either, a short probe of the device runs\n"
-    "first (flopmeter probe) and its all-thread fp32 FMA median is the peak; the report says\n"
-    "which peak it used. FLOP = 2 x MAC + other ops, on both sides.\n\n"
+    "also gives the prediction its bandwidth). Without either: on a GPU, the device-table entry\n"
+    "matching the name CUDA reports (its datasheet conv/matmul ceiling at --precision); on the\n"
+    "CPU (or a GPU the table lacks), a short probe runs first (flopmeter probe) and its median\n"
+    "all-thread FMA or GEMM rate is the peak. The report says which peak it used.\n"
+    "FLOP = 2 x MAC + other ops, on both sides.\n\n"
     "--epoch-samples N also times an epoch: ceil(N / batch) steps of --batch (the last batch\n"
     "filled up), reported with Epoch AI's methods (seed 000): 'batch' (one step), 'epoch', and\n"
     "'one' when --batch is 1. Per-layer timing synchronizes after every layer; the step time\n"
@@ -421,7 +424,40 @@ static enum fm_status add_loss_if_missing(struct fm_ctx *ctx, struct fm_graph *g
     return st;
 }
 
-/* The peak and (when known) the device the prediction uses: --peak, --spec, or a probe. */
+static bool is_gpu(const char *device)
+{
+    return strcmp(device, "gpu") == 0 || strncmp(device, "cuda", 4) == 0;
+}
+
+static int probe_peak(struct fm_ctx *ctx, const char *device, int threads, enum fm_precision prec,
+                      struct fm_probe_result *probe, struct fm_device *probed,
+                      const struct fm_device **dev, struct peak_info *peak);
+
+/* After a GPU run without --spec or --peak: the device-table entry whose names fit the GPU's
+ * own name gives the peak (its conv/matmul ceiling at the precision) and the prediction's
+ * device; a GPU the table lacks falls back to a short probe, and the report says which. */
+static int match_gpu(struct fm_ctx *ctx, const char *device, const char *devices_file,
+                     const char *gpu_name, enum fm_precision prec, struct fm_devices **devs,
+                     struct fm_probe_result *probe, struct fm_device *probed,
+                     const struct fm_device **dev, struct peak_info *peak)
+{
+    int r;
+    if (!*devs && (r = cli_devices_open(ctx, devices_file, devs)))
+        return r;
+    if (fm_cuda_match_device(ctx, *devs, gpu_name, dev) == FM_OK) {
+        peak->flops = fm_device_peak(*dev, FM_CLASS_CONV, prec);
+        snprintf(peak->source, sizeof(peak->source),
+                 "%s datasheet, the conv/matmul ceiling at %s (matched from the GPU's name "
+                 "'%.60s'; --spec or --peak to choose another)",
+                 (*dev)->name, fm_precision_name(prec), gpu_name);
+        return 0;
+    }
+    fprintf(stderr, "flopmeter measure: %s; using a short probe for the peak\n", fm_ctx_error(ctx));
+    return probe_peak(ctx, device, 0, prec, probe, probed, dev, peak);
+}
+
+/* The peak and (when known) the device the prediction uses: --peak, --spec, a GPU's datasheet
+ * (matched after the run) or a probe. */
 static int find_peak(struct fm_ctx *ctx, const char *device, const char *spec, double peak_given,
                      int threads, enum fm_precision prec, const struct fm_devices *devs,
                      struct fm_probe_result *probe, struct fm_device *probed,
@@ -444,6 +480,19 @@ static int find_peak(struct fm_ctx *ctx, const char *device, const char *spec, d
     }
     if (spec || peak_given > 0)
         return 0;
+    if (is_gpu(device)) {
+        /* a GPU is matched to the device table by the name CUDA reports, after the run */
+        snprintf(peak->source, sizeof(peak->source), "pending: the datasheet of the GPU");
+        return 0;
+    }
+    return probe_peak(ctx, device, threads, prec, probe, probed, dev, peak);
+}
+
+/* The peak from a short probe of the device (all-thread FMA or GEMM, whichever is higher). */
+static int probe_peak(struct fm_ctx *ctx, const char *device, int threads, enum fm_precision prec,
+                      struct fm_probe_result *probe, struct fm_device *probed,
+                      const struct fm_device **dev, struct peak_info *peak)
+{
     struct fm_probe_opts po;
     fm_probe_opts_init(&po);
     po.device = device;
@@ -605,6 +654,10 @@ int cmd_measure(int argc, char **argv)
         r = cli_fail(ctx, st);
         goto out;
     }
+    if (is_gpu(device) && !spec && !(peak_given > 0) &&
+        (r = match_gpu(ctx, device, ao.devices_file, m->device_name, prec, &devs, probe, &probed,
+                       &dev, &peak)))
+        goto out;
     struct report rep = {0};
     rep.g = g;
     rep.c = c;
