@@ -440,8 +440,9 @@ static enum fm_status fold_unary(struct fold *f, const char *op)
     for (uint64_t k = 0; k < f->n; k++) {
         double x = tv_f(a, k);
         int64_t xi = tv_i(a, k);
-        if (!strcmp(op, "Neg")) { x = -x; xi = -xi; }
-        else if (!strcmp(op, "Abs")) { x = fabs(x); xi = xi < 0 ? -xi : xi; }
+        /* integers wrap as in the int64 kernels: -INT64_MIN is INT64_MIN, not UB (fuzz_onnx) */
+        if (!strcmp(op, "Neg")) { x = -x; xi = (int64_t)(0 - (uint64_t)xi); }
+        else if (!strcmp(op, "Abs")) { x = fabs(x); xi = xi < 0 ? (int64_t)(0 - (uint64_t)xi) : xi; }
         else if (!strcmp(op, "Not")) xi = !xi;
         else if (!strcmp(op, "Sqrt")) x = sqrt(x);
         else if (!strcmp(op, "Floor")) x = floor(x);
