@@ -16,6 +16,9 @@
 /* ---- checked calls: each records "call failed: reason (layer, file:line)" and jumps to the
  * function's one cleanup label, `fail`, with st set; the _RET forms return instead ---- */
 struct cu_state;
+/* cu_lazy.c: loads cuDNN and cuBLASLt (their handles are released by cu_libs_close) */
+enum fm_status cu_libs_open(struct fm_ctx *ctx, void **cudnn, void **lt);
+void cu_libs_close(void *cudnn, void *lt);
 enum fm_status cu_fail_cuda(struct cu_state *s, cudaError_t e, const char *call, const char *file,
                             int line);
 enum fm_status cu_fail_cudnn(struct cu_state *s, cudnnStatus_t e, const char *call,
@@ -145,6 +148,7 @@ struct cu_state {
     cudaStream_t stream;
     cudnnHandle_t cudnn;
     cublasLtHandle_t lt;
+    void *lib_cudnn, *lib_lt;   /* the libraries, loaded at prepare (cu_lazy.c) */
     bool train;
     enum fm_precision prec;
     enum cu_dt cdt;             /* activation and compute-copy storage type */

@@ -87,7 +87,9 @@ fail:
 
 static enum fm_status open_libraries(struct cu_state *s)
 {
-    enum fm_status st = FM_OK;
+    enum fm_status st = cu_libs_open(s->ctx, &s->lib_cudnn, &s->lib_lt);
+    if (st)
+        return st;
     CUDNN_TRY(s, cudnnCreate(&s->cudnn));
     CUDNN_TRY(s, cudnnSetStream(s->cudnn, s->stream));
     CUBLAS_TRY(s, cublasLtCreate(&s->lt));
@@ -687,6 +689,7 @@ static void cuda_release(void *state)
         cublasLtDestroy(s->lt);
     if (s->cudnn)
         cudnnDestroy(s->cudnn);
+    cu_libs_close(s->lib_cudnn, s->lib_lt);
     if (s->stream)
         cudaStreamDestroy(s->stream);
     cu_nvml_close(s);

@@ -240,6 +240,8 @@ enum fm_status fm_probe_cuda(struct fm_ctx *ctx, const struct fm_probe_opts *opt
         p->target_ms = 5.0;
     CU_TRY(s, cudaEventCreate(&p->a));
     CU_TRY(s, cudaEventCreate(&p->b));
+    if ((st = cu_libs_open(ctx, &s->lib_cudnn, &s->lib_lt)))
+        goto fail;
     CUBLAS_TRY(s, cublasLtCreate(&s->lt));
     CU_TRY(s, cudaMalloc(&s->workspace, PROBE_WS));
     s->workspace_bytes = PROBE_WS;
@@ -266,6 +268,7 @@ fail:
         cudaFree(s->workspace);
     if (s->lt)
         cublasLtDestroy(s->lt);
+    cu_libs_close(s->lib_cudnn, s->lib_lt);
     if (p->a)
         cudaEventDestroy(p->a);
     if (p->b)
