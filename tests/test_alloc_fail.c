@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FM_ASAN 1
@@ -128,7 +129,6 @@ static struct bypass bypass;
 
 #ifndef FM_ASAN
 #include <execinfo.h>
-#include <unistd.h>
 
 static void bypass_note(void)
 {
