@@ -6,7 +6,7 @@
 static const struct cli_cmd commands[] = {
     {"count", cmd_count, "FLOPs, MACs, bytes, parameters and memory of a model, per layer"},
     {"models", cmd_models, "list the built-in architectures"},
-    {"devices", cmd_devices, "list the built-in devices (GPUs, CPUs) and their peaks"},
+    {"devices", cmd_devices, "list the device table (GPUs, TPUs; your CPU via probe --save)"},
     {"device", cmd_device, "show one device's figures and their sources"},
     {"roofline", cmd_roofline, "place each layer and the network on a device's roofline"},
     {"predict", cmd_predict, "predict step, epoch and training time on a device (PALEO)"},
