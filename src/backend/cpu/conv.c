@@ -145,40 +145,11 @@ static enum fm_status conv_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_
     fm_cpu_md_any(&ddst, 4, y->shape.dims);
     bool want_bias = fm_cpu_wants_grad(s, bias);
     dnnl_convolution_desc_t cd;
-    dnnl_primitive_desc_t pd;
-    dnnl_memory_t m_src, m_dd, m_dw, m_db = NULL;
-    struct fm_cpu_sink skw, skb = {id, FM_PHASE_BWD_WEIGHT, FM_NONE, NULL};
     enum fm_status st = FM_OK;
     FM_DNNL_TRY(s, dnnl_dilated_convolution_backward_weights_desc_init(
                        &cd, dnnl_convolution_direct, &src, &dwei, want_bias ? &dbias : NULL,
                        &ddst, p->strides, p->dil, p->pl, p->pr));
-    st = fm_cpu_pd(s, id, &cd, p->fwd, &pd);
-    if (!st)
-        st = fm_cpu_input(s, id, FM_PHASE_BWD_WEIGHT, n->in[0], false,
-                          fm_cpu_pd_md(pd, DNNL_ARG_SRC), &m_src);
-    if (!st)
-        st = fm_cpu_input(s, id, FM_PHASE_BWD_WEIGHT, n->out[0], true,
-                          fm_cpu_pd_md(pd, DNNL_ARG_DIFF_DST), &m_dd);
-    if (!st)
-        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_WEIGHT, n->in[1],
-                               fm_cpu_pd_md(pd, DNNL_ARG_DIFF_WEIGHTS), &skw, &m_dw);
-    /* a frozen weight with a trainable bias still gets a weight gradient: into scratch */
-    if (!st && !m_dw)
-        st = fm_cpu_mem_scratch(s, fm_cpu_pd_md(pd, DNNL_ARG_DIFF_WEIGHTS), &m_dw);
-    if (!st && want_bias)
-        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_WEIGHT, bias,
-                               fm_cpu_pd_md(pd, DNNL_ARG_DIFF_BIAS), &skb, &m_db);
-    if (st)
-        goto out;
-    {
-        struct fm_cpu_arg args[4] = {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_DIFF_DST, m_dd},
-                                     {DNNL_ARG_DIFF_WEIGHTS, m_dw}, {DNNL_ARG_DIFF_BIAS, m_db}};
-        st = fm_cpu_add_prim(s, id, FM_PHASE_BWD_WEIGHT, pd, args, want_bias ? 4 : 3);
-    }
-    if (!st)
-        st = fm_cpu_sink_end(s, &skw);
-    if (!st)
-        st = fm_cpu_sink_end(s, &skb);
+    st = fm_cpu_bwd_weights(s, id, &cd, p->fwd, bias, want_bias);
 out:
     return st;
 }

@@ -209,6 +209,13 @@ enum fm_status fm_cpu_sink_end(struct fm_cpu *s, struct fm_cpu_sink *sk);
 enum fm_status fm_cpu_sink_from(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,
                                 dnnl_memory_t src);
 
+/* The weight gradient (and bias gradient, when want_bias) of a convolution or inner product
+ * whose backward-weights descriptor is op_desc (hint: its forward primitive descriptor): binds
+ * X (input 0) and dY, writes dW into input 1's gradient (scratch when the weight is frozen but
+ * the bias is not) and dB into bias's, and adds the primitive. Shared by conv.c and linear.c. */
+enum fm_status fm_cpu_bwd_weights(struct fm_cpu *s, fm_nid node, const void *op_desc,
+                                  const_dnnl_primitive_desc_t hint, fm_tid bias, bool want_bias);
+
 /* Whether tid's gradient is needed (training and the tensor needs one). */
 bool fm_cpu_wants_grad(const struct fm_cpu *s, fm_tid tid);
 

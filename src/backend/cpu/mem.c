@@ -566,3 +566,38 @@ enum fm_status fm_cpu_sink_from(struct fm_cpu *s, fm_nid node, enum fm_phase pha
         st = deliver(s, node, phase, viewed, t->grad_mem, !first);
     return st;
 }
+
+enum fm_status fm_cpu_bwd_weights(struct fm_cpu *s, fm_nid id, const void *op_desc,
+                                  const_dnnl_primitive_desc_t hint, fm_tid bias, bool want_bias)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    dnnl_primitive_desc_t pd;
+    dnnl_memory_t m_src, m_dd, m_dw, m_db = NULL;
+    struct fm_cpu_sink skw, skb = {id, FM_PHASE_BWD_WEIGHT, FM_NONE, NULL};
+    enum fm_status st = fm_cpu_pd(s, id, op_desc, hint, &pd);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_BWD_WEIGHT, n->in[0], false,
+                          fm_cpu_pd_md(pd, DNNL_ARG_SRC), &m_src);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_BWD_WEIGHT, n->out[0], true,
+                          fm_cpu_pd_md(pd, DNNL_ARG_DIFF_DST), &m_dd);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_WEIGHT, n->in[1],
+                               fm_cpu_pd_md(pd, DNNL_ARG_DIFF_WEIGHTS), &skw, &m_dw);
+    /* a frozen weight with a trainable bias still gets a weight gradient: into scratch */
+    if (!st && !m_dw)
+        st = fm_cpu_mem_scratch(s, fm_cpu_pd_md(pd, DNNL_ARG_DIFF_WEIGHTS), &m_dw);
+    if (!st && want_bias)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_WEIGHT, bias,
+                               fm_cpu_pd_md(pd, DNNL_ARG_DIFF_BIAS), &skb, &m_db);
+    if (st)
+        return st;
+    struct fm_cpu_arg args[4] = {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_DIFF_DST, m_dd},
+                                 {DNNL_ARG_DIFF_WEIGHTS, m_dw}, {DNNL_ARG_DIFF_BIAS, m_db}};
+    st = fm_cpu_add_prim(s, id, FM_PHASE_BWD_WEIGHT, pd, args, want_bias ? 4 : 3);
+    if (!st)
+        st = fm_cpu_sink_end(s, &skw);
+    if (!st)
+        st = fm_cpu_sink_end(s, &skb);
+    return st;
+}
