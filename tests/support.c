@@ -7,6 +7,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+void test_expect_message(struct fm_ctx *ctx, const char *const *words, size_t n, const char *file,
+                         int line)
+{
+    const char *msg = fm_ctx_error(ctx);
+    for (size_t i = 0; i < n; i++) {
+        if (!strstr(msg, words[i])) {
+            print_error("%s:%d: message \"%s\" does not mention \"%s\"\n", file, line, msg,
+                        words[i]);
+            _fail(file, line);
+        }
+    }
+}
+
 struct fm_ctx *test_ctx(void)
 {
     struct fm_ctx *ctx = NULL;

@@ -19,6 +19,14 @@
             fail_msg("%s failed: %s: %s", #expr, fm_status_to_string(st_), fm_ctx_error(ctx)); \
     } while (0)
 
+/* Asserts that the context's last error message contains every one of the given words. */
+void test_expect_message(struct fm_ctx *ctx, const char *const *words, size_t n, const char *file,
+                         int line);
+#define EXPECT_MESSAGE(ctx, ...)                                                             \
+    test_expect_message(ctx, (const char *const[]){__VA_ARGS__},                             \
+                        sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *),   \
+                        __FILE__, __LINE__)
+
 struct fm_ctx *test_ctx(void);
 /* Builds a built-in model (batch, classes; with_loss for training) and counts it. */
 struct fm_counts *test_count_zoo(struct fm_ctx *ctx, const char *name, int64_t batch,

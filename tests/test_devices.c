@@ -13,23 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Asserts that the last error's message contains every one of the given words. */
-static void expect_message_(struct fm_ctx *ctx, const char *const *words, size_t n,
-                            const char *file, int line)
-{
-    const char *msg = fm_ctx_error(ctx);
-    for (size_t i = 0; i < n; i++) {
-        if (!strstr(msg, words[i])) {
-            print_error("%s:%d: message \"%s\" does not mention \"%s\"\n", file, line, msg,
-                        words[i]);
-            _fail(file, line);
-        }
-    }
-}
-#define EXPECT_MESSAGE(ctx, ...)                                                         \
-    expect_message_(ctx, (const char *const[]){__VA_ARGS__},                             \
-                    sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *), \
-                    __FILE__, __LINE__)
 
 static const struct fm_device *find(struct fm_ctx *ctx, const struct fm_devices *devs,
                                     const char *name)
