@@ -1050,6 +1050,40 @@ static void test_attention(void **state)
     }
 }
 
+/* The optional fourth input of attention: an additive float mask (a constant) costs one add per
+ * score; a boolean one a select; a learned bias (a parameter) also sums dS to its own shape. */
+static void test_attention_mask(void **state)
+{
+    (void)state;
+    const uint64_t rows = 1 * 2 * 3, P = rows * 5;   /* B*H*Sq*Sk = 1*2*3*5 */
+    for (int kind = 0; kind < 3; kind++) {
+        struct tg t = tg_new();
+        fm_tid mask = kind == 0   ? tensor(&t, "mask", FM_ROLE_CONST, FM_DTYPE_FP32, SHAPE(3, 5))
+                      : kind == 1 ? tensor(&t, "mask", FM_ROLE_CONST, FM_DTYPE_BOOL, SHAPE(3, 5))
+                                  : PARAM(&t, "bias", 3, 5);
+        fm_nid n = NODE(&t, FM_OP_ATTENTION, "sdpa", NULL, ACT(&t, "q", 1, 2, 3, 4),
+                        ACT(&t, "k", 1, 2, 5, 4), ACT(&t, "v", 1, 2, 5, 6), mask);
+        struct fm_node_cost c = COST(&t, n);
+        /* as test_attention without the causal compare, plus the mask: P adds or P selects */
+        uint64_t add = 2 * P - rows + (kind != 1 ? P : 0), cmp = (P - rows) + (kind == 1 ? P : 0);
+        EXPECT(c, FWD, P * 4 + P * 6, add, P, P, cmp, P);
+        if (kind == 2)   /* dBias = dS (30 elements) summed over the heads to (3,5): 30 - 15 adds */
+            EXPECT(c, BW, 0, P - 3 * 5, 0, 0, 0, 0);
+        else
+            EXPECT_NONE(c, BW);
+        tg_free(&t);
+    }
+    /* a mask that does not broadcast to (B,H,Sq,Sk) is a shape error naming the layer */
+    struct tg t = tg_new();
+    struct fm_ctx *ctx = t.ctx;
+    fm_tid in[4] = {ACT(&t, "q", 1, 2, 3, 4), ACT(&t, "k", 1, 2, 5, 4), ACT(&t, "v", 1, 2, 5, 6),
+                    tensor(&t, "mask", FM_ROLE_CONST, FM_DTYPE_FP32, SHAPE(4, 5))};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_ATTENTION, "sdpa", NULL, in, 4, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    assert_non_null(strstr(fm_ctx_error(ctx), "sdpa"));
+    tg_free(&t);
+}
+
 static void test_cross_entropy(void **state)
 {
     (void)state;
@@ -1368,6 +1402,7 @@ int main(void)
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_mask),
         cmocka_unit_test(test_cross_entropy),
         cmocka_unit_test(test_optimizer_sgd_adam),
         cmocka_unit_test(test_frozen_and_shared),

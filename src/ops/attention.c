@@ -7,7 +7,9 @@
  * (2P mul, 2P - B*H*Sq add) and the scale (P mul); dQ = dS K (P*D mac); dK = dS^T Q (P*D mac).
  * Backward MACs are therefore 2x forward. PyTorch's FlopCounterMode counts 2.5x (it includes the
  * recomputation of S in the flash-attention backward); flopmeter counts the math algorithm.
- * The causal mask does not halve the count: dense kernels compute the masked half.
+ * The causal mask does not halve the count: dense kernels compute the masked half. An optional
+ * fourth input, a mask broadcast to the scores, costs P adds (float, additive) or P selects
+ * (bool); a learned one (a position bias) gets its gradient by summing dS to its shape.
  * Bytes: Q, K, V read and O written; in training also A (P elements) written, to be read by
  * the backward. */
 #include "ops.h"
@@ -28,6 +30,17 @@ static enum fm_status attention_shape(struct fm_shape_call *call)
                         "layer '%s' (Attention): Q, K, V shapes disagree (expected (B,H,Sq,D), "
                         "(B,H,Sk,D), (B,H,Sk,Dv))",
                         n->name);
+    if (n->n_in > 3 && call->in[3]) {   /* the mask must broadcast to the scores */
+        struct fm_shape scores = {4, {q[0], q[1], q[2], k[2]}}, r;
+        enum fm_status st = fm_shape_broadcast(call->ctx, n, &call->in[3]->shape, &scores, &r);
+        if (st)
+            return st;
+        if (!fm_shape_equal(&r, &scores))
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (Attention): the mask does not broadcast to the "
+                            "(B,H,Sq,Sk) scores",
+                            n->name);
+    }
     call->out_shape[0] = (struct fm_shape){4, {q[0], q[1], q[2], v[3]}};
     return FM_OK;
 }
@@ -47,6 +60,10 @@ static enum fm_status attention_cost(struct fm_cost_call *call)
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, p);
     if (causal)
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, p);
+    const struct fm_tensor *mask = call->node->n_in > 3 ? call->in[3] : NULL;
+    if (mask)   /* an additive float mask: one add per score; a boolean mask: one select */
+        fm_cost_add(call, FM_PHASE_FWD, fm_dtype_is_float(mask->dtype) ? FM_PRIM_ADD : FM_PRIM_CMP,
+                    p);
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, p - rows);
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cadd(o, p, p - rows));
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_SPECIAL, p);
@@ -54,6 +71,12 @@ static enum fm_status attention_cost(struct fm_cost_call *call)
     fm_cost_fwd_bytes_default(call);
 
     bool gq = call->grad[0], gk = call->grad[1], gv = call->grad[2];
+    if (mask && call->grad[3]) {   /* a learned additive mask (a bias): dS summed to its shape */
+        uint64_t own = fm_cost_numel(call, mask);
+        if (p > own)
+            fm_cost_add(call, fm_cost_grad_phase(call, 3), FM_PRIM_ADD, p - own);
+        fm_cost_write(call, fm_cost_grad_phase(call, 3), fm_cost_bytes(call, mask));
+    }
     if (!(gq || gk || gv))
         return FM_OK;
     uint64_t bo = fm_cost_bytes(call, call->out[0]);
