@@ -259,6 +259,27 @@ static void test_input_without_shape(void **state)
     assert_int_equal(y->shape.dims[1], 7);
 }
 
+/* Rebinding an input after its consumers were shaped (a --batch given after loading) shapes
+ * them again: no stale output shapes. */
+static void test_reshaped_input_reinfers(void **state)
+{
+    struct fixture *f = *state;
+    fm_tid x = add_t(f->ctx, f->g, "x", FM_ROLE_INPUT, SHAPE(1, 3, 8, 8));
+    fm_tid w = add_t(f->ctx, f->g, "w", FM_ROLE_PARAM, SHAPE(4, 3, 3, 3));
+    fm_tid in[2] = {x, w}, y = FM_NONE, z = FM_NONE;
+    FM_ASSERT_OK(f->ctx, fm_graph_add_node(f->g, FM_OP_CONV, "conv", NULL, in, 2, NULL, 1, &y));
+    FM_ASSERT_OK(f->ctx, fm_graph_add_node(f->g, FM_OP_RELU, "relu", NULL, &y, 1, NULL, 1, &z));
+    FM_ASSERT_OK(f->ctx, fm_graph_finalize(f->g));
+    assert_int_equal(fm_graph_tensor(f->g, z)->shape.dims[2], 6);   /* 8 - 3 + 1 */
+    struct fm_shape s = SHAPE(5, 3, 10, 12);
+    FM_ASSERT_OK(f->ctx, fm_graph_set_shape(f->g, x, &s));
+    FM_ASSERT_OK(f->ctx, fm_graph_finalize(f->g));
+    const struct fm_tensor *t = fm_graph_tensor(f->g, z);
+    assert_int_equal(t->shape.dims[0], 5);
+    assert_int_equal(t->shape.dims[2], 8);    /* 10 - 3 + 1 */
+    assert_int_equal(t->shape.dims[3], 10);   /* 12 - 3 + 1 */
+}
+
 static void test_empty_graph_and_unfinalized_count(void **state)
 {
     struct fixture *f = *state;
@@ -444,6 +465,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_duplicate_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_consumed_never_produced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_without_shape, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reshaped_input_reinfers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_graph_and_unfinalized_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topological_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_needs_grad, setup, teardown),

@@ -234,6 +234,9 @@ enum fm_status fm_graph_set_shape(struct fm_graph *g, fm_tid id, const struct fm
     g->tensors[id].shape = *shape;
     g->tensors[id].shape_known = true;
     g->finalized = false;
+    /* nodes already shaped from the old shape are shaped again at finalize */
+    if (g->tensors[id].producer == FM_NONE)
+        g->reinfer = true;
     return FM_OK;
 }
 
@@ -678,7 +681,7 @@ enum fm_status fm_graph_finalize(struct fm_graph *g)
     /* shapes, in order */
     for (size_t i = 0; i < nn; i++) {
         fm_nid id = topo[i];
-        if (!g->nodes[id].shaped) {
+        if (!g->nodes[id].shaped || g->reinfer) {
             st = fm_graph_infer_node(g, id);
             /* an op the counter does not know may keep outputs without shapes, as long as no
              * node reads one of those (it is listed as uncounted; importers) */
@@ -694,6 +697,7 @@ enum fm_status fm_graph_finalize(struct fm_graph *g)
                 goto out;
         }
     }
+    g->reinfer = false;
     /* gradients flow from trainable parameters forward */
     for (size_t t = 0; t < nt; t++) {
         const struct fm_tensor *tt = &g->tensors[t];

@@ -96,6 +96,7 @@ struct fm_graph {
     size_t index_cap;
     /* set by finalize */
     bool finalized;
+    bool reinfer;            /* a source tensor's shape changed after nodes were shaped */
     fm_nid *topo;
     bool *needs_grad;        /* per tensor */
 };
