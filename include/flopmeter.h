@@ -555,6 +555,22 @@ enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, size_t 
                                    struct fm_graph **out);
 
 /* ---------------------------------------------------------------------------------------------
+ * Numbers for people (src/core/format.c): what every table of the library prints with
+ * ------------------------------------------------------------------------------------------ */
+
+#define FM_FORMAT_SIZE 32   /* bytes every buf below must hold */
+/* 1.23 G, 456 M, 12.3 K, 17: SI suffixes, three significant digits; integers below 1000 as
+ * they are. Returns buf. */
+const char *fm_format_si(double v, char *buf);
+/* 1.20 GB, 512 B (SI, not binary). */
+const char *fm_format_bytes(double v, char *buf);
+/* "3.11 ns", "812 us", "1.78 ms", "4.2 s", "3.5 min", "2.1 h", "3 days". */
+const char *fm_format_time(double seconds, char *buf);
+/* A duration as people type it: a number with an optional unit s, ms, us, min, h, d (default
+ * s), e.g. "250ms", "0.25", "3.5min". false for anything else, or a negative number. */
+bool fm_duration_parse(const char *text, double *seconds);
+
+/* ---------------------------------------------------------------------------------------------
  * Reports of counts (src/report/)
  * ------------------------------------------------------------------------------------------ */
 

@@ -656,8 +656,8 @@ static void test_svg(void **state)
     assert_non_null(strstr(buf, "</svg>"));
     /* both ceilings in use, with their ridge points: fp16 tensor 8e12 / 1e11 = 80, fp32
      * vector 10 */
-    assert_non_null(strstr(buf, "fp16 tensor cores: 8 TFLOP/s"));
-    assert_non_null(strstr(buf, "fp32 vector units: 1 TFLOP/s"));
+    assert_non_null(strstr(buf, "fp16 tensor cores: 8.00 TFLOP/s"));
+    assert_non_null(strstr(buf, "fp32 vector units: 1.00 TFLOP/s"));
     assert_non_null(strstr(buf, "ridge 80.0 FLOP/B"));
     assert_non_null(strstr(buf, "ridge 10.0 FLOP/B"));
     /* axes with units, one dot per layer (each has a <title>), the network */

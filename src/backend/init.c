@@ -23,12 +23,7 @@ static double uniform01(uint64_t *s)
 
 static uint64_t name_seed(uint64_t seed, const char *name)
 {
-    uint64_t h = 1469598103934665603ull ^ seed;
-    for (; *name; name++) {
-        h ^= (unsigned char)*name;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return fm_hash_name(seed, name);
 }
 
 static bool has_suffix(const char *s, const char *suf)

@@ -44,16 +44,11 @@ enum fm_status fm_backend_for(struct fm_ctx *ctx, const char *device, const stru
                                          "cuda:N", device);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median_of(double *v, size_t n)
 {
-    qsort(v, n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    double lo, med, hi;
+    fm_stats_summary(v, n, &lo, &med, &hi);
+    return med;
 }
 
 void fm_measurement_free(struct fm_ctx *ctx, struct fm_measurement *m)

@@ -466,18 +466,9 @@ static void fma_work(void *arg, int i)
     j->sink[i] = j->k.fn(j->iters);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void stat_of(double *v, int n, struct fm_probe_stat *out)
 {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    out->min = v[0];
-    out->max = v[n - 1];
-    out->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    fm_stats_summary(v, (size_t)n, &out->min, &out->median, &out->max);
 }
 
 /* Iterations for one repetition of about rep_s seconds on one thread (after a warm-up, which

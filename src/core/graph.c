@@ -23,12 +23,7 @@ void fm_attrs_init(struct fm_attrs *a)
 
 static uint64_t name_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return fm_hash_name(0, s);
 }
 
 static enum fm_status index_rebuild(struct fm_graph *g, size_t cap)

@@ -74,6 +74,15 @@ static inline uint64_t fm_cmul3(bool *ovf, uint64_t a, uint64_t b, uint64_t c)
     return fm_cmul(ovf, fm_cmul(ovf, a, b), c);
 }
 
+/* ---- shared helpers (util.c) ---- */
+
+/* FNV-1a of a string, its offset basis xored with seed (0: plain FNV-1a). */
+uint64_t fm_hash_name(uint64_t seed, const char *s);
+/* Levenshtein distance, ASCII case-insensitive, on at most 63 characters of each string. */
+size_t fm_edit_distance(const char *a, const char *b);
+/* Sorts v (n values) in place and reads off its min, median and max (all 0 when n is 0). */
+void fm_stats_summary(double *v, size_t n, double *min, double *median, double *max);
+
 /* ---- graph ---- */
 
 struct fm_node_rec {

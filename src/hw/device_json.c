@@ -3,7 +3,7 @@
  * (numbers printed with 17 significant digits, so a file read back gives identical doubles).
  * The format is documented in docs/devices.md. A build without cJSON can write but not read. */
 #include "hw.h"
-#include "../report/jsonw.h"
+#include "../core/jsonw.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -379,44 +379,17 @@ enum fm_status fm_devices_add(struct fm_devices *devs, const struct fm_device *d
 
 /* ---- lookup with suggestions ---- */
 
-/* Levenshtein distance, case-insensitive, on at most 63 characters of each string. */
-static int edit_distance(const char *a, const char *b)
-{
-    int la = (int)strlen(a), lb = (int)strlen(b);
-    if (la > 63)
-        la = 63;
-    if (lb > 63)
-        lb = 63;
-    int prev[64], cur[64];
-    for (int j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (int i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int cost = (a[i - 1] | 32) == (b[j - 1] | 32) ? 0 : 1;
-            int best = prev[j - 1] + cost;
-            if (prev[j] + 1 < best)
-                best = prev[j] + 1;
-            if (cur[j - 1] + 1 < best)
-                best = cur[j - 1] + 1;
-            cur[j] = best;
-        }
-        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
-    }
-    return prev[lb];
-}
-
 /* The smallest distance from name to a device's name or any alias. */
 static int device_distance(const struct fm_device *d, const char *name)
 {
-    int best = edit_distance(d->name, name);
+    int best = (int)fm_edit_distance(d->name, name);
     if (!d->aliases)
         return best;
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", d->aliases);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
-        int e = edit_distance(tok, name);
+        int e = (int)fm_edit_distance(tok, name);
         if (e < best)
             best = e;
     }

@@ -2,7 +2,7 @@
  * integers, for programs; the JSON is the contract of DESIGN.md, extended, never broken).
  * It computes nothing that fm_count did not: totals come from fm_counts, not from re-adding. */
 #include "flopmeter.h"
-#include "jsonw.h"
+#include "../core/jsonw.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -53,21 +53,7 @@ static double phase_bytes(const struct fm_work *w)
 
 static const char *si(double v, char *buf)
 {
-    static const char *const suffix[] = {"", " K", " M", " G", " T", " P", " E"};
-    int i = 0;
-    while (fabs(v) >= 999.5 && i < 6) {
-        v /= 1000.0;
-        i++;
-    }
-    if (i == 0 && v == floor(v))
-        snprintf(buf, 32, "%.0f", v);
-    else if (fabs(v) >= 99.95)
-        snprintf(buf, 32, "%.0f%s", v, suffix[i]);
-    else if (fabs(v) >= 9.995)
-        snprintf(buf, 32, "%.1f%s", v, suffix[i]);
-    else
-        snprintf(buf, 32, "%.2f%s", v, suffix[i]);
-    return buf;
+    return fm_format_si(v, buf);
 }
 
 /* "Conv 7x7 s2", "Conv 3x3 dw", "MaxPool 3x3 s2", else the op's name. */

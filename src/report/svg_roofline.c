@@ -73,13 +73,8 @@ static void decade_label(int e, char *buf, size_t size)
 
 static void si3(double v, char *buf, size_t size)
 {
-    static const char *const suffix[] = {"", " K", " M", " G", " T", " P", " E"};
-    int i = 0;
-    while (fabs(v) >= 999.5 && i < 6) {
-        v /= 1000.0;
-        i++;
-    }
-    snprintf(buf, size, "%.3g%s", v, suffix[i]);
+    char tmp[FM_FORMAT_SIZE];
+    snprintf(buf, size, "%s", fm_format_si(v, tmp));
 }
 
 struct roof {

@@ -278,34 +278,3 @@ out:
         free((void *)binds[i].name);
     return ret;
 }
-
-/* ---- numbers ---- */
-
-const char *cli_si(double v, char *buf)
-{
-    static const char *const suffix[] = {"", " K", " M", " G", " T", " P", " E"};
-    int i = 0;
-    double a = fabs(v);
-    while (a >= 999.5 && i < 6) {
-        a /= 1000.0;
-        v /= 1000.0;
-        i++;
-    }
-    if (i == 0 && v == (double)(long long)v)
-        snprintf(buf, 32, "%lld", (long long)v);
-    else if (a >= 99.95)
-        snprintf(buf, 32, "%.0f%s", v, suffix[i]);
-    else if (a >= 9.995)
-        snprintf(buf, 32, "%.1f%s", v, suffix[i]);
-    else
-        snprintf(buf, 32, "%.2f%s", v, suffix[i]);
-    return buf;
-}
-
-const char *cli_bytes(double v, char *buf)
-{
-    char tmp[32];
-    cli_si(v, tmp);
-    snprintf(buf, 32, "%.28s%sB", tmp, strchr(tmp, ' ') ? "" : " ");
-    return buf;
-}

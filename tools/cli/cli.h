@@ -78,11 +78,6 @@ void cli_count_opts(const struct cli_model_opts *m, struct fm_count_opts *out);
  * that fits the status. */
 int cli_fail(struct fm_ctx *ctx, enum fm_status st);
 
-/* Human numbers: 1.23 G, 456 M (SI, 3 significant digits). buf must hold 32 bytes. */
-const char *cli_si(double v, char *buf);
-/* Bytes: 1.2 GB (SI), "0 B". */
-const char *cli_bytes(double v, char *buf);
-
 /* The command functions. */
 int cmd_count(int argc, char **argv);        /* cmd_count.c */
 int cmd_models(int argc, char **argv);       /* cmd_models.c */

@@ -39,9 +39,4 @@ int cli_analysis_setup(struct fm_ctx *ctx, const struct cli_analysis_opts *a,
 /* "torch-default" or the precision's name. */
 const char *cli_precision_label(const struct fm_predict_opts *po);
 
-/* Seconds with a unit chosen for reading: "3.11 ns", "812 us", "1.78 ms", "4.20 s", "3.5 h", "2.1 days". */
-const char *cli_time(double seconds, char *buf);
-/* Parses a duration: a number with an optional unit s, ms, us, min, h (default s). */
-bool cli_duration_parse(const char *text, double *seconds);
-
 #endif

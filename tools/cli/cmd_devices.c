@@ -208,13 +208,13 @@ static void print_device(const struct fm_device *d)
     if (d->tdp_w > 0)
         printf(", %.0f W%s", d->tdp_w, (d->unverified & FM_DEVF_TDP) ? "?" : "");
     printf("%s\n", d->measured ? ", measured (flopmeter probe)" : "");
-    printf("  memory %s%s, bandwidth %.0f GB/s%s, L2 %s%s\n", cli_bytes(d->mem_bytes, b[0]),
+    printf("  memory %s%s, bandwidth %.0f GB/s%s, L2 %s%s\n", fm_format_bytes(d->mem_bytes, b[0]),
            (d->unverified & FM_DEVF_MEMORY) ? "?" : "", d->mem_bw / 1e9,
            (d->unverified & FM_DEVF_BANDWIDTH) ? "?" : "",
-           d->l2_bytes > 0 ? cli_bytes(d->l2_bytes, b[1]) : "?",
+           d->l2_bytes > 0 ? fm_format_bytes(d->l2_bytes, b[1]) : "?",
            (d->unverified & FM_DEVF_L2) && d->l2_bytes > 0 ? "?" : "");
     printf("  interconnect %s, %s/s per GPU bidirectional%s\n", d->interconnect ? d->interconnect : "?",
-           d->interconnect_bw > 0 ? cli_bytes(d->interconnect_bw, b[0]) : "? B",
+           d->interconnect_bw > 0 ? fm_format_bytes(d->interconnect_bw, b[0]) : "? B",
            (d->unverified & FM_DEVF_INTERCONNECT) ? " (unverified)" : "");
     printf("  source: %s\n  origin: %s\n", d->source ? d->source : "(none given)",
            d->origin ? d->origin : "?");

@@ -5,7 +5,7 @@
  * backends are declared here; the backends check what they can run. */
 #include "cli_analysis.h"
 #include "../../src/backend/backend.h"
-#include "../../src/report/jsonw.h"
+#include "../../src/core/jsonw.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -176,7 +176,7 @@ static void print_table(const struct report *r)
             ms_text(bw, bwd);
             char rate[32] = "-", pred[32] = "-", err[32] = "-";
             if (row->flops > 0 && row->measured_ms > 0)
-                snprintf(rate, sizeof(rate), "%sF/s", cli_si(row->flops / (row->measured_ms * 1e-3), b[0]));
+                snprintf(rate, sizeof(rate), "%sF/s", fm_format_si(row->flops / (row->measured_ms * 1e-3), b[0]));
             if (row->predicted) {
                 ms_text(row->predicted_ms, pred);
                 if (row->measured_ms > 0 && row->predicted_ms > 0)
@@ -207,11 +207,11 @@ static void print_table(const struct report *r)
            "samples/s\n",
            ms_text(m->step_ms_median, b[0]), ms_text(m->step_ms_min, b[1]),
            ms_text(m->step_ms_max, b[2]), m->n_steps, r->warmup, (double)r->batch / step_s);
-    printf("work      %sFLOP per step counted (%s)\n", cli_si(flops, b[0]),
+    printf("work      %sFLOP per step counted (%s)\n", fm_format_si(flops, b[0]),
            r->train ? "forward + input and weight gradients + SGD update" : "forward");
-    printf("achieved  %sFLOP/s\n", cli_si(flops / step_s, b[0]));
+    printf("achieved  %sFLOP/s\n", fm_format_si(flops / step_s, b[0]));
     if (r->peak->flops > 0)
-        printf("peak      %sFLOP/s: %s\n", cli_si(r->peak->flops, b[0]), r->peak->source);
+        printf("peak      %sFLOP/s: %s\n", fm_format_si(r->peak->flops, b[0]), r->peak->source);
     else
         printf("peak      unknown (%s): no utilization\n", r->peak->source);
     if (r->have_util) {
@@ -244,7 +244,7 @@ static void print_table(const struct report *r)
     if (r->epoch)
         printf("epoch     %s for %" PRIu64 " samples (%" PRIu64 " steps of %lld%s) -> %.1f "
                "samples/s\n",
-               cli_time(r->epoch_s, b[0]), r->epoch_steps * (uint64_t)r->batch, r->epoch_steps,
+               fm_format_time(r->epoch_s, b[0]), r->epoch_steps * (uint64_t)r->batch, r->epoch_steps,
                (long long)r->batch,
                r->epoch_steps * (uint64_t)r->batch > r->epoch_samples ? ", the last one filled up"
                                                                        : "",

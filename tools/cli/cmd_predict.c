@@ -2,7 +2,7 @@
  * samples per second, epoch and whole training run, and with --gpus N the ring all-reduce of
  * data parallelism. It runs nothing: flopmeter measure times the real thing. */
 #include "cli_analysis.h"
-#include "../../src/report/jsonw.h"
+#include "../../src/core/jsonw.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -70,9 +70,9 @@ static void print_table(const struct fm_graph *g, const struct cli_model_opts *m
                 snprintf(idx, sizeof(idx), "%zu", i + 1);
                 printf("  %4s  %-26.26s %-10s %9s %9s %10s %10s %10s %10s %6.2f%%  %s\n",
                        first ? idx : "", first ? n->name : "", fm_phase_name((enum fm_phase)ph),
-                       cli_si(t->flops, b[0]), cli_si(t->bytes, b[1]), cli_time(t->t_compute, b[2]),
-                       cli_time(t->t_memory, b[3]), cli_time(t->t_roofline, b[4]),
-                       cli_time(t->t_paleo, b[5]),
+                       fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]), fm_format_time(t->t_compute, b[2]),
+                       fm_format_time(t->t_memory, b[3]), fm_format_time(t->t_roofline, b[4]),
+                       fm_format_time(t->t_paleo, b[5]),
                        p->step_roofline_s > 0 ? 100 * t->t_roofline / p->step_roofline_s : 0.0,
                        t->memory_bound ? "memory" : "compute");
                 first = false;
@@ -87,30 +87,30 @@ static void print_table(const struct fm_graph *g, const struct cli_model_opts *m
             continue;
         printf("  %-10s %9s %9s %10s %10s %10s %10s %10s\n",
                ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "step",
-               cli_si(t->flops, b[0]), cli_si(t->bytes, b[1]), cli_time(t->t_compute, b[2]),
-               cli_time(t->t_memory, b[3]), cli_time(t->t_launch, b[4]),
-               cli_time(t->t_roofline, b[5]), cli_time(t->t_paleo, b[6]));
+               fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]), fm_format_time(t->t_compute, b[2]),
+               fm_format_time(t->t_memory, b[3]), fm_format_time(t->t_launch, b[4]),
+               fm_format_time(t->t_roofline, b[5]), fm_format_time(t->t_paleo, b[6]));
     }
     printf("prediction (roofline bound = compute and memory overlap | PALEO = they do not)\n");
     const char *unit = train ? "step" : "batch latency";
-    printf("  %-22s %12s | %s\n", unit, cli_time(run->step_s[0], b[0]), cli_time(run->step_s[1], b[1]));
+    printf("  %-22s %12s | %s\n", unit, fm_format_time(run->step_s[0], b[0]), fm_format_time(run->step_s[1], b[1]));
     printf("  %-22s %12.1f | %.1f\n", train ? "samples/s" : "throughput (samples/s)",
            run->samples_per_s[0], run->samples_per_s[1]);
     printf("  %-22s %12s | %s   (step FLOPs %sFLOP / (time x %sFLOP/s, %s peak))\n",
            "utilization", pct(run->utilization[0], b[0]), pct(run->utilization[1], b[1]),
-           cli_si(run->step_flops, b[2]), cli_si(p->peak_ref, b[3]), cli_precision_label(&p->opts));
+           fm_format_si(run->step_flops, b[2]), fm_format_si(p->peak_ref, b[3]), cli_precision_label(&p->opts));
     if (run->dataset_size) {
         printf("  %-22s %12s | %s   (%" PRIu64 " %s of %lld; the last partial batch timed as "
                "full)\n",
-               train ? "epoch" : "pass over the data", cli_time(run->epoch_s[0], b[0]),
-               cli_time(run->epoch_s[1], b[1]), run->steps_per_epoch, train ? "steps" : "batches",
+               train ? "epoch" : "pass over the data", fm_format_time(run->epoch_s[0], b[0]),
+               fm_format_time(run->epoch_s[1], b[1]), run->steps_per_epoch, train ? "steps" : "batches",
                (long long)run->batch);
         if (train) {
-            printf("  %-22s %12s | %s   (%g epochs)\n", "training time", cli_time(run->total_s[0], b[0]),
-                   cli_time(run->total_s[1], b[1]), run->epochs);
+            printf("  %-22s %12s | %s   (%g epochs)\n", "training time", fm_format_time(run->total_s[0], b[0]),
+                   fm_format_time(run->total_s[1], b[1]), run->epochs);
             printf("  %-22s %12s   (%.3g FLOP: forward + backward per sample x samples x "
                    "epochs + optimizer x steps)\n",
-                   "training compute", cli_si(run->total_flops, b[0]), run->total_flops);
+                   "training compute", fm_format_si(run->total_flops, b[0]), run->total_flops);
         }
     } else {
         printf("  (--dataset-size N adds epoch time, training time and total compute)\n");
@@ -118,18 +118,18 @@ static void print_table(const struct fm_graph *g, const struct cli_model_opts *m
     if (dp) {
         printf("data parallel: %d GPUs, ring all-reduce of %s of gradients over %s (%s/s "
                "bidirectional, PPP %.2f): %s per step\n",
-               dp->gpus, cli_bytes(dp->grad_bytes, b[0]), link_name, cli_bytes(dp->link_bw, b[1]),
-               p->opts.ppp_comm, cli_time(dp->t_allreduce, b[2]));
-        printf("  %-22s %12s | %s\n", "step, 1 GPU", cli_time(dp->step_1[0], b[0]),
-               cli_time(dp->step_1[1], b[1]));
+               dp->gpus, fm_format_bytes(dp->grad_bytes, b[0]), link_name, fm_format_bytes(dp->link_bw, b[1]),
+               p->opts.ppp_comm, fm_format_time(dp->t_allreduce, b[2]));
+        printf("  %-22s %12s | %s\n", "step, 1 GPU", fm_format_time(dp->step_1[0], b[0]),
+               fm_format_time(dp->step_1[1], b[1]));
         printf("  %-22s %12s | %s   efficiency %s | %s, %.0f | %.0f samples/s\n",
-               "step, not overlapped", cli_time(dp->step_serial[0], b[0]),
-               cli_time(dp->step_serial[1], b[1]), pct(dp->efficiency_serial[0], b[2]),
+               "step, not overlapped", fm_format_time(dp->step_serial[0], b[0]),
+               fm_format_time(dp->step_serial[1], b[1]), pct(dp->efficiency_serial[0], b[2]),
                pct(dp->efficiency_serial[1], b[3]), dp->samples_per_s_serial[0],
                dp->samples_per_s_serial[1]);
         printf("  %-22s %12s | %s   efficiency %s | %s, %.0f | %.0f samples/s\n",
-               "step, overlapped", cli_time(dp->step_overlap[0], b[0]),
-               cli_time(dp->step_overlap[1], b[1]), pct(dp->efficiency_overlap[0], b[2]),
+               "step, overlapped", fm_format_time(dp->step_overlap[0], b[0]),
+               fm_format_time(dp->step_overlap[1], b[1]), pct(dp->efficiency_overlap[0], b[2]),
                pct(dp->efficiency_overlap[1], b[3]), dp->samples_per_s_overlap[0],
                dp->samples_per_s_overlap[1]);
         printf("  (weak scaling: each GPU runs batch %lld; efficiency = 1-GPU step / N-GPU "

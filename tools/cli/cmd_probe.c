@@ -2,7 +2,7 @@
  * figures; --save writes them as a measured device that roofline, predict, utilization and
  * measure accept. The probes are the library's (fm_probe); this file only prints. */
 #include "cli.h"
-#include "../../src/report/jsonw.h"
+#include "../../src/core/jsonw.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -87,19 +87,19 @@ static void print_table(const struct fm_probe_result *r, const struct row *rows,
         char th[32] = "?", pct[16] = "-";
         bool bytes = strcmp(rows[i].unit, "B/s") == 0;
         if (s->theory > 0) {
-            snprintf(th, sizeof(th), "%s%s", cli_si(s->theory, b[3]), rows[i].unit);
+            snprintf(th, sizeof(th), "%s%s", fm_format_si(s->theory, b[3]), rows[i].unit);
             snprintf(pct, sizeof(pct), "%.1f%%", 100.0 * s->median / s->theory);
         }
         printf("  %-24s %10s%s %10s%s %10s%s %12s %10s\n", rows[i].label,
-               cli_si(s->min, b[0]), bytes ? "B/s" : "F/s", cli_si(s->median, b[1]),
-               bytes ? "B/s" : "F/s", cli_si(s->max, b[2]), bytes ? "B/s" : "F/s", th, pct);
+               fm_format_si(s->min, b[0]), bytes ? "B/s" : "F/s", fm_format_si(s->median, b[1]),
+               bytes ? "B/s" : "F/s", fm_format_si(s->max, b[2]), bytes ? "B/s" : "F/s", th, pct);
     }
     printf("F/s = FLOP/s (an FMA counts as 2); B/s = bytes read + written per second.\n");
     if (r->working_set_bytes)
         printf("bandwidth working set %s (3 arrays)%s%s\n",
-               cli_bytes((double)r->working_set_bytes, b[0]),
+               fm_format_bytes((double)r->working_set_bytes, b[0]),
                r->cache_bytes ? ", last-level cache " : "",
-               r->cache_bytes ? cli_bytes((double)r->cache_bytes, b[1]) : "");
+               r->cache_bytes ? fm_format_bytes((double)r->cache_bytes, b[1]) : "");
     if (r->notes[0])
         printf("how: %s\n", r->notes);
 }

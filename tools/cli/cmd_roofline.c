@@ -2,7 +2,7 @@
  * device's roofline (operational intensity, attainable FLOP/s, memory- or compute-bound), and
  * optionally the chart as SVG. Times are not its business: that is flopmeter predict. */
 #include "cli_analysis.h"
-#include "../../src/report/jsonw.h"
+#include "../../src/core/jsonw.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -80,8 +80,8 @@ static void table_row(const char *idx, const char *name, const char *op, const c
 {
     char b[5][32];
     printf("  %4s  %-26.26s %-14.14s %-12.12s %-10s %9s %9s %8.3g %9s %10s %6.1f%%  %s\n", idx,
-           name, op, cls, phase, cli_si(t->flops, b[0]), cli_si(t->bytes, b[1]), t->intensity,
-           cli_si(t->peak, b[2]), cli_si(t->attainable, b[3]),
+           name, op, cls, phase, fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]), t->intensity,
+           fm_format_si(t->peak, b[2]), fm_format_si(t->attainable, b[3]),
            t->peak > 0 ? 100.0 * t->attainable / t->peak : 0.0, bound_word(t));
 }
 
@@ -93,14 +93,14 @@ static void print_header(const struct fm_graph *g, const struct cli_model_opts *
     printf("%s on %s | batch %lld, %s | precision %s | bandwidth %s/s\n", fm_graph_name(g),
            d->name, (long long)m->batch,
            p->mode == FM_MODE_TRAIN ? "training step" : "inference (forward only)",
-           cli_precision_label(&p->opts), cli_bytes(d->mem_bw, b[0]));
+           cli_precision_label(&p->opts), fm_format_bytes(d->mem_bw, b[0]));
     printf("ceilings in use (dense datasheet peaks, 100%%):\n");
     for (size_t k = 0; k < nceil; k++) {
         char classes[160];
         class_list(ceil[k].classes, classes, sizeof(classes));
         printf("  %-5s %-6s %9sFLOP/s   ridge %7.1f FLOP/B   for %s\n",
                fm_precision_name(ceil[k].prec), ceil[k].tensor ? "tensor" : "vector",
-               cli_si(ceil[k].peak, b[1]), ceil[k].peak / d->mem_bw, classes);
+               fm_format_si(ceil[k].peak, b[1]), ceil[k].peak / d->mem_bw, classes);
     }
 }
 
@@ -140,9 +140,9 @@ static void print_table(const struct fm_graph *g, const struct cli_model_opts *m
             continue;
         char b[4][32];
         printf("  %-10s %9s %9s %8.3g %9s %10s %7.1f %6.1f%%  %s\n",
-               ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "network", cli_si(t->flops, b[0]),
-               cli_si(t->bytes, b[1]), t->intensity, cli_si(t->peak, b[2]),
-               cli_si(t->attainable, b[3]), t->ridge,
+               ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "network", fm_format_si(t->flops, b[0]),
+               fm_format_si(t->bytes, b[1]), t->intensity, fm_format_si(t->peak, b[2]),
+               fm_format_si(t->attainable, b[3]), t->ridge,
                t->peak > 0 ? 100.0 * t->attainable / t->peak : 0.0, bound_word(t));
     }
     size_t mem = 0, total = 0;

@@ -2,7 +2,7 @@
  * step (or epoch) used, by the theory (3 x forward) and counted (forward + backward) methods,
  * and a clear "impossible" when the answer exceeds 100%. It trusts the time it is given. */
 #include "cli_analysis.h"
-#include "../../src/report/jsonw.h"
+#include "../../src/core/jsonw.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -69,13 +69,13 @@ int cmd_utilization(int argc, char **argv)
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
     double step_s = 0, epoch_s = 0;
-    if (step_text && (!cli_duration_parse(step_text, &step_s) || step_s <= 0)) {
+    if (step_text && (!fm_duration_parse(step_text, &step_s) || step_s <= 0)) {
         fprintf(stderr, "flopmeter utilization: --step-time '%s' is not a positive time (e.g. "
                         "0.25, 250ms, 1.5s)\n",
                 step_text);
         return FM_EXIT_USAGE;
     }
-    if (epoch_text && (!cli_duration_parse(epoch_text, &epoch_s) || epoch_s <= 0)) {
+    if (epoch_text && (!fm_duration_parse(epoch_text, &epoch_s) || epoch_s <= 0)) {
         fprintf(stderr, "flopmeter utilization: --epoch-time '%s' is not a positive time (e.g. "
                         "600, 10min, 1.5h)\n",
                 epoch_text);
@@ -136,7 +136,7 @@ int cmd_utilization(int argc, char **argv)
     if (m.format == CLI_FORMAT_TABLE) {
         printf("%s on %s | batch %lld, %s | peak %sFLOP/s (%s%s)\n", fm_graph_name(g), dev->name,
                (long long)m.batch, train ? "training step" : "inference (forward only)",
-               cli_si(peak, b[0]), peak_override > 0 ? "--peak" : cli_precision_label(&po),
+               fm_format_si(peak, b[0]), peak_override > 0 ? "--peak" : cli_precision_label(&po),
                peak_override > 0 ? "" : ", the conv/matmul ceiling");
         printf("  %-20s %14s %12s %16s %12s\n", "method", "FLOP/step", "per step", "FLOP/epoch",
                "per epoch");
@@ -145,19 +145,19 @@ int cmd_utilization(int argc, char **argv)
             if (u.step_s > 0)
                 snprintf(s1, sizeof(s1), "%.1f%%", 100 * u.step_util[k]);
             if (u.dataset_size)
-                cli_si(u.epoch_flops[k], s3);
+                fm_format_si(u.epoch_flops[k], s3);
             if (u.epoch_s > 0)
                 snprintf(s2, sizeof(s2), "%.1f%%", 100 * u.epoch_util[k]);
             printf("  %-20s %14s %12s %16s %12s\n", fm_util_method_name((enum fm_util_method)k),
-                   cli_si(u.step_flops[k], b[1]), s1, s3, s2);
+                   fm_format_si(u.step_flops[k], b[1]), s1, s3, s2);
         }
         if (u.step_s > 0)
-            printf("step time %s -> %.1f samples/s\n", cli_time(u.step_s, b[2]),
+            printf("step time %s -> %.1f samples/s\n", fm_format_time(u.step_s, b[2]),
                    (double)m.batch / u.step_s);
         if (u.epoch_s > 0)
             printf("epoch time %s for %" PRIu64 " samples (%" PRIu64 " steps of %lld) -> %.1f "
                    "samples/s\n",
-                   cli_time(u.epoch_s, b[3]), u.dataset_size, u.steps_per_epoch,
+                   fm_format_time(u.epoch_s, b[3]), u.dataset_size, u.steps_per_epoch,
                    (long long)m.batch, (double)u.dataset_size / u.epoch_s);
         printf("convention: utilization = FLOPs / (time x peak); FLOP = 2 x MAC + other ops, and "
                "the peak counts an FMA as 2 FLOPs.\n%s",

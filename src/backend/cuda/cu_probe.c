@@ -13,18 +13,9 @@
 #define COPY_BYTES (1ull << 30)
 #define PROBE_WS (64u << 20)
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void stat_of(double *v, int n, struct fm_probe_stat *out)
 {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    out->min = v[0];
-    out->max = v[n - 1];
-    out->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    fm_stats_summary(v, (size_t)n, &out->min, &out->median, &out->max);
 }
 
 struct probe {

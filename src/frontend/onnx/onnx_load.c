@@ -148,12 +148,7 @@ static void pb_release(struct pb_arena *a)
 
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return fm_hash_name(0, s);
 }
 
 struct ox_name *ox_name_find(struct ox *ox, const char *name)

@@ -2,6 +2,7 @@
  * builder, and (for training) the cross-entropy loss against an int64 label tensor. The family
  * builders live one per file next to this one. */
 #include "nn.h"
+#include "../../core/internal.h"
 
 #include <string.h>
 #include <strings.h>
@@ -84,35 +85,11 @@ const struct fm_zoo_entry *fm_zoo_find(const char *name)
     return r ? &r->pub : NULL;
 }
 
-/* Edit distance (Levenshtein, case-insensitive), capped input length. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63)
-        la = 63;
-    if (lb > 63)
-        lb = 63;
-    size_t prev[64], cur[64];
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            char ca = a[i - 1] | 0x20, cb = b[j - 1] | 0x20;
-            size_t sub = prev[j - 1] + (ca != cb);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(size_t) * (lb + 1));
-    }
-    return prev[lb];
-}
-
 size_t fm_zoo_suggest(const char *name, const char **out, size_t n)
 {
     size_t dist[ZOO_COUNT], idx[ZOO_COUNT];
     for (size_t i = 0; i < ZOO_COUNT; i++) {
-        dist[i] = edit_distance(name, zoo[i].pub.name);
+        dist[i] = fm_edit_distance(name, zoo[i].pub.name);
         /* a name that starts like the query is a strong hint ("resnet" -> resnet18...) */
         if (strncasecmp(zoo[i].pub.name, name, strlen(name)) == 0)
             dist[i] = dist[i] / 4;

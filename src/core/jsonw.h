@@ -1,5 +1,7 @@
 /* A minimal streaming JSON writer: exact 64-bit integers (cJSON stores numbers as doubles, which
- * cannot hold every count), escaped strings, two-space indentation. Used by every JSON output. */
+ * cannot hold every count), escaped strings, two-space indentation. It lives in core because
+ * both device files (src/hw) and every report (src/report) write JSON with it; it reads no
+ * JSON (cJSON does that, in src/hw/device_json.c). */
 #ifndef FM_JSONW_H
 #define FM_JSONW_H
 
