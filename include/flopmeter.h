@@ -165,110 +165,161 @@ enum fm_class {
 };
 const char *fm_class_name(enum fm_class cls);
 
-/* Every op the cost model knows. A new op adds an entry here, a descriptor in its family file
- * under src/ops/, and a line in src/ops/registry.c (checked by a static assertion). */
-enum fm_op {
-    FM_OP_UNKNOWN = 0,     /* an op the counter does not know: listed as uncounted */
-    /* conv.c */
-    FM_OP_CONV,            /* X (N,C,H,W) [or (N,C,L)], W (Cout, C/g, kh, kw), B (Cout)? */
-    FM_OP_CONV_TRANSPOSE,  /* X (N,C,H,W), W (C, Cout/g, kh, kw), B (Cout)? */
-    /* matmul.c */
-    FM_OP_LINEAR,          /* X (..., K), W (N, K), B (N)?  -> (..., N)  (torch.nn.Linear) */
-    FM_OP_GEMM,            /* A (M,K) [T], B (K,N) [T], C? -> (M,N)       (ONNX Gemm) */
-    FM_OP_MATMUL,          /* A (..., M, K) @ B (..., K, N), numpy broadcasting */
-    /* norm.c */
-    FM_OP_BATCHNORM,       /* X (N,C,...), scale (C), bias (C), mean (C), var (C) */
-    FM_OP_LAYERNORM,       /* X, scale?, bias?; normalizes dims [axis, rank) */
-    FM_OP_GROUPNORM,       /* X (N,C,...), scale (C), bias (C); groups */
-    FM_OP_INSTANCENORM,    /* X (N,C,...), scale (C), bias (C) */
-    /* act.c */
-    FM_OP_RELU,
-    FM_OP_CLIP,            /* ReLU6 is Clip(0, 6) */
-    FM_OP_LEAKY_RELU,
-    FM_OP_PRELU,           /* X, slope (broadcast) */
-    FM_OP_SIGMOID,
-    FM_OP_TANH,
-    FM_OP_SILU,
-    FM_OP_GELU,            /* erf form, or tanh form with FM_ATTR_GELU_TANH */
-    FM_OP_HARDSWISH,
-    FM_OP_HARDSIGMOID,
-    FM_OP_SOFTMAX,
-    FM_OP_LOG_SOFTMAX,
-    /* pool.c */
-    FM_OP_MAXPOOL,
-    FM_OP_AVGPOOL,
-    FM_OP_ADAPTIVE_AVGPOOL, /* output size in attrs.out_size */
-    FM_OP_GLOBAL_AVGPOOL,
-    FM_OP_GLOBAL_MAXPOOL,
-    /* eltwise.c */
-    FM_OP_ADD,
-    FM_OP_SUB,
-    FM_OP_MUL,
-    FM_OP_DIV,
-    /* shape.c (data movement: no arithmetic) */
-    FM_OP_CONCAT,
-    FM_OP_FLATTEN,
-    FM_OP_RESHAPE,         /* target in attrs.ints (0 = copy, -1 = infer) */
-    FM_OP_TRANSPOSE,       /* permutation in attrs.ints */
-    FM_OP_SPLIT,           /* sizes along attrs.axis in attrs.ints */
-    FM_OP_IDENTITY,
-    /* dropout.c */
-    FM_OP_DROPOUT,
-    /* embedding.c */
-    FM_OP_EMBEDDING,       /* ids (...) int, W (V, D) -> (..., D) */
-    /* attention.c */
-    FM_OP_ATTENTION,       /* scaled dot-product: Q (B,H,Sq,D), K (B,H,Sk,D), V (B,H,Sk,Dv) */
-    /* loss.c */
-    FM_OP_CROSS_ENTROPY,   /* logits (N, K), labels (N) int -> scalar mean loss */
-    /* ops that only imported graphs use (ONNX): added below this line */
-    /* unary.c: elementwise functions of one tensor (Pow: X, exponent broadcast) */
-    FM_OP_ERF,
-    FM_OP_SQRT,
-    FM_OP_RECIPROCAL,
-    FM_OP_NEG,
-    FM_OP_EXP,
-    FM_OP_LOG,
-    FM_OP_ABS,
-    FM_OP_POW,
-    /* compare.c: comparisons and logic (bool out, broadcast), selects, Max/Min, Trilu */
-    FM_OP_EQUAL,
-    FM_OP_LESS,
-    FM_OP_LESS_EQUAL,
-    FM_OP_GREATER,
-    FM_OP_GREATER_EQUAL,
-    FM_OP_AND,
-    FM_OP_OR,
-    FM_OP_XOR,
-    FM_OP_NOT,
-    FM_OP_WHERE,           /* cond, X, Y (broadcast) */
-    FM_OP_MAX,             /* 1.. inputs, broadcast */
-    FM_OP_MIN,
-    FM_OP_TRILU,           /* X (..., M, N); attrs.ints = {k, upper} */
-    /* reduce.c: axes in attrs.ints (none = all), FM_ATTR_KEEPDIMS; CumSum along attrs.axis */
-    FM_OP_REDUCE_SUM,
-    FM_OP_REDUCE_MEAN,
-    FM_OP_REDUCE_MAX,
-    FM_OP_REDUCE_MIN,
-    FM_OP_REDUCE_PROD,
-    FM_OP_REDUCE_L2,
-    FM_OP_REDUCE_SUM_SQUARE,
-    FM_OP_CUMSUM,
-    /* tensor.c: data movement whose integer operands the importer put into attrs.ints */
-    FM_OP_GATHER,          /* data, indices (int); attrs.axis */
-    FM_OP_SLICE,           /* X; attrs.ints = (start, end, step) for every dim, clamped */
-    FM_OP_SQUEEZE,         /* X; axes to drop in attrs.ints */
-    FM_OP_UNSQUEEZE,       /* X; axes of the output to insert in attrs.ints */
-    FM_OP_EXPAND,          /* X; target shape in attrs.ints (numpy broadcast) */
-    FM_OP_TILE,            /* X; repeats in attrs.ints */
-    FM_OP_PAD,             /* X; attrs.ints = begin pads for every dim, then end pads */
-    FM_OP_RESIZE,          /* X; attrs.ints = {mode (0 nearest, 1 linear, 2 cubic), out dims} */
-    FM_OP_CONSTANT_OF_SHAPE, /* no inputs; attrs.ints = {enum fm_dtype, out dims} */
-    FM_OP_RANGE,           /* no inputs; attrs.ints = {length, enum fm_dtype} */
-    FM_OP_CAST,            /* X; attrs.ints = {enum fm_dtype} */
-    /* einsum.c */
-    FM_OP_EINSUM,          /* 1 or 2 operands; attrs.ints = the equation as label ids */
-    FM_OP_COUNT
-};
+/* Every op the cost model knows, in one list from which everything per-op is generated: the
+ * enum fm_op below, the op names and classes and the op registry (src/ops/registry.c), and the
+ * ONNX frontend's mapping rows (src/frontend/onnx/onnx_map.c). A missing descriptor or mapper
+ * fails the build; docs/adding-an-op.md is the recipe. One row per op:
+ *
+ *   X(ID, desc, "Name", CLASS, "OnnxOp", map, "slots")
+ *
+ *   ID       the enum value FM_OP_<ID>
+ *   desc     its descriptor fm_op_<desc>_desc (shape rule, cost rule, arity), defined in the
+ *            family file under src/ops/ that the comment above the rows names
+ *   "Name"   the display name in reports
+ *   CLASS    FM_CLASS_<CLASS>: how analyses aggregate and which ceiling applies
+ *   "OnnxOp" the ONNX op type that maps to it, or NULL when none does
+ *   map      how the ONNX frontend maps a node (map_<map> in onnx_map.c); none without ONNX
+ *   "slots"  the role of an initializer read by each ONNX input slot, one letter per slot:
+ *            P parameter, B buffer (state, not trained), C constant operand (shapes, axes,
+ *            indices, masks: no gradient flows), T passed on unchanged in kind (its readers'
+ *            roles decide: a slice of a weight is still a weight), x by size (more than one
+ *            element: a parameter); a final '*' repeats the last letter, missing letters are x
+ *
+ * What each op reads from struct fm_attrs is in the comment at the end of its row. */
+#define FM_OP_LIST(X)                                                                          \
+    /* an op the counter does not know: listed as uncounted (common.c) */                      \
+    X(UNKNOWN, unknown, "Unknown", OTHER, NULL, none, "")                                      \
+    /* conv.c */                                                                               \
+    X(CONV, conv, "Conv", CONV, "Conv", conv, "xPP")                                            \
+    /*   X (N,C,H,W) [or (N,C,L)], W (Cout, C/g, kh, kw), B (Cout)? */                         \
+    X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV, "ConvTranspose", conv, "xPP")    \
+    /*   X (N,C,H,W), W (C, Cout/g, kh, kw), B (Cout)? */                                      \
+    /* matmul.c */                                                                             \
+    X(LINEAR, linear, "Linear", MATMUL, NULL, none, "")                                         \
+    /*   X (..., K), W (N, K), B (N)?  -> (..., N)  (torch.nn.Linear) */                       \
+    X(GEMM, gemm, "Gemm", MATMUL, "Gemm", gemm, "xPP")                                          \
+    /*   A (M,K) [FM_ATTR_TRANS_A], B (K,N) [FM_ATTR_TRANS_B], C? -> (M,N); alpha, beta */     \
+    X(MATMUL, matmul, "MatMul", MATMUL, "MatMul", plain, "PP")                                  \
+    /*   A (..., M, K) @ B (..., K, N), numpy broadcasting */                                  \
+    /* norm.c */                                                                               \
+    X(BATCHNORM, batchnorm, "BatchNorm", NORM, "BatchNormalization", norm, "xPPBB")            \
+    /*   X (N,C,...), scale (C), bias (C), mean (C), var (C); eps, FM_ATTR_INFER_BN */         \
+    X(LAYERNORM, layernorm, "LayerNorm", NORM, "LayerNormalization", norm, "xPP")              \
+    /*   X, scale?, bias?; normalizes dims [axis, rank); eps */                                \
+    X(GROUPNORM, groupnorm, "GroupNorm", NORM, "GroupNormalization", norm, "xPP")              \
+    /*   X (N,C,...), scale (C), bias (C); groups, eps */                                      \
+    X(INSTANCENORM, instancenorm, "InstanceNorm", NORM, "InstanceNormalization", norm, "xPP")  \
+    /*   X (N,C,...), scale (C), bias (C); eps */                                              \
+    /* act.c: one tensor in, one out, per element; Softmax/LogSoftmax per row along axis */    \
+    X(RELU, relu, "ReLU", ACTIVATION, "Relu", act, "")                                          \
+    X(CLIP, clip, "Clip", ACTIVATION, "Clip", act, "xCC") /* ReLU6 is Clip(0, 6): lo, hi */    \
+    X(LEAKY_RELU, leaky_relu, "LeakyReLU", ACTIVATION, "LeakyRelu", act, "") /* alpha */       \
+    X(PRELU, prelu, "PRelu", ACTIVATION, "PRelu", plain, "xP") /* X, slope (broadcast) */      \
+    X(SIGMOID, sigmoid, "Sigmoid", ACTIVATION, "Sigmoid", act, "")                              \
+    X(TANH, tanh, "Tanh", ACTIVATION, "Tanh", act, "")                                          \
+    X(SILU, silu, "SiLU", ACTIVATION, NULL, none, "")                                           \
+    X(GELU, gelu, "GELU", ACTIVATION, "Gelu", act, "") /* erf, or tanh: FM_ATTR_GELU_TANH */   \
+    X(HARDSWISH, hardswish, "Hardswish", ACTIVATION, "HardSwish", act, "")                      \
+    X(HARDSIGMOID, hardsigmoid, "Hardsigmoid", ACTIVATION, "HardSigmoid", act, "")              \
+    /*   alpha, beta */                                                                        \
+    X(SOFTMAX, softmax, "Softmax", ACTIVATION, "Softmax", softmax, "") /* axis */              \
+    X(LOG_SOFTMAX, log_softmax, "LogSoftmax", ACTIVATION, "LogSoftmax", softmax, "")           \
+    /* pool.c: kernel, stride, pad, dilation, FM_ATTR_CEIL_MODE, FM_ATTR_COUNT_PAD */          \
+    X(MAXPOOL, maxpool, "MaxPool", POOL, "MaxPool", pool, "")                                   \
+    X(AVGPOOL, avgpool, "AvgPool", POOL, "AveragePool", pool, "")                               \
+    X(ADAPTIVE_AVGPOOL, adaptive_avgpool, "AdaptiveAvgPool", POOL, NULL, none, "")              \
+    /*   output size (h, w) in out_size */                                                     \
+    X(GLOBAL_AVGPOOL, global_avgpool, "GlobalAvgPool", POOL, "GlobalAveragePool", plain, "")    \
+    X(GLOBAL_MAXPOOL, global_maxpool, "GlobalMaxPool", POOL, "GlobalMaxPool", plain, "")        \
+    /* eltwise.c: two tensors, numpy broadcasting */                                           \
+    X(ADD, add, "Add", ELEMENTWISE, "Add", plain, "")                                           \
+    X(SUB, sub, "Sub", ELEMENTWISE, "Sub", plain, "")                                           \
+    X(MUL, mul, "Mul", ELEMENTWISE, "Mul", plain, "")                                           \
+    X(DIV, div, "Div", ELEMENTWISE, "Div", plain, "")                                           \
+    /* shape.c: data movement, no arithmetic */                                                \
+    X(CONCAT, concat, "Concat", DATA_MOVEMENT, "Concat", concat, "T*") /* axis */              \
+    X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT, "Flatten", axis, "T") /* axis */             \
+    X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT, "Reshape", reshape, "TC")                    \
+    /*   target in ints (0 = copy, -1 = infer) */                                              \
+    X(TRANSPOSE, transpose, "Transpose", DATA_MOVEMENT, "Transpose", transpose, "T")           \
+    /*   permutation in ints */                                                                \
+    X(SPLIT, split, "Split", DATA_MOVEMENT, "Split", split, "TC") /* sizes along axis: ints */ \
+    X(IDENTITY, identity, "Identity", DATA_MOVEMENT, "Identity", identity, "T")                \
+    /* dropout.c */                                                                            \
+    X(DROPOUT, dropout, "Dropout", ELEMENTWISE, "Dropout", dropout, "xCC") /* ratio */         \
+    /* embedding.c */                                                                          \
+    X(EMBEDDING, embedding, "Embedding", EMBEDDING, NULL, none, "")                             \
+    /*   ids (...) int, W (V, D) -> (..., D) */                                                \
+    /* attention.c */                                                                          \
+    X(ATTENTION, attention, "Attention", ATTENTION, NULL, none, "")                             \
+    /*   scaled dot-product: Q (B,H,Sq,D), K (B,H,Sk,D), V (B,H,Sk,Dv), mask?; scale,          \
+         FM_ATTR_CAUSAL */                                                                     \
+    /* loss.c */                                                                               \
+    X(CROSS_ENTROPY, cross_entropy, "CrossEntropy", LOSS, NULL, none, "")                       \
+    /*   logits (N, K), labels (N) int -> scalar mean loss */                                  \
+    /* unary.c: elementwise functions of one tensor (Pow: X, exponent broadcast) */            \
+    X(ERF, erf, "Erf", ELEMENTWISE, "Erf", plain, "")                                           \
+    X(SQRT, sqrt, "Sqrt", ELEMENTWISE, "Sqrt", plain, "")                                       \
+    X(RECIPROCAL, reciprocal, "Reciprocal", ELEMENTWISE, "Reciprocal", plain, "")               \
+    X(NEG, neg, "Neg", ELEMENTWISE, "Neg", plain, "")                                           \
+    X(EXP, exp, "Exp", ELEMENTWISE, "Exp", plain, "")                                           \
+    X(LOG, log, "Log", ELEMENTWISE, "Log", plain, "")                                           \
+    X(ABS, abs, "Abs", ELEMENTWISE, "Abs", plain, "")                                           \
+    X(POW, pow, "Pow", ELEMENTWISE, "Pow", plain, "xC")                                         \
+    /* compare.c: comparisons and logic (bool out, broadcast), selects, Max/Min, Trilu */      \
+    X(EQUAL, equal, "Equal", ELEMENTWISE, "Equal", plain, "C*")                                 \
+    X(LESS, less, "Less", ELEMENTWISE, "Less", plain, "C*")                                     \
+    X(LESS_EQUAL, less_equal, "LessOrEqual", ELEMENTWISE, "LessOrEqual", plain, "C*")           \
+    X(GREATER, greater, "Greater", ELEMENTWISE, "Greater", plain, "C*")                         \
+    X(GREATER_EQUAL, greater_equal, "GreaterOrEqual", ELEMENTWISE, "GreaterOrEqual", plain,     \
+      "C*")                                                                                    \
+    X(AND, logical_and, "And", ELEMENTWISE, "And", plain, "C*")                                         \
+    X(OR, logical_or, "Or", ELEMENTWISE, "Or", plain, "C*")                                             \
+    X(XOR, logical_xor, "Xor", ELEMENTWISE, "Xor", plain, "C*")                                         \
+    X(NOT, logical_not, "Not", ELEMENTWISE, "Not", plain, "C")                                          \
+    X(WHERE, where, "Where", ELEMENTWISE, "Where", plain, "C") /* cond, X, Y (broadcast) */    \
+    X(MAX, max, "Max", ELEMENTWISE, "Max", variadic, "") /* 1.. inputs, broadcast */           \
+    X(MIN, min, "Min", ELEMENTWISE, "Min", variadic, "")                                        \
+    X(TRILU, trilu, "Trilu", ELEMENTWISE, "Trilu", int_operand, "xC")                           \
+    /*   X (..., M, N); ints = {k, upper} */                                                   \
+    /* reduce.c: axes in ints (none = all), FM_ATTR_KEEPDIMS; CumSum along axis */             \
+    X(REDUCE_SUM, reduce_sum, "ReduceSum", REDUCTION, "ReduceSum", reduce, "xC")                \
+    X(REDUCE_MEAN, reduce_mean, "ReduceMean", REDUCTION, "ReduceMean", reduce, "xC")            \
+    X(REDUCE_MAX, reduce_max, "ReduceMax", REDUCTION, "ReduceMax", reduce, "xC")                \
+    X(REDUCE_MIN, reduce_min, "ReduceMin", REDUCTION, "ReduceMin", reduce, "xC")                \
+    X(REDUCE_PROD, reduce_prod, "ReduceProd", REDUCTION, "ReduceProd", reduce, "xC")            \
+    X(REDUCE_L2, reduce_l2, "ReduceL2", REDUCTION, "ReduceL2", reduce, "xC")                    \
+    X(REDUCE_SUM_SQUARE, reduce_sum_square, "ReduceSumSquare", REDUCTION, "ReduceSumSquare",    \
+      reduce, "xC")                                                                            \
+    X(CUMSUM, cumsum, "CumSum", REDUCTION, "CumSum", int_operand, "xC")                         \
+    /* tensor.c: data movement whose integer operands the importer put into ints */            \
+    X(GATHER, gather, "Gather", DATA_MOVEMENT, "Gather", gather, "PC")                          \
+    /*   data, indices (int); axis */                                                          \
+    X(SLICE, slice, "Slice", DATA_MOVEMENT, "Slice", slice, "TC*")                              \
+    /*   X; ints = (start, end, step) for every dim, clamped */                                \
+    X(SQUEEZE, squeeze, "Squeeze", DATA_MOVEMENT, "Squeeze", squeeze, "TC")                     \
+    /*   X; axes to drop in ints */                                                            \
+    X(UNSQUEEZE, unsqueeze, "Unsqueeze", DATA_MOVEMENT, "Unsqueeze", squeeze, "TC")             \
+    /*   X; axes of the output to insert in ints */                                            \
+    X(EXPAND, expand, "Expand", DATA_MOVEMENT, "Expand", int_operand, "TC")                     \
+    /*   X; target shape in ints (numpy broadcast) */                                          \
+    X(TILE, tile, "Tile", DATA_MOVEMENT, "Tile", int_operand, "TC") /* X; repeats in ints */   \
+    X(PAD, pad, "Pad", DATA_MOVEMENT, "Pad", pad, "xC*")                                        \
+    /*   X; ints = begin pads for every dim, then end pads */                                  \
+    X(RESIZE, resize, "Resize", DATA_MOVEMENT, "Resize", resize, "xC*")                         \
+    /*   X; ints = {mode (0 nearest, 1 linear, 2 cubic), out dims} */                          \
+    X(CONSTANT_OF_SHAPE, constant_of_shape, "ConstantOfShape", DATA_MOVEMENT,                   \
+      "ConstantOfShape", int_operand, "C*")                                                    \
+    /*   no inputs; ints = {enum fm_dtype, out dims} */                                        \
+    X(RANGE, range, "Range", DATA_MOVEMENT, "Range", range, "C*")                               \
+    /*   no inputs; ints = {length, enum fm_dtype} */                                          \
+    X(CAST, cast, "Cast", DATA_MOVEMENT, "Cast", cast, "T") /* X; ints = {enum fm_dtype} */    \
+    /* einsum.c */                                                                             \
+    X(EINSUM, einsum, "Einsum", MATMUL, "Einsum", einsum, "P*")                                 \
+    /*   1 or 2 operands; ints = the equation as label ids */
+#define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
+enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
+#undef FM_OP_ENUM_
 
 /* Flags in fm_attrs.flags. */
 enum {

@@ -285,31 +285,32 @@ static enum fm_status node_new(struct fm_graph *g, enum fm_op op, const char *na
         return fm_error(ctx, FM_ERR_INVALID, "node '%s': op %d does not exist", name ? name : "?",
                         (int)op);
     const struct fm_op_desc *d = fm_op_desc(op);
+    const char *opname = fm_op_name(op);
     char autoname[64];
     if (!name || !*name) {
-        snprintf(autoname, sizeof(autoname), "%s_%zu", d->name, g->n_nodes);
+        snprintf(autoname, sizeof(autoname), "%s_%zu", opname, g->n_nodes);
         name = autoname;
     }
     if (n_in < d->min_in || n_in > d->max_in || n_in > FM_MAX_IO)
         return fm_error(ctx, FM_ERR_GRAPH, "node '%s' (%s): %d inputs given, %d to %d expected",
-                        name, d->name, n_in, d->min_in, d->max_in);
+                        name, opname, n_in, d->min_in, d->max_in);
     if (n_out < 1 || n_out > FM_MAX_IO || (d->n_out && n_out != d->n_out))
         return fm_error(ctx, FM_ERR_GRAPH, "node '%s' (%s): %d outputs given, %d expected", name,
-                        d->name, n_out, d->n_out);
+                        opname, n_out, d->n_out);
     /* rules index attrs.ints by nints: a count outside the array would read past it */
     if (attrs && (attrs->nints < 0 || attrs->nints > FM_MAX_INTS))
         return fm_error(ctx, FM_ERR_INVALID, "node '%s' (%s): %d integer attributes; 0 to %d fit",
-                        name, d->name, attrs->nints, FM_MAX_INTS);
+                        name, opname, attrs->nints, FM_MAX_INTS);
     for (int i = 0; i < n_in; i++) {
         if (inputs[i] == FM_NONE) {
             if (i < d->min_in)
                 return fm_error(ctx, FM_ERR_GRAPH, "node '%s' (%s): required input %d is missing",
-                                name, d->name, i);
+                                name, opname, i);
             continue;
         }
         if (inputs[i] < 0 || (size_t)inputs[i] >= g->n_tensors)
             return fm_error(ctx, FM_ERR_GRAPH, "node '%s' (%s): input %d refers to no tensor",
-                            name, d->name, i);
+                            name, opname, i);
     }
     if (g->n_nodes >= (size_t)INT32_MAX - 1)
         return fm_error(ctx, FM_ERR_OVERFLOW, "too many nodes");
@@ -329,7 +330,7 @@ static enum fm_status node_new(struct fm_graph *g, enum fm_op op, const char *na
     memset(r, 0, sizeof(*r));
     r->pub.name = nm;
     r->pub.op = op;
-    r->pub.op_name = d->name;
+    r->pub.op_name = opname;
     if (attrs)
         r->pub.attrs = *attrs;
     else

@@ -183,22 +183,16 @@ static enum fm_status softmax_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-#define ACT(OP, NAME, NIN) {OP, NAME, FM_CLASS_ACTIVATION, 1, NIN, 1, same_shape, act_cost}
-const struct fm_op_desc fm_op_relu_desc = ACT(FM_OP_RELU, "ReLU", 1);
-const struct fm_op_desc fm_op_clip_desc = ACT(FM_OP_CLIP, "Clip", 3);
-const struct fm_op_desc fm_op_leaky_relu_desc = ACT(FM_OP_LEAKY_RELU, "LeakyReLU", 1);
-const struct fm_op_desc fm_op_sigmoid_desc = ACT(FM_OP_SIGMOID, "Sigmoid", 1);
-const struct fm_op_desc fm_op_tanh_desc = ACT(FM_OP_TANH, "Tanh", 1);
-const struct fm_op_desc fm_op_silu_desc = ACT(FM_OP_SILU, "SiLU", 1);
-const struct fm_op_desc fm_op_gelu_desc = ACT(FM_OP_GELU, "GELU", 1);
-const struct fm_op_desc fm_op_hardswish_desc = ACT(FM_OP_HARDSWISH, "Hardswish", 1);
-const struct fm_op_desc fm_op_hardsigmoid_desc = ACT(FM_OP_HARDSIGMOID, "Hardsigmoid", 1);
-const struct fm_op_desc fm_op_prelu_desc = {
-    FM_OP_PRELU, "PRelu", FM_CLASS_ACTIVATION, 2, 2, 1, prelu_shape, prelu_cost,
-};
-const struct fm_op_desc fm_op_softmax_desc = {
-    FM_OP_SOFTMAX, "Softmax", FM_CLASS_ACTIVATION, 1, 1, 1, softmax_shape, softmax_cost,
-};
-const struct fm_op_desc fm_op_log_softmax_desc = {
-    FM_OP_LOG_SOFTMAX, "LogSoftmax", FM_CLASS_ACTIVATION, 1, 1, 1, softmax_shape, softmax_cost,
-};
+#define ACT(NIN) {1, NIN, 1, same_shape, act_cost}
+const struct fm_op_desc fm_op_relu_desc = ACT(1);
+const struct fm_op_desc fm_op_clip_desc = ACT(3);
+const struct fm_op_desc fm_op_leaky_relu_desc = ACT(1);
+const struct fm_op_desc fm_op_sigmoid_desc = ACT(1);
+const struct fm_op_desc fm_op_tanh_desc = ACT(1);
+const struct fm_op_desc fm_op_silu_desc = ACT(1);
+const struct fm_op_desc fm_op_gelu_desc = ACT(1);
+const struct fm_op_desc fm_op_hardswish_desc = ACT(1);
+const struct fm_op_desc fm_op_hardsigmoid_desc = ACT(1);
+const struct fm_op_desc fm_op_prelu_desc = {2, 2, 1, prelu_shape, prelu_cost};
+const struct fm_op_desc fm_op_softmax_desc = {1, 1, 1, softmax_shape, softmax_cost};
+const struct fm_op_desc fm_op_log_softmax_desc = {1, 1, 1, softmax_shape, softmax_cost};

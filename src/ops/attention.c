@@ -115,6 +115,4 @@ static enum fm_status attention_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_attention_desc = {
-    FM_OP_ATTENTION, "Attention", FM_CLASS_ATTENTION, 3, 4, 1, attention_shape, attention_cost,
-};
+const struct fm_op_desc fm_op_attention_desc = {3, 4, 1, attention_shape, attention_cost};

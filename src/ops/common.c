@@ -207,6 +207,4 @@ static enum fm_status unknown_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_unknown_desc = {
-    FM_OP_UNKNOWN, "Unknown", FM_CLASS_OTHER, 0, FM_MAX_IO, 0, unknown_shape, unknown_cost,
-};
+const struct fm_op_desc fm_op_unknown_desc = {0, FM_MAX_IO, 0, unknown_shape, unknown_cost};

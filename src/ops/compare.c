@@ -122,25 +122,17 @@ static enum fm_status trilu_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-#define CMP(OP, NAME, NIN) {OP, NAME, FM_CLASS_ELEMENTWISE, NIN, NIN, 1, compare_shape, compare_cost}
-const struct fm_op_desc fm_op_equal_desc = CMP(FM_OP_EQUAL, "Equal", 2);
-const struct fm_op_desc fm_op_less_desc = CMP(FM_OP_LESS, "Less", 2);
-const struct fm_op_desc fm_op_less_equal_desc = CMP(FM_OP_LESS_EQUAL, "LessOrEqual", 2);
-const struct fm_op_desc fm_op_greater_desc = CMP(FM_OP_GREATER, "Greater", 2);
-const struct fm_op_desc fm_op_greater_equal_desc = CMP(FM_OP_GREATER_EQUAL, "GreaterOrEqual", 2);
-const struct fm_op_desc fm_op_and_desc = CMP(FM_OP_AND, "And", 2);
-const struct fm_op_desc fm_op_or_desc = CMP(FM_OP_OR, "Or", 2);
-const struct fm_op_desc fm_op_xor_desc = CMP(FM_OP_XOR, "Xor", 2);
-const struct fm_op_desc fm_op_not_desc = CMP(FM_OP_NOT, "Not", 1);
-const struct fm_op_desc fm_op_where_desc = {
-    FM_OP_WHERE, "Where", FM_CLASS_ELEMENTWISE, 3, 3, 1, where_shape, where_cost,
-};
-const struct fm_op_desc fm_op_max_desc = {
-    FM_OP_MAX, "Max", FM_CLASS_ELEMENTWISE, 1, FM_MAX_IO, 1, minmax_shape, minmax_cost,
-};
-const struct fm_op_desc fm_op_min_desc = {
-    FM_OP_MIN, "Min", FM_CLASS_ELEMENTWISE, 1, FM_MAX_IO, 1, minmax_shape, minmax_cost,
-};
-const struct fm_op_desc fm_op_trilu_desc = {
-    FM_OP_TRILU, "Trilu", FM_CLASS_ELEMENTWISE, 1, 1, 1, trilu_shape, trilu_cost,
-};
+#define CMP(NIN) {NIN, NIN, 1, compare_shape, compare_cost}
+const struct fm_op_desc fm_op_equal_desc = CMP(2);
+const struct fm_op_desc fm_op_less_desc = CMP(2);
+const struct fm_op_desc fm_op_less_equal_desc = CMP(2);
+const struct fm_op_desc fm_op_greater_desc = CMP(2);
+const struct fm_op_desc fm_op_greater_equal_desc = CMP(2);
+const struct fm_op_desc fm_op_logical_and_desc = CMP(2);
+const struct fm_op_desc fm_op_logical_or_desc = CMP(2);
+const struct fm_op_desc fm_op_logical_xor_desc = CMP(2);
+const struct fm_op_desc fm_op_logical_not_desc = CMP(1);
+const struct fm_op_desc fm_op_where_desc = {3, 3, 1, where_shape, where_cost};
+const struct fm_op_desc fm_op_max_desc = {1, FM_MAX_IO, 1, minmax_shape, minmax_cost};
+const struct fm_op_desc fm_op_min_desc = {1, FM_MAX_IO, 1, minmax_shape, minmax_cost};
+const struct fm_op_desc fm_op_trilu_desc = {1, 1, 1, trilu_shape, trilu_cost};

@@ -228,10 +228,6 @@ static enum fm_status conv_transpose_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_conv_desc = {
-    FM_OP_CONV, "Conv", FM_CLASS_CONV, 2, 3, 1, conv_shape, conv_cost,
-};
-const struct fm_op_desc fm_op_conv_transpose_desc = {
-    FM_OP_CONV_TRANSPOSE, "ConvTranspose", FM_CLASS_CONV, 2, 3, 1, conv_transpose_shape,
-    conv_transpose_cost,
-};
+const struct fm_op_desc fm_op_conv_desc = {2, 3, 1, conv_shape, conv_cost};
+const struct fm_op_desc fm_op_conv_transpose_desc =
+    {2, 3, 1, conv_transpose_shape, conv_transpose_cost};

@@ -34,6 +34,4 @@ static enum fm_status dropout_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_dropout_desc = {
-    FM_OP_DROPOUT, "Dropout", FM_CLASS_ELEMENTWISE, 1, 3, 1, dropout_shape, dropout_cost,
-};
+const struct fm_op_desc fm_op_dropout_desc = {1, 3, 1, dropout_shape, dropout_cost};

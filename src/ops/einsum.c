@@ -156,6 +156,4 @@ static enum fm_status einsum_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_einsum_desc = {
-    FM_OP_EINSUM, "Einsum", FM_CLASS_MATMUL, 1, 2, 1, einsum_shape, einsum_cost,
-};
+const struct fm_op_desc fm_op_einsum_desc = {1, 2, 1, einsum_shape, einsum_cost};

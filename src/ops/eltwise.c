@@ -48,8 +48,8 @@ static enum fm_status binary_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-#define BINARY(OP, NAME) {OP, NAME, FM_CLASS_ELEMENTWISE, 2, 2, 1, binary_shape, binary_cost}
-const struct fm_op_desc fm_op_add_desc = BINARY(FM_OP_ADD, "Add");
-const struct fm_op_desc fm_op_sub_desc = BINARY(FM_OP_SUB, "Sub");
-const struct fm_op_desc fm_op_mul_desc = BINARY(FM_OP_MUL, "Mul");
-const struct fm_op_desc fm_op_div_desc = BINARY(FM_OP_DIV, "Div");
+#define BINARY {2, 2, 1, binary_shape, binary_cost}
+const struct fm_op_desc fm_op_add_desc = BINARY;
+const struct fm_op_desc fm_op_sub_desc = BINARY;
+const struct fm_op_desc fm_op_mul_desc = BINARY;
+const struct fm_op_desc fm_op_div_desc = BINARY;

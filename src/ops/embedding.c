@@ -41,6 +41,4 @@ static enum fm_status embedding_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_embedding_desc = {
-    FM_OP_EMBEDDING, "Embedding", FM_CLASS_EMBEDDING, 2, 2, 1, embedding_shape, embedding_cost,
-};
+const struct fm_op_desc fm_op_embedding_desc = {2, 2, 1, embedding_shape, embedding_cost};

@@ -51,6 +51,4 @@ static enum fm_status ce_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_cross_entropy_desc = {
-    FM_OP_CROSS_ENTROPY, "CrossEntropy", FM_CLASS_LOSS, 2, 2, 1, ce_shape, ce_cost,
-};
+const struct fm_op_desc fm_op_cross_entropy_desc = {2, 2, 1, ce_shape, ce_cost};

@@ -233,12 +233,6 @@ static enum fm_status matmul_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_linear_desc = {
-    FM_OP_LINEAR, "Linear", FM_CLASS_MATMUL, 2, 3, 1, linear_shape, linear_cost,
-};
-const struct fm_op_desc fm_op_gemm_desc = {
-    FM_OP_GEMM, "Gemm", FM_CLASS_MATMUL, 2, 3, 1, gemm_shape, gemm_cost,
-};
-const struct fm_op_desc fm_op_matmul_desc = {
-    FM_OP_MATMUL, "MatMul", FM_CLASS_MATMUL, 2, 2, 1, matmul_shape, matmul_cost,
-};
+const struct fm_op_desc fm_op_linear_desc = {2, 3, 1, linear_shape, linear_cost};
+const struct fm_op_desc fm_op_gemm_desc = {2, 3, 1, gemm_shape, gemm_cost};
+const struct fm_op_desc fm_op_matmul_desc = {2, 2, 1, matmul_shape, matmul_cost};

@@ -288,15 +288,7 @@ static enum fm_status groupnorm_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_batchnorm_desc = {
-    FM_OP_BATCHNORM, "BatchNorm", FM_CLASS_NORM, 5, 5, 1, batchnorm_shape, batchnorm_cost,
-};
-const struct fm_op_desc fm_op_layernorm_desc = {
-    FM_OP_LAYERNORM, "LayerNorm", FM_CLASS_NORM, 1, 3, 1, layernorm_shape, layernorm_cost,
-};
-const struct fm_op_desc fm_op_groupnorm_desc = {
-    FM_OP_GROUPNORM, "GroupNorm", FM_CLASS_NORM, 1, 3, 1, groupnorm_shape, groupnorm_cost,
-};
-const struct fm_op_desc fm_op_instancenorm_desc = {
-    FM_OP_INSTANCENORM, "InstanceNorm", FM_CLASS_NORM, 1, 3, 1, groupnorm_shape, groupnorm_cost,
-};
+const struct fm_op_desc fm_op_batchnorm_desc = {5, 5, 1, batchnorm_shape, batchnorm_cost};
+const struct fm_op_desc fm_op_layernorm_desc = {1, 3, 1, layernorm_shape, layernorm_cost};
+const struct fm_op_desc fm_op_groupnorm_desc = {1, 3, 1, groupnorm_shape, groupnorm_cost};
+const struct fm_op_desc fm_op_instancenorm_desc = {1, 3, 1, groupnorm_shape, groupnorm_cost};

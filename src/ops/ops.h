@@ -36,10 +36,9 @@ struct fm_cost_call {
     bool ovf;                 /* sticky overflow flag for fm_cmul/fm_cadd */
 };
 
+/* What an op's family file defines for it: its arity and its two rules. Its name, class and
+ * ONNX mapping are columns of FM_OP_LIST (flopmeter.h), not fields here. */
 struct fm_op_desc {
-    enum fm_op op;
-    const char *name;         /* display name: "Conv", "BatchNorm", ... */
-    enum fm_class cls;
     int min_in, max_in;       /* accepted input counts */
     int n_out;                /* outputs; 0 = variable (split) */
     enum fm_status (*shape)(struct fm_shape_call *call);
@@ -84,36 +83,9 @@ int64_t fm_window_out(int64_t in, int64_t k, int64_t stride, int64_t pad_lo, int
 /* Requires input i to have the given rank (or a range); error message names the node. */
 enum fm_status fm_shape_expect_rank(struct fm_shape_call *call, int i, int min_rank, int max_rank);
 
-/* ---- descriptors, one per op, defined in the family files ---- */
-extern const struct fm_op_desc fm_op_unknown_desc;
-extern const struct fm_op_desc fm_op_conv_desc, fm_op_conv_transpose_desc;
-extern const struct fm_op_desc fm_op_linear_desc, fm_op_gemm_desc, fm_op_matmul_desc;
-extern const struct fm_op_desc fm_op_batchnorm_desc, fm_op_layernorm_desc, fm_op_groupnorm_desc,
-    fm_op_instancenorm_desc;
-extern const struct fm_op_desc fm_op_relu_desc, fm_op_clip_desc, fm_op_leaky_relu_desc,
-    fm_op_prelu_desc, fm_op_sigmoid_desc, fm_op_tanh_desc, fm_op_silu_desc, fm_op_gelu_desc,
-    fm_op_hardswish_desc, fm_op_hardsigmoid_desc, fm_op_softmax_desc, fm_op_log_softmax_desc;
-extern const struct fm_op_desc fm_op_maxpool_desc, fm_op_avgpool_desc,
-    fm_op_adaptive_avgpool_desc, fm_op_global_avgpool_desc, fm_op_global_maxpool_desc;
-extern const struct fm_op_desc fm_op_add_desc, fm_op_sub_desc, fm_op_mul_desc, fm_op_div_desc;
-extern const struct fm_op_desc fm_op_concat_desc, fm_op_flatten_desc, fm_op_reshape_desc,
-    fm_op_transpose_desc, fm_op_split_desc, fm_op_identity_desc;
-extern const struct fm_op_desc fm_op_dropout_desc;
-extern const struct fm_op_desc fm_op_embedding_desc;
-extern const struct fm_op_desc fm_op_attention_desc;
-extern const struct fm_op_desc fm_op_cross_entropy_desc;
-/* ONNX-only ops: declared below this line */
-extern const struct fm_op_desc fm_op_erf_desc, fm_op_sqrt_desc, fm_op_reciprocal_desc,
-    fm_op_neg_desc, fm_op_exp_desc, fm_op_log_desc, fm_op_abs_desc, fm_op_pow_desc;
-extern const struct fm_op_desc fm_op_equal_desc, fm_op_less_desc, fm_op_less_equal_desc,
-    fm_op_greater_desc, fm_op_greater_equal_desc, fm_op_and_desc, fm_op_or_desc, fm_op_xor_desc,
-    fm_op_not_desc, fm_op_where_desc, fm_op_max_desc, fm_op_min_desc, fm_op_trilu_desc;
-extern const struct fm_op_desc fm_op_reduce_sum_desc, fm_op_reduce_mean_desc,
-    fm_op_reduce_max_desc, fm_op_reduce_min_desc, fm_op_reduce_prod_desc, fm_op_reduce_l2_desc,
-    fm_op_reduce_sum_square_desc, fm_op_cumsum_desc;
-extern const struct fm_op_desc fm_op_gather_desc, fm_op_slice_desc, fm_op_squeeze_desc,
-    fm_op_unsqueeze_desc, fm_op_expand_desc, fm_op_tile_desc, fm_op_pad_desc, fm_op_resize_desc,
-    fm_op_constant_of_shape_desc, fm_op_range_desc, fm_op_cast_desc;
-extern const struct fm_op_desc fm_op_einsum_desc;
+/* ---- descriptors, one per op, defined in the family files (FM_OP_LIST names each) ---- */
+#define FM_OP_DESC_EXTERN_(ID, desc, ...) extern const struct fm_op_desc fm_op_##desc##_desc;
+FM_OP_LIST(FM_OP_DESC_EXTERN_)
+#undef FM_OP_DESC_EXTERN_
 
 #endif

@@ -173,19 +173,8 @@ static enum fm_status global_max_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_maxpool_desc = {
-    FM_OP_MAXPOOL, "MaxPool", FM_CLASS_POOL, 1, 1, 1, pool_window_shape, maxpool_cost,
-};
-const struct fm_op_desc fm_op_avgpool_desc = {
-    FM_OP_AVGPOOL, "AvgPool", FM_CLASS_POOL, 1, 1, 1, pool_window_shape, avgpool_cost,
-};
-const struct fm_op_desc fm_op_adaptive_avgpool_desc = {
-    FM_OP_ADAPTIVE_AVGPOOL, "AdaptiveAvgPool", FM_CLASS_POOL, 1, 1, 1, adaptive_shape,
-    adaptive_cost,
-};
-const struct fm_op_desc fm_op_global_avgpool_desc = {
-    FM_OP_GLOBAL_AVGPOOL, "GlobalAvgPool", FM_CLASS_POOL, 1, 1, 1, global_shape, global_avg_cost,
-};
-const struct fm_op_desc fm_op_global_maxpool_desc = {
-    FM_OP_GLOBAL_MAXPOOL, "GlobalMaxPool", FM_CLASS_POOL, 1, 1, 1, global_shape, global_max_cost,
-};
+const struct fm_op_desc fm_op_maxpool_desc = {1, 1, 1, pool_window_shape, maxpool_cost};
+const struct fm_op_desc fm_op_avgpool_desc = {1, 1, 1, pool_window_shape, avgpool_cost};
+const struct fm_op_desc fm_op_adaptive_avgpool_desc = {1, 1, 1, adaptive_shape, adaptive_cost};
+const struct fm_op_desc fm_op_global_avgpool_desc = {1, 1, 1, global_shape, global_avg_cost};
+const struct fm_op_desc fm_op_global_maxpool_desc = {1, 1, 1, global_shape, global_max_cost};

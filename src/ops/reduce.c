@@ -131,15 +131,12 @@ static enum fm_status cumsum_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-#define REDUCE(OP, NAME) {OP, NAME, FM_CLASS_REDUCTION, 1, 1, 1, reduce_shape, reduce_cost}
-const struct fm_op_desc fm_op_reduce_sum_desc = REDUCE(FM_OP_REDUCE_SUM, "ReduceSum");
-const struct fm_op_desc fm_op_reduce_mean_desc = REDUCE(FM_OP_REDUCE_MEAN, "ReduceMean");
-const struct fm_op_desc fm_op_reduce_max_desc = REDUCE(FM_OP_REDUCE_MAX, "ReduceMax");
-const struct fm_op_desc fm_op_reduce_min_desc = REDUCE(FM_OP_REDUCE_MIN, "ReduceMin");
-const struct fm_op_desc fm_op_reduce_prod_desc = REDUCE(FM_OP_REDUCE_PROD, "ReduceProd");
-const struct fm_op_desc fm_op_reduce_l2_desc = REDUCE(FM_OP_REDUCE_L2, "ReduceL2");
-const struct fm_op_desc fm_op_reduce_sum_square_desc =
-    REDUCE(FM_OP_REDUCE_SUM_SQUARE, "ReduceSumSquare");
-const struct fm_op_desc fm_op_cumsum_desc = {
-    FM_OP_CUMSUM, "CumSum", FM_CLASS_REDUCTION, 1, 1, 1, cumsum_shape, cumsum_cost,
-};
+#define REDUCE {1, 1, 1, reduce_shape, reduce_cost}
+const struct fm_op_desc fm_op_reduce_sum_desc = REDUCE;
+const struct fm_op_desc fm_op_reduce_mean_desc = REDUCE;
+const struct fm_op_desc fm_op_reduce_max_desc = REDUCE;
+const struct fm_op_desc fm_op_reduce_min_desc = REDUCE;
+const struct fm_op_desc fm_op_reduce_prod_desc = REDUCE;
+const struct fm_op_desc fm_op_reduce_l2_desc = REDUCE;
+const struct fm_op_desc fm_op_reduce_sum_square_desc = REDUCE;
+const struct fm_op_desc fm_op_cumsum_desc = {1, 1, 1, cumsum_shape, cumsum_cost};

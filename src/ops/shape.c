@@ -212,17 +212,10 @@ static enum fm_status view_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-#define MOVE(OP, NAME, MIN, MAX, NOUT, SHAPE, COST) \
-    {OP, NAME, FM_CLASS_DATA_MOVEMENT, MIN, MAX, NOUT, SHAPE, COST}
-const struct fm_op_desc fm_op_concat_desc =
-    MOVE(FM_OP_CONCAT, "Concat", 1, FM_MAX_IO, 1, concat_shape, copy_cost);
-const struct fm_op_desc fm_op_flatten_desc =
-    MOVE(FM_OP_FLATTEN, "Flatten", 1, 1, 1, flatten_shape, view_cost);
-const struct fm_op_desc fm_op_reshape_desc =
-    MOVE(FM_OP_RESHAPE, "Reshape", 1, 2, 1, reshape_shape, view_cost);
-const struct fm_op_desc fm_op_transpose_desc =
-    MOVE(FM_OP_TRANSPOSE, "Transpose", 1, 1, 1, transpose_shape, copy_cost);
-const struct fm_op_desc fm_op_split_desc =
-    MOVE(FM_OP_SPLIT, "Split", 1, 2, 0, split_shape, copy_cost);
-const struct fm_op_desc fm_op_identity_desc =
-    MOVE(FM_OP_IDENTITY, "Identity", 1, 1, 1, same_shape, view_cost);
+#define MOVE(MIN, MAX, NOUT, SHAPE, COST) {MIN, MAX, NOUT, SHAPE, COST}
+const struct fm_op_desc fm_op_concat_desc = MOVE(1, FM_MAX_IO, 1, concat_shape, copy_cost);
+const struct fm_op_desc fm_op_flatten_desc = MOVE(1, 1, 1, flatten_shape, view_cost);
+const struct fm_op_desc fm_op_reshape_desc = MOVE(1, 2, 1, reshape_shape, view_cost);
+const struct fm_op_desc fm_op_transpose_desc = MOVE(1, 1, 1, transpose_shape, copy_cost);
+const struct fm_op_desc fm_op_split_desc = MOVE(1, 2, 0, split_shape, copy_cost);
+const struct fm_op_desc fm_op_identity_desc = MOVE(1, 1, 1, same_shape, view_cost);

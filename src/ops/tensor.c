@@ -386,25 +386,16 @@ static enum fm_status copy_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-#define MOVE(OP, NAME, MIN, MAX, SHAPE, COST) \
-    {OP, NAME, FM_CLASS_DATA_MOVEMENT, MIN, MAX, 1, SHAPE, COST}
-const struct fm_op_desc fm_op_gather_desc =
-    MOVE(FM_OP_GATHER, "Gather", 2, 2, gather_shape, gather_cost);
-const struct fm_op_desc fm_op_slice_desc =
-    MOVE(FM_OP_SLICE, "Slice", 1, 1, slice_shape, part_copy_cost);
-const struct fm_op_desc fm_op_squeeze_desc =
-    MOVE(FM_OP_SQUEEZE, "Squeeze", 1, 1, squeeze_shape, view_cost);
-const struct fm_op_desc fm_op_unsqueeze_desc =
-    MOVE(FM_OP_UNSQUEEZE, "Unsqueeze", 1, 1, unsqueeze_shape, view_cost);
-const struct fm_op_desc fm_op_expand_desc =
-    MOVE(FM_OP_EXPAND, "Expand", 1, 1, expand_shape, replicate_cost);
-const struct fm_op_desc fm_op_tile_desc =
-    MOVE(FM_OP_TILE, "Tile", 1, 1, tile_shape, replicate_cost);
-const struct fm_op_desc fm_op_pad_desc = MOVE(FM_OP_PAD, "Pad", 1, 1, pad_shape, pad_cost);
-const struct fm_op_desc fm_op_resize_desc =
-    MOVE(FM_OP_RESIZE, "Resize", 1, 1, resize_shape, resize_cost);
+#define MOVE(MIN, MAX, SHAPE, COST) {MIN, MAX, 1, SHAPE, COST}
+const struct fm_op_desc fm_op_gather_desc = MOVE(2, 2, gather_shape, gather_cost);
+const struct fm_op_desc fm_op_slice_desc = MOVE(1, 1, slice_shape, part_copy_cost);
+const struct fm_op_desc fm_op_squeeze_desc = MOVE(1, 1, squeeze_shape, view_cost);
+const struct fm_op_desc fm_op_unsqueeze_desc = MOVE(1, 1, unsqueeze_shape, view_cost);
+const struct fm_op_desc fm_op_expand_desc = MOVE(1, 1, expand_shape, replicate_cost);
+const struct fm_op_desc fm_op_tile_desc = MOVE(1, 1, tile_shape, replicate_cost);
+const struct fm_op_desc fm_op_pad_desc = MOVE(1, 1, pad_shape, pad_cost);
+const struct fm_op_desc fm_op_resize_desc = MOVE(1, 1, resize_shape, resize_cost);
 const struct fm_op_desc fm_op_constant_of_shape_desc =
-    MOVE(FM_OP_CONSTANT_OF_SHAPE, "ConstantOfShape", 0, 0, constant_of_shape_shape, fill_cost);
-const struct fm_op_desc fm_op_range_desc =
-    MOVE(FM_OP_RANGE, "Range", 0, 0, range_shape, range_cost);
-const struct fm_op_desc fm_op_cast_desc = MOVE(FM_OP_CAST, "Cast", 1, 1, cast_shape, copy_cost);
+    MOVE(0, 0, constant_of_shape_shape, fill_cost);
+const struct fm_op_desc fm_op_range_desc = MOVE(0, 0, range_shape, range_cost);
+const struct fm_op_desc fm_op_cast_desc = MOVE(1, 1, cast_shape, copy_cost);

@@ -116,14 +116,12 @@ static enum fm_status pow_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-#define UNARY(OP, NAME) {OP, NAME, FM_CLASS_ELEMENTWISE, 1, 1, 1, unary_shape, unary_cost}
-const struct fm_op_desc fm_op_erf_desc = UNARY(FM_OP_ERF, "Erf");
-const struct fm_op_desc fm_op_sqrt_desc = UNARY(FM_OP_SQRT, "Sqrt");
-const struct fm_op_desc fm_op_reciprocal_desc = UNARY(FM_OP_RECIPROCAL, "Reciprocal");
-const struct fm_op_desc fm_op_neg_desc = UNARY(FM_OP_NEG, "Neg");
-const struct fm_op_desc fm_op_exp_desc = UNARY(FM_OP_EXP, "Exp");
-const struct fm_op_desc fm_op_log_desc = UNARY(FM_OP_LOG, "Log");
-const struct fm_op_desc fm_op_abs_desc = UNARY(FM_OP_ABS, "Abs");
-const struct fm_op_desc fm_op_pow_desc = {
-    FM_OP_POW, "Pow", FM_CLASS_ELEMENTWISE, 2, 2, 1, pow_shape, pow_cost,
-};
+#define UNARY {1, 1, 1, unary_shape, unary_cost}
+const struct fm_op_desc fm_op_erf_desc = UNARY;
+const struct fm_op_desc fm_op_sqrt_desc = UNARY;
+const struct fm_op_desc fm_op_reciprocal_desc = UNARY;
+const struct fm_op_desc fm_op_neg_desc = UNARY;
+const struct fm_op_desc fm_op_exp_desc = UNARY;
+const struct fm_op_desc fm_op_log_desc = UNARY;
+const struct fm_op_desc fm_op_abs_desc = UNARY;
+const struct fm_op_desc fm_op_pow_desc = {2, 2, 1, pow_shape, pow_cost};
