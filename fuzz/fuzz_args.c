@@ -84,7 +84,7 @@ int fm_fuzz_args(const uint8_t *data, size_t size)
     cli_count_opts(&m, &co);
     fuzz_check_status(ctx, fm_count(ctx, g, &co, &c));
 out:
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
     free(buf);

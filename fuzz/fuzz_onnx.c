@@ -53,7 +53,7 @@ static void count_and_report(struct fm_ctx *ctx, const struct fm_graph *g, enum 
         fm_report_count(f, g, c, &ro);
         fclose(f);
     }
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
 }
 
 static void load_and_count(const uint8_t *data, size_t size)

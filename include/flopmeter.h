@@ -510,6 +510,7 @@ struct fm_uncounted {
 };
 
 struct fm_counts {
+    struct fm_ctx *ctx;                  /* the context it was made on: fm_counts_free uses it */
     enum fm_mode mode;
     enum fm_optimizer optimizer;
     size_t n_nodes;
@@ -534,11 +535,8 @@ struct fm_counts {
  * fm_counts_free). A count that would overflow fails with a message naming the node. */
 enum fm_status fm_count(struct fm_ctx *ctx, const struct fm_graph *graph,
                         const struct fm_count_opts *opts, struct fm_counts **out);
-void fm_counts_free(struct fm_ctx *ctx, struct fm_counts *counts);
+void fm_counts_free(struct fm_counts *counts);
 
-/* Per-op cost of one node on its own (used by fm_count, exposed for tests and backends). */
-enum fm_status fm_node_cost(struct fm_ctx *ctx, const struct fm_graph *graph, fm_nid node,
-                            const struct fm_count_opts *opts, struct fm_node_cost *out);
 
 /* Memory estimate: params + buffers + grads + optimizer state + activations + input (in
  * inference the activations are the peak live set, and there are no grads or state). */
@@ -787,6 +785,7 @@ struct fm_phase_time {
 };
 
 struct fm_prediction {
+    struct fm_ctx *ctx;            /* the context it was made on: fm_prediction_free uses it */
     size_t n_nodes;
     struct fm_phase_time (*nodes)[FM_PHASE_COUNT];   /* [node id][phase] */
     struct fm_phase_time total[FM_PHASE_COUNT];
@@ -805,7 +804,7 @@ struct fm_prediction {
 enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
                           const struct fm_counts *counts, const struct fm_predict_opts *opts,
                           struct fm_prediction **out);
-void fm_prediction_free(struct fm_ctx *ctx, struct fm_prediction *p);
+void fm_prediction_free(struct fm_prediction *p);
 
 /* The precision a node's phase runs at under opts: the optimizer phase never uses tensor
  * cores; torch_default gives tf32 to convolutions and fp32 to everything else. */
@@ -934,6 +933,7 @@ struct fm_node_timing {
 };
 
 struct fm_measurement {
+    struct fm_ctx *ctx;            /* the context it was made on: fm_measurement_free uses it */
     char backend[16];              /* "cpu", "cuda" */
     char device_name[128];         /* "NVIDIA H100 80GB HBM3", CPU model name */
     int threads;
@@ -951,15 +951,8 @@ struct fm_measurement {
  * FM_ERR_UNSUPPORTED naming the node, before anything runs. */
 enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *graph,
                           const struct fm_measure_opts *opts, struct fm_measurement **out);
-void fm_measurement_free(struct fm_ctx *ctx, struct fm_measurement *m);
+void fm_measurement_free(struct fm_measurement *m);
 
-/* Deterministic starting values shared by every backend, so that backends can be compared
- * element by element: parameters uniform in +-1/sqrt(fan_in) (PyTorch's default init bound),
- * BatchNorm weight 1 / bias 0 / running var 1 / mean 0, float inputs standard normal, integer
- * inputs uniform in [0, classes) (labels) or [0, vocabulary). n must equal the tensor's
- * element count. */
-enum fm_status fm_init_values(struct fm_ctx *ctx, const struct fm_graph *graph, fm_tid tensor,
-                              uint64_t seed, float *dst, uint64_t n);
 
 /* ---------------------------------------------------------------------------------------------
  * Probes: this machine's or a GPU's own ceilings

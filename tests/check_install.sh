@@ -27,7 +27,7 @@ int main(void)
     if (fm_count(ctx, g, &o, &c))
         return 1;
     printf("%llu\n", (unsigned long long)c->params);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
     return 0;

@@ -271,7 +271,7 @@ static enum fm_status count_both(struct fm_ctx *ctx, const struct fm_graph *g, u
         if (st)
             return st;
         *digest = counts_digest(*digest, c);
-        fm_counts_free(ctx, c);
+        fm_counts_free(c);
     }
     return FM_OK;
 }
@@ -352,8 +352,8 @@ static enum fm_status device_scenario(struct fm_ctx *ctx, const void *arg, uint6
         *digest = mix(*digest, fm_devices_count(devs));
         *digest = mix(*digest, (uint64_t)(p->step_roofline_s * 1e12));
     }
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_devices_free(devs);
     return st;

@@ -170,8 +170,8 @@ static void test_roofline_fp32(void **state)
     ASSERT_NEAR(p->step.ridge, 10.0, 1e-12);
     assert_false(p->step.memory_bound);
     assert_true(p->peak_ref == 1e12);
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -209,8 +209,8 @@ static void test_roofline_fp16_tensor(void **state)
     ASSERT_NEAR(p->step.attainable, 295936.0 / 25600.0 * 1e11, 1e-12);
     /* utilization is quoted against the matrix ceiling of the precision */
     assert_true(p->peak_ref == 8e12);
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -255,8 +255,8 @@ static void test_predict_bounds_ppp_launch(void **state)
     /* no work, no launch */
     fm_phase_time_eval(0, 0, 1e12, 1e11, &o, &t);
     assert_true(t.t_roofline == 0 && t.t_paleo == 0);
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -284,15 +284,15 @@ static void test_torch_default_and_tf32(void **state)
     /* fc: 2 x 1024 x 10 = 20480 FLOPs */
     assert_true(fc->flops == 20480);
     assert_true(p->peak_ref == 4e12);
-    fm_prediction_free(ctx, p);
+    fm_prediction_free(p);
     /* --precision tf32: the linear layer on tensor cores too */
     o.torch_default = false;
     o.precision = FM_PREC_TF32;
     FM_ASSERT_OK(ctx, fm_predict(ctx, g, c, &o, &p));
     fc = &p->nodes[node_id(g, "fc")][FM_PHASE_FWD];
     assert_true(fc->tensor && fc->peak == 4e12);
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -329,8 +329,8 @@ static void test_training_phases(void **state)
     for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
         sum += p->total[ph].t_roofline;
     ASSERT_NEAR(p->step_roofline_s, sum, 1e-12);
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -357,7 +357,7 @@ static void test_errors(void **state)
     assert_non_null(strstr(fm_ctx_error(ctx), "no fp8 ceiling"));
     assert_non_null(strstr(fm_ctx_error(ctx), "conv1"));
     assert_null(p);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -410,8 +410,8 @@ static void test_data_parallel(void **state)
                 p->step_roofline_s / (p->step_roofline_s + 9.216e-6), 1e-12);
     ASSERT_NEAR(dp.samples_per_s_serial[FM_BOUND_ROOFLINE],
                 2.0 / (p->step_roofline_s + 9.216e-6), 1e-12);
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_graph_free(g);
 
     /* conv1 -> relu -> conv2: conv2's gradient (9216 B, 9.216 us) is reduced while relu and
@@ -433,11 +433,11 @@ static void test_data_parallel(void **state)
     /* inference has nothing to reduce */
     struct fm_counts *ci = count(ctx, g, FM_MODE_INFER);
     assert_int_equal(fm_predict_data_parallel(ctx, g, ci, p, 1, 2, 1e9, 1.0, &dp), FM_ERR_INVALID);
-    fm_counts_free(ctx, ci);
+    fm_counts_free(ci);
     assert_int_equal(fm_predict_data_parallel(ctx, g, c, p, 1, 2, 0.0, 1.0, &dp), FM_ERR_INVALID);
     assert_non_null(strstr(fm_ctx_error(ctx), "--interconnect"));
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -667,8 +667,8 @@ static void test_svg(void **state)
     assert_non_null(strstr(buf, "conv1 (conv)"));
     assert_non_null(strstr(buf, "network: 11.6 FLOP/B"));
     free(buf);
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }

@@ -521,7 +521,7 @@ static void test_layer_times_tile_the_step(void **state)
         /* medians of parts need not add up to the median of the whole exactly */
         assert_true(sum > 0.8 * m->step_ms_median && sum < 1.2 * m->step_ms_median);
         assert_true(m->loss_last < m->loss_first);
-        fm_measurement_free(ctx, m);
+        fm_measurement_free(m);
     }
     fm_graph_free(g);
     fm_ctx_free(ctx);

@@ -3,6 +3,7 @@
  * which tensors need gradients, inputs too small for a built-in network, and the suggestions
  * for an unknown model name. Every failure must name what failed (the node or tensor). */
 #include "support.h"
+#include "ops/ops.h"   /* fm_node_cost: one node's rule on its own */
 
 #include <stdio.h>
 #include <string.h>

@@ -147,8 +147,8 @@ static void compare_model(struct fm_ctx *ctx, const char *name, int opset, int64
                 }
             }
         }
-        fm_counts_free(ctx, oc);
-        fm_counts_free(ctx, zc);
+        fm_counts_free(oc);
+        fm_counts_free(zc);
     }
     fm_graph_free(og);
     fm_graph_free(zg);
@@ -180,7 +180,7 @@ static void test_fused_conv_bn(void **state)
     assert_int_equal(fwd_macs(c), 1814073344);
     assert_false(c->class_present[FM_CLASS_NORM]);
     assert_false(has_op(g, FM_OP_BATCHNORM));
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -198,14 +198,14 @@ static void test_symbolic_batch(void **state)
     assert_int_equal(in->shape.dims[0], 4);
     struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
     assert_int_equal(fwd_macs(c), 4ull * 1814073344ull);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     /* --input NAME=DIMS binds the whole shape */
     struct fm_input_binding b = {"input", {4, {2, 3, 224, 224}}};
     FM_ASSERT_OK(ctx, load(ctx, "resnet18_op17.onnx", 0, &b, 1, &g));
     c = count(ctx, g, FM_MODE_INFER);
     assert_int_equal(fwd_macs(c), 2ull * 1814073344ull);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     /* a symbolic dim other than the batch needs a binding, and the message says so */
     assert_int_equal(load(ctx, "symbolic.onnx", 2, NULL, 0, &g), FM_ERR_SHAPE);
@@ -218,7 +218,7 @@ static void test_symbolic_batch(void **state)
     assert_int_equal(fwd_macs(c), 2 * 5 * 16 * 8);
     assert_int_equal(c->params, 100 * 16 + 16 * 8);
     assert_true(c->class_present[FM_CLASS_EMBEDDING]);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     /* the same from the command line */
     char *out = NULL, *err = NULL;
@@ -249,7 +249,7 @@ static void test_external_data(void **state)
     /* dW = x^T dY: the same 32*64 MACs; the input needs no gradient */
     assert_int_equal(c->total[FM_PHASE_BWD_WEIGHT].prim[FM_PRIM_MAC], 32 * 64);
     assert_int_equal(c->total[FM_PHASE_BWD_DATA].prim[FM_PRIM_MAC], 0);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -281,14 +281,14 @@ static void test_unknown_ops(void **state)
     assert_true(u->shape_known);
     assert_int_equal(u->shape.rank, 2);
     assert_int_equal(u->shape.dims[0], 3);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     /* no shape, but nothing reads it: listed, not an error */
     FM_ASSERT_OK(ctx, load(ctx, "unknown_side.onnx", 0, NULL, 0, &g));
     c = count(ctx, g, FM_MODE_TRAIN);
     assert_int_equal(uncounted(c, "com.example:FancyOp")->nodes, 1);
     assert_int_equal(fwd_macs(c), 8 * 4);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     /* a later shape depends on it: loading fails naming the node */
     assert_int_equal(load(ctx, "unknown_needed.onnx", 0, NULL, 0, &g), FM_ERR_UNSUPPORTED);
@@ -316,7 +316,7 @@ static void check_block(struct fm_ctx *ctx, const char *file, int64_t b, int64_t
                  (unsigned long long)params, (unsigned long long)fwd_macs(c),
                  (unsigned long long)macs, c->n_uncounted);
     assert_true(has_op(g, must_have));
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
 }
 
@@ -377,7 +377,7 @@ static void test_opsets(void **state)
     struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MUL], 4 * 96);
     assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_ADD], 3 * 96);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     /* opset 21: GroupNormalization with per-channel scale, Gelu (tanh) */
     FM_ASSERT_OK(ctx, load(ctx, "opset21.onnx", 0, NULL, 0, &g));
@@ -385,7 +385,7 @@ static void test_opsets(void **state)
     assert_int_equal(c->n_uncounted, 0);
     assert_int_equal(c->params, 8);
     assert_true(has_op(g, FM_OP_GROUPNORM) && has_op(g, FM_OP_GELU));
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -464,7 +464,7 @@ static void test_corrupted_never_crash(void **state)
             fm_count_opts_init(&co);
             struct fm_counts *c = NULL;
             if (fm_count(ctx, g, &co, &c) == FM_OK)
-                fm_counts_free(ctx, c);
+                fm_counts_free(c);
             fm_graph_free(g);
         } else {
             failed++;

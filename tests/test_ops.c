@@ -4,6 +4,7 @@
  * the main ops; activation memory; the optimizer step; the gradients that must not be counted
  * (network input, frozen parameters, inference); shared weights; overflow; batch scaling. */
 #include "support.h"
+#include "ops/ops.h"   /* fm_node_cost: one node's rule on its own */
 
 #include <stdio.h>
 #include <string.h>
@@ -1130,20 +1131,20 @@ static void test_optimizer_sgd_adam(void **state)
     assert_int_equal(c->param_bytes, PB);
     assert_int_equal(c->grad_bytes, PB);
     assert_int_equal(c->optimizer_state_bytes, PB);   /* momentum */
-    fm_counts_free(t.ctx, c);
+    fm_counts_free(c);
     /* Adam: m (2 mul, 1 add), v (3 mul, 1 add), bias corrections (2 div), update (1 sqrt,
      * 2 add, 1 mul, 1 div); reads w, g, m, v; writes w, m, v */
     c = count_graph(&t, FM_MODE_TRAIN, FM_OPTIM_ADAM);
     EXPECT_TOTAL(c, OPT, 0, 4 * P, 6 * P, 3 * P, 0, P);
     EXPECT_TOTAL_BYTES(c, OPT, 4 * PB, 3 * PB);
     assert_int_equal(c->optimizer_state_bytes, 2 * PB);
-    fm_counts_free(t.ctx, c);
+    fm_counts_free(c);
     /* no optimizer: gradients but no update */
     c = count_graph(&t, FM_MODE_TRAIN, FM_OPTIM_NONE);
     EXPECT_TOTAL(c, OPT, 0, 0, 0, 0, 0, 0);
     assert_int_equal(c->optimizer_state_bytes, 0);
     assert_int_equal(c->grad_bytes, PB);
-    fm_counts_free(t.ctx, c);
+    fm_counts_free(c);
     /* inference: no backward, no optimizer, no gradients */
     c = count_graph(&t, FM_MODE_INFER, FM_OPTIM_SGD);
     for (int ph = BD; ph < FM_PHASE_COUNT; ph++) {
@@ -1153,7 +1154,7 @@ static void test_optimizer_sgd_adam(void **state)
     assert_int_equal(c->grad_bytes, 0);
     assert_int_equal(c->optimizer_state_bytes, 0);
     assert_int_equal(c->mode, FM_MODE_INFER);
-    fm_counts_free(t.ctx, c);
+    fm_counts_free(c);
     tg_free(&t);
 }
 
@@ -1179,7 +1180,7 @@ static void test_frozen_and_shared(void **state)
     assert_int_equal(c->params, 20 + 4 + 8);
     assert_int_equal(c->trainable_params, 8);
     assert_int_equal(c->grad_bytes, 8 * 4);
-    fm_counts_free(t.ctx, c);
+    fm_counts_free(c);
     tg_free(&t);
 
     /* one weight W (4,5) shared by two layers: 20 parameters, one update */
@@ -1194,7 +1195,7 @@ static void test_frozen_and_shared(void **state)
     EXPECT_TOTAL(c, OPT, 0, 2 * 20, 2 * 20, 0, 0, 0);
     /* both layers still compute their share of dW */
     EXPECT_TOTAL(c, BW, 2 * (3 * 5 * 4), 0, 0, 0, 0, 0);
-    fm_counts_free(t.ctx, c);
+    fm_counts_free(c);
     tg_free(&t);
 }
 
@@ -1222,12 +1223,12 @@ static void test_activation_memory(void **state)
     struct fm_counts *c = count_graph(&t, FM_MODE_TRAIN, FM_OPTIM_SGD);
     assert_int_equal(c->activation_bytes, 1 * 4 * 8 * 8 * 4 + 1 * 4 * 4 * 4 * 8);
     assert_int_equal(c->input_bytes, 1 * 3 * 8 * 8 * 4);
-    fm_counts_free(t.ctx, c);
+    fm_counts_free(c);
     /* inference: the peak of live activations, in order: y1 (1024); y1+y2 (2048), y1 freed;
      * y2+y3; y2+y3+y4 = 3072, y2 freed; y3+y4+y5 = 3072; ... */
     c = count_graph(&t, FM_MODE_INFER, FM_OPTIM_SGD);
     assert_int_equal(c->activation_bytes, 3 * 1024);
-    fm_counts_free(t.ctx, c);
+    fm_counts_free(c);
     tg_free(&t);
 
     /* a graph output nobody reads stays live: x -> conv_a -> ya (output);
@@ -1239,7 +1240,7 @@ static void test_activation_memory(void **state)
     NODE(&t, FM_OP_RELU, "relu", NULL, out_of(&t, cb));
     c = count_graph(&t, FM_MODE_INFER, FM_OPTIM_SGD);
     assert_int_equal(c->activation_bytes, 3 * 1024);
-    fm_counts_free(t.ctx, c);
+    fm_counts_free(c);
     tg_free(&t);
 }
 
@@ -1298,8 +1299,8 @@ static void test_batch_scaling_resnet18(void **state)
     /* the optimizer step does not depend on the batch at all */
     assert_memory_equal(&c2->total[OPT], &c1->total[OPT], sizeof(struct fm_work));
     assert_int_equal(c1->params, 11689512);
-    fm_counts_free(ctx, c1);
-    fm_counts_free(ctx, c2);
+    fm_counts_free(c1);
+    fm_counts_free(c2);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -1329,7 +1330,7 @@ static void test_peer_tool_figures(void **state)
     }
     assert_int_equal(conv1, 64ull * 112 * 112 * 3 * 7 * 7);
     assert_int_equal(2 * (mm + conv1), 10884440064ull);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
 
     /* pthflops on VGG16 at 224x224 (seeds/003): conv and linear = MACs + bias adds, ReLU 2 per
@@ -1370,7 +1371,7 @@ static void test_peer_tool_figures(void **state)
     assert_int_equal(found, 3);
     assert_int_equal(conv, 15361407488ull - 1229312);
     assert_int_equal(total, 15516752872ull);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }

@@ -112,7 +112,7 @@ static void test_every_model_matches_torchvision(void **state)
                      (unsigned long long)conv_mm_macs(c, FM_PHASE_FWD),
                      (unsigned long long)r->macs);
         assert_int_equal(c->n_uncounted, 0);
-        fm_counts_free(ctx, c);
+        fm_counts_free(c);
         fm_graph_free(g);
     }
     fm_ctx_free(ctx);
@@ -180,7 +180,7 @@ static void test_published_figures(void **state)
                      (unsigned long long)conv_mm_macs(c, FM_PHASE_FWD),
                      (unsigned long long)c->params, (unsigned long long)counting_exact[i].macs,
                      (unsigned long long)counting_exact[i].params);
-        fm_counts_free(ctx, c);
+        fm_counts_free(c);
     }
     for (size_t i = 0; i < sizeof(published) / sizeof(published[0]); i++) {
         struct fm_counts *c = test_count_zoo(ctx, published[i].model, 1, FM_MODE_INFER, NULL);
@@ -195,7 +195,7 @@ static void test_published_figures(void **state)
                      (unsigned long long)rounded, published[i].decimals,
                      (unsigned long long)published[i].gmacs_scaled,
                      (unsigned long long)c->params, (unsigned long long)published[i].params);
-        fm_counts_free(ctx, c);
+        fm_counts_free(c);
     }
     fm_ctx_free(ctx);
 }
@@ -211,7 +211,7 @@ static void test_inception_v3_aux_head_difference(void **state)
     struct fm_counts *c = test_count_zoo(ctx, "inception_v3", 1, FM_MODE_INFER, NULL);
     uint64_t aux = 768ull * 128 + 2 * 128 + 128ull * 768 * 5 * 5 + 2 * 768 + 768ull * 1000 + 1000;
     assert_int_equal(c->params + aux, 27161264ull);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_ctx_free(ctx);
 }
 
@@ -340,7 +340,7 @@ static void check_batch_scaling(const char *model)
         v[k] = c[k]->activation_bytes;
     check_scaling(model, "total", "activation bytes", v, false, false, false);
     for (int k = 0; k < NB; k++) {
-        fm_counts_free(ctx, c[k]);
+        fm_counts_free(c[k]);
         fm_graph_free(g[k]);
     }
     fm_ctx_free(ctx);
@@ -453,7 +453,7 @@ static void test_conv_linear_backward_relation(void **state)
     assert_int_equal(conv_mm_macs(c, FM_PHASE_FWD), total);
     assert_int_equal(conv_mm_macs(c, FM_PHASE_BWD_DATA) + conv_mm_macs(c, FM_PHASE_BWD_WEIGHT),
                      2 * total - fwd[0]);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
@@ -484,7 +484,7 @@ static void test_backward_relation_resnet18_vgg11(void **state)
         assert_int_equal(bwd, 2 * fwd - cases[i].first_macs);
         if (strcmp(cases[i].model, "resnet18") == 0)
             assert_int_equal(2 * (fwd + bwd + cases[i].first_macs), 10884440064ull);
-        fm_counts_free(ctx, c);
+        fm_counts_free(c);
         fm_graph_free(g);
     }
     fm_ctx_free(ctx);
@@ -596,7 +596,7 @@ static void test_pthflops_vgg16_seed(void **state)
      * module of features and classifier but not avgpool */
     assert_int_equal(total, 15516752872ull);
     assert_int_equal(conv_and_avgpool, 15361407488ull);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }

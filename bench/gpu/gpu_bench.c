@@ -72,8 +72,8 @@ static void predict(struct fm_ctx *ctx, const struct fm_graph *g, const char *gp
     *paleo_ms = p->step_paleo_s * 1e3;
     *entry = dev->name;
 out:
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_devices_free(devs);
 }
 
@@ -152,7 +152,7 @@ static int train(char **argv, int argc)
         json_str("table_entry", entry);
         printf("}\n");
         fflush(stdout);
-        fm_measurement_free(ctx, m);
+        fm_measurement_free(m);
         fm_graph_free(g);
     }
     fm_ctx_free(ctx);

@@ -146,6 +146,7 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
     struct fm_prediction *p = fm_alloc(ctx, sizeof(*p));
     if (!p)
         return fm_error(ctx, FM_ERR_NOMEM, "out of memory for the prediction");
+    p->ctx = ctx;
     p->n_nodes = counts->n_nodes;
     p->mode = counts->mode;
     p->opts = *opts;
@@ -204,14 +205,15 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
     *out = p;
     return FM_OK;
 fail:
-    fm_prediction_free(ctx, p);
+    fm_prediction_free(p);
     return st;
 }
 
-void fm_prediction_free(struct fm_ctx *ctx, struct fm_prediction *p)
+void fm_prediction_free(struct fm_prediction *p)
 {
     if (!p)
         return;
+    struct fm_ctx *ctx = p->ctx;
     fm_dealloc(ctx, p->nodes);
     fm_dealloc(ctx, p);
 }

@@ -39,6 +39,14 @@ struct fm_backend {
     void (*release)(void *state);
 };
 
+/* Deterministic starting values shared by every backend, so that backends can be compared
+ * element by element: parameters uniform in +-1/sqrt(fan_in) (PyTorch's default init bound),
+ * BatchNorm weight 1 / bias 0 / running var 1 / mean 0, float inputs standard normal, integer
+ * inputs uniform in [0, classes) (labels) or [0, vocabulary). n must equal the tensor's
+ * element count. (init.c) */
+enum fm_status fm_init_values(struct fm_ctx *ctx, const struct fm_graph *graph, fm_tid tensor,
+                              uint64_t seed, float *dst, uint64_t n);
+
 /* The backends this build has; NULL when absent. */
 const struct fm_backend *fm_backend_cpu(void);
 const struct fm_backend *fm_backend_cuda(void);

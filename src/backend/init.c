@@ -2,6 +2,7 @@
  * (SplitMix64 seeded from the seed and the tensor's name), so the CPU and CUDA backends, and
  * the PyTorch goldens, can start from identical weights and inputs. Never zeros: a test on
  * zeros hides unwritten outputs. */
+#include "backend.h"
 #include "../core/internal.h"
 
 #include <math.h>

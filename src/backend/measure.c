@@ -51,10 +51,11 @@ static double median_of(double *v, size_t n)
     return med;
 }
 
-void fm_measurement_free(struct fm_ctx *ctx, struct fm_measurement *m)
+void fm_measurement_free(struct fm_measurement *m)
 {
     if (!m)
         return;
+    struct fm_ctx *ctx = m->ctx;
     fm_dealloc(ctx, m->step_ms);
     fm_dealloc(ctx, m->nodes);
     fm_dealloc(ctx, m);
@@ -78,6 +79,8 @@ enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *g,
     double *samples = fm_alloc(ctx, sizeof(double) * steps * (opts->per_layer ? nn * FM_PHASE_COUNT + 1 : 1));
     struct fm_node_timing *step_nodes = opts->per_layer ? fm_alloc(ctx, sizeof(*step_nodes) * nn + 1) : NULL;
     void *state = NULL;
+    if (m)
+        m->ctx = ctx;
     if (!m || !samples || (opts->per_layer && !step_nodes)) {
         st = fm_error(ctx, FM_ERR_NOMEM, "out of memory preparing the measurement");
         goto fail;
@@ -161,6 +164,6 @@ fail:
         be->release(state);
     fm_dealloc(ctx, samples);
     fm_dealloc(ctx, step_nodes);
-    fm_measurement_free(ctx, m);
+    fm_measurement_free(m);
     return st;
 }

@@ -143,10 +143,11 @@ enum fm_status fm_node_cost(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid
     return node_cost(ctx, g, node, opts, out, NULL, NULL);
 }
 
-void fm_counts_free(struct fm_ctx *ctx, struct fm_counts *c)
+void fm_counts_free(struct fm_counts *c)
 {
     if (!c)
         return;
+    struct fm_ctx *ctx = c->ctx;
     fm_dealloc(ctx, c->nodes);
     fm_dealloc(ctx, c->uncounted);
     fm_dealloc(ctx, c);
@@ -228,6 +229,8 @@ enum fm_status fm_count(struct fm_ctx *ctx, const struct fm_graph *g,
     bool *param_seen = fm_alloc(ctx, nt * sizeof(bool) + 1);
     bool *kept = fm_alloc(ctx, nt * sizeof(bool) + 1);
     size_t *last = fm_alloc(ctx, nt * sizeof(size_t) + 1);
+    if (c)
+        c->ctx = ctx;
     if (!c || !param_seen || !kept || !last) {
         st = fm_error(ctx, FM_ERR_NOMEM, "out of memory counting '%s'", fm_graph_name(g));
         goto fail;
@@ -354,7 +357,7 @@ fail:
     fm_dealloc(ctx, param_seen);
     fm_dealloc(ctx, kept);
     fm_dealloc(ctx, last);
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     return st;
 }
 

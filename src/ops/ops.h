@@ -47,6 +47,10 @@ struct fm_op_desc {
 
 const struct fm_op_desc *fm_op_desc(enum fm_op op);
 
+/* The cost of one node on its own, as fm_count counts it (tests check rules one by one). */
+enum fm_status fm_node_cost(struct fm_ctx *ctx, const struct fm_graph *graph, fm_nid node,
+                            const struct fm_count_opts *opts, struct fm_node_cost *out);
+
 /* ---- helpers for rules ---- */
 
 /* Elements of a tensor (0 if the tensor is NULL); sets call->ovf on overflow. */

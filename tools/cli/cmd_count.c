@@ -60,7 +60,7 @@ int cmd_count(int argc, char **argv)
         r = FM_EXIT_FAIL;
     }
 out:
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
     return r;

@@ -747,10 +747,10 @@ int cmd_measure(int argc, char **argv)
 out:
     fm_dealloc(ctx, rows);
     fm_dealloc(ctx, probe);
-    fm_prediction_free(ctx, pred);
-    fm_measurement_free(ctx, m);
-    fm_measurement_free(ctx, em);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(pred);
+    fm_measurement_free(m);
+    fm_measurement_free(em);
+    fm_counts_free(c);
     fm_devices_free(devs);
     fm_graph_free(g);
     fm_ctx_free(ctx);

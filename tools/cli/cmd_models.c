@@ -32,7 +32,7 @@ int cmd_models(int argc, char **argv)
         snprintf(input, sizeof(input), "3x%lldx%lld", (long long)e->default_hw,
                  (long long)e->default_hw);
         printf("%-20s %-13s %-10s %12s  %s\n", e->name, e->family, input, params, e->description);
-        fm_counts_free(ctx, c);
+        fm_counts_free(c);
         fm_graph_free(g);
     }
     fm_ctx_free(ctx);

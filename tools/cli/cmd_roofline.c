@@ -345,8 +345,8 @@ int cmd_roofline(int argc, char **argv)
         r = FM_EXIT_FAIL;
     }
 out:
-    fm_prediction_free(ctx, p);
-    fm_counts_free(ctx, c);
+    fm_prediction_free(p);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_devices_free(devs);
     fm_ctx_free(ctx);

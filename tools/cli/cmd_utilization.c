@@ -215,7 +215,7 @@ int cmd_utilization(int argc, char **argv)
         r = FM_EXIT_FAIL;
     }
 out:
-    fm_counts_free(ctx, c);
+    fm_counts_free(c);
     fm_graph_free(g);
     fm_devices_free(devs);
     fm_ctx_free(ctx);

@@ -617,12 +617,12 @@ static enum fm_status oom_advice(struct cu_state *s, enum fm_status st)
     uint64_t est = 0;
     if (batch <= 0 || fm_count(s->ctx, s->g, &co, &c) != FM_OK ||
         fm_counts_training_memory(c, &est) != FM_OK) {
-        fm_counts_free(s->ctx, c);
+        fm_counts_free(c);
         return fm_error(s->ctx, st, "out of GPU memory on %s (%.1f GiB free): %s", s->name,
                         (double)s->free_at_start / gib, orig);
     }
     uint64_t fixed = c->param_bytes + c->buffer_bytes + c->grad_bytes + c->optimizer_state_bytes;
-    fm_counts_free(s->ctx, c);
+    fm_counts_free(c);
     double per_sample = est > fixed ? (double)(est - fixed) / (double)batch : 0.0;
     double room = (double)s->free_at_start - (double)fixed;
     long long fits = per_sample > 0 && room > 0 ? (long long)floor(room / per_sample) : 0;
