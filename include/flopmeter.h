@@ -26,6 +26,14 @@ extern "C" {
 
 #define FM_VERSION "0.1.0"
 
+/* What the shared library exports: the declarations of this header and nothing else (the
+ * library is built with -fvisibility=hidden; tests/check_exports.sh checks the result). */
+#if defined(__GNUC__)
+#define FM_API __attribute__((visibility("default")))
+#else
+#define FM_API
+#endif
+
 /* ---------------------------------------------------------------------------------------------
  * Status and context
  * ------------------------------------------------------------------------------------------ */
@@ -46,7 +54,7 @@ enum fm_status {
     FM_STATUS_COUNT
 };
 
-const char *fm_status_to_string(enum fm_status status);
+FM_API const char *fm_status_to_string(enum fm_status status);
 
 /* Allocator hooks: every allocation the library makes goes through these, so tests can fail
  * the Nth allocation. realloc(ptr, 0) is never called; free(NULL) may be. */
@@ -61,16 +69,16 @@ struct fm_ctx;
 
 /* Creates a context. alloc may be NULL for the C library's allocator; it is copied.
  * On failure *out is NULL and FM_ERR_NOMEM is returned. */
-enum fm_status fm_ctx_new(const struct fm_allocator *alloc, struct fm_ctx **out);
-void fm_ctx_free(struct fm_ctx *ctx);
+FM_API enum fm_status fm_ctx_new(const struct fm_allocator *alloc, struct fm_ctx **out);
+FM_API void fm_ctx_free(struct fm_ctx *ctx);
 
 /* The message of the last failure on this context ("" if none). Valid until the next call that
  * fails on the same context. */
-const char *fm_ctx_error(const struct fm_ctx *ctx);
+FM_API const char *fm_ctx_error(const struct fm_ctx *ctx);
 
 /* Records a failure: formats a message onto the context and returns status, so that callers can
  * write `return fm_error(ctx, FM_ERR_SHAPE, "conv1: ...")`. */
-enum fm_status fm_error(struct fm_ctx *ctx, enum fm_status status, const char *fmt, ...)
+FM_API enum fm_status fm_error(struct fm_ctx *ctx, enum fm_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -78,18 +86,18 @@ enum fm_status fm_error(struct fm_ctx *ctx, enum fm_status status, const char *f
 
 /* Optional sink for progress and warnings (default: none). */
 typedef void (*fm_log_fn)(void *user, const char *message);
-void fm_ctx_set_log(struct fm_ctx *ctx, fm_log_fn fn, void *user);
-void fm_log(struct fm_ctx *ctx, const char *fmt, ...)
+FM_API void fm_ctx_set_log(struct fm_ctx *ctx, fm_log_fn fn, void *user);
+FM_API void fm_log(struct fm_ctx *ctx, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
 /* Allocation through the context's allocator. fm_alloc zeroes the block. */
-void *fm_alloc(struct fm_ctx *ctx, size_t size);
-void *fm_realloc(struct fm_ctx *ctx, void *ptr, size_t size);
-void fm_dealloc(struct fm_ctx *ctx, void *ptr);
-char *fm_strdup(struct fm_ctx *ctx, const char *s);
+FM_API void *fm_alloc(struct fm_ctx *ctx, size_t size);
+FM_API void *fm_realloc(struct fm_ctx *ctx, void *ptr, size_t size);
+FM_API void fm_dealloc(struct fm_ctx *ctx, void *ptr);
+FM_API char *fm_strdup(struct fm_ctx *ctx, const char *s);
 
 /* ---------------------------------------------------------------------------------------------
  * Data types and shapes
@@ -110,11 +118,11 @@ enum fm_dtype {
     FM_DTYPE_COUNT
 };
 
-size_t fm_dtype_size(enum fm_dtype dtype);        /* bytes per element */
-const char *fm_dtype_name(enum fm_dtype dtype);   /* "fp32", "int64", ... */
-bool fm_dtype_is_float(enum fm_dtype dtype);
+FM_API size_t fm_dtype_size(enum fm_dtype dtype);   /* bytes per element */
+FM_API const char *fm_dtype_name(enum fm_dtype dtype);   /* "fp32", "int64", ... */
+FM_API bool fm_dtype_is_float(enum fm_dtype dtype);
 /* Parses "fp32", "float32", "fp16", "half", "bf16", ...; false if unknown. */
-bool fm_dtype_parse(const char *s, enum fm_dtype *out);
+FM_API bool fm_dtype_parse(const char *s, enum fm_dtype *out);
 
 #define FM_MAX_DIMS 8
 
@@ -124,11 +132,11 @@ struct fm_shape {
 };
 
 /* Number of elements; FM_ERR_OVERFLOW if it does not fit, FM_ERR_SHAPE on a negative dim. */
-enum fm_status fm_shape_numel(const struct fm_shape *shape, uint64_t *out);
+FM_API enum fm_status fm_shape_numel(const struct fm_shape *shape, uint64_t *out);
 /* "64x3x224x224" ("scalar" for rank 0) into buf; returns buf. */
-char *fm_shape_format(const struct fm_shape *shape, char *buf, size_t size);
+FM_API char *fm_shape_format(const struct fm_shape *shape, char *buf, size_t size);
 /* Parses "3x224x224" (also "3,224,224"); rejects dims <= 0 and more than FM_MAX_DIMS dims. */
-enum fm_status fm_shape_parse(struct fm_ctx *ctx, const char *text, struct fm_shape *out);
+FM_API enum fm_status fm_shape_parse(struct fm_ctx *ctx, const char *text, struct fm_shape *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Graph: tensors and nodes
@@ -145,7 +153,7 @@ enum fm_role {
     FM_ROLE_CONST,       /* a constant (shape vectors, scalars) */
     FM_ROLE_COUNT
 };
-const char *fm_role_name(enum fm_role role);
+FM_API const char *fm_role_name(enum fm_role role);
 
 /* Op families, used by analyses and reports to aggregate. */
 enum fm_class {
@@ -163,7 +171,7 @@ enum fm_class {
     FM_CLASS_OTHER,
     FM_CLASS_COUNT
 };
-const char *fm_class_name(enum fm_class cls);
+FM_API const char *fm_class_name(enum fm_class cls);
 
 /* Every op the cost model knows, in one list from which everything per-op is generated: the
  * enum fm_op below, the op names and classes and the op registry (src/ops/registry.c), and the
@@ -186,78 +194,78 @@ const char *fm_class_name(enum fm_class cls);
  *            element: a parameter); a final '*' repeats the last letter, missing letters are x
  *
  * What each op reads from struct fm_attrs is in the comment at the end of its row. */
-#define FM_OP_LIST(X)                                                                          \
-    /* an op the counter does not know: listed as uncounted (common.c) */                      \
-    X(UNKNOWN, unknown, "Unknown", OTHER, NULL, none, "")                                      \
-    /* conv.c */                                                                               \
+#define FM_OP_LIST(X)                                                                           \
+    /* an op the counter does not know: listed as uncounted (common.c) */                       \
+    X(UNKNOWN, unknown, "Unknown", OTHER, NULL, none, "")                                       \
+    /* conv.c */                                                                                \
     X(CONV, conv, "Conv", CONV, "Conv", conv, "xPP")                                            \
-    /*   X (N,C,H,W) [or (N,C,L)], W (Cout, C/g, kh, kw), B (Cout)? */                         \
-    X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV, "ConvTranspose", conv, "xPP")    \
-    /*   X (N,C,H,W), W (C, Cout/g, kh, kw), B (Cout)? */                                      \
-    /* matmul.c */                                                                             \
+    /*   X (N,C,H,W) [or (N,C,L)], W (Cout, C/g, kh, kw), B (Cout)? */                          \
+    X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV, "ConvTranspose", conv, "xPP")      \
+    /*   X (N,C,H,W), W (C, Cout/g, kh, kw), B (Cout)? */                                       \
+    /* matmul.c */                                                                              \
     X(LINEAR, linear, "Linear", MATMUL, NULL, none, "")                                         \
-    /*   X (..., K), W (N, K), B (N)?  -> (..., N)  (torch.nn.Linear) */                       \
+    /*   X (..., K), W (N, K), B (N)?  -> (..., N)  (torch.nn.Linear) */                        \
     X(GEMM, gemm, "Gemm", MATMUL, "Gemm", gemm, "xPP")                                          \
-    /*   A (M,K) [FM_ATTR_TRANS_A], B (K,N) [FM_ATTR_TRANS_B], C? -> (M,N); alpha, beta */     \
+    /*   A (M,K) [FM_ATTR_TRANS_A], B (K,N) [FM_ATTR_TRANS_B], C? -> (M,N); alpha, beta */      \
     X(MATMUL, matmul, "MatMul", MATMUL, "MatMul", plain, "PP")                                  \
-    /*   A (..., M, K) @ B (..., K, N), numpy broadcasting */                                  \
-    /* norm.c */                                                                               \
-    X(BATCHNORM, batchnorm, "BatchNorm", NORM, "BatchNormalization", norm, "xPPBB")            \
-    /*   X (N,C,...), scale (C), bias (C), mean (C), var (C); eps, FM_ATTR_INFER_BN */         \
-    X(LAYERNORM, layernorm, "LayerNorm", NORM, "LayerNormalization", norm, "xPP")              \
-    /*   X, scale?, bias?; normalizes dims [axis, rank); eps */                                \
-    X(GROUPNORM, groupnorm, "GroupNorm", NORM, "GroupNormalization", norm, "xPP")              \
-    /*   X (N,C,...), scale (C), bias (C); groups, eps */                                      \
-    X(INSTANCENORM, instancenorm, "InstanceNorm", NORM, "InstanceNormalization", norm, "xPP")  \
-    /*   X (N,C,...), scale (C), bias (C); eps */                                              \
-    /* act.c: one tensor in, one out, per element; Softmax/LogSoftmax per row along axis */    \
+    /*   A (..., M, K) @ B (..., K, N), numpy broadcasting */                                   \
+    /* norm.c */                                                                                \
+    X(BATCHNORM, batchnorm, "BatchNorm", NORM, "BatchNormalization", norm, "xPPBB")             \
+    /*   X (N,C,...), scale (C), bias (C), mean (C), var (C); eps, FM_ATTR_INFER_BN */          \
+    X(LAYERNORM, layernorm, "LayerNorm", NORM, "LayerNormalization", norm, "xPP")               \
+    /*   X, scale?, bias?; normalizes dims [axis, rank); eps */                                 \
+    X(GROUPNORM, groupnorm, "GroupNorm", NORM, "GroupNormalization", norm, "xPP")               \
+    /*   X (N,C,...), scale (C), bias (C); groups, eps */                                       \
+    X(INSTANCENORM, instancenorm, "InstanceNorm", NORM, "InstanceNormalization", norm, "xPP")   \
+    /*   X (N,C,...), scale (C), bias (C); eps */                                               \
+    /* act.c: one tensor in, one out, per element; Softmax/LogSoftmax per row along axis */     \
     X(RELU, relu, "ReLU", ACTIVATION, "Relu", act, "")                                          \
-    X(CLIP, clip, "Clip", ACTIVATION, "Clip", act, "xCC") /* ReLU6 is Clip(0, 6): lo, hi */    \
-    X(LEAKY_RELU, leaky_relu, "LeakyReLU", ACTIVATION, "LeakyRelu", act, "") /* alpha */       \
-    X(PRELU, prelu, "PRelu", ACTIVATION, "PRelu", plain, "xP") /* X, slope (broadcast) */      \
+    X(CLIP, clip, "Clip", ACTIVATION, "Clip", act, "xCC") /* ReLU6 is Clip(0, 6): lo, hi */     \
+    X(LEAKY_RELU, leaky_relu, "LeakyReLU", ACTIVATION, "LeakyRelu", act, "") /* alpha */        \
+    X(PRELU, prelu, "PRelu", ACTIVATION, "PRelu", plain, "xP") /* X, slope (broadcast) */       \
     X(SIGMOID, sigmoid, "Sigmoid", ACTIVATION, "Sigmoid", act, "")                              \
     X(TANH, tanh, "Tanh", ACTIVATION, "Tanh", act, "")                                          \
     X(SILU, silu, "SiLU", ACTIVATION, NULL, none, "")                                           \
-    X(GELU, gelu, "GELU", ACTIVATION, "Gelu", act, "") /* erf, or tanh: FM_ATTR_GELU_TANH */   \
+    X(GELU, gelu, "GELU", ACTIVATION, "Gelu", act, "") /* erf, or tanh: FM_ATTR_GELU_TANH */    \
     X(HARDSWISH, hardswish, "Hardswish", ACTIVATION, "HardSwish", act, "")                      \
     X(HARDSIGMOID, hardsigmoid, "Hardsigmoid", ACTIVATION, "HardSigmoid", act, "")              \
-    /*   alpha, beta */                                                                        \
-    X(SOFTMAX, softmax, "Softmax", ACTIVATION, "Softmax", softmax, "") /* axis */              \
-    X(LOG_SOFTMAX, log_softmax, "LogSoftmax", ACTIVATION, "LogSoftmax", softmax, "")           \
-    /* pool.c: kernel, stride, pad, dilation, FM_ATTR_CEIL_MODE, FM_ATTR_COUNT_PAD */          \
+    /*   alpha, beta */                                                                         \
+    X(SOFTMAX, softmax, "Softmax", ACTIVATION, "Softmax", softmax, "") /* axis */               \
+    X(LOG_SOFTMAX, log_softmax, "LogSoftmax", ACTIVATION, "LogSoftmax", softmax, "")            \
+    /* pool.c: kernel, stride, pad, dilation, FM_ATTR_CEIL_MODE, FM_ATTR_COUNT_PAD */           \
     X(MAXPOOL, maxpool, "MaxPool", POOL, "MaxPool", pool, "")                                   \
     X(AVGPOOL, avgpool, "AvgPool", POOL, "AveragePool", pool, "")                               \
     X(ADAPTIVE_AVGPOOL, adaptive_avgpool, "AdaptiveAvgPool", POOL, NULL, none, "")              \
-    /*   output size (h, w) in out_size */                                                     \
+    /*   output size (h, w) in out_size */                                                      \
     X(GLOBAL_AVGPOOL, global_avgpool, "GlobalAvgPool", POOL, "GlobalAveragePool", plain, "")    \
     X(GLOBAL_MAXPOOL, global_maxpool, "GlobalMaxPool", POOL, "GlobalMaxPool", plain, "")        \
-    /* eltwise.c: two tensors, numpy broadcasting */                                           \
+    /* eltwise.c: two tensors, numpy broadcasting */                                            \
     X(ADD, add, "Add", ELEMENTWISE, "Add", plain, "")                                           \
     X(SUB, sub, "Sub", ELEMENTWISE, "Sub", plain, "")                                           \
     X(MUL, mul, "Mul", ELEMENTWISE, "Mul", plain, "")                                           \
     X(DIV, div, "Div", ELEMENTWISE, "Div", plain, "")                                           \
-    /* shape.c: data movement, no arithmetic */                                                \
-    X(CONCAT, concat, "Concat", DATA_MOVEMENT, "Concat", concat, "T*") /* axis */              \
-    X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT, "Flatten", axis, "T") /* axis */             \
-    X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT, "Reshape", reshape, "TC")                    \
-    /*   target in ints (0 = copy, -1 = infer) */                                              \
-    X(TRANSPOSE, transpose, "Transpose", DATA_MOVEMENT, "Transpose", transpose, "T")           \
-    /*   permutation in ints */                                                                \
-    X(SPLIT, split, "Split", DATA_MOVEMENT, "Split", split, "TC") /* sizes along axis: ints */ \
-    X(IDENTITY, identity, "Identity", DATA_MOVEMENT, "Identity", identity, "T")                \
-    /* dropout.c */                                                                            \
-    X(DROPOUT, dropout, "Dropout", ELEMENTWISE, "Dropout", dropout, "xCC") /* ratio */         \
-    /* embedding.c */                                                                          \
+    /* shape.c: data movement, no arithmetic */                                                 \
+    X(CONCAT, concat, "Concat", DATA_MOVEMENT, "Concat", concat, "T*") /* axis */               \
+    X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT, "Flatten", axis, "T") /* axis */              \
+    X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT, "Reshape", reshape, "TC")                     \
+    /*   target in ints (0 = copy, -1 = infer) */                                               \
+    X(TRANSPOSE, transpose, "Transpose", DATA_MOVEMENT, "Transpose", transpose, "T")            \
+    /*   permutation in ints */                                                                 \
+    X(SPLIT, split, "Split", DATA_MOVEMENT, "Split", split, "TC") /* sizes along axis: ints */  \
+    X(IDENTITY, identity, "Identity", DATA_MOVEMENT, "Identity", identity, "T")                 \
+    /* dropout.c */                                                                             \
+    X(DROPOUT, dropout, "Dropout", ELEMENTWISE, "Dropout", dropout, "xCC") /* ratio */          \
+    /* embedding.c */                                                                           \
     X(EMBEDDING, embedding, "Embedding", EMBEDDING, NULL, none, "")                             \
-    /*   ids (...) int, W (V, D) -> (..., D) */                                                \
-    /* attention.c */                                                                          \
+    /*   ids (...) int, W (V, D) -> (..., D) */                                                 \
+    /* attention.c */                                                                           \
     X(ATTENTION, attention, "Attention", ATTENTION, NULL, none, "")                             \
-    /*   scaled dot-product: Q (B,H,Sq,D), K (B,H,Sk,D), V (B,H,Sk,Dv), mask?; scale,          \
-         FM_ATTR_CAUSAL */                                                                     \
-    /* loss.c */                                                                               \
+    /*   scaled dot-product: Q (B,H,Sq,D), K (B,H,Sk,D), V (B,H,Sk,Dv), mask?; scale,           \
+         FM_ATTR_CAUSAL */                                                                      \
+    /* loss.c */                                                                                \
     X(CROSS_ENTROPY, cross_entropy, "CrossEntropy", LOSS, NULL, none, "")                       \
-    /*   logits (N, K), labels (N) int -> scalar mean loss */                                  \
-    /* unary.c: elementwise functions of one tensor (Pow: X, exponent broadcast) */            \
+    /*   logits (N, K), labels (N) int -> scalar mean loss */                                   \
+    /* unary.c: elementwise functions of one tensor (Pow: X, exponent broadcast) */             \
     X(ERF, erf, "Erf", ELEMENTWISE, "Erf", plain, "")                                           \
     X(SQRT, sqrt, "Sqrt", ELEMENTWISE, "Sqrt", plain, "")                                       \
     X(RECIPROCAL, reciprocal, "Reciprocal", ELEMENTWISE, "Reciprocal", plain, "")               \
@@ -266,23 +274,23 @@ const char *fm_class_name(enum fm_class cls);
     X(LOG, log, "Log", ELEMENTWISE, "Log", plain, "")                                           \
     X(ABS, abs, "Abs", ELEMENTWISE, "Abs", plain, "")                                           \
     X(POW, pow, "Pow", ELEMENTWISE, "Pow", plain, "xC")                                         \
-    /* compare.c: comparisons and logic (bool out, broadcast), selects, Max/Min, Trilu */      \
+    /* compare.c: comparisons and logic (bool out, broadcast), selects, Max/Min, Trilu */       \
     X(EQUAL, equal, "Equal", ELEMENTWISE, "Equal", plain, "C*")                                 \
     X(LESS, less, "Less", ELEMENTWISE, "Less", plain, "C*")                                     \
     X(LESS_EQUAL, less_equal, "LessOrEqual", ELEMENTWISE, "LessOrEqual", plain, "C*")           \
     X(GREATER, greater, "Greater", ELEMENTWISE, "Greater", plain, "C*")                         \
     X(GREATER_EQUAL, greater_equal, "GreaterOrEqual", ELEMENTWISE, "GreaterOrEqual", plain,     \
-      "C*")                                                                                    \
-    X(AND, logical_and, "And", ELEMENTWISE, "And", plain, "C*")                                         \
-    X(OR, logical_or, "Or", ELEMENTWISE, "Or", plain, "C*")                                             \
-    X(XOR, logical_xor, "Xor", ELEMENTWISE, "Xor", plain, "C*")                                         \
-    X(NOT, logical_not, "Not", ELEMENTWISE, "Not", plain, "C")                                          \
-    X(WHERE, where, "Where", ELEMENTWISE, "Where", plain, "C") /* cond, X, Y (broadcast) */    \
-    X(MAX, max, "Max", ELEMENTWISE, "Max", variadic, "") /* 1.. inputs, broadcast */           \
+      "C*")                                                                                     \
+    X(AND, logical_and, "And", ELEMENTWISE, "And", plain, "C*")                                 \
+    X(OR, logical_or, "Or", ELEMENTWISE, "Or", plain, "C*")                                     \
+    X(XOR, logical_xor, "Xor", ELEMENTWISE, "Xor", plain, "C*")                                 \
+    X(NOT, logical_not, "Not", ELEMENTWISE, "Not", plain, "C")                                  \
+    X(WHERE, where, "Where", ELEMENTWISE, "Where", plain, "C") /* cond, X, Y (broadcast) */     \
+    X(MAX, max, "Max", ELEMENTWISE, "Max", variadic, "") /* 1.. inputs, broadcast */            \
     X(MIN, min, "Min", ELEMENTWISE, "Min", variadic, "")                                        \
     X(TRILU, trilu, "Trilu", ELEMENTWISE, "Trilu", int_operand, "xC")                           \
-    /*   X (..., M, N); ints = {k, upper} */                                                   \
-    /* reduce.c: axes in ints (none = all), FM_ATTR_KEEPDIMS; CumSum along axis */             \
+    /*   X (..., M, N); ints = {k, upper} */                                                    \
+    /* reduce.c: axes in ints (none = all), FM_ATTR_KEEPDIMS; CumSum along axis */              \
     X(REDUCE_SUM, reduce_sum, "ReduceSum", REDUCTION, "ReduceSum", reduce, "xC")                \
     X(REDUCE_MEAN, reduce_mean, "ReduceMean", REDUCTION, "ReduceMean", reduce, "xC")            \
     X(REDUCE_MAX, reduce_max, "ReduceMax", REDUCTION, "ReduceMax", reduce, "xC")                \
@@ -290,31 +298,31 @@ const char *fm_class_name(enum fm_class cls);
     X(REDUCE_PROD, reduce_prod, "ReduceProd", REDUCTION, "ReduceProd", reduce, "xC")            \
     X(REDUCE_L2, reduce_l2, "ReduceL2", REDUCTION, "ReduceL2", reduce, "xC")                    \
     X(REDUCE_SUM_SQUARE, reduce_sum_square, "ReduceSumSquare", REDUCTION, "ReduceSumSquare",    \
-      reduce, "xC")                                                                            \
+      reduce, "xC")                                                                             \
     X(CUMSUM, cumsum, "CumSum", REDUCTION, "CumSum", int_operand, "xC")                         \
-    /* tensor.c: data movement whose integer operands the importer put into ints */            \
+    /* tensor.c: data movement whose integer operands the importer put into ints */             \
     X(GATHER, gather, "Gather", DATA_MOVEMENT, "Gather", gather, "PC")                          \
-    /*   data, indices (int); axis */                                                          \
+    /*   data, indices (int); axis */                                                           \
     X(SLICE, slice, "Slice", DATA_MOVEMENT, "Slice", slice, "TC*")                              \
-    /*   X; ints = (start, end, step) for every dim, clamped */                                \
+    /*   X; ints = (start, end, step) for every dim, clamped */                                 \
     X(SQUEEZE, squeeze, "Squeeze", DATA_MOVEMENT, "Squeeze", squeeze, "TC")                     \
-    /*   X; axes to drop in ints */                                                            \
+    /*   X; axes to drop in ints */                                                             \
     X(UNSQUEEZE, unsqueeze, "Unsqueeze", DATA_MOVEMENT, "Unsqueeze", squeeze, "TC")             \
-    /*   X; axes of the output to insert in ints */                                            \
+    /*   X; axes of the output to insert in ints */                                             \
     X(EXPAND, expand, "Expand", DATA_MOVEMENT, "Expand", int_operand, "TC")                     \
-    /*   X; target shape in ints (numpy broadcast) */                                          \
-    X(TILE, tile, "Tile", DATA_MOVEMENT, "Tile", int_operand, "TC") /* X; repeats in ints */   \
+    /*   X; target shape in ints (numpy broadcast) */                                           \
+    X(TILE, tile, "Tile", DATA_MOVEMENT, "Tile", int_operand, "TC") /* X; repeats in ints */    \
     X(PAD, pad, "Pad", DATA_MOVEMENT, "Pad", pad, "xC*")                                        \
-    /*   X; ints = begin pads for every dim, then end pads */                                  \
+    /*   X; ints = begin pads for every dim, then end pads */                                   \
     X(RESIZE, resize, "Resize", DATA_MOVEMENT, "Resize", resize, "xC*")                         \
-    /*   X; ints = {mode (0 nearest, 1 linear, 2 cubic), out dims} */                          \
+    /*   X; ints = {mode (0 nearest, 1 linear, 2 cubic), out dims} */                           \
     X(CONSTANT_OF_SHAPE, constant_of_shape, "ConstantOfShape", DATA_MOVEMENT,                   \
-      "ConstantOfShape", int_operand, "C*")                                                    \
-    /*   no inputs; ints = {enum fm_dtype, out dims} */                                        \
+      "ConstantOfShape", int_operand, "C*")                                                     \
+    /*   no inputs; ints = {enum fm_dtype, out dims} */                                         \
     X(RANGE, range, "Range", DATA_MOVEMENT, "Range", range, "C*")                               \
-    /*   no inputs; ints = {length, enum fm_dtype} */                                          \
-    X(CAST, cast, "Cast", DATA_MOVEMENT, "Cast", cast, "T") /* X; ints = {enum fm_dtype} */    \
-    /* einsum.c */                                                                             \
+    /*   no inputs; ints = {length, enum fm_dtype} */                                           \
+    X(CAST, cast, "Cast", DATA_MOVEMENT, "Cast", cast, "T") /* X; ints = {enum fm_dtype} */     \
+    /* einsum.c */                                                                              \
     X(EINSUM, einsum, "Einsum", MATMUL, "Einsum", einsum, "P*")                                 \
     /*   1 or 2 operands; ints = the equation as label ids */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
@@ -356,7 +364,7 @@ struct fm_attrs {
     double scale;               /* attention scale (0 = 1/sqrt(D)) */
     unsigned flags;             /* FM_ATTR_* */
 };
-void fm_attrs_init(struct fm_attrs *attrs);
+FM_API void fm_attrs_init(struct fm_attrs *attrs);
 
 typedef int32_t fm_tid;   /* tensor id, index into the graph's tensors; -1 = none */
 typedef int32_t fm_nid;   /* node id */
@@ -387,65 +395,70 @@ struct fm_node {
 struct fm_graph;
 
 /* Creates an empty graph named name (the model's name in reports). */
-enum fm_status fm_graph_new(struct fm_ctx *ctx, const char *name, struct fm_graph **out);
-void fm_graph_free(struct fm_graph *graph);
+FM_API enum fm_status fm_graph_new(struct fm_ctx *ctx, const char *name, struct fm_graph **out);
+FM_API void fm_graph_free(struct fm_graph *graph);
 
-const char *fm_graph_name(const struct fm_graph *graph);
-struct fm_ctx *fm_graph_ctx(const struct fm_graph *graph);
-size_t fm_graph_tensor_count(const struct fm_graph *graph);
-size_t fm_graph_node_count(const struct fm_graph *graph);
-const struct fm_tensor *fm_graph_tensor(const struct fm_graph *graph, fm_tid id);
-const struct fm_node *fm_graph_node(const struct fm_graph *graph, fm_nid id);
+FM_API const char *fm_graph_name(const struct fm_graph *graph);
+FM_API struct fm_ctx *fm_graph_ctx(const struct fm_graph *graph);
+FM_API size_t fm_graph_tensor_count(const struct fm_graph *graph);
+FM_API size_t fm_graph_node_count(const struct fm_graph *graph);
+FM_API const struct fm_tensor *fm_graph_tensor(const struct fm_graph *graph, fm_tid id);
+FM_API const struct fm_node *fm_graph_node(const struct fm_graph *graph, fm_nid id);
 /* Looks a tensor up by name; FM_NONE if absent. */
-fm_tid fm_graph_find_tensor(const struct fm_graph *graph, const char *name);
+FM_API fm_tid fm_graph_find_tensor(const struct fm_graph *graph, const char *name);
 
 /* Adds an input, parameter, buffer or constant tensor. Names must be unique in the graph.
  * For a parameter, trainable says whether it gets a gradient. */
-enum fm_status fm_graph_add_tensor(struct fm_graph *graph, const char *name, enum fm_role role,
-                                   enum fm_dtype dtype, const struct fm_shape *shape,
-                                   fm_tid *out);
+FM_API enum fm_status fm_graph_add_tensor(struct fm_graph *graph, const char *name,
+                                          enum fm_role role, enum fm_dtype dtype,
+                                          const struct fm_shape *shape, fm_tid *out);
 /* Adds a tensor whose shape is not yet known (an input with symbolic dims, say). */
-enum fm_status fm_graph_add_tensor_unshaped(struct fm_graph *graph, const char *name,
-                                            enum fm_role role, enum fm_dtype dtype, fm_tid *out);
-enum fm_status fm_graph_set_shape(struct fm_graph *graph, fm_tid id, const struct fm_shape *shape);
-void fm_graph_set_trainable(struct fm_graph *graph, fm_tid id, bool trainable);
+FM_API enum fm_status fm_graph_add_tensor_unshaped(struct fm_graph *graph, const char *name,
+                                                   enum fm_role role, enum fm_dtype dtype,
+                                                   fm_tid *out);
+FM_API enum fm_status fm_graph_set_shape(struct fm_graph *graph, fm_tid id,
+                                         const struct fm_shape *shape);
+FM_API void fm_graph_set_trainable(struct fm_graph *graph, fm_tid id, bool trainable);
 /* Attaches integer contents to a tensor (copied into the graph's arena). */
-enum fm_status fm_graph_set_ivalue(struct fm_graph *graph, fm_tid id, const int64_t *values,
-                                   uint64_t n);
+FM_API enum fm_status fm_graph_set_ivalue(struct fm_graph *graph, fm_tid id, const int64_t *values,
+                                          uint64_t n);
 
 /* Adds a node. inputs are existing tensor ids; n_out output tensors are created with the given
  * names (NULL names become "<node>:<i>") and written to outputs (may be NULL). If every input
  * shape is known, the op's shape rule runs at once, so builders can read output shapes
  * immediately; otherwise it runs in fm_graph_finalize. A shape the op rejects is FM_ERR_SHAPE
  * with a message naming the node. */
-enum fm_status fm_graph_add_node(struct fm_graph *graph, enum fm_op op, const char *name,
-                                 const struct fm_attrs *attrs, const fm_tid *inputs, int n_in,
-                                 const char *const *output_names, int n_out, fm_tid *outputs);
+FM_API enum fm_status fm_graph_add_node(struct fm_graph *graph, enum fm_op op, const char *name,
+                                        const struct fm_attrs *attrs, const fm_tid *inputs,
+                                        int n_in, const char *const *output_names, int n_out,
+                                        fm_tid *outputs);
 /* Like fm_graph_add_node, but binds outputs to tensors that already exist (activation tensors
  * created with fm_graph_add_tensor_unshaped and not yet produced by any node). Importers use it
  * to add nodes in any order; fm_graph_finalize then orders them and finds cycles. */
-enum fm_status fm_graph_add_node_bound(struct fm_graph *graph, enum fm_op op, const char *name,
-                                       const struct fm_attrs *attrs, const fm_tid *inputs,
-                                       int n_in, const fm_tid *outputs, int n_out, fm_nid *out);
+FM_API enum fm_status fm_graph_add_node_bound(struct fm_graph *graph, enum fm_op op,
+                                              const char *name, const struct fm_attrs *attrs,
+                                              const fm_tid *inputs, int n_in, const fm_tid *outputs,
+                                              int n_out, fm_nid *out);
 /* For FM_OP_UNKNOWN: records the source op's type name (shown in reports as uncounted). */
-enum fm_status fm_graph_set_op_name(struct fm_graph *graph, fm_nid node, const char *op_name);
+FM_API enum fm_status fm_graph_set_op_name(struct fm_graph *graph, fm_nid node,
+                                           const char *op_name);
 /* Marks the graph's outputs (optional: by default, tensors no node consumes). */
-enum fm_status fm_graph_mark_output(struct fm_graph *graph, fm_tid id);
+FM_API enum fm_status fm_graph_mark_output(struct fm_graph *graph, fm_tid id);
 
 /* Orders the nodes topologically, infers every shape, and validates: unknown tensors, a tensor
  * produced twice, cycles (the message names a node on the cycle), shapes. Idempotent. A graph
  * must be finalized before it is counted or run. */
-enum fm_status fm_graph_finalize(struct fm_graph *graph);
+FM_API enum fm_status fm_graph_finalize(struct fm_graph *graph);
 /* Node ids in topological order (valid after finalize; fm_graph_node_count() entries). */
-const fm_nid *fm_graph_topo_order(const struct fm_graph *graph);
+FM_API const fm_nid *fm_graph_topo_order(const struct fm_graph *graph);
 /* Whether the gradient of the loss with respect to this tensor is needed in training: true
  * for trainable parameters and for anything computed from them; false for inputs, constants,
  * buffers and what is computed from those alone. Valid after finalize. */
-bool fm_graph_needs_grad(const struct fm_graph *graph, fm_tid id);
+FM_API bool fm_graph_needs_grad(const struct fm_graph *graph, fm_tid id);
 
 /* Op metadata. */
-const char *fm_op_name(enum fm_op op);
-enum fm_class fm_op_class(enum fm_op op);
+FM_API const char *fm_op_name(enum fm_op op);
+FM_API enum fm_class fm_op_class(enum fm_op op);
 
 /* ---------------------------------------------------------------------------------------------
  * Cost model
@@ -461,7 +474,7 @@ enum fm_phase {
     FM_PHASE_OPTIMIZER,   /* the parameter update */
     FM_PHASE_COUNT
 };
-const char *fm_phase_name(enum fm_phase phase);  /* "fwd", "bwd_data", ... */
+FM_API const char *fm_phase_name(enum fm_phase phase);   /* "fwd", "bwd_data", ... */
 
 enum fm_prim {
     FM_PRIM_MAC = 0,   /* multiply-accumulate: 2 FLOPs */
@@ -472,7 +485,7 @@ enum fm_prim {
     FM_PRIM_SPECIAL,   /* exp, log, sqrt, rsqrt, tanh, erf, pow */
     FM_PRIM_COUNT
 };
-const char *fm_prim_name(enum fm_prim prim);
+FM_API const char *fm_prim_name(enum fm_prim prim);
 
 struct fm_work {
     uint64_t prim[FM_PRIM_COUNT];
@@ -481,19 +494,19 @@ struct fm_work {
 };
 /* FLOPs = 2*mac + the other kinds; MACs = mac. Saturate at UINT64_MAX (totals are checked
  * when they are summed, so a saturated value never reaches a report). */
-uint64_t fm_work_flops(const struct fm_work *work);
-uint64_t fm_work_macs(const struct fm_work *work);
+FM_API uint64_t fm_work_flops(const struct fm_work *work);
+FM_API uint64_t fm_work_macs(const struct fm_work *work);
 
 enum fm_mode { FM_MODE_TRAIN = 0, FM_MODE_INFER, FM_MODE_COUNT };
 enum fm_optimizer { FM_OPTIM_SGD = 0, FM_OPTIM_ADAM, FM_OPTIM_NONE, FM_OPTIM_COUNT };
-const char *fm_mode_name(enum fm_mode mode);
-const char *fm_optimizer_name(enum fm_optimizer opt);
+FM_API const char *fm_mode_name(enum fm_mode mode);
+FM_API const char *fm_optimizer_name(enum fm_optimizer opt);
 
 struct fm_count_opts {
     enum fm_mode mode;            /* train: all phases; infer: forward only, BN frozen */
     enum fm_optimizer optimizer;  /* train only */
 };
-void fm_count_opts_init(struct fm_count_opts *opts);  /* train, SGD with momentum */
+FM_API void fm_count_opts_init(struct fm_count_opts *opts);   /* train, SGD with momentum */
 
 /* The cost of one node. */
 struct fm_node_cost {
@@ -533,14 +546,14 @@ struct fm_counts {
 
 /* Counts a finalized graph. *out is set to a new result on success (free with
  * fm_counts_free). A count that would overflow fails with a message naming the node. */
-enum fm_status fm_count(struct fm_ctx *ctx, const struct fm_graph *graph,
-                        const struct fm_count_opts *opts, struct fm_counts **out);
-void fm_counts_free(struct fm_counts *counts);
+FM_API enum fm_status fm_count(struct fm_ctx *ctx, const struct fm_graph *graph,
+                               const struct fm_count_opts *opts, struct fm_counts **out);
+FM_API void fm_counts_free(struct fm_counts *counts);
 
 
 /* Memory estimate: params + buffers + grads + optimizer state + activations + input (in
  * inference the activations are the peak live set, and there are no grads or state). */
-enum fm_status fm_counts_training_memory(const struct fm_counts *counts, uint64_t *out);
+FM_API enum fm_status fm_counts_training_memory(const struct fm_counts *counts, uint64_t *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Built-in architectures (the torchvision definitions)
@@ -553,7 +566,7 @@ struct fm_zoo_opts {
     enum fm_dtype dtype;       /* storage dtype of activations and parameters; default fp32 */
     bool with_loss;            /* append a cross-entropy loss against an int64 label input */
 };
-void fm_zoo_opts_init(struct fm_zoo_opts *opts);
+FM_API void fm_zoo_opts_init(struct fm_zoo_opts *opts);
 
 struct fm_zoo_entry {
     const char *name;          /* "resnet50" */
@@ -563,15 +576,15 @@ struct fm_zoo_entry {
 };
 
 /* The table of built-in models, in display order. */
-size_t fm_zoo_count(void);
-const struct fm_zoo_entry *fm_zoo_get(size_t index);
-const struct fm_zoo_entry *fm_zoo_find(const char *name);
+FM_API size_t fm_zoo_count(void);
+FM_API const struct fm_zoo_entry *fm_zoo_get(size_t index);
+FM_API const struct fm_zoo_entry *fm_zoo_find(const char *name);
 /* Builds and finalizes a built-in model. An unknown name is FM_ERR_NOT_FOUND with a message
  * that suggests the nearest names; an input too small is FM_ERR_SHAPE naming the layer. */
-enum fm_status fm_zoo_build(struct fm_ctx *ctx, const char *name, const struct fm_zoo_opts *opts,
-                            struct fm_graph **out);
+FM_API enum fm_status fm_zoo_build(struct fm_ctx *ctx, const char *name,
+                                   const struct fm_zoo_opts *opts, struct fm_graph **out);
 /* Up to n names nearest to name by edit distance, best first; returns how many. */
-size_t fm_zoo_suggest(const char *name, const char **out, size_t n);
+FM_API size_t fm_zoo_suggest(const char *name, const char **out, size_t n);
 
 /* ---------------------------------------------------------------------------------------------
  * Model loading: a built-in name or a file (ONNX, when the build has it)
@@ -589,19 +602,19 @@ struct fm_load_opts {
     size_t n_bindings;
     bool batch_given;                    /* --batch was given (binds symbolic batch dims) */
 };
-void fm_load_opts_init(struct fm_load_opts *opts);
+FM_API void fm_load_opts_init(struct fm_load_opts *opts);
 
 /* Loads MODEL: a path ending in .onnx (or an existing file) goes to the ONNX frontend, anything
  * else to the built-in table. The graph is finalized. */
-enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct fm_load_opts *opts,
-                             struct fm_graph **out);
+FM_API enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model,
+                                    const struct fm_load_opts *opts, struct fm_graph **out);
 
 /* The ONNX frontend (FM_ERR_UNSUPPORTED in a build without protobuf-c). */
-enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
-                                 const struct fm_load_opts *opts, struct fm_graph **out);
-enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, size_t size,
-                                   const char *name, const struct fm_load_opts *opts,
-                                   struct fm_graph **out);
+FM_API enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
+                                        const struct fm_load_opts *opts, struct fm_graph **out);
+FM_API enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, size_t size,
+                                          const char *name, const struct fm_load_opts *opts,
+                                          struct fm_graph **out);
 
 /* ---------------------------------------------------------------------------------------------
  * Numbers for people (src/core/format.c): what every table of the library prints with
@@ -610,14 +623,14 @@ enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, size_t 
 #define FM_FORMAT_SIZE 32   /* bytes every buf below must hold */
 /* 1.23 G, 456 M, 12.3 K, 17: SI suffixes, three significant digits; integers below 1000 as
  * they are. Returns buf. */
-const char *fm_format_si(double v, char *buf);
+FM_API const char *fm_format_si(double v, char *buf);
 /* 1.20 GB, 512 B (SI, not binary). */
-const char *fm_format_bytes(double v, char *buf);
+FM_API const char *fm_format_bytes(double v, char *buf);
 /* "3.11 ns", "812 us", "1.78 ms", "4.2 s", "3.5 min", "2.1 h", "3 days". */
-const char *fm_format_time(double seconds, char *buf);
+FM_API const char *fm_format_time(double seconds, char *buf);
 /* A duration as people type it: a number with an optional unit s, ms, us, min, h, d (default
  * s), e.g. "250ms", "0.25", "3.5min". false for anything else, or a negative number. */
-bool fm_duration_parse(const char *text, double *seconds);
+FM_API bool fm_duration_parse(const char *text, double *seconds);
 
 /* ---------------------------------------------------------------------------------------------
  * Reports of counts (src/report/)
@@ -631,12 +644,12 @@ struct fm_report_opts {
     bool by_class;           /* table/csv: aggregate by op class */
     bool layers;             /* table: the per-layer table (default true) */
 };
-void fm_report_opts_init(struct fm_report_opts *opts);
+FM_API void fm_report_opts_init(struct fm_report_opts *opts);
 
 /* Renders counts of a graph: a table with SI suffixes, or CSV / JSON with exact integers (the
  * JSON follows the contract in DESIGN.md). */
-enum fm_status fm_report_count(FILE *f, const struct fm_graph *graph, const struct fm_counts *c,
-                               const struct fm_report_opts *opts);
+FM_API enum fm_status fm_report_count(FILE *f, const struct fm_graph *graph,
+                                      const struct fm_counts *c, const struct fm_report_opts *opts);
 
 /* ---------------------------------------------------------------------------------------------
  * Devices (src/hw/): the built-in table, user device files, measured devices
@@ -652,8 +665,8 @@ enum fm_precision {
     FM_PREC_INT8,
     FM_PREC_COUNT
 };
-const char *fm_precision_name(enum fm_precision p);          /* "fp32", "tf32" ... */
-bool fm_precision_parse(const char *s, enum fm_precision *out);
+FM_API const char *fm_precision_name(enum fm_precision p);   /* "fp32", "tf32" ... */
+FM_API bool fm_precision_parse(const char *s, enum fm_precision *out);
 
 /* Field bits for fm_device.unverified: a figure the sources could not confirm ('?'). */
 enum {
@@ -695,50 +708,53 @@ struct fm_device {
 };
 
 /* Whether an op class may run on matrix units (tensor cores): conv, matmul and attention. */
-bool fm_precision_tensor_class(enum fm_class cls);   /* conv, matmul, attention */
+FM_API bool fm_precision_tensor_class(enum fm_class cls);   /* conv, matmul, attention */
 
 /* The ceiling that applies to an op class at a precision: tensor peaks only for conv, matmul
  * and attention (when the device has them), the vector peak of that precision otherwise (for
  * tf32, the fp32 vector peak). 0 if the device has neither. */
-double fm_device_peak(const struct fm_device *dev, enum fm_class cls, enum fm_precision prec);
+FM_API double fm_device_peak(const struct fm_device *dev, enum fm_class cls,
+                             enum fm_precision prec);
 /* The same, also saying which ceiling it is: the precision of the units that run it (tf32
  * without tensor cores, or fp16 without fp16 units, is fp32 arithmetic) and whether they are
  * matrix units. applied and tensor may be NULL. */
-double fm_device_ceiling(const struct fm_device *dev, enum fm_class cls, enum fm_precision prec,
-                         enum fm_precision *applied, bool *tensor);
+FM_API double fm_device_ceiling(const struct fm_device *dev, enum fm_class cls,
+                                enum fm_precision prec, enum fm_precision *applied, bool *tensor);
 
 struct fm_devices;   /* a device table: the built-ins plus any user files */
 /* The built-in table plus, when they exist, the file named by $FLOPMETER_DEVICES and
  * $XDG_CONFIG_HOME/flopmeter/devices.json (~/.config/...); user_file (may be NULL) last.
  * Later entries override earlier ones with the same name or alias. */
-enum fm_status fm_devices_load(struct fm_ctx *ctx, const char *user_file, struct fm_devices **out);
-void fm_devices_free(struct fm_devices *devs);
-size_t fm_devices_count(const struct fm_devices *devs);
-const struct fm_device *fm_devices_get(const struct fm_devices *devs, size_t i);
+FM_API enum fm_status fm_devices_load(struct fm_ctx *ctx, const char *user_file,
+                                      struct fm_devices **out);
+FM_API void fm_devices_free(struct fm_devices *devs);
+FM_API size_t fm_devices_count(const struct fm_devices *devs);
+FM_API const struct fm_device *fm_devices_get(const struct fm_devices *devs, size_t i);
 /* By name or alias, case-insensitive; FM_ERR_NOT_FOUND with suggestions. */
-enum fm_status fm_devices_find(struct fm_ctx *ctx, const struct fm_devices *devs, const char *name,
-                               const struct fm_device **out);
+FM_API enum fm_status fm_devices_find(struct fm_ctx *ctx, const struct fm_devices *devs,
+                                      const char *name, const struct fm_device **out);
 /* Writes one device as a device JSON file that fm_devices_load accepts. */
-enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *dev,
-                                   const char *path);
+FM_API enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *dev,
+                                          const char *path);
 
 /* Only the built-in table (no environment, no files). */
-enum fm_status fm_devices_builtin(struct fm_ctx *ctx, struct fm_devices **out);
+FM_API enum fm_status fm_devices_builtin(struct fm_ctx *ctx, struct fm_devices **out);
 /* Adds (or overrides) the devices of one JSON file / text. An entry whose "name" matches an
  * existing name or alias overrides only the fields it gives; any other entry is a new device.
  * A malformed file is FM_ERR_PARSE with a message naming the file, the entry and the field;
  * FM_ERR_UNSUPPORTED in a build without cJSON. On failure devs is left unchanged. */
-enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path);
-enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, size_t len,
-                                   const char *origin);
+FM_API enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path);
+FM_API enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, size_t len,
+                                          const char *origin);
 /* Adds a copy of dev (strings copied), replacing any entry with the same name or alias. */
-enum fm_status fm_devices_add(struct fm_devices *devs, const struct fm_device *dev);
+FM_API enum fm_status fm_devices_add(struct fm_devices *devs, const struct fm_device *dev);
 /* Writes devices as one device JSON document (the format fm_devices_add_file reads). */
-enum fm_status fm_devices_write_json(FILE *f, const struct fm_device *const *devs, size_t n);
+FM_API enum fm_status fm_devices_write_json(FILE *f, const struct fm_device *const *devs, size_t n);
 
 /* Ridge point of a ceiling: peak / bandwidth in FLOP/byte (0 when either is unknown). */
-double fm_device_ridge(const struct fm_device *dev, enum fm_class cls, enum fm_precision prec);
-bool fm_device_has_tensor(const struct fm_device *dev);
+FM_API double fm_device_ridge(const struct fm_device *dev, enum fm_class cls,
+                              enum fm_precision prec);
+FM_API bool fm_device_has_tensor(const struct fm_device *dev);
 
 /* Named links for data parallelism: per-GPU bidirectional bandwidth (bytes/s) and source. */
 struct fm_link {
@@ -746,9 +762,10 @@ struct fm_link {
     double bw;
     const char *description;
 };
-size_t fm_link_count(void);
-const struct fm_link *fm_link_get(size_t i);
-const struct fm_link *fm_link_find(const char *name);   /* case-insensitive; NULL if unknown */
+FM_API size_t fm_link_count(void);
+FM_API const struct fm_link *fm_link_get(size_t i);
+/* case-insensitive; NULL if unknown */
+FM_API const struct fm_link *fm_link_find(const char *name);
 
 /* ---------------------------------------------------------------------------------------------
  * Analyses (src/analysis/): roofline and PALEO-style prediction
@@ -764,7 +781,7 @@ struct fm_predict_opts {
     /* Added with the analyses (set by fm_predict_opts_init): */
     double ppp_comm;               /* platform percent of peak, interconnect (default 0.72) */
 };
-void fm_predict_opts_init(struct fm_predict_opts *opts);
+FM_API void fm_predict_opts_init(struct fm_predict_opts *opts);
 
 /* Per node and phase: seconds for compute and memory, and the two bounds. */
 struct fm_phase_time {
@@ -801,28 +818,29 @@ struct fm_prediction {
     struct fm_predict_opts opts;   /* a copy of the options it was made with */
 };
 
-enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
-                          const struct fm_counts *counts, const struct fm_predict_opts *opts,
-                          struct fm_prediction **out);
-void fm_prediction_free(struct fm_prediction *p);
+FM_API enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
+                                 const struct fm_counts *counts, const struct fm_predict_opts *opts,
+                                 struct fm_prediction **out);
+FM_API void fm_prediction_free(struct fm_prediction *p);
 
 /* The precision a node's phase runs at under opts: the optimizer phase never uses tensor
  * cores; torch_default gives tf32 to convolutions and fp32 to everything else. */
-enum fm_precision fm_predict_precision(const struct fm_predict_opts *opts, enum fm_class cls);
+FM_API enum fm_precision fm_predict_precision(const struct fm_predict_opts *opts,
+                                              enum fm_class cls);
 /* The ceiling of a node's phase: fm_device_peak of its class (optimizer: elementwise). */
-double fm_predict_peak(const struct fm_predict_opts *opts, enum fm_class cls,
-                       enum fm_phase phase, bool *tensor);
+FM_API double fm_predict_peak(const struct fm_predict_opts *opts, enum fm_class cls,
+                              enum fm_phase phase, bool *tensor);
 
 /* The roofline: attainable FLOP/s = min(peak, intensity x bandwidth) (Williams et al. 2009). */
-double fm_roofline_attainable(double intensity, double peak, double bandwidth);
+FM_API double fm_roofline_attainable(double intensity, double peak, double bandwidth);
 /* One kernel of flops and bytes on a ceiling: fills every field of out from the formulas
  * t_compute = flops / (peak x ppp_compute), t_memory = bytes / (bandwidth x ppp_memory),
  * t_roofline = max + launch, t_paleo = sum + launch (launch only when the kernel does work). */
-void fm_phase_time_eval(double flops, double bytes, double peak, double bandwidth,
-                        const struct fm_predict_opts *opts, struct fm_phase_time *out);
+FM_API void fm_phase_time_eval(double flops, double bytes, double peak, double bandwidth,
+                               const struct fm_predict_opts *opts, struct fm_phase_time *out);
 
 enum fm_bound { FM_BOUND_ROOFLINE = 0, FM_BOUND_PALEO, FM_BOUND_COUNT };
-const char *fm_bound_name(enum fm_bound b);   /* "roofline", "paleo" */
+FM_API const char *fm_bound_name(enum fm_bound b);   /* "roofline", "paleo" */
 
 /* Step, epoch and whole-run figures from a prediction, for both bounds. */
 struct fm_run_estimate {
@@ -839,15 +857,16 @@ struct fm_run_estimate {
     double epoch_s[FM_BOUND_COUNT], total_s[FM_BOUND_COUNT];
     double utilization[FM_BOUND_COUNT];  /* step_flops / (step_s x peak_ref) */
 };
-enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
-                              const struct fm_counts *counts, int64_t batch,
-                              uint64_t dataset_size, double epochs, struct fm_run_estimate *out);
+FM_API enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
+                                     const struct fm_counts *counts, int64_t batch,
+                                     uint64_t dataset_size, double epochs,
+                                     struct fm_run_estimate *out);
 
 /* Utilization = FLOPs / (time x peak), by the methods of Epoch AI's "Estimating training
  * compute" study: theory = 3 x forward FLOPs; counted = forward + backward as counted (the
  * optimizer step is shown separately). In inference both are the forward FLOPs. */
 enum fm_util_method { FM_UTIL_THEORY = 0, FM_UTIL_COUNTED, FM_UTIL_COUNTED_OPT, FM_UTIL_COUNT };
-const char *fm_util_method_name(enum fm_util_method m);   /* "theory", "counted", ... */
+FM_API const char *fm_util_method_name(enum fm_util_method m);   /* "theory", "counted", ... */
 
 struct fm_utilization {
     double peak;                         /* FLOP/s the utilization is quoted against */
@@ -862,15 +881,15 @@ struct fm_utilization {
     bool impossible;                     /* some utilization is above 100% */
 };
 /* step_s and/or epoch_s (with dataset_size) must be given (> 0). */
-enum fm_status fm_utilization(struct fm_ctx *ctx, const struct fm_counts *counts, int64_t batch,
-                              double peak, double step_s, double epoch_s, uint64_t dataset_size,
-                              struct fm_utilization *out);
+FM_API enum fm_status fm_utilization(struct fm_ctx *ctx, const struct fm_counts *counts,
+                                     int64_t batch, double peak, double step_s, double epoch_s,
+                                     uint64_t dataset_size, struct fm_utilization *out);
 
 /* Data parallelism: ring all-reduce of the gradients over gpus devices. Each device sends and
  * receives 2 (N-1)/N of the gradient bytes over one direction of its link (half the listed
  * bidirectional bandwidth), at ppp_comm of it (Patarasuk & Yuan 2009; NCCL's "bus bandwidth").
  * Returns seconds; 0 for one GPU. */
-double fm_ring_allreduce_s(double bytes, int gpus, double link_bw_bidir, double ppp_comm);
+FM_API double fm_ring_allreduce_s(double bytes, int gpus, double link_bw_bidir, double ppp_comm);
 
 struct fm_dp_estimate {
     int gpus;
@@ -886,11 +905,11 @@ struct fm_dp_estimate {
     double samples_per_s_serial[FM_BOUND_COUNT], samples_per_s_overlap[FM_BOUND_COUNT];
 };
 /* Weak scaling: every GPU keeps the batch of the prediction. Training counts only. */
-enum fm_status fm_predict_data_parallel(struct fm_ctx *ctx, const struct fm_graph *graph,
-                                        const struct fm_counts *counts,
-                                        const struct fm_prediction *p, int64_t batch, int gpus,
-                                        double link_bw, double ppp_comm,
-                                        struct fm_dp_estimate *out);
+FM_API enum fm_status fm_predict_data_parallel(struct fm_ctx *ctx, const struct fm_graph *graph,
+                                               const struct fm_counts *counts,
+                                               const struct fm_prediction *p, int64_t batch,
+                                               int gpus, double link_bw, double ppp_comm,
+                                               struct fm_dp_estimate *out);
 
 /* The roofline chart as SVG (src/report/svg_roofline.c): ceilings of the precisions in use,
  * their ridge points, one dot per layer (area = share of predicted step time), the network. */
@@ -899,10 +918,10 @@ struct fm_svg_opts {
     int width, height;                   /* 0: 960 x 640 */
     enum fm_bound bound;                 /* which predicted time sizes the dots */
 };
-void fm_svg_opts_init(struct fm_svg_opts *opts);
-enum fm_status fm_svg_roofline(FILE *f, const struct fm_graph *graph,
-                               const struct fm_counts *counts, const struct fm_prediction *p,
-                               const struct fm_svg_opts *opts);
+FM_API void fm_svg_opts_init(struct fm_svg_opts *opts);
+FM_API enum fm_status fm_svg_roofline(FILE *f, const struct fm_graph *graph,
+                                      const struct fm_counts *counts, const struct fm_prediction *p,
+                                      const struct fm_svg_opts *opts);
 
 /* ---------------------------------------------------------------------------------------------
  * Measurement (src/backend/): real, timed steps on the CPU (oneDNN) or an NVIDIA GPU (cuDNN)
@@ -925,7 +944,7 @@ struct fm_measure_opts {
     fm_progress_fn progress;
     void *progress_user;
 };
-void fm_measure_opts_init(struct fm_measure_opts *opts);
+FM_API void fm_measure_opts_init(struct fm_measure_opts *opts);
 
 struct fm_node_timing {
     double ms[FM_PHASE_COUNT];     /* median over timed steps; bwd split where the backend can */
@@ -949,9 +968,9 @@ struct fm_measurement {
 
 /* Runs warm-up and timed steps of graph on opts->device. An op the backend cannot run is
  * FM_ERR_UNSUPPORTED naming the node, before anything runs. */
-enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *graph,
-                          const struct fm_measure_opts *opts, struct fm_measurement **out);
-void fm_measurement_free(struct fm_measurement *m);
+FM_API enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *graph,
+                                 const struct fm_measure_opts *opts, struct fm_measurement **out);
+FM_API void fm_measurement_free(struct fm_measurement *m);
 
 
 /* ---------------------------------------------------------------------------------------------
@@ -989,11 +1008,11 @@ struct fm_probe_opts {
     fm_progress_fn progress;
     void *progress_user;
 };
-void fm_probe_opts_init(struct fm_probe_opts *opts);
-enum fm_status fm_probe(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
-                        struct fm_probe_result *out);
+FM_API void fm_probe_opts_init(struct fm_probe_opts *opts);
+FM_API enum fm_status fm_probe(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
+                               struct fm_probe_result *out);
 /* A measured device entry from a probe (strings point into out's storage or are static). */
-enum fm_status fm_probe_to_device(const struct fm_probe_result *r, struct fm_device *out);
+FM_API enum fm_status fm_probe_to_device(const struct fm_probe_result *r, struct fm_device *out);
 
 #ifdef __cplusplus
 }
