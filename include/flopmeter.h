@@ -730,9 +730,16 @@ FM_API enum fm_status fm_devices_load(struct fm_ctx *ctx, const char *user_file,
 FM_API void fm_devices_free(struct fm_devices *devs);
 FM_API size_t fm_devices_count(const struct fm_devices *devs);
 FM_API const struct fm_device *fm_devices_get(const struct fm_devices *devs, size_t i);
-/* By name or alias, case-insensitive; FM_ERR_NOT_FOUND with suggestions. */
+/* By name or alias (case-insensitive), else by the name the device gives itself as nvidia-smi
+ * or torch.cuda.get_device_name() print it ("NVIDIA H100 80GB HBM3": fm_devices_match);
+ * FM_ERR_NOT_FOUND with the nearest names as suggestions. */
 FM_API enum fm_status fm_devices_find(struct fm_ctx *ctx, const struct fm_devices *devs,
                                       const char *name, const struct fm_device **out);
+/* The entry that fits a GPU's own name ("NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-16GB"): one
+ * of whose names or aliases has all its words in that name, the most words winning (so
+ * "h100-pcie" beats "h100" for "NVIDIA H100 PCIe"). FM_ERR_NOT_FOUND when none fits. */
+FM_API enum fm_status fm_devices_match(struct fm_ctx *ctx, const struct fm_devices *devs,
+                                       const char *gpu_name, const struct fm_device **out);
 /* Writes one device as a device JSON file that fm_devices_load accepts. */
 FM_API enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *dev,
                                           const char *path);
@@ -751,10 +758,27 @@ FM_API enum fm_status fm_devices_add(struct fm_devices *devs, const struct fm_de
 /* Writes devices as one device JSON document (the format fm_devices_add_file reads). */
 FM_API enum fm_status fm_devices_write_json(FILE *f, const struct fm_device *const *devs, size_t n);
 
+/* The peak utilization is quoted against, one rule for every command: the conv/matmul ceiling
+ * of prec (matrix units when the device has them); torch_default: the TF32 conv ceiling. */
+FM_API double fm_device_util_peak(const struct fm_device *dev, enum fm_precision prec,
+                                  bool torch_default);
 /* Ridge point of a ceiling: peak / bandwidth in FLOP/byte (0 when either is unknown). */
 FM_API double fm_device_ridge(const struct fm_device *dev, enum fm_class cls,
                               enum fm_precision prec);
 FM_API bool fm_device_has_tensor(const struct fm_device *dev);
+
+/* Where a real run (measure, probe) goes: "cpu", or a CUDA GPU as "cuda", "cuda:N" or "gpu"
+ * (src/hw/target.c). A device to run on, not a device-table entry to predict with. */
+enum fm_target_kind { FM_TARGET_CPU = 0, FM_TARGET_CUDA, FM_TARGET_COUNT };
+struct fm_target {
+    enum fm_target_kind kind;
+    int ordinal;                   /* CUDA device number (cuda:N); 0 for the CPU */
+};
+FM_API const char *fm_target_kind_name(enum fm_target_kind kind);   /* "cpu", "cuda" */
+/* Parses a device string (NULL is "cpu"): FM_ERR_NOT_FOUND when text is no device string at
+ * all (a device-table name, say), FM_ERR_INVALID when it is a malformed one ("cuda:x"). */
+FM_API enum fm_status fm_target_parse(struct fm_ctx *ctx, const char *text,
+                                      struct fm_target *out);
 
 /* Named links for data parallelism: per-GPU bidirectional bandwidth (bytes/s) and source. */
 struct fm_link {

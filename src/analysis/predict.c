@@ -200,8 +200,7 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
     /* Utilization is quoted against the headline ceiling of the chosen precision: the matrix
      * units' for conv/matmul (what MFU conventionally uses); torch-default: the TF32 ceiling its
      * convolutions run on. */
-    p->peak_ref = opts->torch_default ? fm_device_peak(dev, FM_CLASS_CONV, FM_PREC_TF32)
-                                      : fm_device_peak(dev, FM_CLASS_MATMUL, opts->precision);
+    p->peak_ref = fm_device_util_peak(dev, opts->precision, opts->torch_default);
     *out = p;
     return FM_OK;
 fail:

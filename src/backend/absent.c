@@ -23,13 +23,4 @@ enum fm_status fm_probe_cuda(struct fm_ctx *ctx, const struct fm_probe_opts *opt
     return fm_error(ctx, FM_ERR_UNSUPPORTED,
                     "this flopmeter was built without the CUDA backend: no GPU probe");
 }
-
-enum fm_status fm_cuda_match_device(struct fm_ctx *ctx, const struct fm_devices *devs,
-                                    const char *gpu_name, const struct fm_device **out)
-{
-    (void)devs;
-    (void)gpu_name;
-    *out = NULL;
-    return fm_error(ctx, FM_ERR_UNSUPPORTED, "this flopmeter was built without the CUDA backend");
-}
 #endif

@@ -17,6 +17,10 @@ struct fm_step_timing {
 
 struct fm_backend {
     const char *name;                     /* "cpu", "cuda" */
+    /* Whether the backend can run node `id` of graph (forward and, in training, backward), asked
+     * before anything is prepared: FM_OK, or FM_ERR_UNSUPPORTED with a message that says why.
+     * Needs no device: a machine without the GPU can still ask. prepare checks the same again. */
+    enum fm_status (*supports)(struct fm_ctx *ctx, const struct fm_graph *graph, fm_nid id);
     /* Sets up everything for graph at opts (device memory, primitives, initial values drawn
      * with fm_init_values(opts->seed)). Must reject unsupported ops before running anything,
      * with FM_ERR_UNSUPPORTED naming the node. On failure *state is NULL. */
@@ -57,12 +61,6 @@ enum fm_status fm_backend_for(struct fm_ctx *ctx, const char *device,
 /* The GPU probe lives with the CUDA backend; FM_ERR_UNSUPPORTED without one. */
 enum fm_status fm_probe_cuda(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
                              struct fm_probe_result *out);
-/* The device-table entry of a GPU by the name CUDA reports ("NVIDIA H100 80GB HBM3"): the
- * entry one of whose names or aliases has all its words in that name, the most words winning
- * (so "h100-pcie" beats "h100" for "NVIDIA H100 PCIe"). FM_ERR_NOT_FOUND when none fits;
- * FM_ERR_UNSUPPORTED in a build without the CUDA backend. */
-enum fm_status fm_cuda_match_device(struct fm_ctx *ctx, const struct fm_devices *devs,
-                                    const char *gpu_name, const struct fm_device **out);
 
 /* The CPU probe (src/backend/probe_cpu.c). */
 enum fm_status fm_probe_cpu(struct fm_ctx *ctx, const struct fm_probe_opts *opts,

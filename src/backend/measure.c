@@ -24,7 +24,11 @@ void fm_measure_opts_init(struct fm_measure_opts *o)
 enum fm_status fm_backend_for(struct fm_ctx *ctx, const char *device, const struct fm_backend **out)
 {
     *out = NULL;
-    if (!device || strcmp(device, "cpu") == 0) {
+    struct fm_target t;
+    enum fm_status st = fm_target_parse(ctx, device, &t);
+    if (st)   /* the message names the string; a string that is no device at all is a bad option */
+        return st == FM_ERR_NOT_FOUND ? FM_ERR_INVALID : st;
+    if (t.kind == FM_TARGET_CPU) {
         *out = fm_backend_cpu();
         if (!*out)
             return fm_error(ctx, FM_ERR_UNSUPPORTED,
@@ -32,16 +36,12 @@ enum fm_status fm_backend_for(struct fm_ctx *ctx, const char *device, const stru
                             "libdnnl-dev and rebuild)");
         return FM_OK;
     }
-    if (strcmp(device, "gpu") == 0 || strncmp(device, "cuda", 4) == 0) {
-        *out = fm_backend_cuda();
-        if (!*out)
-            return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                            "this flopmeter was built without the CUDA backend (needs the CUDA "
-                            "toolkit and cuDNN at build time)");
-        return FM_OK;
-    }
-    return fm_error(ctx, FM_ERR_INVALID, "unknown measurement device '%s': use cpu, cuda or "
-                                         "cuda:N", device);
+    *out = fm_backend_cuda();
+    if (!*out)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                        "this flopmeter was built without the CUDA backend (needs the CUDA "
+                        "toolkit and cuDNN at build time)");
+    return FM_OK;
 }
 
 static double median_of(double *v, size_t n)

@@ -17,22 +17,15 @@ void fm_probe_opts_init(struct fm_probe_opts *opts)
 enum fm_status fm_probe(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
                         struct fm_probe_result *out)
 {
-    const char *dev = opts->device ? opts->device : "cpu";
     if (opts->repetitions < 0 || opts->seconds < 0 || opts->threads < 0)
         return fm_error(ctx, FM_ERR_INVALID, "probe: repetitions, seconds and threads must not be "
                                              "negative");
-    enum fm_status st;
-    const char *kind;
-    if (strcmp(dev, "cpu") == 0) {
-        st = fm_probe_cpu(ctx, opts, out);
-        kind = "cpu";
-    } else if (strcmp(dev, "gpu") == 0 || strncmp(dev, "cuda", 4) == 0) {
-        st = fm_probe_cuda(ctx, opts, out);
-        kind = "gpu";
-    } else {
-        return fm_error(ctx, FM_ERR_INVALID, "unknown probe device '%s': use cpu, cuda or cuda:N",
-                        dev);
-    }
+    struct fm_target t;
+    enum fm_status st = fm_target_parse(ctx, opts->device, &t);
+    if (st)   /* the message names the string; a string that is no device at all is a bad option */
+        return st == FM_ERR_NOT_FOUND ? FM_ERR_INVALID : st;
+    st = t.kind == FM_TARGET_CPU ? fm_probe_cpu(ctx, opts, out) : fm_probe_cuda(ctx, opts, out);
+    const char *kind = t.kind == FM_TARGET_CPU ? "cpu" : "gpu";
     if (!st)
         snprintf(out->kind, sizeof(out->kind), "%s", kind);
     return st;

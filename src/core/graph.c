@@ -483,8 +483,10 @@ enum fm_status fm_graph_infer_node(struct fm_graph *g, fm_nid id)
     call.node = n;
     for (int i = 0; i < n->n_in; i++)
         call.in[i] = n->in[i] == FM_NONE ? NULL : &g->tensors[n->in[i]];
-    for (int i = 0; i < n->n_out; i++)
+    for (int i = 0; i < n->n_out; i++) {
+        call.out[i] = &g->tensors[n->out[i]];
         call.out_dtype[i] = call.in[0] ? call.in[0]->dtype : FM_DTYPE_FP32;
+    }
     enum fm_status st = d->shape(&call);
     if (st)
         return st;

@@ -1,15 +1,9 @@
 /* MODEL arguments: a path to an ONNX file goes to the ONNX frontend, anything else is looked up
- * among the built-in architectures. */
+ * among the built-in architectures. It only dispatches: both frontends build the graph. */
 #include "flopmeter.h"
 
 #include <string.h>
 #include <sys/stat.h>
-
-void fm_load_opts_init(struct fm_load_opts *opts)
-{
-    memset(opts, 0, sizeof(*opts));
-    fm_zoo_opts_init(&opts->zoo);
-}
 
 static bool ends_with(const char *s, const char *suffix)
 {

@@ -16,6 +16,41 @@
 #include <cjson/cJSON.h>
 #endif
 
+#define FM_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- unverified-field keys ---- */
+
+static const struct {
+    unsigned bit;
+    const char *name;
+} devf_names[] = {
+    {FM_DEVF_PEAK, "peak"},   {FM_DEVF_BANDWIDTH, "bandwidth"}, {FM_DEVF_MEMORY, "memory"},
+    {FM_DEVF_L2, "l2"},       {FM_DEVF_CLOCK, "clock"},         {FM_DEVF_TDP, "tdp"},
+    {FM_DEVF_UNITS, "units"}, {FM_DEVF_INTERCONNECT, "interconnect"},
+};
+
+static const char *devf_name(unsigned bit)
+{
+    for (size_t i = 0; i < FM_COUNT_OF(devf_names); i++) {
+        if (devf_names[i].bit == bit)
+            return devf_names[i].name;
+    }
+    return NULL;
+}
+
+#ifdef FM_HAVE_CJSON
+static bool devf_parse(const char *s, unsigned *bit)
+{
+    for (size_t i = 0; i < FM_COUNT_OF(devf_names); i++) {
+        if (strcasecmp(s, devf_names[i].name) == 0) {
+            *bit = devf_names[i].bit;
+            return true;
+        }
+    }
+    return false;
+}
+#endif
+
 /* ---- writing ---- */
 
 static void write_peaks(struct fm_jw *w, const char *key, const double *peaks)
@@ -53,8 +88,8 @@ static void write_device(struct fm_jw *w, const struct fm_device *d)
         fm_jw_string(w, "source", d->source);
     fm_jw_array(w, "unverified", true);
     for (unsigned bit = 1; bit <= FM_DEVF_INTERCONNECT; bit <<= 1) {
-        if ((d->unverified & bit) && fm_hw_devf_name(bit))
-            fm_jw_string(w, NULL, fm_hw_devf_name(bit));
+        if ((d->unverified & bit) && devf_name(bit))
+            fm_jw_string(w, NULL, devf_name(bit));
     }
     for (int p = 0; p < FM_PREC_COUNT; p++) {
         char key[32];
@@ -281,7 +316,7 @@ static enum fm_status get_unverified(const struct where *w, const cJSON *v, stru
         const char *s = e->valuestring;
         unsigned bit;
         enum fm_precision p;
-        if (fm_hw_devf_parse(s, &bit)) {
+        if (devf_parse(s, &bit)) {
             flags |= bit;
         } else if (strncmp(s, "vector.", 7) == 0 && fm_precision_parse(s + 7, &p)) {
             vec |= 1u << p;

@@ -9,9 +9,6 @@ size_t fm_hw_builtin_count(void);
 const struct fm_device *fm_hw_builtin(size_t i);
 const char *fm_hw_reference(void);   /* where the figures were collected */
 
-/* The keys of the unverified bits in device files and listings ("bandwidth", "l2" ...). */
-const char *fm_hw_devf_name(unsigned bit);
-bool fm_hw_devf_parse(const char *s, unsigned *bit);
 
 /* Copies a device with its strings into arena (origin set to origin). */
 enum fm_status fm_hw_copy(struct fm_arena *arena, const struct fm_device *src, const char *origin,
@@ -23,6 +20,10 @@ struct fm_devices {
     struct fm_device *items;
     size_t n, cap;
 };
+
+/* How many words of the best-fitting name or alias of d occur in name, 0 when none fits
+ * (device_match.c). */
+int fm_hw_match_score(const struct fm_device *d, const char *name);
 
 /* Index of the device whose name or an alias equals name (case-insensitive), or -1. */
 long fm_hw_lookup(const struct fm_devices *devs, const char *name);

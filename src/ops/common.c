@@ -187,9 +187,9 @@ static enum fm_status unknown_shape(struct fm_shape_call *call)
     const struct fm_node *n = call->node;
     bool all = n->n_out > 0;
     for (int i = 0; i < n->n_out && all; i++)
-        all = fm_graph_tensor(call->graph, n->out[i])->shape_known;
+        all = call->out[i]->shape_known;
     for (int i = 0; all && i < n->n_out; i++) {
-        const struct fm_tensor *t = fm_graph_tensor(call->graph, n->out[i]);
+        const struct fm_tensor *t = call->out[i];
         call->out_shape[i] = t->shape;
         call->out_dtype[i] = t->dtype;
     }

@@ -7,13 +7,15 @@
 
 #define FM_MAX_IO 64   /* inputs or outputs one node may have (concat, split) */
 
-/* What a shape rule sees: the node and its input tensors (NULL for an omitted optional input).
- * It writes out_shape[i] and out_dtype[i] for every output. */
+/* What a shape rule sees: the node, its input tensors (NULL for an omitted optional input) and
+ * its output tensors as they are before the rule runs (an importer may have shaped them). It
+ * writes out_shape[i] and out_dtype[i] for every output. */
 struct fm_shape_call {
     struct fm_ctx *ctx;
     const struct fm_graph *graph;
     const struct fm_node *node;
     const struct fm_tensor *in[FM_MAX_IO];
+    const struct fm_tensor *out[FM_MAX_IO];
     struct fm_shape out_shape[FM_MAX_IO];
     enum fm_dtype out_dtype[FM_MAX_IO];
 };

@@ -444,7 +444,7 @@ static int match_gpu(struct fm_ctx *ctx, const char *device, const char *devices
     int r;
     if (!*devs && (r = cli_devices_open(ctx, devices_file, devs)))
         return r;
-    if (fm_cuda_match_device(ctx, *devs, gpu_name, dev) == FM_OK) {
+    if (fm_devices_match(ctx, *devs, gpu_name, dev) == FM_OK) {
         peak->flops = fm_device_peak(*dev, FM_CLASS_CONV, prec);
         snprintf(peak->source, sizeof(peak->source),
                  "%s datasheet, the conv/matmul ceiling at %s (matched from the GPU's name "

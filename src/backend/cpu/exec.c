@@ -111,6 +111,19 @@ static double now_ms(void)
 
 /* ---- checks before anything is allocated ---- */
 
+static enum fm_status cpu_supports(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(g, id);
+    const struct op_impl *im = impl_for(n->op);
+    if (!im)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                        "layer '%s': op %s is not supported by the CPU backend (it runs Conv, "
+                        "Linear/Gemm, BatchNorm, activations, pooling, Add/Mul, Concat, "
+                        "Flatten/Reshape, Dropout and CrossEntropy); nothing was run",
+                        n->name, n->op_name);
+    return im->check ? im->check(ctx, g, n) : FM_OK;
+}
+
 static enum fm_status check_graph(struct fm_ctx *ctx, const struct fm_graph *g,
                                   const struct fm_measure_opts *o)
 {
@@ -138,20 +151,10 @@ static enum fm_status check_graph(struct fm_ctx *ctx, const struct fm_graph *g,
     }
     bool has_loss = false;
     for (size_t i = 0; i < fm_graph_node_count(g); i++) {
-        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
-        const struct op_impl *im = impl_for(n->op);
-        if (!im)
-            return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                            "layer '%s': op %s is not supported by the CPU backend (it runs Conv, "
-                            "Linear/Gemm, BatchNorm, activations, pooling, Add/Mul, Concat, "
-                            "Flatten/Reshape, Dropout and CrossEntropy); nothing was run",
-                            n->name, n->op_name);
-        if (im->check) {
-            enum fm_status st = im->check(ctx, g, n);
-            if (st)
-                return st;
-        }
-        if (n->op == FM_OP_CROSS_ENTROPY)
+        enum fm_status st = cpu_supports(ctx, g, (fm_nid)i);
+        if (st)
+            return st;
+        if (fm_graph_node(g, (fm_nid)i)->op == FM_OP_CROSS_ENTROPY)
             has_loss = true;
     }
     if (o->mode == FM_MODE_TRAIN && !has_loss)
@@ -541,6 +544,7 @@ static int cpu_threads(void *state)
 
 static const struct fm_backend cpu_backend = {
     .name = "cpu",
+    .supports = cpu_supports,
     .prepare = cpu_prepare,
     .step = cpu_step,
     .read = cpu_read,

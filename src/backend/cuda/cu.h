@@ -219,8 +219,10 @@ enum fm_status cu_tensor_desc(struct cu_state *s, cudnnTensorDescriptor_t *d,
 /* Elements fit the kernels' 32-bit indexing. */
 enum fm_status cu_check_numel(struct cu_state *s, const struct cu_node *n, uint64_t numel);
 
-/* ---- the op table (one file per family) ---- */
+/* ---- the op table (cu_ops.c; one file per family) ---- */
 const struct cu_op *cu_op_for(enum fm_op op);
+/* struct fm_backend's supports: FM_OK when the node has a lowering here. */
+enum fm_status cu_supports(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid id);
 extern const struct cu_op cu_op_conv, cu_op_batchnorm, cu_op_act, cu_op_softmax, cu_op_pool,
     cu_op_linear, cu_op_binary, cu_op_concat, cu_op_view, cu_op_dropout,
     cu_op_xent;

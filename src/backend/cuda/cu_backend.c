@@ -38,29 +38,15 @@ static size_t dt_size(enum cu_dt dt)
  * device setup
  * ------------------------------------------------------------------------------------------ */
 
-static enum fm_status parse_ordinal(struct fm_ctx *ctx, const char *device, int *out)
-{
-    *out = 0;
-    if (!device || strcmp(device, "cuda") == 0 || strcmp(device, "gpu") == 0)
-        return FM_OK;
-    if (strncmp(device, "cuda:", 5) == 0 && device[5]) {
-        char *end = NULL;
-        long v = strtol(device + 5, &end, 10);
-        if (*end == '\0' && v >= 0 && v < 1024) {
-            *out = (int)v;
-            return FM_OK;
-        }
-    }
-    return fm_error(ctx, FM_ERR_INVALID, "bad CUDA device '%s': use cuda or cuda:N (N = 0, 1, ...)",
-                    device);
-}
-
 /* Opens device `ordinal`: shared by the backend and the probe. */
 static enum fm_status open_device(struct cu_state *s, const char *device)
 {
-    enum fm_status st = parse_ordinal(s->ctx, device, &s->device);
-    if (st)
-        return st;
+    struct fm_target t;
+    enum fm_status st = fm_target_parse(s->ctx, device, &t);
+    if (st || t.kind != FM_TARGET_CUDA)
+        return st ? st : fm_error(s->ctx, FM_ERR_INVALID, "'%s' is not a CUDA device: use cuda "
+                                  "or cuda:N", device);
+    s->device = t.ordinal;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0)
@@ -214,12 +200,10 @@ static enum fm_status build_nodes(struct cu_state *s)
         struct cu_node *n = &s->nodes[i];
         n->id = topo[i];
         n->node = fn;
+        enum fm_status st = cu_supports(s->ctx, g, topo[i]);
+        if (st)
+            return st;
         n->op = cu_op_for(fn->op);
-        if (!n->op)
-            return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': op %s is not supported by "
-                            "the CUDA backend", fn->name, fn->op_name);
-        if (fn->n_in > FM_MAX_IO || fn->n_out > FM_MAX_IO)
-            return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': too many inputs", fn->name);
         n->n_in = fn->n_in;
         n->n_out = fn->n_out;
         for (int k = 0; k < fn->n_in; k++)
@@ -1065,8 +1049,15 @@ static double cuda_clock(void *state)
 }
 
 static const struct fm_backend cuda_backend = {
-    "cuda", cuda_prepare, cuda_step, cuda_read, cuda_write, cuda_device_name, NULL, cuda_clock,
-    cuda_release,
+    .name = "cuda",
+    .supports = cu_supports,
+    .prepare = cuda_prepare,
+    .step = cuda_step,
+    .read = cuda_read,
+    .write = cuda_write,
+    .device_name = cuda_device_name,
+    .clock_mhz = cuda_clock,
+    .release = cuda_release,
 };
 
 const struct fm_backend *fm_backend_cuda(void)

@@ -201,7 +201,7 @@ static void fill_theory(struct fm_ctx *ctx, struct fm_probe_result *out)
     struct fm_devices *devs = NULL;
     const struct fm_device *d = NULL;
     if (fm_devices_load(ctx, NULL, &devs) == FM_OK &&
-        fm_cuda_match_device(ctx, devs, out->device_name, &d) == FM_OK) {
+        fm_devices_match(ctx, devs, out->device_name, &d) == FM_OK) {
         for (int p = 0; p < FM_PREC_COUNT; p++) {
             out->fma_all[p].theory = d->peak_vector[p];
             out->gemm[p].theory = fm_device_peak(d, FM_CLASS_MATMUL, (enum fm_precision)p);

@@ -1,5 +1,5 @@
 /* Helpers shared by the CUDA backend's files: failure messages that name the vendor call, the
- * layer and the source line; tensor descriptors in either layout; the op table. Out-of-memory
+ * layer and the source line; tensor descriptors in either layout. Out-of-memory
  * is FM_ERR_DEVICE so callers can tell it from a broken call (FM_ERR_BACKEND). */
 #include "cu.h"
 
@@ -120,41 +120,4 @@ enum fm_status cu_check_numel(struct cu_state *s, const struct cu_node *n, uint6
                         "with 32 bits (use a smaller --batch)",
                         n->node->name, (unsigned long long)numel);
     return FM_OK;
-}
-
-const struct cu_op *cu_op_for(enum fm_op op)
-{
-    switch (op) {
-    case FM_OP_CONV: return &cu_op_conv;
-    case FM_OP_BATCHNORM: return &cu_op_batchnorm;
-    case FM_OP_RELU:
-    case FM_OP_CLIP:
-    case FM_OP_LEAKY_RELU:
-    case FM_OP_SIGMOID:
-    case FM_OP_TANH:
-    case FM_OP_SILU:
-    case FM_OP_GELU:
-    case FM_OP_HARDSWISH:
-    case FM_OP_HARDSIGMOID: return &cu_op_act;
-    case FM_OP_SOFTMAX:
-    case FM_OP_LOG_SOFTMAX: return &cu_op_softmax;
-    case FM_OP_MAXPOOL:
-    case FM_OP_AVGPOOL:
-    case FM_OP_ADAPTIVE_AVGPOOL:
-    case FM_OP_GLOBAL_AVGPOOL:
-    case FM_OP_GLOBAL_MAXPOOL: return &cu_op_pool;
-    case FM_OP_LINEAR:
-    case FM_OP_GEMM: return &cu_op_linear;
-    case FM_OP_ADD:
-    case FM_OP_SUB:
-    case FM_OP_MUL:
-    case FM_OP_DIV: return &cu_op_binary;
-    case FM_OP_CONCAT: return &cu_op_concat;
-    case FM_OP_FLATTEN:
-    case FM_OP_RESHAPE:
-    case FM_OP_IDENTITY: return &cu_op_view;
-    case FM_OP_DROPOUT: return &cu_op_dropout;
-    case FM_OP_CROSS_ENTROPY: return &cu_op_xent;
-    default: return NULL;
-    }
 }
