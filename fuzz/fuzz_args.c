@@ -1,7 +1,7 @@
 /* libFuzzer target: the command-line parsers. The input is split at NUL bytes into arguments
- * for `flopmeter count` (cli_parse over the model options, then cli_model_load of a built-in
- * model and fm_count); every argument is also given to fm_shape_parse, fm_dtype_parse and
- * fm_precision_parse on its own. Model names that are existing files are skipped: the ONNX
+ * for `flopmeter count` (cli_parse over the model options, then cli_session_opts and a count
+ * session of a built-in model); every argument is also given to fm_shape_parse, fm_dtype_parse,
+ * fm_precision_parse and fm_duration_parse on its own. Model names that are existing files are skipped: the ONNX
  * target covers file contents. Run with -close_fd_mask=3: the parsers print usage errors. */
 #include "fuzz_common.h"
 #include "cli.h"
@@ -47,8 +47,7 @@ int fm_fuzz_args(const uint8_t *data, size_t size)
     argv[argc] = NULL;
 
     struct fm_ctx *ctx = NULL;
-    struct fm_graph *g = NULL;
-    struct fm_counts *c = NULL;
+    struct fm_session *s = NULL;
     if (fm_ctx_new(NULL, &ctx))
         goto out;
     for (int i = 1; i < argc; i++) {
@@ -59,6 +58,9 @@ int fm_fuzz_args(const uint8_t *data, size_t size)
             FUZZ_CHECK((unsigned)dt < FM_DTYPE_COUNT, "dtype %d", (int)dt);
         if (fm_precision_parse(argv[i], &pr))
             FUZZ_CHECK((unsigned)pr < FM_PREC_COUNT, "precision %d", (int)pr);
+        double secs;
+        if (fm_duration_parse(argv[i], &secs))
+            FUZZ_CHECK(secs >= 0 && secs == secs, "duration %g", secs);
     }
     struct cli_model_opts m;
     struct cli_opt opts[CLI_MODEL_OPTS_MAX + 1];
@@ -74,18 +76,21 @@ int fm_fuzz_args(const uint8_t *data, size_t size)
     struct stat sb;
     if (stat(pos[0], &sb) == 0)
         goto out;
-    r = cli_model_load(ctx, pos[0], &m, &g);
-    FUZZ_CHECK(r == 0 || r == FM_EXIT_FAIL || r == FM_EXIT_USAGE, "cli_model_load gave %d", r);
-    if (r) {
-        FUZZ_CHECK(g == NULL, "a failed load left a graph");   /* it printed why */
-        goto out;
-    }
-    struct fm_count_opts co;
-    cli_count_opts(&m, &co);
-    fuzz_check_status(ctx, fm_count(ctx, g, &co, &c));
+    struct fm_session_opts so;
+    struct cli_bindings b;
+    fm_session_opts_init(&so, FM_TASK_WORK);
+    so.model = pos[0];
+    r = cli_session_opts(ctx, &m, NULL, &b, &so);
+    FUZZ_CHECK(r == 0 || r == FM_EXIT_FAIL || r == FM_EXIT_USAGE, "cli_session_opts gave %d", r);
+    if (r)
+        goto out;   /* it printed why, and freed what it had copied */
+    enum fm_status st = fm_session_run(ctx, &so, &s);
+    cli_bindings_free(&b);
+    fuzz_check_status(ctx, st);
+    FUZZ_CHECK(st != FM_OK || (s && s->graph && s->counts), "a session without its counts");
+    FUZZ_CHECK(st == FM_OK || s == NULL, "a failed session was returned");
 out:
-    fm_counts_free(c);
-    fm_graph_free(g);
+    fm_session_free(s);
     fm_ctx_free(ctx);
     free(buf);
     return 0;

@@ -265,6 +265,8 @@ FM_API const char *fm_class_name(enum fm_class cls);
     /* loss.c */                                                                                \
     X(CROSS_ENTROPY, cross_entropy, "CrossEntropy", LOSS, NULL, none, "")                       \
     /*   logits (N, K), labels (N) int -> scalar mean loss */                                   \
+    X(MSE_LOSS, mse_loss, "MSELoss", LOSS, NULL, none, "")                                      \
+    /*   prediction, target (the same shape, float) -> scalar mean of squared differences */    \
     /* unary.c: elementwise functions of one tensor (Pow: X, exponent broadcast) */             \
     X(ERF, erf, "Erf", ELEMENTWISE, "Erf", plain, "")                                           \
     X(SQRT, sqrt, "Sqrt", ELEMENTWISE, "Sqrt", plain, "")                                       \
@@ -500,7 +502,8 @@ FM_API uint64_t fm_work_macs(const struct fm_work *work);
 enum fm_mode { FM_MODE_TRAIN = 0, FM_MODE_INFER, FM_MODE_COUNT };
 enum fm_optimizer { FM_OPTIM_SGD = 0, FM_OPTIM_ADAM, FM_OPTIM_NONE, FM_OPTIM_COUNT };
 FM_API const char *fm_mode_name(enum fm_mode mode);
-FM_API const char *fm_optimizer_name(enum fm_optimizer opt);
+FM_API const char *fm_optimizer_name(enum fm_optimizer opt);   /* "sgd", "adam", "none" */
+FM_API bool fm_optimizer_parse(const char *s, enum fm_optimizer *out);
 
 struct fm_count_opts {
     enum fm_mode mode;            /* train: all phases; infer: forward only, BN frozen */
@@ -617,6 +620,46 @@ FM_API enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, 
                                           struct fm_graph **out);
 
 /* ---------------------------------------------------------------------------------------------
+ * The loss policy (src/frontend/loss.c): what a training step minimizes, the same for every
+ * frontend and every command
+ * ------------------------------------------------------------------------------------------ */
+
+enum fm_loss_kind {
+    FM_LOSS_NONE = 0,
+    FM_LOSS_MODEL,           /* the model brought its own loss node */
+    FM_LOSS_CROSS_ENTROPY,   /* classifier logits (N, K): cross-entropy over K classes */
+    FM_LOSS_NEXT_TOKEN,      /* language-model logits (B, S, V) of token ids (B, S): cross-entropy
+                                over the vocabulary at every position */
+    FM_LOSS_MSE,             /* any other output: mean squared error against a random target */
+    FM_LOSS_KIND_COUNT
+};
+FM_API const char *fm_loss_kind_name(enum fm_loss_kind kind);
+
+#define FM_MAX_LOSSES 8
+struct fm_loss {
+    enum fm_loss_kind kind;
+    bool added;              /* added by the policy (false: the model's own) */
+    fm_nid node;             /* the loss node */
+    fm_tid output;           /* the model output it reads */
+    int64_t classes;         /* cross-entropy: classes, or the vocabulary size */
+    int64_t positions;       /* cross-entropy: rows it averages over (N, or B x S) */
+};
+struct fm_loss_info {
+    int n;                           /* losses of the step; 0: none */
+    struct fm_loss loss[FM_MAX_LOSSES];
+    char summary[320];               /* "cross-entropy over 1000 classes (added by flopmeter)" */
+    char why[160];                   /* when n is 0: why there is none */
+};
+
+/* Gives a training graph its loss: keeps the model's own loss nodes if it has any; else adds,
+ * to output (or, with FM_NONE, to every float graph output a trainable parameter reaches), the
+ * loss the policy picks: cross-entropy for classifier logits (N, K), next-token cross-entropy
+ * for a language model's (B, S, V) logits, mean squared error otherwise. Labels and targets
+ * become graph inputs ("labels", "targets"). The graph is finalized again. */
+FM_API enum fm_status fm_graph_add_loss(struct fm_graph *graph, fm_tid output,
+                                        struct fm_loss_info *info);
+
+/* ---------------------------------------------------------------------------------------------
  * Numbers for people (src/core/format.c): what every table of the library prints with
  * ------------------------------------------------------------------------------------------ */
 
@@ -637,12 +680,16 @@ FM_API bool fm_duration_parse(const char *text, double *seconds);
  * ------------------------------------------------------------------------------------------ */
 
 enum fm_format { FM_FORMAT_TABLE = 0, FM_FORMAT_CSV, FM_FORMAT_JSON, FM_FORMAT_COUNT };
+FM_API const char *fm_format_name(enum fm_format format);   /* "table", "csv", "json" */
+FM_API bool fm_format_parse(const char *s, enum fm_format *out);
 
 struct fm_report_opts {
     enum fm_format format;
     bool per_layer_detail;   /* table: each layer's primitive counts per phase */
     bool by_class;           /* table/csv: aggregate by op class */
     bool layers;             /* table: the per-layer table (default true) */
+    bool summary;            /* roofline, predict tables: totals only, no layers */
+    const struct fm_loss_info *loss;   /* count: say what the step's loss is (may be NULL) */
 };
 FM_API void fm_report_opts_init(struct fm_report_opts *opts);
 
@@ -667,6 +714,9 @@ enum fm_precision {
 };
 FM_API const char *fm_precision_name(enum fm_precision p);   /* "fp32", "tf32" ... */
 FM_API bool fm_precision_parse(const char *s, enum fm_precision *out);
+/* A precision as commands take it: a precision's name, or "torch-default" (PyTorch on Ampere+:
+ * TF32 convolutions, FP32 matmuls), which sets *torch_default and *out = fp32. */
+FM_API bool fm_precision_parse_policy(const char *s, enum fm_precision *out, bool *torch_default);
 
 /* Field bits for fm_device.unverified: a figure the sources could not confirm ('?'). */
 enum {
@@ -990,6 +1040,28 @@ struct fm_measurement {
     double clock_mhz;              /* GPU SM clock read during the run (0 if unknown) */
 };
 
+/* Which layers of a graph a backend can run, asked before anything is prepared (each backend's
+ * supports()): the ops it cannot run, each with its layer count, first layer and reason. Needs
+ * no device: a machine without a GPU can check a graph against the CUDA backend. */
+#define FM_MAX_GAPS 32
+struct fm_backend_gap {
+    const char *op;                /* the op's display name (points into the graph) */
+    uint64_t nodes;                /* layers of this op the backend cannot run */
+    const char *first_layer;
+    char reason[256];              /* the backend's own words for the first of them */
+};
+struct fm_backend_check {
+    char backend[16];              /* "cpu", "cuda" */
+    size_t n_nodes, n_supported;
+    size_t n_gaps;
+    struct fm_backend_gap gaps[FM_MAX_GAPS];
+    bool more_gaps;                /* more distinct ops than FM_MAX_GAPS */
+};
+FM_API enum fm_status fm_measure_check(struct fm_ctx *ctx, const struct fm_graph *graph,
+                                       const char *device, struct fm_backend_check *out);
+/* FM_ERR_UNSUPPORTED with a message listing every op the check found missing (FM_OK when none). */
+FM_API enum fm_status fm_measure_check_error(struct fm_ctx *ctx, const struct fm_backend_check *c);
+
 /* Runs warm-up and timed steps of graph on opts->device. An op the backend cannot run is
  * FM_ERR_UNSUPPORTED naming the node, before anything runs. */
 FM_API enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *graph,
@@ -1037,6 +1109,120 @@ FM_API enum fm_status fm_probe(struct fm_ctx *ctx, const struct fm_probe_opts *o
                                struct fm_probe_result *out);
 /* A measured device entry from a probe (strings point into out's storage or are static). */
 FM_API enum fm_status fm_probe_to_device(const struct fm_probe_result *r, struct fm_device *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * The session (src/analysis/session.c): what every command resolves, in one call
+ *
+ * A command is a task; the session loads the model (with the loss policy for training), counts
+ * it, resolves the device, the precision and the peak utilization is quoted against, and does
+ * what the task asks: a prediction, a utilization, a real run. Every figure the CLI prints is in
+ * it, and src/report renders it.
+ * ------------------------------------------------------------------------------------------ */
+
+enum fm_task {
+    FM_TASK_WORK = 0,      /* count: the work of a step */
+    FM_TASK_ROOFLINE,      /* the work placed on a device's roofline */
+    FM_TASK_PREDICT,       /* predicted step, epoch and training time (data parallelism too) */
+    FM_TASK_UTILIZATION,   /* utilization from a time the user measured */
+    FM_TASK_MEASURE,       /* a real, timed run on a backend, next to the prediction */
+    FM_TASK_COUNT
+};
+FM_API const char *fm_task_name(enum fm_task task);   /* "count", "roofline", ... */
+
+struct fm_session_opts {
+    enum fm_task task;
+    const char *model;             /* a built-in name or an .onnx file */
+    struct fm_load_opts load;      /* batch, input size, classes, storage dtype, bindings */
+    struct fm_count_opts count;    /* mode (train/infer) and optimizer */
+    /* The device. roofline/predict/utilization: a device-table name or alias, a name as
+     * nvidia-smi prints it, "cpu" (a short probe of this machine) or "cuda[:N]" (the GPU,
+     * probed and matched to the table by its name). measure: where to run, "cpu" or
+     * "cuda[:N]" (NULL: cpu). */
+    const char *device;
+    const char *devices_file;      /* more devices (docs/devices.md); NULL: none */
+    const char *spec;              /* measure: the table entry for the peak and the prediction */
+    enum fm_precision precision;   /* used when precision_given (measure: always); else the
+                                      storage dtype's */
+    bool precision_given;
+    bool torch_default;            /* PyTorch on Ampere+: TF32 convolutions, FP32 matmuls */
+    struct fm_predict_opts predict;   /* PPPs and launch overhead; the session sets the rest */
+    uint64_t dataset_size;         /* predict, utilization: samples per epoch (0: none) */
+    double epochs;                 /* predict: epochs of the run (default 1) */
+    int gpus;                      /* predict: data parallelism (default 1) */
+    const char *interconnect;      /* predict: a named link (fm_link_find); NULL: the device's */
+    double peak;                   /* > 0: FLOP/s to quote utilization against, not the rule */
+    double step_s, epoch_s;        /* utilization: the measured step and/or epoch time */
+    struct fm_measure_opts run;    /* measure: warm-up, steps, threads, seed ... (the session
+                                      sets device, mode and precision) */
+    uint64_t epoch_samples;        /* measure: also time an epoch of this many samples */
+    bool dry_run;                  /* measure: resolve and check everything, run nothing */
+    fm_progress_fn progress;       /* probes and runs report here ("probe: ...", "steps: ...") */
+    void *progress_user;
+};
+FM_API void fm_session_opts_init(struct fm_session_opts *opts, enum fm_task task);
+
+struct fm_session {
+    struct fm_ctx *ctx;
+    struct fm_session_opts opts;      /* a copy of the options */
+    struct fm_graph *graph;
+    struct fm_loss_info loss;         /* the loss of a training step, and where it came from */
+    struct fm_counts *counts;
+    struct fm_devices *devices;       /* the table, when one was needed */
+    const struct fm_device *device;   /* the device's figures (NULL: none) */
+    char device_how[192];             /* how it was found: "the device table", "--spec",
+                                         "matched from the GPU's name '...'", "a short probe ..." */
+    struct fm_probe_result *probe;    /* the probe behind the device, if one ran */
+    struct fm_device probed;          /* the probe's figures as a device */
+    enum fm_precision precision;      /* the compute precision in use */
+    bool torch_default;
+    double peak;                      /* FLOP/s utilization is quoted against; 0: unknown */
+    char peak_source[320];            /* where it comes from, in words */
+    struct fm_prediction *prediction; /* roofline, predict; measure when a device is known */
+    struct fm_run_estimate run;       /* predict */
+    bool have_run;
+    struct fm_dp_estimate dp;         /* predict --gpus N */
+    bool have_dp;
+    char link_name[64];
+    struct fm_utilization util;       /* utilization; measure when the peak is known */
+    bool have_util;
+    struct fm_backend_check check;    /* measure: what the backend can run of the graph */
+    struct fm_measurement *measurement;   /* measure: the timed steps (NULL in a dry run) */
+    struct fm_measurement *epoch;         /* measure --epoch-samples: the epoch's steps */
+    uint64_t epoch_steps;
+    double epoch_s;
+    bool epoch_running;               /* internal: which run reports progress */
+};
+
+/* Resolves and runs a task. A bad option (an unknown device, an impossible value) is
+ * FM_ERR_INVALID with a message saying what to give instead; *out is NULL on failure. */
+FM_API enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *opts,
+                                     struct fm_session **out);
+FM_API void fm_session_free(struct fm_session *session);
+/* "torch-default" or the precision's name. */
+FM_API const char *fm_session_precision_label(const struct fm_session *session);
+
+/* Renderers of a session and of the other results, shaped like fm_report_count: a table for
+ * people, CSV and JSON for programs (docs/ says what each column and key holds). Each returns
+ * FM_ERR_IO when writing failed, FM_ERR_INVALID when the session lacks what it renders. */
+FM_API enum fm_status fm_report_roofline(FILE *f, const struct fm_session *s,
+                                         const struct fm_report_opts *opts);
+FM_API enum fm_status fm_report_predict(FILE *f, const struct fm_session *s,
+                                        const struct fm_report_opts *opts);
+FM_API enum fm_status fm_report_utilization(FILE *f, const struct fm_session *s,
+                                            const struct fm_report_opts *opts);
+/* What a utilization above 100% means, and its likely causes. */
+FM_API void fm_report_impossible(FILE *f);
+FM_API enum fm_status fm_report_measure(FILE *f, const struct fm_session *s,
+                                        const struct fm_report_opts *opts);
+FM_API enum fm_status fm_report_probe(FILE *f, const struct fm_probe_result *r,
+                                      const struct fm_report_opts *opts);
+FM_API enum fm_status fm_report_devices(FILE *f, const struct fm_devices *devs,
+                                        const struct fm_report_opts *opts);
+FM_API enum fm_status fm_report_device(FILE *f, const struct fm_device *dev,
+                                       const struct fm_report_opts *opts);
+/* The built-in architectures, their default input and parameter counts (counted with ctx). */
+FM_API enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx,
+                                       const struct fm_report_opts *opts);
 
 #ifdef __cplusplus
 }

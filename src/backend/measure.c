@@ -61,6 +61,63 @@ void fm_measurement_free(struct fm_measurement *m)
     fm_dealloc(ctx, m);
 }
 
+enum fm_status fm_measure_check(struct fm_ctx *ctx, const struct fm_graph *g, const char *device,
+                                struct fm_backend_check *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!fm_graph_topo_order(g))
+        return fm_error(ctx, FM_ERR_GRAPH, "graph must be finalized before it is checked");
+    const struct fm_backend *be;
+    enum fm_status st = fm_backend_for(ctx, device, &be);
+    if (st)
+        return st;
+    snprintf(out->backend, sizeof(out->backend), "%s", be->name);
+    out->n_nodes = fm_graph_node_count(g);
+    const fm_nid *topo = fm_graph_topo_order(g);
+    for (size_t i = 0; i < out->n_nodes; i++) {
+        const struct fm_node *n = fm_graph_node(g, topo[i]);
+        if (be->supports(ctx, g, topo[i]) == FM_OK) {
+            out->n_supported++;
+            continue;
+        }
+        size_t k = 0;
+        while (k < out->n_gaps && strcmp(out->gaps[k].op, n->op_name) != 0)
+            k++;
+        if (k == out->n_gaps) {
+            if (k == FM_MAX_GAPS) {
+                out->more_gaps = true;
+                continue;
+            }
+            out->gaps[k].op = n->op_name;
+            out->gaps[k].first_layer = n->name;
+            snprintf(out->gaps[k].reason, sizeof(out->gaps[k].reason), "%s", fm_ctx_error(ctx));
+            out->n_gaps++;
+        }
+        out->gaps[k].nodes++;
+    }
+    return FM_OK;
+}
+
+enum fm_status fm_measure_check_error(struct fm_ctx *ctx, const struct fm_backend_check *c)
+{
+    if (!c->n_gaps)
+        return FM_OK;
+    if (c->n_gaps == 1 && c->gaps[0].nodes == 1)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED, "%s", c->gaps[0].reason);
+    char list[768];
+    size_t len = 0;
+    list[0] = '\0';
+    for (size_t k = 0; k < c->n_gaps && len < sizeof(list); k++)
+        len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s (%llu layer%s)",
+                                k ? ", " : "", c->gaps[k].op,
+                                (unsigned long long)c->gaps[k].nodes,
+                                c->gaps[k].nodes == 1 ? "" : "s");
+    return fm_error(ctx, FM_ERR_UNSUPPORTED, "the %s backend cannot run %zu of this model's %zu "
+                    "layers: %s%s; nothing was run. The first: %s",
+                    c->backend, c->n_nodes - c->n_supported, c->n_nodes, list,
+                    c->more_gaps ? ", and more" : "", c->gaps[0].reason);
+}
+
 enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *g,
                           const struct fm_measure_opts *opts, struct fm_measurement **out)
 {

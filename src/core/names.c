@@ -125,3 +125,33 @@ const char *fm_optimizer_name(enum fm_optimizer opt)
 {
     return (unsigned)opt < FM_OPTIM_COUNT ? optimizers[opt] : "?";
 }
+
+bool fm_optimizer_parse(const char *s, enum fm_optimizer *out)
+{
+    for (int i = 0; s && i < FM_OPTIM_COUNT; i++) {
+        if (strcasecmp(s, optimizers[i]) == 0) {
+            *out = (enum fm_optimizer)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static const char *const formats[] = {
+    [FM_FORMAT_TABLE] = "table", [FM_FORMAT_CSV] = "csv", [FM_FORMAT_JSON] = "json"};
+_Static_assert(FM_COUNT_OF(formats) == FM_FORMAT_COUNT, "formats must cover enum fm_format");
+const char *fm_format_name(enum fm_format format)
+{
+    return (unsigned)format < FM_FORMAT_COUNT ? formats[format] : "?";
+}
+
+bool fm_format_parse(const char *s, enum fm_format *out)
+{
+    for (int i = 0; s && i < FM_FORMAT_COUNT; i++) {
+        if (strcasecmp(s, formats[i]) == 0) {
+            *out = (enum fm_format)i;
+            return true;
+        }
+    }
+    return false;
+}

@@ -51,6 +51,19 @@ bool fm_precision_parse(const char *s, enum fm_precision *out)
     return false;
 }
 
+bool fm_precision_parse_policy(const char *s, enum fm_precision *out, bool *torch_default)
+{
+    if (s && strcasecmp(s, "torch-default") == 0) {
+        *out = FM_PREC_FP32;
+        *torch_default = true;
+        return true;
+    }
+    if (!fm_precision_parse(s, out))
+        return false;
+    *torch_default = false;
+    return true;
+}
+
 bool fm_precision_tensor_class(enum fm_class cls)
 {
     return cls == FM_CLASS_CONV || cls == FM_CLASS_MATMUL || cls == FM_CLASS_ATTENTION;

@@ -1,8 +1,7 @@
 /* Renders the counts of a graph as a table (SI suffixes, for people), CSV or JSON (exact
  * integers, for programs; the JSON is the contract of DESIGN.md, extended, never broken).
  * It computes nothing that fm_count did not: totals come from fm_counts, not from re-adding. */
-#include "flopmeter.h"
-#include "../core/jsonw.h"
+#include "report.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -223,6 +222,8 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
                 si((double)fm_work_macs(&t[1]), b[1]), si((double)fm_work_macs(&t[2]), b[2]));
         fprintf(f, "  optimizer      %sFLOP  (%s)\n", si((double)opt, b[0]),
                 optimizer_long(c->optimizer));
+        if (o->loss)
+            fprintf(f, "  loss           %s\n", o->loss->summary);
         fprintf(f, "  step           %sFLOP   %sFLOP per sample\n", si(step, b[0]),
                 si(step / (double)batch, b[1]));
     }
@@ -340,7 +341,8 @@ static void json_shape(struct fm_jw *w, const char *key, const struct fm_shape *
     fm_jw_end(w);
 }
 
-static void render_json(FILE *f, const struct fm_graph *g, const struct fm_counts *c)
+static void render_json(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
+                        const struct fm_report_opts *o)
 {
     struct fm_jw w;
     fm_jw_init(&w, f);
@@ -363,6 +365,11 @@ static void render_json(FILE *f, const struct fm_graph *g, const struct fm_count
     fm_jw_string(&w, "mode", fm_mode_name(c->mode));
     fm_jw_string(&w, "optimizer", fm_optimizer_name(c->optimizer));
     fm_jw_string(&w, "convention", convention);
+    if (o->loss && c->mode == FM_MODE_TRAIN) {
+        fm_jw_object(&w, "loss", false);
+        fm_report_json_loss(&w, g, o->loss);
+        fm_jw_end(&w);
+    }
 
     fm_jw_object(&w, "totals", false);
     fm_jw_u64(&w, "params", c->params);
@@ -433,7 +440,7 @@ enum fm_status fm_report_count(FILE *f, const struct fm_graph *g, const struct f
     switch (o.format) {
     case FM_FORMAT_TABLE: render_table(f, g, c, &o); break;
     case FM_FORMAT_CSV: render_csv(f, g, c, &o); break;
-    case FM_FORMAT_JSON: render_json(f, g, c); break;
+    case FM_FORMAT_JSON: render_json(f, g, c, &o); break;
     default: return FM_ERR_INVALID;
     }
     return ferror(f) ? FM_ERR_IO : FM_OK;

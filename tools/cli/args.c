@@ -1,6 +1,7 @@
-/* Option parsing from a declared table (struct cli_opt), the --help text generated from the
- * same table, the model options shared by the model commands, and number formatting. argv is
- * never modified. */
+/* Option parsing from a declared table (struct cli_opt), the --help text generated from the same
+ * table, the options the model and device commands share, and turning them into a session's
+ * options. Values of enums and times are parsed by the library's own parsers. argv is never
+ * modified. */
 #include "cli.h"
 
 #include <errno.h>
@@ -8,39 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int choice_index(const char *choices, const char *value)
-{
-    int idx = 0;
-    const char *p = choices;
-    size_t vl = strlen(value);
-    while (*p) {
-        const char *bar = strchr(p, '|');
-        size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (len == vl && strncmp(p, value, len) == 0)
-            return idx;
-        idx++;
-        if (!bar)
-            break;
-        p = bar + 1;
-    }
-    return -1;
-}
-
-void cli_print_help(FILE *f, const char *cmd, const char *usage, const char *description,
-                    const struct cli_opt *opts)
+static void print_help(FILE *f, const char *cmd, const char *usage, const char *description,
+                       const struct cli_opt *opts)
 {
     fprintf(f, "usage: flopmeter %s %s\n\n%s\n", cmd, usage, description);
     if (opts && opts[0].name)
         fprintf(f, "\noptions:\n");
     for (const struct cli_opt *o = opts; o && o->name; o++) {
         char left[96];
-        const char *mv = o->metavar;
         if (o->type == CLI_FLAG)
             snprintf(left, sizeof(left), "--%s", o->name);
-        else if (o->type == CLI_CHOICE)
-            snprintf(left, sizeof(left), "--%s %s", o->name, mv ? mv : o->choices);
         else
-            snprintf(left, sizeof(left), "--%s %s", o->name, mv ? mv : "VALUE");
+            snprintf(left, sizeof(left), "--%s %s", o->name, o->metavar ? o->metavar : "VALUE");
         fprintf(f, "  %-28s %s\n", left, o->help ? o->help : "");
     }
     fprintf(f, "  %-28s %s\n", "--help", "show this help");
@@ -83,13 +63,10 @@ static int set_value(const char *cmd, const struct cli_opt *o, const char *v)
     case CLI_STRING:
         *(const char **)o->dest = v;
         return 0;
-    case CLI_CHOICE: {
-        int idx = choice_index(o->choices, v);
-        if (idx < 0)
-            return usage_error(cmd, "--%s must be one of %s", o->name, o->choices);
-        *(int *)o->dest = idx;
+    case CLI_PARSED:
+        if (!o->parse(v, o->dest))
+            return usage_error(cmd, "--%s must be %s", o->name, o->metavar ? o->metavar : "valid");
         return 0;
-    }
     case CLI_MULTI:
         if (*o->count >= 16)
             return usage_error(cmd, "--%s given too many times%s", o->name, "");
@@ -114,7 +91,7 @@ int cli_parse(const char *cmd, const char *usage, const char *description,
             continue;
         }
         if (!only_pos && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-            cli_print_help(stdout, cmd, usage, description, opts);
+            print_help(stdout, cmd, usage, description, opts);
             return -1;
         }
         if (!only_pos && a[0] == '-' && a[1] == '-') {
@@ -143,7 +120,7 @@ int cli_parse(const char *cmd, const char *usage, const char *description,
             if (!v) {
                 if (i + 1 >= argc)
                     return usage_error(cmd, "--%s needs a value (%s)", o->name,
-                                       o->metavar ? o->metavar : (o->choices ? o->choices : ""));
+                                       o->metavar ? o->metavar : "");
                 v = argv[++i];
             }
             int r = set_value(cmd, o, v);
@@ -162,6 +139,39 @@ int cli_parse(const char *cmd, const char *usage, const char *description,
     return 0;
 }
 
+/* ---- the library's parsers, as cli_opt calls them ---- */
+
+bool cli_parse_format(const char *text, void *dest)
+{
+    return fm_format_parse(text, dest);
+}
+
+bool cli_parse_dtype(const char *text, void *dest)
+{
+    return fm_dtype_parse(text, dest);
+}
+
+bool cli_parse_optimizer(const char *text, void *dest)
+{
+    return fm_optimizer_parse(text, dest);
+}
+
+bool cli_parse_precision(const char *text, void *dest)
+{
+    struct cli_precision *p = dest;
+    p->given = fm_precision_parse_policy(text, &p->precision, &p->torch_default);
+    return p->given;
+}
+
+bool cli_parse_time(const char *text, void *dest)
+{
+    double s;
+    if (!fm_duration_parse(text, &s) || !(s > 0))
+        return false;
+    *(double *)dest = s;
+    return true;
+}
+
 /* ---- model options ---- */
 
 int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
@@ -169,6 +179,9 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
     memset(m, 0, sizeof(*m));
     m->batch = 1;
     m->classes = 1000;
+    m->optimizer = FM_OPTIM_SGD;
+    m->dtype = FM_DTYPE_FP32;
+    m->format = FM_FORMAT_TABLE;
     int n = 0;
     out[n++] = (struct cli_opt){"batch", CLI_INT, &m->batch, NULL, "N",
                                 "batch size (default 1; binds symbolic batch dims of ONNX inputs)",
@@ -181,30 +194,172 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
     out[n++] = (struct cli_opt){"classes", CLI_INT, &m->classes, NULL, "K",
                                 "number of classes of a built-in model (default 1000)", NULL, NULL};
     out[n++] = (struct cli_opt){"train", CLI_FLAG, &m->train, NULL, NULL,
-                                "a training step: forward, backward, optimizer (default)", NULL,
-                                NULL};
+                                "a training step: forward, loss, backward, optimizer (default)",
+                                NULL, NULL};
     out[n++] = (struct cli_opt){"infer", CLI_FLAG, &m->infer, NULL, NULL,
                                 "inference: forward only, BatchNorm with running statistics",
                                 NULL, NULL};
-    out[n++] = (struct cli_opt){"optimizer", CLI_CHOICE, &m->optimizer, "sgd|adam|none", NULL,
+    out[n++] = (struct cli_opt){"optimizer", CLI_PARSED, &m->optimizer, cli_parse_optimizer,
+                                "sgd|adam|none",
                                 "optimizer step counted in training (default sgd, with momentum)",
                                 NULL, NULL};
-    out[n++] = (struct cli_opt){"dtype", CLI_CHOICE, &m->dtype, "fp32|fp16|bf16", NULL,
+    out[n++] = (struct cli_opt){"dtype", CLI_PARSED, &m->dtype, cli_parse_dtype,
+                                "fp32|fp16|bf16|fp64",
                                 "storage type of activations and parameters (default fp32); "
                                 "decides bytes, not counts",
                                 NULL, NULL};
-    out[n++] = (struct cli_opt){"format", CLI_CHOICE, &m->format, CLI_FORMAT_CHOICES, NULL,
+    out[n++] = (struct cli_opt){"format", CLI_PARSED, &m->format, cli_parse_format,
+                                "table|csv|json",
                                 "output format (default table; csv and json print exact "
                                 "integers)",
                                 NULL, NULL};
     return n;
 }
 
-void cli_count_opts(const struct cli_model_opts *m, struct fm_count_opts *out)
+/* ---- device options ---- */
+
+int cli_device_opts_declare(struct cli_device_opts *d, struct cli_opt *out, unsigned what)
 {
-    fm_count_opts_init(out);
-    out->mode = m->infer ? FM_MODE_INFER : FM_MODE_TRAIN;
-    out->optimizer = (enum fm_optimizer)m->optimizer;
+    struct fm_predict_opts defaults;
+    fm_predict_opts_init(&defaults);
+    memset(d, 0, sizeof(*d));
+    d->ppp_compute = defaults.ppp_compute;
+    d->ppp_memory = defaults.ppp_memory;
+    d->ppp_comm = defaults.ppp_comm;
+    d->launch_us = defaults.launch_overhead_us;
+    int n = 0;
+    if (what & CLI_DEV_DEVICE)
+        out[n++] = (struct cli_opt){"device", CLI_STRING, &d->device, NULL, "NAME",
+                                    "device name or alias (flopmeter devices lists them: a100, "
+                                    "h100, v100, k80 ...), a GPU's name as nvidia-smi prints it, "
+                                    "or cpu / cuda[:N] to probe this machine's CPU or GPU",
+                                    NULL, NULL};
+    out[n++] = (struct cli_opt){"devices", CLI_STRING, &d->devices_file, NULL, "FILE",
+                                "add or override devices from a JSON file (docs/devices.md); "
+                                "also read: $FLOPMETER_DEVICES, "
+                                "$XDG_CONFIG_HOME/flopmeter/devices.json",
+                                NULL, NULL};
+    if (what & CLI_DEV_PRECISION)
+        out[n++] = (struct cli_opt){"precision", CLI_PARSED, &d->precision, cli_parse_precision,
+                                    "fp64|fp32|tf32|fp16|bf16|fp8|int8|torch-default",
+                                    "compute precision: picks the ceiling (default: the storage "
+                                    "--dtype). Tensor-core ceilings apply only to conv, matmul "
+                                    "and attention. torch-default = PyTorch on Ampere+: fp32 "
+                                    "convs on TF32, fp32 matmuls on FP32",
+                                    NULL, NULL};
+    if (what & CLI_DEV_PPP) {
+        out[n++] = (struct cli_opt){"ppp-compute", CLI_DOUBLE, &d->ppp_compute, NULL, "X",
+                                    "platform percent of peak for compute, 0 < X <= 1 (default "
+                                    "0.62, PALEO)",
+                                    NULL, NULL};
+        out[n++] = (struct cli_opt){"ppp-memory", CLI_DOUBLE, &d->ppp_memory, NULL, "Y",
+                                    "platform percent of peak for memory bandwidth (default "
+                                    "0.72, PALEO)",
+                                    NULL, NULL};
+        out[n++] = (struct cli_opt){"launch-overhead-us", CLI_DOUBLE, &d->launch_us, NULL, "U",
+                                    "added to every kernel (node and phase that does work); "
+                                    "default 0, PyTorch eager on a GPU is about 5-10",
+                                    NULL, NULL};
+    }
+    if (what & CLI_DEV_COMM)
+        out[n++] = (struct cli_opt){"ppp-comm", CLI_DOUBLE, &d->ppp_comm, NULL, "Z",
+                                    "platform percent of peak for the interconnect (default "
+                                    "0.72, PALEO)",
+                                    NULL, NULL};
+    return n;
+}
+
+/* ---- into a session ---- */
+
+void cli_bindings_free(struct cli_bindings *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free((void *)b->items[i].name);
+    b->n = 0;
+}
+
+int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
+                     const struct cli_device_opts *d, struct cli_bindings *b,
+                     struct fm_session_opts *o)
+{
+    b->n = 0;
+    if (m->train && m->infer) {
+        fprintf(stderr, "flopmeter: --train and --infer exclude each other: give one of them "
+                        "(a training step is the default)\n");
+        return FM_EXIT_USAGE;
+    }
+    struct fm_load_opts *lo = &o->load;
+    lo->zoo.batch = m->batch;
+    lo->zoo.classes = m->classes;
+    lo->zoo.dtype = m->dtype;
+    lo->batch_given = m->batch_given;
+    o->count.mode = m->infer ? FM_MODE_INFER : FM_MODE_TRAIN;
+    o->count.optimizer = m->optimizer;
+    /* one exit path: names copied so far are freed on every error (found by fuzz_args) */
+    for (int i = 0; i < m->n_inputs; i++) {
+        const char *eq = strchr(m->inputs[i], '=');
+        struct fm_shape s;
+        if (eq == m->inputs[i]) {
+            fprintf(stderr, "flopmeter: --input %s: the input name before '=' is empty\n",
+                    m->inputs[i]);
+            goto usage;
+        }
+        if (fm_shape_parse(ctx, eq ? eq + 1 : m->inputs[i], &s)) {
+            fprintf(stderr, "flopmeter: --input %s: %s\n", m->inputs[i], fm_ctx_error(ctx));
+            goto usage;
+        }
+        if (!eq) {
+            if (lo->zoo.input.rank) {
+                fprintf(stderr, "flopmeter: --input CxHxW given twice\n");
+                goto usage;
+            }
+            lo->zoo.input = s;
+            continue;
+        }
+        b->items[b->n].shape = s;
+        b->items[b->n].name = strndup(m->inputs[i], (size_t)(eq - m->inputs[i]));
+        if (!b->items[b->n].name) {
+            fprintf(stderr, "flopmeter: out of memory\n");
+            cli_bindings_free(b);
+            return FM_EXIT_FAIL;
+        }
+        b->n++;
+    }
+    lo->bindings = b->items;
+    lo->n_bindings = b->n;
+    if (d) {
+        o->device = d->device;
+        o->devices_file = d->devices_file;
+        o->precision = d->precision.given ? d->precision.precision : FM_PREC_FP32;
+        o->precision_given = d->precision.given;
+        o->torch_default = d->precision.torch_default;
+        o->predict.ppp_compute = d->ppp_compute;
+        o->predict.ppp_memory = d->ppp_memory;
+        o->predict.ppp_comm = d->ppp_comm;
+        o->predict.launch_overhead_us = d->launch_us;
+    }
+    return 0;
+usage:
+    cli_bindings_free(b);
+    return FM_EXIT_USAGE;
+}
+
+/* ---- context, failures, output ---- */
+
+static void log_line(void *user, const char *message)
+{
+    fprintf(stderr, "flopmeter %s: %s\n", (const char *)user, message);
+}
+
+struct fm_ctx *cli_ctx(const char *cmd)
+{
+    struct fm_ctx *ctx = NULL;
+    if (fm_ctx_new(NULL, &ctx)) {
+        fprintf(stderr, "flopmeter: out of memory\n");
+        return NULL;
+    }
+    fm_ctx_set_log(ctx, log_line, (void *)(uintptr_t)cmd);
+    return ctx;
 }
 
 int cli_fail(struct fm_ctx *ctx, enum fm_status st)
@@ -213,68 +368,11 @@ int cli_fail(struct fm_ctx *ctx, enum fm_status st)
     return st == FM_ERR_INVALID ? FM_EXIT_USAGE : FM_EXIT_FAIL;
 }
 
-int cli_model_load(struct fm_ctx *ctx, const char *model, const struct cli_model_opts *m,
-                   struct fm_graph **out)
+int cli_flush(int r)
 {
-    static const enum fm_dtype dtypes[] = {FM_DTYPE_FP32, FM_DTYPE_FP16, FM_DTYPE_BF16};
-    if (m->train && m->infer) {
-        fprintf(stderr, "flopmeter: --train and --infer exclude each other: give one of them "
-                        "(a training step is the default)\n");
-        return FM_EXIT_USAGE;
+    if (fflush(stdout) || ferror(stdout)) {
+        fprintf(stderr, "flopmeter: could not write the output\n");
+        return FM_EXIT_FAIL;
     }
-    struct fm_load_opts lo;
-    fm_load_opts_init(&lo);
-    lo.zoo.batch = m->batch;
-    lo.zoo.classes = m->classes;
-    lo.zoo.dtype = dtypes[m->dtype];
-    lo.zoo.with_loss = !m->infer;
-    lo.batch_given = m->batch_given;
-    struct fm_input_binding binds[16];
-    size_t nb = 0;
-    int ret = FM_EXIT_USAGE;
-    enum fm_status st;
-    /* one exit path: names copied so far are freed on every error (found by fuzz_args) */
-    for (int i = 0; i < m->n_inputs; i++) {
-        const char *eq = strchr(m->inputs[i], '=');
-        struct fm_shape s;
-        if (eq) {
-            if (eq == m->inputs[i]) {
-                fprintf(stderr, "flopmeter: --input %s: the input name before '=' is empty\n",
-                        m->inputs[i]);
-                goto out;
-            }
-            st = fm_shape_parse(ctx, eq + 1, &s);
-            if (st) {
-                fprintf(stderr, "flopmeter: --input %s: %s\n", m->inputs[i], fm_ctx_error(ctx));
-                goto out;
-            }
-            binds[nb].shape = s;
-            binds[nb].name = strndup(m->inputs[i], (size_t)(eq - m->inputs[i]));
-            if (!binds[nb].name) {
-                fprintf(stderr, "flopmeter: out of memory\n");
-                ret = FM_EXIT_FAIL;
-                goto out;
-            }
-            nb++;
-        } else {
-            if (lo.zoo.input.rank) {
-                fprintf(stderr, "flopmeter: --input CxHxW given twice\n");
-                goto out;
-            }
-            st = fm_shape_parse(ctx, m->inputs[i], &s);
-            if (st) {
-                fprintf(stderr, "flopmeter: --input %s: %s\n", m->inputs[i], fm_ctx_error(ctx));
-                goto out;
-            }
-            lo.zoo.input = s;
-        }
-    }
-    lo.bindings = binds;
-    lo.n_bindings = nb;
-    st = fm_model_load(ctx, model, &lo, out);
-    ret = st ? cli_fail(ctx, st) : 0;
-out:
-    for (size_t i = 0; i < nb; i++)
-        free((void *)binds[i].name);
-    return ret;
+    return r;
 }

@@ -1,6 +1,7 @@
-/* The CLI's shared pieces: the command table entry, options declared as data (parsed and
- * turned into --help text by one function), the model options every model command takes, and
- * output helpers. Each subcommand lives in its own cmd_<name>.c. */
+/* The CLI's shared pieces: the command table entry, options declared as data (parsed and turned
+ * into --help text by one function), the options every model command takes, and the exit path
+ * of a failed library call. The CLI parses arguments, calls the library (a session) and prints
+ * what src/report renders: it decides nothing about models, devices or peaks. */
 #ifndef FM_CLI_H
 #define FM_CLI_H
 
@@ -23,7 +24,7 @@ enum cli_opt_type {
     CLI_UINT,      /* int64_t*: a non-negative integer */
     CLI_DOUBLE,    /* double*: a finite number */
     CLI_STRING,    /* const char**: any text */
-    CLI_CHOICE,    /* int*: index into choices ("a|b|c") */
+    CLI_PARSED,    /* dest given to parse(), one of the library's own parsers (enums, times) */
     CLI_MULTI      /* const char**[16] + count in aux: repeatable string */
 };
 
@@ -31,52 +32,94 @@ struct cli_opt {
     const char *name;        /* long name without "--" */
     enum cli_opt_type type;
     void *dest;
-    const char *choices;     /* CLI_CHOICE: "table|csv|json" */
-    const char *metavar;     /* shown in help: N, CxHxW ... */
+    bool (*parse)(const char *text, void *dest);   /* CLI_PARSED: false = not a valid value */
+    const char *metavar;     /* shown in help and in errors: N, CxHxW, table|csv|json ... */
     const char *help;
     int *count;              /* CLI_MULTI: number stored */
     bool *given;             /* optional: set when the option appears */
 };
 
-/* Parses argv[1..] against opts. Positional arguments go to pos (up to max_pos); more or fewer
- * than [min_pos, max_pos] is a usage error. "--help" prints help and returns -1 (exit 0).
- * Returns 0, -1 (help shown) or FM_EXIT_USAGE after printing what was wrong to stderr. */
+/* Parses argv[1..] against opts (ending with a zeroed entry). Positional arguments go to pos (up
+ * to max_pos); more or fewer than [min_pos, max_pos] is a usage error. "--help" prints help and
+ * returns -1 (exit 0). Returns 0, -1 (help shown) or FM_EXIT_USAGE after printing what was
+ * wrong to stderr. */
 int cli_parse(const char *cmd, const char *usage, const char *description,
               const struct cli_opt *opts, int argc, char **argv, const char **pos, int min_pos,
               int max_pos);
-void cli_print_help(FILE *f, const char *cmd, const char *usage, const char *description,
-                    const struct cli_opt *opts);
 
-/* ---- options shared by the model commands (count, roofline, predict, measure ...) ---- */
+/* The library's parsers in the shape cli_opt wants (args.c). */
+bool cli_parse_format(const char *text, void *dest);      /* enum fm_format */
+bool cli_parse_dtype(const char *text, void *dest);       /* enum fm_dtype */
+bool cli_parse_optimizer(const char *text, void *dest);   /* enum fm_optimizer */
+bool cli_parse_precision(const char *text, void *dest);   /* struct cli_precision */
+bool cli_parse_time(const char *text, void *dest);        /* double seconds, > 0 */
 
-enum cli_format { CLI_FORMAT_TABLE = 0, CLI_FORMAT_CSV, CLI_FORMAT_JSON };
-#define CLI_FORMAT_CHOICES "table|csv|json"
+struct cli_precision {
+    enum fm_precision precision;
+    bool torch_default;
+    bool given;
+};
+
+/* ---- the options of the model commands (count, roofline, predict, utilization, measure) ---- */
 
 struct cli_model_opts {
     int64_t batch;
     bool batch_given;
-    const char *input;          /* CxHxW for built-ins; NAME=DIMS (repeatable) for ONNX */
-    const char *inputs[16];
+    const char *inputs[16];     /* CxHxW for built-ins; NAME=DIMS (repeatable) for ONNX */
     int n_inputs;
     int64_t classes;
     bool train, infer;
-    int optimizer;              /* index into "sgd|adam|none" */
-    int dtype;                  /* index into "fp32|fp16|bf16" */
-    int format;                 /* enum cli_format */
+    enum fm_optimizer optimizer;
+    enum fm_dtype dtype;
+    enum fm_format format;
 };
-
 #define CLI_MODEL_OPTS_MAX 10
 /* Fills out[] with the model options pointing into m (with defaults set); returns how many. */
 int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out);
-/* Loads the model named by `model` with m's options; prints the error and returns non-zero
- * (FM_EXIT_FAIL or FM_EXIT_USAGE) on failure. */
-int cli_model_load(struct fm_ctx *ctx, const char *model, const struct cli_model_opts *m,
-                   struct fm_graph **out);
-void cli_count_opts(const struct cli_model_opts *m, struct fm_count_opts *out);
 
-/* Prints "flopmeter: <message>" to stderr for a failed library call; returns the exit code
- * that fits the status. */
+/* ---- the device and prediction options (roofline, predict, utilization, measure) ---- */
+
+struct cli_device_opts {
+    const char *device;
+    const char *devices_file;
+    struct cli_precision precision;
+    double ppp_compute, ppp_memory, ppp_comm, launch_us;
+};
+enum {
+    CLI_DEV_DEVICE = 1u << 0,      /* --device NAME */
+    CLI_DEV_PRECISION = 1u << 1,   /* --precision */
+    CLI_DEV_PPP = 1u << 2,         /* --ppp-compute, --ppp-memory, --launch-overhead-us */
+    CLI_DEV_COMM = 1u << 3         /* --ppp-comm */
+};
+#define CLI_DEVICE_OPTS_MAX 8
+/* Declares --devices FILE and what `what` asks for; returns how many. */
+int cli_device_opts_declare(struct cli_device_opts *d, struct cli_opt *out, unsigned what);
+
+/* Turns parsed model and device options into the session's options (the --input strings become
+ * bindings owned by b, freed with cli_bindings_free). Prints the error and returns an exit code
+ * on a bad value. */
+struct cli_bindings {
+    struct fm_input_binding items[16];
+    size_t n;
+};
+int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
+                     const struct cli_device_opts *d, struct cli_bindings *b,
+                     struct fm_session_opts *out);
+void cli_bindings_free(struct cli_bindings *b);
+
+/* A context whose log lines go to stderr as "flopmeter CMD: ...". NULL (after saying why) when
+ * there is no memory. */
+struct fm_ctx *cli_ctx(const char *cmd);
+/* Prints "flopmeter: <message>" to stderr for a failed library call; returns the exit code that
+ * fits the status (a bad option value is a usage error). */
 int cli_fail(struct fm_ctx *ctx, enum fm_status st);
+/* Flushes stdout; a failed write is an error (exit 1). */
+int cli_flush(int r);
+
+/* Progress on stderr when it is a terminal (progress.c): a bar for runs, a line for probes. */
+void cli_progress(void *user, const char *what, int done, int total);
+/* The user pointer cli_progress wants: the model's or device's name, or NULL off a terminal. */
+void *cli_progress_user(const char *label);
 
 /* The command functions. */
 int cmd_count(int argc, char **argv);        /* cmd_count.c */

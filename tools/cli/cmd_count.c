@@ -6,12 +6,17 @@ static const char description[] =
     "separately) and the optimizer step of MODEL, per layer and in total: FLOPs and MACs\n"
     "(FLOPs = 2 x MACs + adds, muls, divs, compares and special functions), bytes moved by an\n"
     "unfused one-kernel-per-op execution, parameters, activation memory kept for backward and a\n"
-    "training-memory estimate. Nothing is run; counts are exact integers. Training counts include\n"
-    "a cross-entropy loss; the network input gets no gradient. Ops flopmeter does not know are\n"
-    "listed as uncounted and the totals say they are a lower bound.\n\n"
+    "training-memory estimate. Nothing is run; counts are exact integers. The network input gets\n"
+    "no gradient. Ops flopmeter does not know are listed as uncounted and the totals say they\n"
+    "are a lower bound.\n\n"
+    "A training step needs a loss, and every command adds the same one to a model that has none\n"
+    "(the report says which): classifier logits (N, K) get cross-entropy over the K classes, a\n"
+    "language model's logits (B, S, V) next-token cross-entropy at every position, any other\n"
+    "output a mean squared error against a random target. `measure` runs the graph counted here.\n\n"
     "table: --per-layer adds each layer's counts per phase and kind; --by-class adds totals per\n"
     "op class (conv, matmul, norm ...). csv: one row per layer and a total row (--by-class: one\n"
-    "row per class and phase). json: the full contract of docs/DESIGN.md.\n\n"
+    "row per class and phase). json: every total, by class, the loss and every layer, with\n"
+    "exact integers (docs/counting.md).\n\n"
     "examples:\n"
     "  flopmeter count resnet50 --batch 64\n"
     "  flopmeter count mobilenet_v2 --infer --format json\n"
@@ -31,37 +36,33 @@ int cmd_count(int argc, char **argv)
     int r = cli_parse("count", "MODEL [options]", description, opts, argc, argv, pos, 1, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
-
-    struct fm_ctx *ctx = NULL;
-    if (fm_ctx_new(NULL, &ctx)) {
-        fprintf(stderr, "flopmeter: out of memory\n");
+    struct fm_ctx *ctx = cli_ctx("count");
+    if (!ctx)
         return FM_EXIT_FAIL;
-    }
-    struct fm_graph *g = NULL;
-    struct fm_counts *c = NULL;
-    r = cli_model_load(ctx, pos[0], &m, &g);
-    if (r)
+    struct fm_session *s = NULL;
+    struct fm_session_opts so;
+    struct cli_bindings b;
+    fm_session_opts_init(&so, FM_TASK_WORK);
+    so.model = pos[0];
+    if ((r = cli_session_opts(ctx, &m, NULL, &b, &so)))
         goto out;
-    struct fm_count_opts co;
-    cli_count_opts(&m, &co);
-    enum fm_status st = fm_count(ctx, g, &co, &c);
+    enum fm_status st = fm_session_run(ctx, &so, &s);
+    cli_bindings_free(&b);
     if (st) {
         r = cli_fail(ctx, st);
         goto out;
     }
     struct fm_report_opts ro;
     fm_report_opts_init(&ro);
-    ro.format = (enum fm_format)m.format;
+    ro.format = m.format;
     ro.per_layer_detail = per_layer;
     ro.by_class = by_class;
-    st = fm_report_count(stdout, g, c, &ro);
-    if (st || fflush(stdout)) {
+    ro.loss = &s->loss;
+    if (fm_report_count(stdout, s->graph, s->counts, &ro))
         fprintf(stderr, "flopmeter: could not write the report\n");
-        r = FM_EXIT_FAIL;
-    }
+    r = cli_flush(r);
 out:
-    fm_counts_free(c);
-    fm_graph_free(g);
+    fm_session_free(s);
     fm_ctx_free(ctx);
     return r;
 }

@@ -269,5 +269,8 @@ enum fm_status fm_cpu_loss_check(struct fm_ctx *ctx, const struct fm_graph *g,
 enum fm_status fm_cpu_loss_fwd(struct fm_cpu *s, fm_nid id);
 enum fm_status fm_cpu_loss_bwd(struct fm_cpu *s, fm_nid id);
 enum fm_status fm_cpu_sgd_plan(struct fm_cpu *s, fm_tid param, fm_nid node);
+/* loss.c: MSELoss (mean squared error against a target of the same shape) */
+enum fm_status fm_cpu_mse_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_mse_bwd(struct fm_cpu *s, fm_nid id);
 
 #endif

@@ -44,6 +44,7 @@ static const struct op_impl impls[] = {
     {FM_OP_IDENTITY, fm_cpu_shape_check, fm_cpu_shape_fwd, fm_cpu_shape_bwd},
     {FM_OP_DROPOUT, fm_cpu_shape_check, fm_cpu_shape_fwd, fm_cpu_shape_bwd},
     {FM_OP_CROSS_ENTROPY, fm_cpu_loss_check, fm_cpu_loss_fwd, fm_cpu_loss_bwd},
+    {FM_OP_MSE_LOSS, NULL, fm_cpu_mse_fwd, fm_cpu_mse_bwd},
 };
 
 static const struct op_impl *impl_for(enum fm_op op)
@@ -119,7 +120,7 @@ static enum fm_status cpu_supports(struct fm_ctx *ctx, const struct fm_graph *g,
         return fm_error(ctx, FM_ERR_UNSUPPORTED,
                         "layer '%s': op %s is not supported by the CPU backend (it runs Conv, "
                         "Linear/Gemm, BatchNorm, activations, pooling, Add/Mul, Concat, "
-                        "Flatten/Reshape, Dropout and CrossEntropy); nothing was run",
+                        "Flatten/Reshape, Dropout, CrossEntropy and MSELoss); nothing was run",
                         n->name, n->op_name);
     return im->check ? im->check(ctx, g, n) : FM_OK;
 }
@@ -154,7 +155,7 @@ static enum fm_status check_graph(struct fm_ctx *ctx, const struct fm_graph *g,
         enum fm_status st = cpu_supports(ctx, g, (fm_nid)i);
         if (st)
             return st;
-        if (fm_graph_node(g, (fm_nid)i)->op == FM_OP_CROSS_ENTROPY)
+        if (fm_op_class(fm_graph_node(g, (fm_nid)i)->op) == FM_CLASS_LOSS)
             has_loss = true;
     }
     if (o->mode == FM_MODE_TRAIN && !has_loss)
@@ -503,6 +504,7 @@ static enum fm_status cpu_step(void *state, struct fm_step_timing *t)
     enum fm_status st = FM_OK;
     int prev_threads = omp_push(s->opts.threads);
     bool timing = t->nodes != NULL;
+    s->loss = NAN;   /* each loss node adds its value: a model with several losses sums them */
     double t0 = now_ms();
     for (size_t i = 0; i < s->n_items; i++) {
         struct fm_cpu_item *it = &s->items[i];

@@ -1,8 +1,9 @@
-/* The loss and the optimizer of the CPU backend, as plain loops (both are a few operations per
+/* The losses and the optimizer of the CPU backend, as plain loops (both are a few operations per
  * element, far from the step's cost): cross-entropy of logits (N, K) against class indices,
- * mean over the batch, with its gradient (softmax - onehot) / N; and SGD with momentum in
+ * mean over the batch, with its gradient (softmax - onehot) / N; mean squared error against a
+ * target, with its gradient 2 (y - t) / E; and SGD with momentum in
  * PyTorch's form, v = momentum * v + g, w = w - lr * v (no dampening, no weight decay, no
- * Nesterov). Not here: other losses, Adam. */
+ * Nesterov). A graph with several losses minimizes their sum. Not here: other losses, Adam. */
 #include "cpu.h"
 
 #include <math.h>
@@ -48,8 +49,9 @@ static enum fm_status ce_fwd(struct fm_cpu *s, const struct fm_cpu_item *it, voi
         p->lse[i] = (float)lse;
         total += lse - row[label];
     }
-    s->loss = total / (double)p->rows;
-    loss[0] = (float)s->loss;
+    double value = total / (double)p->rows;
+    s->loss = isnan(s->loss) ? value : s->loss + value;
+    loss[0] = (float)value;
     return FM_OK;
 }
 
@@ -119,6 +121,108 @@ enum fm_status fm_cpu_loss_bwd(struct fm_cpu *s, fm_nid id)
     dnnl_memory_t mems[2] = {m_x, m_dx};
     st = fm_cpu_add_fn(s, id, FM_PHASE_BWD_DATA, ce_bwd, s->nodes[id].priv, mems, 2);
     return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
+/* ---- mean squared error ---- */
+
+struct mse_priv {
+    uint64_t n;
+    bool dy, dt;                 /* which gradients the backward writes (its memories 2, 3) */
+};
+
+/* memories: prediction, target (plain, same dims), loss (one element) */
+static enum fm_status mse_fwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    const struct mse_priv *p = arg;
+    const float *y = fm_cpu_item_f32(it, 0), *t = fm_cpu_item_f32(it, 1);
+    float *loss = fm_cpu_item_f32(it, 2);
+    double total = 0.0;
+    for (uint64_t i = 0; i < p->n; i++) {
+        double d = (double)y[i] - (double)t[i];
+        total += d * d;
+    }
+    double value = total / (double)p->n;
+    s->loss = isnan(s->loss) ? value : s->loss + value;
+    loss[0] = (float)value;
+    return FM_OK;
+}
+
+/* memories: prediction, target, then d prediction and/or d target (plain), as p says */
+static enum fm_status mse_bwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct mse_priv *p = arg;
+    const float *y = fm_cpu_item_f32(it, 0), *t = fm_cpu_item_f32(it, 1);
+    float *dy = p->dy ? fm_cpu_item_f32(it, 2) : NULL;
+    float *dt = p->dt ? fm_cpu_item_f32(it, p->dy ? 3 : 2) : NULL;
+    float scale = 2.0f / (float)p->n;
+    for (uint64_t i = 0; i < p->n; i++) {
+        float g = (y[i] - t[i]) * scale;
+        if (dy)
+            dy[i] = g;
+        if (dt)
+            dt[i] = -g;
+    }
+    return FM_OK;
+}
+
+static void plain_md_of(const struct fm_cpu *s, fm_tid tid, dnnl_memory_desc_t *md)
+{
+    int64_t dims[FM_MAX_DIMS];
+    int rank = fm_cpu_dims(fm_graph_tensor(s->g, tid), dims);
+    fm_cpu_md_plain(md, rank, dims);
+}
+
+enum fm_status fm_cpu_mse_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    struct mse_priv *p = fm_cpu_buf(s, sizeof(*p));
+    if (!p)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    s->nodes[id].priv = p;
+    p->n = s->t[n->in[0]].numel;
+    dnnl_memory_desc_t md, lmd;
+    int64_t one = 1;
+    plain_md_of(s, n->in[0], &md);
+    fm_cpu_md_plain(&lmd, 1, &one);
+    dnnl_memory_t m_y, m_t;
+    enum fm_status st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[0], false, &md, &m_y);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[1], false, &md, &m_t);
+    if (!st)
+        st = fm_cpu_place(s, n->out[0], &lmd);
+    if (st)
+        return st;
+    dnnl_memory_t mems[3] = {m_y, m_t, s->t[n->out[0]].val_mem};
+    return fm_cpu_add_fn(s, id, FM_PHASE_FWD, mse_fwd, p, mems, 3);
+}
+
+enum fm_status fm_cpu_mse_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    dnnl_memory_desc_t md;
+    plain_md_of(s, n->in[0], &md);
+    dnnl_memory_t m_y, m_t, m_dy = NULL, m_dt = NULL;
+    struct fm_cpu_sink sk_y, sk_t;
+    enum fm_status st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->in[0], false, &md, &m_y);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->in[1], false, &md, &m_t);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_DATA, n->in[0], &md, &sk_y, &m_dy);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_DATA, n->in[1], &md, &sk_t, &m_dt);
+    if (st || (!m_dy && !m_dt))
+        return st;
+    struct mse_priv *p = s->nodes[id].priv;
+    p->dy = m_dy != NULL;
+    p->dt = m_dt != NULL;
+    dnnl_memory_t mems[4] = {m_y, m_t, m_dy ? m_dy : m_dt, m_dt};
+    st = fm_cpu_add_fn(s, id, FM_PHASE_BWD_DATA, mse_bwd, p, mems, 2 + p->dy + p->dt);
+    if (!st && m_dy)
+        st = fm_cpu_sink_end(s, &sk_y);
+    if (!st && m_dt)
+        st = fm_cpu_sink_end(s, &sk_t);
+    return st;
 }
 
 /* ---- SGD with momentum ---- */

@@ -175,14 +175,9 @@ enum fm_status fm_zoo_build(struct fm_ctx *ctx, const char *name, const struct f
         goto fail;
     }
     if (o.with_loss) {
-        struct fm_shape ls = {1, {o.batch}};
-        fm_tid labels, loss;
-        st = fm_graph_add_tensor(g, "labels", FM_ROLE_INPUT, FM_DTYPE_INT64, &ls, &labels);
-        if (st)
-            goto fail;
-        fm_tid lin[2] = {logits, labels};
-        const char *lname = "loss";
-        st = fm_graph_add_node(g, FM_OP_CROSS_ENTROPY, "loss", NULL, lin, 2, &lname, 1, &loss);
+        /* the same policy as every other model: the logits (N, classes) get cross-entropy */
+        struct fm_loss_info li;
+        st = fm_graph_add_loss(g, logits, &li);
         if (st)
             goto fail;
     }

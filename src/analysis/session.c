@@ -1,0 +1,478 @@
+/* The session: everything a command needs, resolved once and in one place, so that every command
+ * (and any program linking the library) gets the same answer to the same question:
+ *   - the model, with the loss policy applied for training (src/frontend/loss.c), and its counts;
+ *   - the device: a device-table name or alias, a name as nvidia-smi prints it, "cpu" (a short
+ *     probe of this machine) or "cuda[:N]" (the GPU's own name matched to the table);
+ *   - the precision (default: the storage dtype; torch-default is PyTorch's TF32 convolutions);
+ *   - the peak utilization is quoted against (fm_device_util_peak, or --peak);
+ *   - the prediction, the run estimate and data parallelism;
+ *   - for measure, the backend run (and an epoch of runs), and the utilization it reached.
+ * It prints nothing: src/report renders a session, the CLI prints what it renders. Warnings go to
+ * the context's log sink. */
+#include "../core/internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const task_names[] = {
+    [FM_TASK_WORK] = "count",          [FM_TASK_ROOFLINE] = "roofline",
+    [FM_TASK_PREDICT] = "predict",     [FM_TASK_UTILIZATION] = "utilization",
+    [FM_TASK_MEASURE] = "measure",
+};
+_Static_assert(sizeof(task_names) / sizeof(task_names[0]) == FM_TASK_COUNT,
+               "task_names must name every enum fm_task");
+
+const char *fm_task_name(enum fm_task task)
+{
+    return (unsigned)task < FM_TASK_COUNT ? task_names[task] : "?";
+}
+
+void fm_session_opts_init(struct fm_session_opts *o, enum fm_task task)
+{
+    memset(o, 0, sizeof(*o));
+    o->task = task;
+    fm_load_opts_init(&o->load);
+    fm_count_opts_init(&o->count);
+    fm_predict_opts_init(&o->predict);
+    fm_measure_opts_init(&o->run);
+    o->precision = FM_PREC_FP32;
+    o->epochs = 1.0;
+    o->gpus = 1;
+}
+
+const char *fm_session_precision_label(const struct fm_session *s)
+{
+    return s->torch_default ? "torch-default" : fm_precision_name(s->precision);
+}
+
+void fm_session_free(struct fm_session *s)
+{
+    if (!s)
+        return;
+    struct fm_ctx *ctx = s->ctx;
+    fm_measurement_free(s->measurement);
+    fm_measurement_free(s->epoch);
+    fm_prediction_free(s->prediction);
+    fm_counts_free(s->counts);
+    fm_devices_free(s->devices);
+    fm_graph_free(s->graph);
+    fm_dealloc(ctx, s->probe);
+    fm_dealloc(ctx, s);
+}
+
+/* ---- options that do not depend on the model ---- */
+
+/* A bad option is FM_ERR_INVALID (a usage error): the message says what to give instead. */
+static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opts *o)
+{
+    const struct fm_predict_opts *p = &o->predict;
+    if ((unsigned)o->task >= FM_TASK_COUNT)
+        return fm_error(ctx, FM_ERR_INVALID, "unknown task %d", (int)o->task);
+    if (!(p->ppp_compute > 0 && p->ppp_compute <= 1) || !(p->ppp_memory > 0 && p->ppp_memory <= 1) ||
+        !(p->ppp_comm > 0 && p->ppp_comm <= 1))
+        return fm_error(ctx, FM_ERR_INVALID, "PPP values are fractions of peak: each must be in "
+                        "(0, 1] (e.g. --ppp-compute 0.62)");
+    if (!(p->launch_overhead_us >= 0) || !isfinite(p->launch_overhead_us))
+        return fm_error(ctx, FM_ERR_INVALID, "--launch-overhead-us must be >= 0");
+    if (!(o->epochs >= 0) || !isfinite(o->epochs))
+        return fm_error(ctx, FM_ERR_INVALID, "--epochs must be >= 0");
+    if (o->gpus < 1 || o->gpus > 65536)
+        return fm_error(ctx, FM_ERR_INVALID, "--gpus must be between 1 and 65536");
+    if (o->gpus > 1 && o->count.mode == FM_MODE_INFER)
+        return fm_error(ctx, FM_ERR_INVALID, "--gpus models data-parallel training; drop --infer");
+    if (o->peak < 0 || !isfinite(o->peak))
+        return fm_error(ctx, FM_ERR_INVALID, "--peak must be positive FLOP/s (e.g. 1.5e11)");
+    if (o->task == FM_TASK_UTILIZATION) {
+        if (!(o->step_s >= 0) || !(o->epoch_s >= 0))
+            return fm_error(ctx, FM_ERR_INVALID, "times must be positive (e.g. 0.25, 250ms)");
+        if (o->step_s == 0 && o->epoch_s == 0)
+            return fm_error(ctx, FM_ERR_INVALID, "give --step-time T (and/or --epoch-time T with "
+                            "--dataset-size N)");
+        if (o->epoch_s > 0 && o->dataset_size == 0)
+            return fm_error(ctx, FM_ERR_INVALID, "--epoch-time needs --dataset-size N (samples "
+                            "per epoch)");
+    }
+    if (o->task == FM_TASK_MEASURE) {
+        if (o->count.optimizer != FM_OPTIM_SGD)
+            return fm_error(ctx, FM_ERR_INVALID, "the measured step uses SGD with momentum; "
+                            "--optimizer %s is for count/predict only",
+                            fm_optimizer_name(o->count.optimizer));
+        if (o->run.steps < 1 || o->run.steps > 100000 || o->run.warmup < 0 ||
+            o->run.warmup > 100000 || o->run.threads < 0 || o->run.threads > 4096)
+            return fm_error(ctx, FM_ERR_INVALID, "--steps and --warmup at most 100000, --threads "
+                            "at most 4096");
+        struct fm_target t;
+        enum fm_status st = fm_target_parse(ctx, o->device, &t);
+        if (st)
+            return fm_error(ctx, FM_ERR_INVALID, "--device %s: use cpu, cuda or cuda:N",
+                            o->device ? o->device : "?");
+        if (o->torch_default)
+            return fm_error(ctx, FM_ERR_INVALID, "a measured step runs at one precision: give "
+                            "--precision fp32, tf32, fp16 or bf16, not torch-default");
+    }
+    return FM_OK;
+}
+
+/* ---- the model ---- */
+
+static enum fm_status load_model(struct fm_session *s)
+{
+    struct fm_load_opts lo = s->opts.load;
+    bool train = s->opts.count.mode == FM_MODE_TRAIN;
+    /* the loss comes from the policy below, the same for the zoo and for files */
+    lo.zoo.with_loss = false;
+    enum fm_status st = fm_model_load(s->ctx, s->opts.model, &lo, &s->graph);
+    if (st)
+        return st;
+    if (train) {
+        st = fm_graph_add_loss(s->graph, FM_NONE, &s->loss);
+        if (st)
+            return st;
+    } else {
+        snprintf(s->loss.summary, sizeof(s->loss.summary), "none (inference)");
+    }
+    return fm_count(s->ctx, s->graph, &s->opts.count, &s->counts);
+}
+
+/* ---- the device ---- */
+
+static enum fm_status open_devices(struct fm_session *s)
+{
+    if (s->devices)
+        return FM_OK;
+    return fm_devices_load(s->ctx, s->opts.devices_file, &s->devices);
+}
+
+/* An unknown device name is a bad option: FM_ERR_INVALID, the lookup's message kept. */
+static enum fm_status find_device(struct fm_session *s, const char *name, const char *what)
+{
+    enum fm_status st = open_devices(s);
+    if (st)
+        return st;
+    st = fm_devices_find(s->ctx, s->devices, name, &s->device);
+    if (st)
+        return st == FM_ERR_NOT_FOUND ? FM_ERR_INVALID : st;
+    snprintf(s->device_how, sizeof(s->device_how), "%s", what);
+    return FM_OK;
+}
+
+static void probe_progress(void *user, const char *what, int done, int total)
+{
+    const struct fm_session *s = user;
+    char label[96];
+    snprintf(label, sizeof(label), "probe: %s", what);
+    s->opts.progress(s->opts.progress_user, label, done, total);
+}
+
+/* A short probe of a device to run on: its figures become the session's device. */
+static enum fm_status probe_device(struct fm_session *s, const char *target)
+{
+    struct fm_probe_opts po;
+    fm_probe_opts_init(&po);
+    po.device = target;
+    po.threads = s->opts.run.threads;
+    po.repetitions = 3;
+    po.seconds = 0.1;
+    if (s->opts.progress) {
+        po.progress = probe_progress;
+        po.progress_user = s;
+    }
+    if (!s->probe && !(s->probe = fm_alloc(s->ctx, sizeof(*s->probe))))
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory for the probe");
+    enum fm_status st = fm_probe(s->ctx, &po, s->probe);
+    if (st)
+        return st;
+    st = fm_probe_to_device(s->probe, &s->probed);
+    if (st)
+        return fm_error(s->ctx, st, "the probe of %s gave no device", target);
+    s->device = &s->probed;
+    snprintf(s->device_how, sizeof(s->device_how), "a short probe of this device");
+    return FM_OK;
+}
+
+/* The peak utilization is quoted against, one rule: --peak, else the device's conv/matmul
+ * ceiling at the precision (fm_device_util_peak). The source says where it came from. */
+static void set_peak(struct fm_session *s, const char *provenance)
+{
+    if (s->opts.peak > 0) {
+        s->peak = s->opts.peak;
+        snprintf(s->peak_source, sizeof(s->peak_source), "--peak");
+        return;
+    }
+    if (!s->device)
+        return;
+    s->peak = fm_device_util_peak(s->device, s->precision, s->torch_default);
+    if (s->probe && s->device == &s->probed) {
+        /* say which probe figure it is: a BLAS faster than the FMA loop is a matrix unit */
+        enum fm_precision p = s->precision == FM_PREC_TF32 ? FM_PREC_FP32 : s->precision;
+        bool gemm = s->probe->gemm[s->precision].median > s->probe->fma_all[p].median;
+        snprintf(s->peak_source, sizeof(s->peak_source),
+                 "a short probe of this device: median %s %s with %d thread%s (flopmeter probe "
+                 "for more repetitions)",
+                 fm_precision_name(gemm ? s->precision : p), gemm ? "GEMM" : "FMA",
+                 s->probe->threads, s->probe->threads == 1 ? "" : "s");
+        return;
+    }
+    snprintf(s->peak_source, sizeof(s->peak_source), "%s, the conv/matmul ceiling at %s%s",
+             s->device->name, fm_session_precision_label(s), provenance);
+}
+
+/* Devices of the analysis commands: a table entry, or a device string ("cpu": probe this
+ * machine; "cuda[:N]": probe the GPU and use its table entry when the table has it). */
+static enum fm_status analysis_device(struct fm_session *s)
+{
+    const char *name = s->opts.device;
+    if (!name || !*name)
+        return fm_error(s->ctx, FM_ERR_INVALID, "give the device: --device NAME (flopmeter "
+                        "devices lists them, e.g. --device a100)");
+    struct fm_target t;
+    enum fm_status st = fm_target_parse(s->ctx, name, &t);
+    if (st == FM_ERR_NOT_FOUND)
+        return find_device(s, name, "the device table");
+    if (st)
+        return st;
+    st = probe_device(s, name);
+    if (st || t.kind != FM_TARGET_CUDA)
+        return st;
+    /* a GPU: its datasheet when the table knows its name, the probe's figures otherwise */
+    const struct fm_device *d = NULL;
+    if (open_devices(s) == FM_OK && fm_devices_match(s->ctx, s->devices, s->probed.name, &d) == 0) {
+        s->device = d;
+        snprintf(s->device_how, sizeof(s->device_how), "matched from the GPU's name '%.80s'",
+                 s->probed.name);
+    }
+    return FM_OK;
+}
+
+static void resolve_precision(struct fm_session *s)
+{
+    const struct fm_session_opts *o = &s->opts;
+    s->torch_default = o->torch_default;
+    if (o->torch_default)
+        s->precision = FM_PREC_FP32;
+    else if (o->precision_given || o->task == FM_TASK_MEASURE)
+        s->precision = o->precision;
+    else   /* the storage dtype is the natural compute precision */
+        s->precision = o->load.zoo.dtype == FM_DTYPE_FP16   ? FM_PREC_FP16
+                       : o->load.zoo.dtype == FM_DTYPE_BF16 ? FM_PREC_BF16
+                       : o->load.zoo.dtype == FM_DTYPE_FP64 ? FM_PREC_FP64
+                                                            : FM_PREC_FP32;
+}
+
+/* ---- prediction ---- */
+
+static enum fm_status predict(struct fm_session *s)
+{
+    struct fm_predict_opts po = s->opts.predict;
+    po.device = s->device;
+    po.precision = s->precision;
+    po.torch_default = s->torch_default;
+    enum fm_status st = fm_predict(s->ctx, s->graph, s->counts, &po, &s->prediction);
+    if (st || s->opts.task != FM_TASK_PREDICT)
+        return st;
+    st = fm_predict_run(s->ctx, s->prediction, s->counts, s->opts.load.zoo.batch,
+                        s->opts.dataset_size, s->opts.epochs, &s->run);
+    if (st)
+        return st;
+    s->have_run = true;
+    if (s->opts.gpus <= 1)
+        return FM_OK;
+    double link_bw = s->device->interconnect_bw;
+    snprintf(s->link_name, sizeof(s->link_name), "%s",
+             s->device->interconnect ? s->device->interconnect : "?");
+    if (s->opts.interconnect) {
+        const struct fm_link *l = fm_link_find(s->opts.interconnect);
+        if (!l) {
+            char names[256];
+            size_t len = 0;
+            names[0] = '\0';
+            for (size_t i = 0; i < fm_link_count() && len < sizeof(names); i++)
+                len += (size_t)snprintf(names + len, sizeof(names) - len, " %s",
+                                        fm_link_get(i)->name);
+            return fm_error(s->ctx, FM_ERR_INVALID, "unknown --interconnect '%s'; one of:%s",
+                            s->opts.interconnect, names);
+        }
+        link_bw = l->bw;
+        snprintf(s->link_name, sizeof(s->link_name), "%s", l->name);
+    }
+    st = fm_predict_data_parallel(s->ctx, s->graph, s->counts, s->prediction,
+                                  s->opts.load.zoo.batch, s->opts.gpus, link_bw,
+                                  s->opts.predict.ppp_comm, &s->dp);
+    if (!st)
+        s->have_dp = true;
+    return st;
+}
+
+/* ---- measure ---- */
+
+static void run_progress(void *user, const char *what, int done, int total)
+{
+    const struct fm_session *s = user;
+    char label[96];
+    snprintf(label, sizeof(label), "%s: %s", s->epoch_running ? "epoch" : "steps", what);
+    s->opts.progress(s->opts.progress_user, label, done, total);
+}
+
+static enum fm_status measure(struct fm_session *s)
+{
+    const struct fm_session_opts *o = &s->opts;
+    struct fm_target t;
+    enum fm_status st = fm_target_parse(s->ctx, o->device, &t);
+    if (st)
+        return FM_ERR_INVALID;
+    bool peak_given = o->peak > 0, matched = false;
+    /* every layer the backend cannot run, named before anything runs (or all a dry run does) */
+    st = fm_measure_check(s->ctx, s->graph, o->device, &s->check);
+    if (st)
+        return st;
+    if (o->dry_run) {
+        if (o->spec && (st = find_device(s, o->spec, "--spec")) == FM_OK) {
+            set_peak(s, " (--spec)");
+            return predict(s);
+        }
+        return st;
+    }
+    if ((st = fm_measure_check_error(s->ctx, &s->check)))
+        return st;
+    /* the peak and the prediction's device: --spec, --peak, the GPU's datasheet (matched by the
+     * name CUDA reports, after the run) or a short probe of the CPU */
+    if (o->spec) {
+        st = find_device(s, o->spec, "--spec");
+        if (st == FM_ERR_INVALID) {
+            char msg[FM_ERRMSG_SIZE];
+            snprintf(msg, sizeof(msg), "%s", fm_ctx_error(s->ctx));
+            return fm_error(s->ctx, st, "--spec: %.900s", msg);
+        }
+        if (st)
+            return st;
+    } else if (!peak_given && t.kind == FM_TARGET_CPU && probe_device(s, "cpu") != FM_OK) {
+        /* no probe (a build without it, a busy device): measure anyway, say why */
+        snprintf(s->peak_source, sizeof(s->peak_source), "the probe failed: %.150s",
+                 fm_ctx_error(s->ctx));
+    }
+    struct fm_measure_opts mo = o->run;
+    mo.device = o->device ? o->device : "cpu";
+    mo.mode = o->count.mode;
+    mo.precision = s->precision;
+    if (o->progress) {
+        mo.progress = run_progress;
+        mo.progress_user = s;
+    }
+    st = fm_measure(s->ctx, s->graph, &mo, &s->measurement);
+    if (st)
+        return st;
+    if (t.kind == FM_TARGET_CUDA && !o->spec && !peak_given) {
+        const struct fm_device *d = NULL;
+        if (open_devices(s) == FM_OK &&
+            fm_devices_match(s->ctx, s->devices, s->measurement->device_name, &d) == FM_OK) {
+            s->device = d;
+            matched = true;
+            snprintf(s->device_how, sizeof(s->device_how), "matched from the GPU's name '%.80s'",
+                     s->measurement->device_name);
+        } else {
+            fm_log(s->ctx, "%s; using a short probe for the peak", fm_ctx_error(s->ctx));
+            if (probe_device(s, mo.device) != FM_OK)
+                snprintf(s->peak_source, sizeof(s->peak_source), "the probe failed: %.150s",
+                         fm_ctx_error(s->ctx));
+        }
+    }
+    if (matched && !peak_given) {
+        s->peak = fm_device_util_peak(s->device, s->precision, s->torch_default);
+        snprintf(s->peak_source, sizeof(s->peak_source),
+                 "%s datasheet, the conv/matmul ceiling at %s (matched from the GPU's name "
+                 "'%.60s'; --spec or --peak to choose another)",
+                 s->device->name, fm_precision_name(s->precision), s->measurement->device_name);
+    } else {
+        set_peak(s, o->spec ? " (--spec)" : "");
+    }
+    if (o->epoch_samples > 0) {
+        uint64_t batch = (uint64_t)o->load.zoo.batch;
+        uint64_t steps = (o->epoch_samples + batch - 1) / batch;
+        if (steps > 1000000)
+            return fm_error(s->ctx, FM_ERR_INVALID, "--epoch-samples gives %" PRIu64 " steps; at "
+                            "most 1000000", steps);
+        mo.steps = (int)steps;
+        mo.per_layer = false;
+        s->epoch_running = true;
+        st = fm_measure(s->ctx, s->graph, &mo, &s->epoch);
+        s->epoch_running = false;
+        if (st)
+            return st;
+        double total = 0;
+        for (size_t i = 0; i < s->epoch->n_steps; i++)
+            total += s->epoch->step_ms[i];
+        s->epoch_steps = steps;
+        s->epoch_s = total * 1e-3;
+    }
+    if (s->peak > 0) {
+        /* an epoch of the samples actually run: whole batches */
+        st = fm_utilization(s->ctx, s->counts, o->load.zoo.batch, s->peak,
+                            s->measurement->step_ms_median * 1e-3, s->epoch_s,
+                            s->epoch ? s->epoch_steps * (uint64_t)o->load.zoo.batch : 0,
+                            &s->util);
+        if (st)
+            return st;
+        s->have_util = true;
+    }
+    return s->device ? predict(s) : FM_OK;
+}
+
+/* ---- the session ---- */
+
+enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *opts,
+                              struct fm_session **out)
+{
+    *out = NULL;
+    enum fm_status st = check_opts(ctx, opts);
+    if (st)
+        return st;
+    struct fm_session *s = fm_alloc(ctx, sizeof(*s));
+    if (!s)
+        return fm_error(ctx, FM_ERR_NOMEM, "out of memory");
+    s->ctx = ctx;
+    s->opts = *opts;
+    s->loss.n = 0;
+    resolve_precision(s);
+    enum fm_task task = opts->task;
+    /* the device first: a wrong --device is a usage error, found before any work */
+    if (task == FM_TASK_ROOFLINE || task == FM_TASK_PREDICT || task == FM_TASK_UTILIZATION) {
+        st = analysis_device(s);
+        if (st)
+            goto fail;
+        set_peak(s, "");
+        if (task == FM_TASK_UTILIZATION && !(s->peak > 0)) {
+            st = fm_error(ctx, FM_ERR_INVALID, "%s has no %s ceiling; choose another "
+                          "--precision or give --peak", s->device->name,
+                          fm_session_precision_label(s));
+            goto fail;
+        }
+    }
+    st = load_model(s);
+    if (st)
+        goto fail;
+    switch (task) {
+    case FM_TASK_ROOFLINE:
+    case FM_TASK_PREDICT:
+        st = predict(s);
+        break;
+    case FM_TASK_UTILIZATION:
+        st = fm_utilization(ctx, s->counts, opts->load.zoo.batch, s->peak, opts->step_s,
+                            opts->epoch_s, opts->dataset_size, &s->util);
+        s->have_util = st == FM_OK;
+        break;
+    case FM_TASK_MEASURE:
+        st = measure(s);
+        break;
+    default:
+        break;
+    }
+    if (st)
+        goto fail;
+    *out = s;
+    return FM_OK;
+fail:
+    fm_session_free(s);
+    return st;
+}

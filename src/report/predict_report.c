@@ -1,0 +1,263 @@
+/* Predicted times of a session (PALEO, Qi et al. 2017): per layer and phase the compute, memory
+ * and launch times and both bounds, the phase totals, the step, samples per second, utilization,
+ * epoch and training time, and data parallelism, as a table, CSV or JSON. It computes nothing:
+ * fm_predict, fm_predict_run and fm_predict_data_parallel did. */
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
+                        const struct fm_prediction *p, const struct fm_run_estimate *run,
+                        const struct fm_dp_estimate *dp, const char *link_name, bool summary)
+{
+    const struct fm_device *d = p->opts.device;
+    char b[8][32];
+    bool train = p->mode == FM_MODE_TRAIN;
+    fprintf(f, "%s on %s | batch %lld, %s | precision %s | PPP compute %.2f, memory %.2f | launch "
+           "%g us/kernel\n",
+           fm_graph_name(g), d->name, (long long)batch,
+           train ? "training step" : "inference (forward only)", fm_report_precision_label(&p->opts),
+           p->opts.ppp_compute, p->opts.ppp_memory, p->opts.launch_overhead_us);
+    if (!summary) {
+        fprintf(f, "  %4s  %-26s %-10s %9s %9s %10s %10s %10s %10s %7s  %s\n", "#", "layer", "phase",
+               "FLOP", "bytes", "compute", "memory", "roofline", "paleo", "share", "bound");
+        const fm_nid *order = fm_graph_topo_order(g);
+        for (size_t i = 0; i < p->n_nodes; i++) {
+            const struct fm_node *n = fm_graph_node(g, order[i]);
+            bool first = true;
+            for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+                const struct fm_phase_time *t = &p->nodes[order[i]][ph];
+                if (t->flops <= 0 && t->bytes <= 0)
+                    continue;
+                char idx[24];
+                snprintf(idx, sizeof(idx), "%zu", i + 1);
+                fprintf(f, "  %4s  %-26.26s %-10s %9s %9s %10s %10s %10s %10s %6.2f%%  %s\n",
+                       first ? idx : "", first ? n->name : "", fm_phase_name((enum fm_phase)ph),
+                       fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]), fm_format_time(t->t_compute, b[2]),
+                       fm_format_time(t->t_memory, b[3]), fm_format_time(t->t_roofline, b[4]),
+                       fm_format_time(t->t_paleo, b[5]),
+                       p->step_roofline_s > 0 ? 100 * t->t_roofline / p->step_roofline_s : 0.0,
+                       t->memory_bound ? "memory" : "compute");
+                first = false;
+            }
+        }
+    }
+    fprintf(f, "by phase\n  %-10s %9s %9s %10s %10s %10s %10s %10s\n", "phase", "FLOP", "bytes",
+           "compute", "memory", "launch", "roofline", "paleo");
+    for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
+        const struct fm_phase_time *t = ph < FM_PHASE_COUNT ? &p->total[ph] : &p->step;
+        if (t->flops <= 0 && t->bytes <= 0)
+            continue;
+        fprintf(f, "  %-10s %9s %9s %10s %10s %10s %10s %10s\n",
+               ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "step",
+               fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]), fm_format_time(t->t_compute, b[2]),
+               fm_format_time(t->t_memory, b[3]), fm_format_time(t->t_launch, b[4]),
+               fm_format_time(t->t_roofline, b[5]), fm_format_time(t->t_paleo, b[6]));
+    }
+    fprintf(f, "prediction (roofline bound = compute and memory overlap | PALEO = they do not)\n");
+    const char *unit = train ? "step" : "batch latency";
+    fprintf(f, "  %-22s %12s | %s\n", unit, fm_format_time(run->step_s[0], b[0]), fm_format_time(run->step_s[1], b[1]));
+    fprintf(f, "  %-22s %12.1f | %.1f\n", train ? "samples/s" : "throughput (samples/s)",
+           run->samples_per_s[0], run->samples_per_s[1]);
+    fprintf(f, "  %-22s %12s | %s   (step FLOPs %sFLOP / (time x %sFLOP/s, %s peak))\n",
+           "utilization", fm_report_pct(run->utilization[0], b[0]), fm_report_pct(run->utilization[1], b[1]),
+           fm_format_si(run->step_flops, b[2]), fm_format_si(p->peak_ref, b[3]), fm_report_precision_label(&p->opts));
+    if (run->dataset_size) {
+        fprintf(f, "  %-22s %12s | %s   (%" PRIu64 " %s of %lld; the last partial batch timed as "
+               "full)\n",
+               train ? "epoch" : "pass over the data", fm_format_time(run->epoch_s[0], b[0]),
+               fm_format_time(run->epoch_s[1], b[1]), run->steps_per_epoch, train ? "steps" : "batches",
+               (long long)run->batch);
+        if (train) {
+            fprintf(f, "  %-22s %12s | %s   (%g epochs)\n", "training time", fm_format_time(run->total_s[0], b[0]),
+                   fm_format_time(run->total_s[1], b[1]), run->epochs);
+            fprintf(f, "  %-22s %12s   (%.3g FLOP: forward + backward per sample x samples x "
+                   "epochs + optimizer x steps)\n",
+                   "training compute", fm_format_si(run->total_flops, b[0]), run->total_flops);
+        }
+    } else {
+        fprintf(f, "  (--dataset-size N adds epoch time, training time and total compute)\n");
+    }
+    if (dp) {
+        fprintf(f, "data parallel: %d GPUs, ring all-reduce of %s of gradients over %s (%s/s "
+               "bidirectional, PPP %.2f): %s per step\n",
+               dp->gpus, fm_format_bytes(dp->grad_bytes, b[0]), link_name, fm_format_bytes(dp->link_bw, b[1]),
+               p->opts.ppp_comm, fm_format_time(dp->t_allreduce, b[2]));
+        fprintf(f, "  %-22s %12s | %s\n", "step, 1 GPU", fm_format_time(dp->step_1[0], b[0]),
+               fm_format_time(dp->step_1[1], b[1]));
+        fprintf(f, "  %-22s %12s | %s   efficiency %s | %s, %.0f | %.0f samples/s\n",
+               "step, not overlapped", fm_format_time(dp->step_serial[0], b[0]),
+               fm_format_time(dp->step_serial[1], b[1]), fm_report_pct(dp->efficiency_serial[0], b[2]),
+               fm_report_pct(dp->efficiency_serial[1], b[3]), dp->samples_per_s_serial[0],
+               dp->samples_per_s_serial[1]);
+        fprintf(f, "  %-22s %12s | %s   efficiency %s | %s, %.0f | %.0f samples/s\n",
+               "step, overlapped", fm_format_time(dp->step_overlap[0], b[0]),
+               fm_format_time(dp->step_overlap[1], b[1]), fm_report_pct(dp->efficiency_overlap[0], b[2]),
+               fm_report_pct(dp->efficiency_overlap[1], b[3]), dp->samples_per_s_overlap[0],
+               dp->samples_per_s_overlap[1]);
+        fprintf(f, "  (weak scaling: each GPU runs batch %lld; efficiency = 1-GPU step / N-GPU "
+               "step)\n",
+               (long long)batch);
+    }
+    fprintf(f, "%zu kernels (layer phases that do work); times are predictions, not measurements.\n",
+           p->kernels);
+}
+
+static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
+                      const struct fm_prediction *p)
+{
+    fprintf(f, "index,name,op,class,phase,precision,unit,flops,bytes,ceiling_flops,t_compute_s,"
+           "t_memory_s,t_launch_s,t_roofline_s,t_paleo_s,bound\n");
+    const fm_nid *order = fm_graph_topo_order(g);
+    for (size_t i = 0; i < p->n_nodes; i++) {
+        const struct fm_node *n = fm_graph_node(g, order[i]);
+        for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+            const struct fm_phase_time *t = &p->nodes[order[i]][ph];
+            const struct fm_work *w = &c->nodes[order[i]].phase[ph];
+            if (t->flops <= 0 && t->bytes <= 0)
+                continue;
+            fprintf(f, "%zu,\"%s\",%s,%s,%s,%s,%s,%" PRIu64 ",%" PRIu64
+                   ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n",
+                   i + 1, n->name, n->op_name, fm_class_name(fm_op_class(n->op)),
+                   fm_phase_name((enum fm_phase)ph), fm_precision_name(t->precision),
+                   t->tensor ? "tensor" : "vector", fm_work_flops(w),
+                   w->bytes_read + w->bytes_written, t->peak, t->t_compute, t->t_memory,
+                   t->t_launch, t->t_roofline, t->t_paleo, t->memory_bound ? "memory" : "compute");
+        }
+    }
+    for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
+        const struct fm_phase_time *t = ph < FM_PHASE_COUNT ? &p->total[ph] : &p->step;
+        fprintf(f, "total,\"%s\",,,%s,,,%.0f,%.0f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n",
+               ph < FM_PHASE_COUNT ? "total" : "step",
+               ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "all", t->flops, t->bytes,
+               t->peak, t->t_compute, t->t_memory, t->t_launch, t->t_roofline, t->t_paleo,
+               t->memory_bound ? "memory" : "compute");
+    }
+}
+
+static void json_times(struct fm_jw *w, const char *key, const struct fm_phase_time *t)
+{
+    fm_jw_object(w, key, true);
+    fm_jw_double(w, "flops", t->flops);
+    fm_jw_double(w, "bytes", t->bytes);
+    fm_jw_double(w, "ceiling_flops", t->peak);
+    fm_jw_double(w, "t_compute_s", t->t_compute);
+    fm_jw_double(w, "t_memory_s", t->t_memory);
+    fm_jw_double(w, "t_launch_s", t->t_launch);
+    fm_jw_double(w, "t_roofline_s", t->t_roofline);
+    fm_jw_double(w, "t_paleo_s", t->t_paleo);
+    fm_jw_string(w, "bound", t->memory_bound ? "memory" : "compute");
+    fm_jw_end(w);
+}
+
+static void json_pair(struct fm_jw *w, const char *key, const double *v)
+{
+    fm_jw_object(w, key, true);
+    fm_jw_double(w, "roofline", v[FM_BOUND_ROOFLINE]);
+    fm_jw_double(w, "paleo", v[FM_BOUND_PALEO]);
+    fm_jw_end(w);
+}
+
+static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
+                       const struct fm_counts *c, const struct fm_prediction *p,
+                       const struct fm_run_estimate *run, const struct fm_dp_estimate *dp,
+                       const char *link_name)
+{
+    struct fm_jw w;
+    fm_jw_init(&w, f);
+    fm_jw_object(&w, NULL, false);
+    fm_jw_string(&w, "flopmeter", FM_VERSION);
+    fm_jw_string(&w, "model", fm_graph_name(g));
+    fm_jw_string(&w, "device", p->opts.device->name);
+    fm_jw_i64(&w, "batch", batch);
+    fm_jw_string(&w, "mode", fm_mode_name(p->mode));
+    fm_jw_object(&w, "options", true);
+    fm_jw_string(&w, "precision", fm_report_precision_label(&p->opts));
+    fm_jw_double(&w, "ppp_compute", p->opts.ppp_compute);
+    fm_jw_double(&w, "ppp_memory", p->opts.ppp_memory);
+    fm_jw_double(&w, "ppp_comm", p->opts.ppp_comm);
+    fm_jw_double(&w, "launch_overhead_us", p->opts.launch_overhead_us);
+    fm_jw_end(&w);
+    fm_jw_array(&w, "layers", false);
+    const fm_nid *order = fm_graph_topo_order(g);
+    for (size_t i = 0; i < p->n_nodes; i++) {
+        const struct fm_node *n = fm_graph_node(g, order[i]);
+        fm_jw_object(&w, NULL, false);
+        fm_jw_string(&w, "name", n->name);
+        fm_jw_string(&w, "op", n->op_name);
+        fm_jw_string(&w, "class", fm_class_name(fm_op_class(n->op)));
+        for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+            const struct fm_phase_time *t = &p->nodes[order[i]][ph];
+            if (t->flops > 0 || t->bytes > 0)
+                json_times(&w, fm_phase_name((enum fm_phase)ph), t);
+        }
+        fm_jw_end(&w);
+    }
+    fm_jw_end(&w);
+    fm_jw_object(&w, "phases", false);
+    for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
+        json_times(&w, fm_phase_name((enum fm_phase)ph), &p->total[ph]);
+    fm_jw_end(&w);
+    json_times(&w, "step", &p->step);
+    fm_jw_u64(&w, "kernels", p->kernels);
+    fm_jw_object(&w, "run", false);
+    uint64_t step_flops = 0;
+    for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
+        step_flops += fm_work_flops(&c->total[ph]);
+    fm_jw_u64(&w, "step_flops", step_flops);
+    fm_jw_double(&w, "peak_ref_flops", p->peak_ref);
+    json_pair(&w, "step_s", run->step_s);
+    json_pair(&w, "samples_per_s", run->samples_per_s);
+    json_pair(&w, "utilization", run->utilization);
+    if (run->dataset_size) {
+        fm_jw_u64(&w, "dataset_size", run->dataset_size);
+        fm_jw_u64(&w, "steps_per_epoch", run->steps_per_epoch);
+        fm_jw_double(&w, "epochs", run->epochs);
+        json_pair(&w, "epoch_s", run->epoch_s);
+        json_pair(&w, "total_s", run->total_s);
+        fm_jw_double(&w, "epoch_flops", run->epoch_flops);
+        fm_jw_double(&w, "total_flops", run->total_flops);
+    }
+    fm_jw_end(&w);
+    if (dp) {
+        fm_jw_object(&w, "data_parallel", false);
+        fm_jw_i64(&w, "gpus", dp->gpus);
+        fm_jw_string(&w, "interconnect", link_name);
+        fm_jw_double(&w, "link_bw_bytes_per_s", dp->link_bw);
+        fm_jw_double(&w, "grad_bytes", dp->grad_bytes);
+        fm_jw_double(&w, "t_allreduce_s", dp->t_allreduce);
+        json_pair(&w, "step_1gpu_s", dp->step_1);
+        json_pair(&w, "step_serial_s", dp->step_serial);
+        json_pair(&w, "step_overlap_s", dp->step_overlap);
+        json_pair(&w, "efficiency_serial", dp->efficiency_serial);
+        json_pair(&w, "efficiency_overlap", dp->efficiency_overlap);
+        json_pair(&w, "samples_per_s_serial", dp->samples_per_s_serial);
+        json_pair(&w, "samples_per_s_overlap", dp->samples_per_s_overlap);
+        fm_jw_end(&w);
+    }
+    fm_jw_end(&w);
+    fm_jw_finish(&w);
+}
+
+enum fm_status fm_report_predict(FILE *f, const struct fm_session *s,
+                                 const struct fm_report_opts *opts)
+{
+    struct fm_report_opts o;
+    if (!opts)
+        fm_report_opts_init(&o);
+    else
+        o = *opts;
+    if (!s->prediction || !s->have_run)
+        return FM_ERR_INVALID;
+    int64_t batch = s->opts.load.zoo.batch;
+    const struct fm_dp_estimate *dp = s->have_dp ? &s->dp : NULL;
+    if (o.format == FM_FORMAT_TABLE)
+        print_table(f, s->graph, batch, s->prediction, &s->run, dp, s->link_name, o.summary);
+    else if (o.format == FM_FORMAT_CSV)
+        print_csv(f, s->graph, s->counts, s->prediction);
+    else
+        print_json(f, s->graph, batch, s->counts, s->prediction, &s->run, dp, s->link_name);
+    return ferror(f) ? FM_ERR_IO : FM_OK;
+}

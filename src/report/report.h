@@ -1,0 +1,29 @@
+/* Internal to src/report: small pieces several renderers share. Public renderers are declared in
+ * flopmeter.h; nothing here is API. */
+#ifndef FM_REPORT_H
+#define FM_REPORT_H
+
+#include "flopmeter.h"
+#include "../core/jsonw.h"
+
+/* "torch-default" or the precision's name, for a prediction's options. */
+const char *fm_report_precision_label(const struct fm_predict_opts *po);
+/* "memory" or "compute": where a kernel sits on its roofline (no bytes: compute). */
+const char *fm_report_bound(const struct fm_phase_time *t);
+/* A fraction as a percentage with one decimal: "41.3%". buf holds FM_FORMAT_SIZE bytes. */
+const char *fm_report_pct(double x, char *buf);
+/* The precision and unit kind of a ceiling, and which classes ran on it (roofline, svg). */
+struct fm_report_ceiling {
+    enum fm_precision prec;
+    bool tensor;
+    double peak;
+    unsigned classes;    /* bit per enum fm_class; bit FM_CLASS_COUNT = optimizer */
+};
+size_t fm_report_ceilings(const struct fm_graph *g, const struct fm_prediction *p,
+                          struct fm_report_ceiling *out, size_t max);
+
+/* The loss of a step into the open JSON object: "summary" and "losses" (kind, added, node,
+ * output, classes, positions). */
+void fm_report_json_loss(struct fm_jw *w, const struct fm_graph *g, const struct fm_loss_info *l);
+
+#endif
