@@ -1,0 +1,937 @@
+#!/usr/bin/python3
+"""Golden data for tests/test_backend_ops.c: every op of FM_OP_LIST, one small graph each, run
+once through PyTorch (forward, and in training the loss and the gradients).
+
+The test builds each case's graph with flopmeter's graph API, asks every backend built in
+whether it supports it, writes the starting values below into the backend, runs one step (lr 0,
+so nothing moves but BatchNorm's running statistics) and compares what the backend computed
+with what this script computed. An op a backend does not support is listed, not failed; an op
+of FM_OP_LIST without a case here fails the test, so a new op cannot come without one.
+
+Each case is one node of one op with its inputs. In training the test appends what both
+backends already run: Flatten(axis=1) of the op's output 0 and CrossEntropy against int64
+labels (mean), so the loss is the mean cross-entropy over the rows of the flattened output
+(output shapes have rank >= 2 and more than one element per row). The CrossEntropy case is
+its own loss: it has no labels line. Float inputs that should get a gradient are trainable
+PARAMs (backends compute gradients for parameters); BatchNorm's running statistics are BUFFERs;
+labels, indices, masks and other operands that take no gradient are INPUTs. Ops whose output
+carries no gradient (comparisons, logic, casts to integers, Range, ConstantOfShape) run forward
+only (inference). Dropout: ratio 0 in training (the identity; masks are random) and ratio 0.5
+in inference (also the identity).
+
+References are computed in float64 from the float32 starting values, so a golden is the exact
+answer rounded to float32 and the test's tolerance is all for the backend's float32 arithmetic.
+Starting values keep away from the points where an op's derivative jumps (ReLU's 0, Clip's
+bounds, Hardswish's +-3 ...) by at least 0.1, max-like ops see distinct values at least 0.05
+apart (no ties), and Div, Log, Sqrt, Reciprocal, Pow and ReduceProd see operands away from 0.
+
+Where flopmeter's semantics and PyTorch's differ, or flopmeter's rule leaves something open,
+the case follows flopmeter's rule (the family files under src/ops/ and the row comments of
+FM_OP_LIST in include/flopmeter.h) and says so next to it. The open points:
+  - HardSigmoid: the rule is clip(alpha x + beta, 0, 1) with the attrs as given; the cases give
+    alpha and beta explicitly (fm_attrs_init's 1 and 1 would be read literally by the rule).
+  - Pad: the rule carries no pad value or mode: constant 0 (ONNX's default).
+  - Resize: the rule carries only the mode and the output dims, no coordinate transformation:
+    ONNX's defaults, half_pixel (PyTorch's align_corners=False), cubic coefficient -0.75 (both
+    defaults agree); nearest only by integer factors, where ONNX's round_prefer_floor and
+    PyTorch's floor pick the same source pixels.
+  - ConstantOfShape: the rule carries no value: 0 (ONNX's default). Range: the rule carries only
+    the length and the dtype, no start or delta: 0, 1, ... (start 0, delta 1).
+  - Cast float -> int: truncation toward zero (C's and PyTorch's); values stay away from
+    integers and from .5.
+  - Attention: a boolean mask keeps the scores where it is true (PyTorch's
+    scaled_dot_product_attention, ONNX Attention); a float mask is added to the scaled scores;
+    FM_ATTR_CAUSAL masks key j > query i (top-left aligned), run with Sq == Sk only, where every
+    convention agrees; scale 0 means 1/sqrt(D).
+  - Clip bounds as tensors (ONNX's inputs 1 and 2) are not read by the rule: the cases give
+    attrs lo and hi only.
+  - Slice: ints are (start, end, step) per dim with start in [0, d] (or [-1, d-1] stepping back)
+    and end -1 meaning "before index 0" when stepping back: Python's range(start, end, step).
+
+File format (tests/data/goldens/backend_ops.txt), one record per line, '#' starts a comment:
+    case <name> <Op> <train|infer> <outputs>   starts a case; Op as fm_op_name prints it
+    attr <field> <values...>                  an fm_attrs field that differs from
+                                              fm_attrs_init: kernel, stride, dilation (2 each),
+                                              pad (4), output_padding, out_size (2), groups,
+                                              axis, ints (any count), alpha, beta, eps, lo, hi,
+                                              ratio, scale, flags (names joined by '|':
+                                              CEIL_MODE COUNT_PAD TRANS_A TRANS_B CAUSAL
+                                              KEEPDIMS GELU_TANH INFER_BN)
+    in <name> <PARAM|INPUT|BUFFER> <dtype> <dims>   the op's inputs in slot order; dtype as
+                                              fm_dtype_name prints it, dims like 2x3x4
+    in -                                      an omitted optional input (FM_NONE)
+    value <name> <n> <v...>                   starting value of an input (row-major)
+    labels <n> <v...>                         training: the labels of the appended loss
+    out <k> <n> <v...>                        the op's output k after the step
+    loss <v>                                  training: the loss of the step
+    grad <name> <n> <v...>                    training: d loss / d input, every PARAM
+    state <name> <n> <v...>                   a BUFFER's value after the step (BatchNorm)
+    tol <atol> <rtol>                         this case's tolerance, when not the test's
+                                              default (the reason is in this script)
+    end
+Floats have 9 significant digits (float32 round-trips); ints and bools are printed as
+integers.
+
+Run: /usr/bin/python3 tools/make_op_goldens.py   (Debian's python3-torch 1.13; CPU only)
+"""
+import math
+import os
+import sys
+import zlib
+
+import torch
+import torch.nn.functional as F
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "goldens",
+                   "backend_ops.txt")
+
+# enum fm_dtype (include/flopmeter.h): Cast, Range and ConstantOfShape carry it in ints
+DT = {"fp32": 0, "fp16": 1, "bf16": 2, "fp64": 3, "fp8": 4, "int64": 5, "int32": 6,
+      "int16": 7, "int8": 8, "uint8": 9, "bool": 10}
+
+# fm_attrs_init's values: only fields that differ are written
+DEFAULTS = {"kernel": [1, 1], "stride": [1, 1], "dilation": [1, 1], "pad": [0, 0, 0, 0],
+            "output_padding": [0, 0], "out_size": [0, 0], "groups": 1, "axis": 0, "ints": [],
+            "alpha": 1.0, "beta": 1.0, "eps": 1e-5, "lo": 0.0, "hi": 0.0, "ratio": 0.0,
+            "scale": 0.0, "flags": []}
+FLAG_NAMES = ["CEIL_MODE", "COUNT_PAD", "TRANS_A", "TRANS_B", "CAUSAL", "KEEPDIMS",
+              "GELU_TANH", "INFER_BN"]
+
+
+# ---- starting values: float32, deterministic per case and input ----
+
+class Values:
+    """Random starting values for one case, seeded by the case's name (adding a case does not
+    change the others)."""
+
+    def __init__(self, case_name):
+        self.g = torch.Generator().manual_seed(zlib.crc32(case_name.encode()))
+
+    def normal(self, shape, scale=1.0):
+        return torch.randn(shape, generator=self.g, dtype=torch.float64).float() * scale
+
+    def uniform(self, shape, lo, hi):
+        u = torch.rand(shape, generator=self.g, dtype=torch.float64)
+        return (lo + (hi - lo) * u).float()
+
+    def away(self, shape, kinks, scale=1.0):
+        """Normal values moved at least 0.1 away from every kink."""
+        v = self.normal(shape, scale).double()
+        for k in kinks:
+            near = (v - k).abs() < 0.1
+            push = torch.where(v < k, torch.full_like(v, -0.15), torch.full_like(v, 0.15))
+            v = torch.where(near, k + push, v)
+        return v.float()
+
+    def distinct(self, shape, step=0.05):
+        """Distinct values step apart, shuffled: max-like ops see no ties."""
+        n = math.prod(shape)
+        v = (torch.arange(n, dtype=torch.float64) - n / 2) * step
+        return v[torch.randperm(n, generator=self.g)].reshape(shape).float()
+
+    def nonzero(self, shape, lo, hi):
+        """Magnitudes uniform in [lo, hi], random signs."""
+        m = self.uniform(shape, lo, hi)
+        s = torch.randint(0, 2, shape, generator=self.g) * 2 - 1
+        return m * s.float()
+
+    def ints(self, shape, lo, hi):
+        return torch.randint(lo, hi, shape, generator=self.g, dtype=torch.int64)
+
+    def bools(self, shape):
+        return torch.randint(0, 2, shape, generator=self.g).bool()
+
+    def roundish(self, shape, scale=2.0):
+        """Small integers as floats (comparisons see equal elements)."""
+        return torch.round(self.normal(shape, scale))
+
+
+# ---- cases ----
+
+class In:
+    def __init__(self, name, role, dtype, shape, value):
+        self.name, self.role, self.dtype, self.shape = name, role, dtype, list(shape)
+        self.value = value
+
+
+NONE = None   # an omitted optional input
+
+
+class Case:
+    def __init__(self, name, op, mode, inputs, fn, attrs=None, n_out=1, tol=None):
+        self.name, self.op, self.mode = name, op, mode
+        self.inputs, self.fn = inputs, fn
+        self.attrs = attrs or {}
+        self.n_out = n_out
+        self.tol = tol
+
+
+CASES = []
+
+
+def case(name, op, mode, fn, inputs, n_out=1, tol=None, **attrs):
+    """One case: op (as fm_op_name prints it) in mode "train" or "infer"; fn maps the inputs
+    (float64 tensors, None for an omitted slot) to the list of the op's outputs; attrs are
+    fm_attrs fields by name. tol=(atol, rtol) loosens the test's default tolerance for this
+    case only: say why next to it."""
+    CASES.append(Case(name, op, mode, inputs, fn, attrs, n_out, tol))
+
+
+# inputs: a trainable parameter (gets a gradient), an input (no gradient), a buffer (state)
+def P(name, value):
+    return In(name, "PARAM", "fp32", value.shape, value)
+
+
+def I(name, value, dtype=None):
+    if dtype is None:
+        dtype = {torch.float32: "fp32", torch.int64: "int64", torch.bool: "bool"}[value.dtype]
+    return In(name, "INPUT", dtype, value.shape, value)
+
+
+def B(name, value):
+    return In(name, "BUFFER", "fp32", value.shape, value)
+
+
+# -- conv.c: Conv (2-D; 1-D reads index 1 of the window attributes), ConvTranspose --
+
+def conv2d(a):
+    def f(x, w, b=None):
+        t, l, bo, r = a.get("pad", [0, 0, 0, 0])
+        x = F.pad(x, (l, r, t, bo))   # asymmetric padding: pad first, then a valid conv
+        return [F.conv2d(x, w, b, a.get("stride", [1, 1]), 0, a.get("dilation", [1, 1]),
+                         a.get("groups", 1))]
+    return f
+
+
+def add_conv_cases():
+    v = Values("conv_basic")
+    a = dict(kernel=[3, 3], pad=[1, 1, 1, 1])
+    case("conv_basic", "Conv", "train", conv2d(a),
+         [P("x", v.normal((2, 3, 5, 5))), P("w", v.normal((4, 3, 3, 3), 0.3)),
+          P("b", v.normal((4,), 0.3))], **a)
+    # grouped, strided, dilated, padded, with bias
+    v = Values("conv_grouped_strided_dilated")
+    a = dict(kernel=[3, 3], stride=[2, 2], dilation=[2, 2], pad=[2, 2, 2, 2], groups=2)
+    case("conv_grouped_strided_dilated", "Conv", "train", conv2d(a),
+         [P("x", v.normal((2, 4, 7, 7))), P("w", v.normal((6, 2, 3, 3), 0.3)),
+          P("b", v.normal((6,), 0.3))], **a)
+    # depthwise, the bias slot given but empty
+    v = Values("conv_depthwise")
+    a = dict(kernel=[3, 3], pad=[1, 1, 1, 1], groups=4)
+    case("conv_depthwise", "Conv", "train", lambda x, w, b, f=conv2d(a): f(x, w),
+         [P("x", v.normal((2, 4, 4, 4))), P("w", v.normal((4, 1, 3, 3), 0.3)), NONE], **a)
+    # inference: the forward-inference primitives, no bias
+    v = Values("conv_infer")
+    a = dict(kernel=[3, 3], stride=[2, 2], pad=[1, 1, 1, 1])
+    case("conv_infer", "Conv", "infer", conv2d(a),
+         [I("x", v.normal((2, 3, 5, 5))), P("w", v.normal((4, 3, 3, 3), 0.3))], **a)
+    # asymmetric kernel, stride and padding (top 1, left 0, bottom 0, right 2)
+    v = Values("conv_asymmetric")
+    a = dict(kernel=[1, 3], stride=[2, 1], pad=[1, 0, 0, 2])
+    case("conv_asymmetric", "Conv", "train", conv2d(a),
+         [P("x", v.normal((2, 3, 5, 4))), P("w", v.normal((4, 3, 1, 3), 0.3))], **a)
+    # 1-D: (N, C, L); the window attributes live at index 1 (pad[1] left, pad[3] right)
+    v = Values("conv_1d")
+    a = dict(kernel=[1, 3], stride=[1, 2], pad=[0, 1, 0, 1])
+    case("conv_1d", "Conv", "train",
+         lambda x, w, b: [F.conv1d(x, w, b, stride=2, padding=1)],
+         [P("x", v.normal((2, 3, 9))), P("w", v.normal((4, 3, 3), 0.3)),
+          P("b", v.normal((4,), 0.3))], **a)
+
+    # ConvTranspose: W (C, Cout/g, kh, kw); out = (in-1)*stride - pads + dil*(k-1) + outpad + 1
+    v = Values("conv_transpose_basic")
+    a = dict(kernel=[3, 3], stride=[2, 2], pad=[1, 1, 1, 1], output_padding=[1, 1])
+    case("conv_transpose_basic", "ConvTranspose", "train",
+         lambda x, w, b: [F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1)],
+         [P("x", v.normal((2, 4, 3, 3))), P("w", v.normal((4, 3, 3, 3), 0.3)),
+          P("b", v.normal((3,), 0.3))], **a)
+    v = Values("conv_transpose_grouped_dilated")
+    a = dict(kernel=[3, 3], dilation=[2, 2], groups=2)
+    case("conv_transpose_grouped_dilated", "ConvTranspose", "train",
+         lambda x, w: [F.conv_transpose2d(x, w, None, groups=2, dilation=2)],
+         [P("x", v.normal((2, 4, 3, 3))), P("w", v.normal((4, 2, 3, 3), 0.3))], **a)
+
+
+# -- matmul.c: Linear, Gemm, MatMul --
+
+def gemm(a):
+    fl = a.get("flags", [])
+
+    def f(A, Bm, C=None):
+        y = a.get("alpha", 1.0) * ((A.t() if "TRANS_A" in fl else A) @
+                                   (Bm.t() if "TRANS_B" in fl else Bm))
+        return [y if C is None else y + a.get("beta", 1.0) * C]
+    return f
+
+
+def add_matmul_cases():
+    v = Values("linear_2d")
+    case("linear_2d", "Linear", "train", lambda x, w, b: [F.linear(x, w, b)],
+         [P("x", v.normal((3, 12))), P("w", v.normal((5, 12), 0.3)), P("b", v.normal((5,), 0.3))])
+    # no bias: the slot given but empty
+    v = Values("linear_no_bias")
+    case("linear_no_bias", "Linear", "train", lambda x, w, b: [F.linear(x, w)],
+         [P("x", v.normal((4, 7))), P("w", v.normal((6, 7), 0.3)), NONE])
+    # a transformer's Linear over (B, S, K)
+    v = Values("linear_3d")
+    case("linear_3d", "Linear", "train", lambda x, w, b: [F.linear(x, w, b)],
+         [P("x", v.normal((2, 3, 8))), P("w", v.normal((5, 8), 0.3)), P("b", v.normal((5,), 0.3))])
+
+    # Gemm: alpha * op(A) op(B) + beta * C, C broadcast to (M, N)
+    v = Values("gemm_linear_form")
+    a = dict(flags=["TRANS_B"])
+    case("gemm_linear_form", "Gemm", "train", gemm(a),
+         [P("a", v.normal((3, 8))), P("b", v.normal((5, 8), 0.3)), P("c", v.normal((5,), 0.3))],
+         **a)
+    v = Values("gemm_trans_a_alpha_beta")
+    a = dict(flags=["TRANS_A"], alpha=0.5, beta=2.0)
+    case("gemm_trans_a_alpha_beta", "Gemm", "train", gemm(a),
+         [P("a", v.normal((6, 3))), P("b", v.normal((6, 4), 0.3)), P("c", v.normal((3, 4), 0.3))],
+         **a)
+    v = Values("gemm_trans_both_row_c")
+    a = dict(flags=["TRANS_A", "TRANS_B"], beta=0.5)
+    case("gemm_trans_both_row_c", "Gemm", "train", gemm(a),
+         [P("a", v.normal((5, 3))), P("b", v.normal((4, 5), 0.3)), P("c", v.normal((1, 4), 0.3))],
+         **a)
+    v = Values("gemm_no_c")
+    case("gemm_no_c", "Gemm", "train", gemm({}),
+         [P("a", v.normal((3, 5))), P("b", v.normal((5, 4), 0.3))])
+
+    # MatMul: numpy semantics (batch broadcasting, 1-D operands)
+    v = Values("matmul_2d")
+    case("matmul_2d", "MatMul", "train", lambda A, Bm: [A @ Bm],
+         [P("a", v.normal((3, 4))), P("b", v.normal((4, 5)))])
+    v = Values("matmul_batch_broadcast")
+    case("matmul_batch_broadcast", "MatMul", "train", lambda A, Bm: [torch.matmul(A, Bm)],
+         [P("a", v.normal((2, 1, 3, 4))), P("b", v.normal((3, 4, 2)))])
+    v = Values("matmul_1d_rhs")
+    case("matmul_1d_rhs", "MatMul", "train", lambda A, Bm: [torch.matmul(A, Bm)],
+         [P("a", v.normal((2, 3, 4))), P("b", v.normal((4,)))])
+    v = Values("matmul_1d_lhs")
+    case("matmul_1d_lhs", "MatMul", "train", lambda A, Bm: [torch.matmul(A, Bm)],
+         [P("a", v.normal((4,))), P("b", v.normal((2, 4, 3)))])
+
+
+# -- norm.c --
+
+def batchnorm(a, train):
+    def f(x, w, b, rm, rv):
+        batch_stats = train and "INFER_BN" not in a.get("flags", [])
+        return [F.batch_norm(x, rm, rv, w, b, training=batch_stats, momentum=0.1,
+                             eps=a.get("eps", 1e-5))]
+    return f
+
+
+def add_norm_cases():
+    def bn_inputs(v, shape):
+        c = shape[1]
+        return [P("x", v.normal(shape, 2.0)), P("scale", v.uniform((c,), 0.5, 1.5)),
+                P("bias", v.normal((c,), 0.5)), B("running_mean", v.normal((c,), 0.5)),
+                B("running_var", v.uniform((c,), 0.5, 2.0))]
+    # training: batch statistics; the running statistics move (momentum 0.1, unbiased var)
+    v = Values("batchnorm_train")
+    case("batchnorm_train", "BatchNorm", "train", batchnorm({}, True), bn_inputs(v, (3, 4, 3, 3)))
+    v = Values("batchnorm_train_2d")
+    case("batchnorm_train_2d", "BatchNorm", "train", batchnorm({}, True), bn_inputs(v, (6, 5)))
+    # inference: the running statistics; eps other than the default, so a backend must read it
+    v = Values("batchnorm_infer")
+    a = dict(eps=1e-2)
+    ins = bn_inputs(v, (2, 3, 4, 4))
+    ins[0] = I("x", ins[0].value)
+    case("batchnorm_infer", "BatchNorm", "infer", batchnorm(a, False), ins, **a)
+    # frozen statistics in training (FM_ATTR_INFER_BN): an affine map with gradients
+    v = Values("batchnorm_frozen_train")
+    a = dict(flags=["INFER_BN"], eps=1e-3)
+    case("batchnorm_frozen_train", "BatchNorm", "train", batchnorm(a, True),
+         bn_inputs(v, (2, 3, 3, 3)), **a)
+
+    # LayerNorm normalizes dims [axis, rank); scale and bias have that many elements
+    v = Values("layernorm_last")
+    a = dict(axis=-1)
+    case("layernorm_last", "LayerNorm", "train",
+         lambda x, w, b: [F.layer_norm(x, x.shape[-1:], w, b, 1e-5)],
+         [P("x", v.normal((2, 3, 8), 2.0)), P("scale", v.uniform((8,), 0.5, 1.5)),
+          P("bias", v.normal((8,), 0.5))], **a)
+    v = Values("layernorm_axis1")
+    a = dict(axis=1, eps=1e-3)
+    case("layernorm_axis1", "LayerNorm", "train",
+         lambda x, w, b: [F.layer_norm(x, x.shape[1:], w, b, 1e-3)],
+         [P("x", v.normal((2, 3, 4), 2.0)), P("scale", v.uniform((3, 4), 0.5, 1.5)),
+          P("bias", v.normal((3, 4), 0.5))], **a)
+    v = Values("layernorm_no_affine")
+    a = dict(axis=-1)
+    case("layernorm_no_affine", "LayerNorm", "train",
+         lambda x: [F.layer_norm(x, x.shape[-1:], None, None, 1e-5)],
+         [P("x", v.normal((3, 6), 2.0))], **a)
+
+    v = Values("groupnorm")
+    a = dict(groups=3)
+    case("groupnorm", "GroupNorm", "train",
+         lambda x, w, b: [F.group_norm(x, 3, w, b, 1e-5)],
+         [P("x", v.normal((2, 6, 3, 3), 2.0)), P("scale", v.uniform((6,), 0.5, 1.5)),
+          P("bias", v.normal((6,), 0.5))], **a)
+    v = Values("instancenorm")
+    case("instancenorm", "InstanceNorm", "train",
+         lambda x, w, b: [F.instance_norm(x, weight=w, bias=b, eps=1e-5)],
+         [P("x", v.normal((2, 3, 4, 4), 2.0)), P("scale", v.uniform((3,), 0.5, 1.5)),
+          P("bias", v.normal((3,), 0.5))])
+
+
+# -- act.c --
+
+def add_act_cases():
+    X = (2, 3, 4, 4)
+
+    def act(name, op, fn, x, **a):
+        case(name, op, "train", lambda t: [fn(t)], [P("x", x)], **a)
+
+    act("relu", "ReLU", F.relu, Values("relu").away(X, [0.0]))
+    act("clip_relu6", "Clip", lambda t: torch.clamp(t, 0.0, 6.0),
+        Values("clip_relu6").away(X, [0.0, 6.0], 4.0), lo=0.0, hi=6.0)
+    act("clip_custom", "Clip", lambda t: torch.clamp(t, -0.5, 0.75),
+        Values("clip_custom").away(X, [-0.5, 0.75]), lo=-0.5, hi=0.75)
+    act("leaky_relu", "LeakyReLU", lambda t: F.leaky_relu(t, 0.1),
+        Values("leaky_relu").away(X, [0.0]), alpha=0.1)
+    act("sigmoid", "Sigmoid", torch.sigmoid, Values("sigmoid").normal(X, 2.0))
+    act("tanh", "Tanh", torch.tanh, Values("tanh").normal(X))
+    act("silu", "SiLU", F.silu, Values("silu").normal(X, 2.0))
+    act("gelu", "GELU", F.gelu, Values("gelu").normal(X, 2.0))
+    act("gelu_tanh", "GELU", lambda t: F.gelu(t, approximate="tanh"),
+        Values("gelu_tanh").normal(X, 2.0), flags=["GELU_TANH"])
+    act("hardswish", "Hardswish", F.hardswish, Values("hardswish").away(X, [-3.0, 3.0], 3.0))
+    # ONNX's defaults (0.2, 0.5) and PyTorch's (1/6, 1/2); given explicitly (see the header)
+    act("hardsigmoid_onnx", "Hardsigmoid", lambda t: torch.clamp(0.2 * t + 0.5, 0.0, 1.0),
+        Values("hardsigmoid_onnx").away(X, [-2.5, 2.5], 3.0), alpha=0.2, beta=0.5)
+    act("hardsigmoid_torch", "Hardsigmoid", lambda t: torch.clamp(t / 6.0 + 0.5, 0.0, 1.0),
+        Values("hardsigmoid_torch").away(X, [-3.0, 3.0], 3.0), alpha=1.0 / 6.0, beta=0.5)
+
+    # PRelu: y = x > 0 ? x : slope * x, slope broadcast to X
+    v = Values("prelu_channel")
+    case("prelu_channel", "PRelu", "train", lambda x, s: [torch.where(x > 0, x, s * x)],
+         [P("x", v.away(X, [0.0])), P("slope", v.uniform((3, 1, 1), 0.05, 0.5))])
+    v = Values("prelu_scalar")
+    case("prelu_scalar", "PRelu", "train", lambda x, s: [torch.where(x > 0, x, s * x)],
+         [P("x", v.away((3, 5), [0.0])), P("slope", v.uniform((1,), 0.05, 0.5))])
+
+    # Softmax / LogSoftmax along one axis
+    case("softmax_last", "Softmax", "train", lambda t: [torch.softmax(t, -1)],
+         [P("x", Values("softmax_last").normal((2, 3, 5), 2.0))], axis=-1)
+    case("softmax_axis1", "Softmax", "train", lambda t: [torch.softmax(t, 1)],
+         [P("x", Values("softmax_axis1").normal((2, 4, 3), 2.0))], axis=1)
+    case("log_softmax_last", "LogSoftmax", "train", lambda t: [torch.log_softmax(t, -1)],
+         [P("x", Values("log_softmax_last").normal((3, 6), 2.0))], axis=-1)
+    case("log_softmax_axis0", "LogSoftmax", "train", lambda t: [torch.log_softmax(t, 0)],
+         [P("x", Values("log_softmax_axis0").normal((3, 4), 2.0))], axis=0)
+
+
+# -- pool.c --
+
+def add_pool_cases():
+    def pool(name, op, shape, fn, values="distinct", **a):
+        v = Values(name)
+        x = v.distinct(shape) if values == "distinct" else v.normal(shape)
+        case(name, op, "train", lambda t: [fn(t)], [P("x", x)], **a)
+
+    pool("maxpool", "MaxPool", (2, 3, 7, 7),
+         lambda t: F.max_pool2d(t, 3, 2, 1), kernel=[3, 3], stride=[2, 2], pad=[1, 1, 1, 1])
+    case("maxpool_infer", "MaxPool", "infer", lambda t: [F.max_pool2d(t, 2, 2)],
+         [I("x", Values("maxpool_infer").distinct((2, 3, 4, 6)))], kernel=[2, 2], stride=[2, 2])
+    pool("maxpool_ceil", "MaxPool", (2, 3, 6, 6),
+         lambda t: F.max_pool2d(t, 3, 2, 0, ceil_mode=True), kernel=[3, 3], stride=[2, 2],
+         flags=["CEIL_MODE"])
+    pool("maxpool_dilated", "MaxPool", (2, 2, 6, 6),
+         lambda t: F.max_pool2d(t, 2, 1, 0, dilation=2), kernel=[2, 2], dilation=[2, 2])
+    pool("avgpool_exclude_pad", "AvgPool", (2, 3, 7, 7),
+         lambda t: F.avg_pool2d(t, 3, 2, 1, count_include_pad=False), values="normal",
+         kernel=[3, 3], stride=[2, 2], pad=[1, 1, 1, 1])
+    pool("avgpool_count_pad", "AvgPool", (2, 3, 7, 7),
+         lambda t: F.avg_pool2d(t, 3, 2, 1, count_include_pad=True), values="normal",
+         kernel=[3, 3], stride=[2, 2], pad=[1, 1, 1, 1], flags=["COUNT_PAD"])
+    pool("avgpool_ceil", "AvgPool", (2, 3, 5, 5),
+         lambda t: F.avg_pool2d(t, 2, 2, 0, ceil_mode=True), values="normal",
+         kernel=[2, 2], stride=[2, 2], flags=["CEIL_MODE"])
+    # ceil mode whose last window runs past the padding: PyTorch's divisor counts the padding
+    # but not what lies beyond it (min(start + k, in + pad) - start)
+    pool("avgpool_ceil_count_pad", "AvgPool", (1, 2, 6, 6),
+         lambda t: F.avg_pool2d(t, 3, 2, 1, ceil_mode=True, count_include_pad=True),
+         values="normal", kernel=[3, 3], stride=[2, 2], pad=[1, 1, 1, 1],
+         flags=["CEIL_MODE", "COUNT_PAD"])
+    # adaptive: PyTorch's windows [floor(i*in/out), ceil((i+1)*in/out))
+    pool("adaptive_avgpool_uneven", "AdaptiveAvgPool", (2, 3, 5, 7),
+         lambda t: F.adaptive_avg_pool2d(t, (2, 3)), values="normal", out_size=[2, 3])
+    pool("adaptive_avgpool_even", "AdaptiveAvgPool", (2, 3, 6, 6),
+         lambda t: F.adaptive_avg_pool2d(t, (3, 3)), values="normal", out_size=[3, 3])
+    pool("global_avgpool", "GlobalAvgPool", (2, 3, 4, 5),
+         lambda t: t.mean((2, 3), keepdim=True), values="normal")
+    pool("global_maxpool", "GlobalMaxPool", (2, 3, 4, 5),
+         lambda t: t.amax((2, 3), keepdim=True))
+
+
+# -- eltwise.c: numpy broadcasting --
+
+def add_eltwise_cases():
+    fns = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div}
+    for op, fn in fns.items():
+        lo = op.lower()
+        # Div: denominators away from zero
+        den = (lambda v, s: v.nonzero(s, 0.5, 2.0)) if op == "Div" else (lambda v, s: v.normal(s))
+        v = Values(lo + "_same")
+        case(lo + "_same", op, "train", lambda a, b, fn=fn: [fn(a, b)],
+             [P("a", v.normal((2, 3, 4))), P("b", den(v, (2, 3, 4)))])
+        # the second operand broadcast over a lower rank (a per-channel bias)
+        v = Values(lo + "_broadcast")
+        case(lo + "_broadcast", op, "train", lambda a, b, fn=fn: [fn(a, b)],
+             [P("a", v.normal((2, 4, 3, 3))), P("b", den(v, (4, 1, 1)))])
+    # the second operand broadcast over the first and last dims: (3, 1) against (2, 3, 4)
+    v = Values("mul_broadcast_middle")
+    case("mul_broadcast_middle", "Mul", "train", lambda a, b: [a * b],
+         [P("a", v.normal((2, 3, 4))), P("b", v.normal((3, 1)))])
+    # the first operand broadcast (squeeze-excitation's scale)
+    v = Values("mul_first_broadcast")
+    case("mul_first_broadcast", "Mul", "train", lambda a, b: [a * b],
+         [P("a", v.normal((2, 4, 1, 1))), P("b", v.normal((2, 4, 3, 3)))])
+    # both operands broadcast: (2,1,3) + (1,4,1) -> (2,4,3)
+    v = Values("add_both_broadcast")
+    case("add_both_broadcast", "Add", "train", lambda a, b: [a + b],
+         [P("a", v.normal((2, 1, 3))), P("b", v.normal((1, 4, 1)))])
+    # one tensor in both slots: its two gradients add up
+    x = P("x", Values("add_same_tensor").normal((2, 5)))
+    case("add_same_tensor", "Add", "train", lambda a, b: [a + b], [x, x])
+    # a one-element second operand
+    v = Values("sub_scalar_rhs")
+    case("sub_scalar_rhs", "Sub", "train", lambda a, b: [a - b],
+         [P("a", v.normal((3, 4))), P("b", v.normal((1,)))])
+
+
+# -- shape.c, dropout.c --
+
+def add_shape_cases():
+    v = Values("concat_channels")
+    case("concat_channels", "Concat", "train", lambda a, b: [torch.cat([a, b], 1)],
+         [P("a", v.normal((2, 3, 2, 2))), P("b", v.normal((2, 2, 2, 2)))], axis=1)
+    v = Values("concat_last_three")
+    case("concat_last_three", "Concat", "train", lambda a, b, c: [torch.cat([a, b, c], -1)],
+         [P("a", v.normal((2, 3, 2))), P("b", v.normal((2, 3, 3))), P("c", v.normal((2, 3, 1)))],
+         axis=-1)
+    v = Values("flatten_axis1")
+    case("flatten_axis1", "Flatten", "train", lambda t: [t.reshape(t.shape[0], -1)],
+         [P("x", v.normal((2, 3, 2, 2)))], axis=1)
+    v = Values("flatten_axis2")
+    case("flatten_axis2", "Flatten", "train", lambda t: [t.reshape(6, -1)],
+         [P("x", v.normal((2, 3, 2, 2)))], axis=2)
+    v = Values("flatten_axis0")
+    case("flatten_axis0", "Flatten", "train", lambda t: [t.reshape(1, -1)],
+         [P("x", v.normal((2, 3, 4)))])
+    # Reshape: 0 copies the input's dim, -1 is inferred
+    v = Values("reshape")
+    case("reshape", "Reshape", "train", lambda t: [t.reshape(2, 4, 3)],
+         [P("x", v.normal((2, 3, 4)))], ints=[0, 4, -1])
+    v = Values("transpose")
+    case("transpose", "Transpose", "train", lambda t: [t.permute(0, 2, 3, 1)],
+         [P("x", v.normal((2, 3, 2, 4)))], ints=[0, 2, 3, 1])
+    v = Values("transpose_reverse")   # no permutation: reverse the dims (ONNX's default)
+    case("transpose_reverse", "Transpose", "train", lambda t: [t.permute(1, 0)],
+         [P("x", v.normal((3, 4)))])
+    # Split: the loss reads output 0; output 1's values are compared, its gradient is zero
+    v = Values("split_sizes")
+    case("split_sizes", "Split", "train", lambda t: list(torch.split(t, [1, 3], 1)),
+         [P("x", v.normal((2, 4, 3)))], n_out=2, axis=1, ints=[1, 3])
+    v = Values("split_equal")
+    case("split_equal", "Split", "train", lambda t: list(torch.split(t, 2, -1)),
+         [P("x", v.normal((2, 6)))], n_out=3, axis=-1)
+    case("identity", "Identity", "train", lambda t: [t],
+         [P("x", Values("identity").normal((2, 5)))])
+    # Dropout: ratio 0 in training is the identity (masks are random); in inference any
+    # ratio is the identity
+    case("dropout_train_p0", "Dropout", "train", lambda t: [t],
+         [P("x", Values("dropout_train_p0").normal((3, 4)))])
+    case("dropout_infer", "Dropout", "infer", lambda t: [t],
+         [I("x", Values("dropout_infer").normal((3, 4)))], ratio=0.5)
+
+
+# -- embedding.c, attention.c, loss.c --
+
+def attention(a):
+    def f(q, k, v, mask=None):
+        d = q.shape[-1]
+        scale = a.get("scale", 0.0) or 1.0 / math.sqrt(d)
+        s = (q @ k.transpose(-1, -2)) * scale
+        if "CAUSAL" in a.get("flags", []):
+            sq, sk = s.shape[-2], s.shape[-1]
+            keep = torch.ones(sq, sk, dtype=torch.bool).tril()
+            s = s.masked_fill(~keep, float("-inf"))
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+        return [torch.softmax(s, -1) @ v]
+    return f
+
+
+def add_misc_cases():
+    v = Values("embedding")
+    case("embedding", "Embedding", "train", lambda ids, w: [F.embedding(ids, w)],
+         [I("ids", v.ints((2, 3), 0, 5)), P("w", v.normal((5, 4)))])
+
+    def qkv(v, b, h, sq, sk, d, dv):
+        return [P("q", v.normal((b, h, sq, d))), P("k", v.normal((b, h, sk, d))),
+                P("v", v.normal((b, h, sk, dv)))]
+    v = Values("attention")
+    case("attention", "Attention", "train", attention({}), qkv(v, 2, 2, 3, 4, 4, 3))
+    v = Values("attention_causal_scale")
+    a = dict(flags=["CAUSAL"], scale=0.3)
+    case("attention_causal_scale", "Attention", "train", attention(a), qkv(v, 2, 2, 4, 4, 3, 3),
+         **a)
+    # a boolean mask broadcast over heads; every query keeps at least one key
+    v = Values("attention_bool_mask")
+    ins = qkv(v, 2, 2, 3, 4, 4, 3)
+    m = v.bools((2, 1, 3, 4))
+    m[..., 0] = True
+    case("attention_bool_mask", "Attention", "train", attention({}),
+         ins + [I("mask", m)])
+    # an additive float mask that is learned (a position bias): it gets a gradient too
+    v = Values("attention_float_mask")
+    ins = qkv(v, 2, 2, 3, 4, 4, 3)
+    case("attention_float_mask", "Attention", "train", attention({}),
+         ins + [P("mask", v.normal((1, 1, 3, 4)))])
+
+    # CrossEntropy is its own loss: no labels line, the op's output is the loss
+    v = Values("cross_entropy")
+    case("cross_entropy", "CrossEntropy", "train", lambda x, y: [F.cross_entropy(x, y)],
+         [P("logits", v.normal((4, 5), 2.0)), I("labels", v.ints((4,), 0, 5))])
+
+
+# -- unary.c --
+
+def add_unary_cases():
+    X = (2, 3, 4)
+
+    def un(name, op, fn, x):
+        case(name, op, "train", lambda t: [fn(t)], [P("x", x)])
+
+    un("erf", "Erf", torch.erf, Values("erf").normal(X))
+    un("sqrt", "Sqrt", torch.sqrt, Values("sqrt").uniform(X, 0.5, 3.0))
+    un("reciprocal", "Reciprocal", torch.reciprocal, Values("reciprocal").nonzero(X, 0.5, 2.0))
+    un("neg", "Neg", torch.neg, Values("neg").normal(X))
+    un("exp", "Exp", torch.exp, Values("exp").normal(X))
+    un("log", "Log", torch.log, Values("log").uniform(X, 0.5, 3.0))
+    un("abs", "Abs", torch.abs, Values("abs").nonzero(X, 0.1, 2.0))
+    # Pow: X ^ P broadcast; a constant exponent (no gradient) and a learned one
+    v = Values("pow_const_exponent")
+    case("pow_const_exponent", "Pow", "train", lambda x, p: [torch.pow(x, p)],
+         [P("x", v.uniform(X, 0.5, 2.0)), I("p", torch.tensor([2.5]))])
+    v = Values("pow_tensor_exponent")
+    case("pow_tensor_exponent", "Pow", "train", lambda x, p: [torch.pow(x, p)],
+         [P("x", v.uniform(X, 0.5, 2.0)), P("p", v.uniform((3, 4), -1.5, 2.5))])
+
+
+# -- compare.c --
+
+def add_compare_cases():
+    cmp = {"Equal": torch.eq, "Less": torch.lt, "LessOrEqual": torch.le, "Greater": torch.gt,
+           "GreaterOrEqual": torch.ge}
+    for op, fn in cmp.items():
+        name = "compare_" + op.lower()
+        v = Values(name)
+        # small integers as floats, the second broadcast: equal elements occur
+        case(name, op, "infer", lambda a, b, fn=fn: [fn(a, b)],
+             [I("a", v.roundish((2, 3, 4))), I("b", v.roundish((3, 4)))])
+    v = Values("compare_equal_int")
+    case("compare_equal_int", "Equal", "infer", lambda a, b: [torch.eq(a, b)],
+         [I("a", v.ints((2, 5), 0, 3)), I("b", v.ints((5,), 0, 3))])
+    logic = {"And": torch.logical_and, "Or": torch.logical_or, "Xor": torch.logical_xor}
+    for op, fn in logic.items():
+        name = "logic_" + op.lower()
+        v = Values(name)
+        case(name, op, "infer", lambda a, b, fn=fn: [fn(a, b)],
+             [I("a", v.bools((2, 3, 4))), I("b", v.bools((3, 4)))])
+    v = Values("logic_not")
+    case("logic_not", "Not", "infer", lambda a: [torch.logical_not(a)], [I("a", v.bools((3, 4)))])
+
+    # Where: the condition takes no gradient, X and Y do (Y broadcast)
+    v = Values("where")
+    case("where", "Where", "train", lambda c, x, y: [torch.where(c, x, y)],
+         [I("cond", v.bools((2, 3, 4))), P("x", v.normal((2, 3, 4))), P("y", v.normal((3, 4)))])
+    # Max / Min of any number of inputs, broadcast; distinct values (no ties)
+    for op, fn in (("Max", torch.maximum), ("Min", torch.minimum)):
+        name = op.lower() + "_three"
+        v = Values(name)
+        vals = v.distinct((3, 2, 3, 4))
+        case(name, op, "train", lambda a, b, c, fn=fn: [fn(fn(a, b), c)],
+             [P("a", vals[0]), P("b", vals[1, 0]), P("c", vals[2])])
+        name = op.lower() + "_two"
+        v = Values(name)
+        vals = v.distinct((2, 3, 4))
+        case(name, op, "train", lambda a, b, fn=fn: [fn(a, b)], [P("a", vals[0]), P("b", vals[1])])
+    # Trilu: ints = {k, upper}
+    v = Values("trilu_upper")
+    case("trilu_upper", "Trilu", "train", lambda t: [torch.triu(t, 1)],
+         [P("x", v.normal((2, 4, 5)))], ints=[1, 1])
+    v = Values("trilu_lower")
+    case("trilu_lower", "Trilu", "train", lambda t: [torch.tril(t, -1)],
+         [P("x", v.normal((2, 4, 5)))], ints=[-1, 0])
+
+
+# -- reduce.c: axes in ints (none = all), FM_ATTR_KEEPDIMS --
+
+def add_reduce_cases():
+    def red(name, op, fn, x, axes, keep, mode="train"):
+        a = dict(ints=list(axes))
+        if keep:
+            a["flags"] = ["KEEPDIMS"]
+        dims = tuple(axes) if axes else tuple(range(len(x.shape)))
+        ins = [P("x", x)] if mode == "train" else [I("x", x)]
+        case(name, op, mode, lambda t: [fn(t, dims, keep)], ins, **a)
+
+    def rsum(t, d, k):
+        return t.sum(d, keepdim=k)
+
+    def rprod(t, d, k):
+        for ax in sorted(d, reverse=True):
+            t = t.prod(ax, keepdim=k)
+        return t
+    X = (2, 3, 4)
+    red("reduce_sum_keepdims", "ReduceSum", rsum, Values("rs1").normal(X), [2], True)
+    red("reduce_sum", "ReduceSum", rsum, Values("rs2").normal(X), [1], False)
+    red("reduce_sum_all", "ReduceSum", rsum, Values("rs3").normal(X), [], False, mode="infer")
+    red("reduce_mean", "ReduceMean", lambda t, d, k: t.mean(d, keepdim=k),
+        Values("rm1").normal(X), [-1], False)
+    red("reduce_mean_two_axes", "ReduceMean", lambda t, d, k: t.mean(d, keepdim=k),
+        Values("rm2").normal((2, 3, 4, 2)), [1, 3], True)
+    red("reduce_max", "ReduceMax", lambda t, d, k: t.amax(d, keepdim=k),
+        Values("rmax").distinct(X), [1], False)
+    red("reduce_min", "ReduceMin", lambda t, d, k: t.amin(d, keepdim=k),
+        Values("rmin").distinct(X), [2], True)
+    red("reduce_prod", "ReduceProd", rprod, Values("rp").nonzero(X, 0.5, 1.5), [2], False)
+    red("reduce_l2", "ReduceL2", lambda t, d, k: t.pow(2).sum(d, keepdim=k).sqrt(),
+        Values("rl2").normal(X), [2], False)
+    red("reduce_sum_square", "ReduceSumSquare", lambda t, d, k: t.pow(2).sum(d, keepdim=k),
+        Values("rss").normal(X), [1], True)
+    # CumSum: inclusive, forward (ONNX's exclusive and reverse are not in the rule)
+    case("cumsum_axis1", "CumSum", "train", lambda t: [torch.cumsum(t, 1)],
+         [P("x", Values("cumsum_axis1").normal((2, 4, 3)))], axis=1)
+    case("cumsum_last", "CumSum", "train", lambda t: [torch.cumsum(t, -1)],
+         [P("x", Values("cumsum_last").normal((3, 5)))], axis=-1)
+
+
+# -- tensor.c: integer operands in ints --
+
+def add_tensor_cases():
+    def gather(axis):
+        def f(x, idx):
+            out = x.index_select(axis, idx.flatten())
+            shape = list(x.shape[:axis]) + list(idx.shape) + list(x.shape[axis + 1:])
+            return [out.reshape(shape)]
+        return f
+    v = Values("gather_axis0")
+    case("gather_axis0", "Gather", "train", gather(0),
+         [P("data", v.normal((4, 5))), I("indices", v.ints((2, 3), 0, 4))])
+    v = Values("gather_axis1")
+    case("gather_axis1", "Gather", "train", gather(1),
+         [P("data", v.normal((2, 5, 3))), I("indices", v.ints((4,), 0, 5))], axis=1)
+
+    def slice_(ints):
+        def f(x):
+            for d in range(x.dim()):
+                s, e, st = ints[3 * d:3 * d + 3]
+                x = x.index_select(d, torch.tensor(list(range(s, e, st)), dtype=torch.int64))
+            return [x]
+        return f
+    ints = [0, 2, 1, 1, 4, 1, 0, 6, 2]
+    case("slice_steps", "Slice", "train", slice_(ints),
+         [P("x", Values("slice_steps").normal((2, 5, 6)))], ints=ints)
+    ints = [0, 2, 1, 4, -1, -2, 3, 0, -1]   # stepping back, down to index 0 (end -1)
+    case("slice_reverse", "Slice", "train", slice_(ints),
+         [P("x", Values("slice_reverse").normal((2, 5, 4)))], ints=ints)
+
+    case("squeeze_axes", "Squeeze", "train", lambda t: [t.reshape(2, 3)],
+         [P("x", Values("squeeze_axes").normal((2, 1, 3, 1)))], ints=[1, 3])
+    case("squeeze_all_ones", "Squeeze", "train", lambda t: [t.reshape(2, 4)],
+         [P("x", Values("squeeze_all_ones").normal((2, 1, 4)))])
+    case("unsqueeze", "Unsqueeze", "train", lambda t: [t.reshape(2, 1, 3)],
+         [P("x", Values("unsqueeze").normal((2, 3)))], ints=[1])
+    case("unsqueeze_two", "Unsqueeze", "train", lambda t: [t.reshape(1, 2, 3, 1)],
+         [P("x", Values("unsqueeze_two").normal((2, 3)))], ints=[0, 3])
+    # Expand: numpy broadcast of X against the target (a 1 in the target keeps X's dim)
+    case("expand", "Expand", "train", lambda t: [t.expand(2, 3, 4)],
+         [P("x", Values("expand").normal((3, 1)))], ints=[2, 1, 4])
+    case("tile", "Tile", "train", lambda t: [t.repeat(2, 3)],
+         [P("x", Values("tile").normal((2, 3)))], ints=[2, 3])
+    # Pad: begins for every dim, then ends; negative pads crop; constant 0 (see the header)
+    ints = [0, 1, 2, 0, 2, -1]
+    case("pad", "Pad", "train", lambda t: [F.pad(t, (2, -1, 1, 2, 0, 0))],
+         [P("x", Values("pad").normal((2, 3, 4)))], ints=ints)
+    # Resize: {mode, output dims}; only H and W change (see the header for the conventions)
+    case("resize_nearest", "Resize", "train",
+         lambda t: [F.interpolate(t, size=(6, 6), mode="nearest")],
+         [P("x", Values("resize_nearest").normal((1, 2, 3, 3)))], ints=[0, 1, 2, 6, 6])
+    case("resize_linear", "Resize", "train",
+         lambda t: [F.interpolate(t, size=(5, 7), mode="bilinear", align_corners=False)],
+         [P("x", Values("resize_linear").normal((1, 2, 3, 4)))], ints=[1, 1, 2, 5, 7])
+    case("resize_cubic", "Resize", "train",
+         lambda t: [F.interpolate(t, size=(6, 8), mode="bicubic", align_corners=False)],
+         [P("x", Values("resize_cubic").normal((1, 2, 3, 4)))], ints=[2, 1, 2, 6, 8])
+    # no inputs: forward only
+    case("constant_of_shape", "ConstantOfShape", "infer",
+         lambda: [torch.zeros(2, 3, dtype=torch.float64)], [], ints=[DT["fp32"], 2, 3])
+    case("range_int64", "Range", "infer", lambda: [torch.arange(5, dtype=torch.int64)], [],
+         ints=[5, DT["int64"]])
+    case("range_fp32", "Range", "infer", lambda: [torch.arange(4, dtype=torch.float64)], [],
+         ints=[4, DT["fp32"]])
+    # Cast: to float keeps the gradient; to int (truncation) and from int run forward only
+    case("cast_fp32", "Cast", "train", lambda t: [t],
+         [P("x", Values("cast_fp32").normal((2, 3)))], ints=[DT["fp32"]])
+    x = Values("cast_to_int64").uniform((2, 5), 0.1, 0.4) + torch.arange(-5, 5).reshape(2, 5)
+    case("cast_to_int64", "Cast", "infer", lambda t: [t.to(torch.int64)], [I("x", x)],
+         ints=[DT["int64"]])
+    case("cast_from_int64", "Cast", "infer", lambda t: [t.to(torch.float64)],
+         [I("x", Values("cast_from_int64").ints((2, 3), -4, 9))], ints=[DT["fp32"]])
+
+
+# -- einsum.c: ints = {n_operands, rank_0, labels_0..., [rank_1, labels_1...], out_rank,
+#    out_labels...}, labels a-z = 0..25, A-Z = 26..51 (the ONNX importer's encoding) --
+
+def einsum_ints(eq):
+    lhs, rhs = eq.split("->")
+    ops = lhs.split(",")
+
+    def ids(s):
+        return [ord(c) - ord("a") if c.islower() else 26 + ord(c) - ord("A") for c in s]
+    ints = [len(ops)]
+    for o in ops + [rhs]:
+        ints += [len(o)] + ids(o)
+    return ints
+
+
+def add_einsum_cases():
+    def ein(name, eq, shapes):
+        v = Values(name)
+        ins = [P("x%d" % i, v.normal(s)) for i, s in enumerate(shapes)]
+        case(name, "Einsum", "train", lambda *t: [torch.einsum(eq, *t)], ins,
+             ints=einsum_ints(eq))
+    ein("einsum_batched_matmul", "bij,bjk->bik", [(2, 3, 4), (2, 4, 5)])
+    ein("einsum_attention_scores", "bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)])
+    ein("einsum_hadamard", "ij,ij->ij", [(3, 4), (3, 4)])
+    ein("einsum_outer", "i,j->ij", [(3,), (4,)])
+    ein("einsum_transpose", "ij->ji", [(3, 4)])
+    ein("einsum_sum", "bij->bi", [(2, 3, 4)])
+
+
+# ---- running the cases ----
+
+def fmt(values, integer=False):
+    if integer:
+        return " ".join("%d" % int(v) for v in values)
+    return " ".join("%.9g" % v for v in values)
+
+
+def fmt_tensor(t):
+    flat = t.detach().flatten()
+    if flat.dtype in (torch.bool, torch.int64, torch.int32):
+        return "%d %s" % (flat.numel(), fmt(flat.tolist(), integer=True))
+    return "%d %s" % (flat.numel(), fmt(flat.to(torch.float32).tolist()))
+
+
+def attr_lines(attrs):
+    lines = []
+    for key in DEFAULTS:
+        if key not in attrs:
+            continue
+        val = attrs[key]
+        if val == DEFAULTS[key]:
+            continue
+        if key == "flags":
+            lines.append("attr flags %s" % "|".join(val))
+        elif isinstance(val, list):
+            lines.append("attr %s %s" % (key, " ".join(str(int(x)) for x in val)))
+        elif isinstance(val, float):
+            lines.append("attr %s %r" % (key, val))
+        else:
+            lines.append("attr %s %d" % (key, val))
+    for key in attrs:
+        if key not in DEFAULTS:
+            raise SystemExit("unknown attr %s" % key)
+    for f in attrs.get("flags", []):
+        if f not in FLAG_NAMES:
+            raise SystemExit("unknown flag %s" % f)
+    return lines
+
+
+def run_case(c):
+    train = c.mode == "train"
+    lines = ["case %s %s %s %d" % (c.name, c.op, c.mode, c.n_out)]
+    lines += attr_lines(c.attrs)
+    args, tensors, uniq = [], {}, []   # an input named twice is one tensor in two slots
+    for inp in c.inputs:
+        if inp is None:
+            lines.append("in -")
+            args.append(None)
+            continue
+        dims = "x".join(str(d) for d in inp.shape) if inp.shape else "scalar"
+        lines.append("in %s %s %s %s" % (inp.name, inp.role, inp.dtype, dims))
+        if inp.name not in tensors:
+            t = inp.value
+            if t.dtype == torch.float32:
+                t = t.double().clone()   # references in float64 from the float32 values
+                t.requires_grad_(train and inp.role == "PARAM")
+            tensors[inp.name] = t
+            uniq.append(inp)
+        args.append(tensors[inp.name])
+    for inp in uniq:
+        lines.append("value %s %s" % (inp.name, fmt_tensor(inp.value)))
+    outs = c.fn(*args)
+    if len(outs) != c.n_out:
+        raise SystemExit("%s: %d outputs, %d declared" % (c.name, len(outs), c.n_out))
+    if train:
+        if c.op == "CrossEntropy":
+            loss = outs[0]
+        else:
+            y = outs[0]
+            if y.dim() < 2 or y[0].numel() < 2:
+                raise SystemExit("%s: output %s cannot feed the loss" % (c.name, list(y.shape)))
+            flat = y.reshape(y.shape[0], -1)
+            labels = Values(c.name + ".labels").ints((flat.shape[0],), 0, flat.shape[1])
+            lines.append("labels %s" % fmt_tensor(labels))
+            loss = F.cross_entropy(flat, labels)
+        loss.backward()
+    for k, y in enumerate(outs):
+        lines.append("out %d %s" % (k, fmt_tensor(y)))
+    if train:
+        lines.append("loss %.9g" % loss.item())
+        for inp in uniq:
+            if inp.role == "PARAM":
+                t = tensors[inp.name]
+                g = t.grad if t.grad is not None else torch.zeros_like(t)
+                lines.append("grad %s %s" % (inp.name, fmt_tensor(g)))
+    for inp in uniq:
+        if inp.role == "BUFFER":
+            lines.append("state %s %s" % (inp.name, fmt_tensor(tensors[inp.name])))
+    if c.tol:
+        lines.append("tol %r %r" % c.tol)
+    lines.append("end")
+    return lines
+
+
+def main():
+    torch.set_num_threads(1)
+    for add in (add_conv_cases, add_matmul_cases, add_norm_cases, add_act_cases, add_pool_cases,
+                add_eltwise_cases, add_shape_cases, add_misc_cases, add_unary_cases,
+                add_compare_cases, add_reduce_cases, add_tensor_cases, add_einsum_cases):
+        add()
+    names = set()
+    out = ["# generated by tools/make_op_goldens.py with torch %s; do not edit" % torch.__version__]
+    fmt_doc = "File format" + __doc__.split("File format")[1].split("Run:")[0].rstrip()
+    out += ["# " + line if line else "#" for line in fmt_doc.splitlines()]
+    for c in CASES:
+        if c.name in names:
+            raise SystemExit("duplicate case %s" % c.name)
+        names.add(c.name)
+        out += run_case(c)
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    with open(OUT, "w") as f:
+        f.write("\n".join(out) + "\n")
+    ops = sorted({c.op for c in CASES})
+    print("wrote %s: %d cases of %d ops" % (os.path.relpath(OUT), len(CASES), len(ops)),
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
