@@ -60,6 +60,8 @@ test: check
 
 check: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@echo "per-op backend test (tests/test_backend_ops.c): what each backend runs"
+	@grep -h '^backend ' $(BUILD)/Testing/Temporary/LastTest.log || true
 
 install: build
 	cmake --install $(BUILD)

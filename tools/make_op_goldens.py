@@ -598,6 +598,15 @@ def add_misc_cases():
     case("cross_entropy", "CrossEntropy", "train", lambda x, y: [F.cross_entropy(x, y)],
          [P("logits", v.normal((4, 5), 2.0)), I("labels", v.ints((4,), 0, 5))])
 
+    # MSELoss (torch.nn.MSELoss, mean) is its own loss too; a target that is an input gets no
+    # gradient, a learned one gets minus the prediction's
+    v = Values("mse_loss")
+    case("mse_loss", "MSELoss", "train", lambda y, t: [F.mse_loss(y, t)],
+         [P("prediction", v.normal((3, 4))), I("target", v.normal((3, 4)))])
+    v = Values("mse_loss_learned_target")
+    case("mse_loss_learned_target", "MSELoss", "train", lambda y, t: [F.mse_loss(y, t)],
+         [P("prediction", v.normal((2, 3, 2))), P("target", v.normal((2, 3, 2)))])
+
 
 # -- unary.c --
 
@@ -881,7 +890,7 @@ def run_case(c):
     if len(outs) != c.n_out:
         raise SystemExit("%s: %d outputs, %d declared" % (c.name, len(outs), c.n_out))
     if train:
-        if c.op == "CrossEntropy":
+        if c.op in ("CrossEntropy", "MSELoss"):   # a loss op: its output is the loss
             loss = outs[0]
         else:
             y = outs[0]
