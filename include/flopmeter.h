@@ -198,29 +198,29 @@ FM_API const char *fm_class_name(enum fm_class cls);
     /* an op the counter does not know: listed as uncounted (common.c) */                       \
     X(UNKNOWN, unknown, "Unknown", OTHER, NULL, none, "")                                       \
     /* conv.c */                                                                                \
-    X(CONV, conv, "Conv", CONV, "Conv", conv, "xPP")                                            \
+    X(CONV, conv, "Conv", CONV, "Conv", conv, "xPP*")                                           \
     /*   X (N,C,H,W) [or (N,C,L)], W (Cout, C/g, kh, kw), B (Cout)? */                          \
-    X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV, "ConvTranspose", conv, "xPP")      \
+    X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV, "ConvTranspose", conv, "xPP*")     \
     /*   X (N,C,H,W), W (C, Cout/g, kh, kw), B (Cout)? */                                       \
     /* matmul.c */                                                                              \
     X(LINEAR, linear, "Linear", MATMUL, NULL, none, "")                                         \
     /*   X (..., K), W (N, K), B (N)?  -> (..., N)  (torch.nn.Linear) */                        \
-    X(GEMM, gemm, "Gemm", MATMUL, "Gemm", gemm, "xPP")                                          \
+    X(GEMM, gemm, "Gemm", MATMUL, "Gemm", gemm, "xPP*")                                         \
     /*   A (M,K) [FM_ATTR_TRANS_A], B (K,N) [FM_ATTR_TRANS_B], C? -> (M,N); alpha, beta */      \
-    X(MATMUL, matmul, "MatMul", MATMUL, "MatMul", plain, "PP")                                  \
+    X(MATMUL, matmul, "MatMul", MATMUL, "MatMul", plain, "PP*")                                 \
     /*   A (..., M, K) @ B (..., K, N), numpy broadcasting */                                   \
     /* norm.c */                                                                                \
-    X(BATCHNORM, batchnorm, "BatchNorm", NORM, "BatchNormalization", norm, "xPPBB")             \
+    X(BATCHNORM, batchnorm, "BatchNorm", NORM, "BatchNormalization", norm, "xPPBB*")            \
     /*   X (N,C,...), scale (C), bias (C), mean (C), var (C); eps, FM_ATTR_INFER_BN */          \
-    X(LAYERNORM, layernorm, "LayerNorm", NORM, "LayerNormalization", norm, "xPP")               \
+    X(LAYERNORM, layernorm, "LayerNorm", NORM, "LayerNormalization", norm, "xPP*")              \
     /*   X, scale?, bias?; normalizes dims [axis, rank); eps */                                 \
-    X(GROUPNORM, groupnorm, "GroupNorm", NORM, "GroupNormalization", norm, "xPP")               \
+    X(GROUPNORM, groupnorm, "GroupNorm", NORM, "GroupNormalization", norm, "xPP*")              \
     /*   X (N,C,...), scale (C), bias (C); groups, eps */                                       \
-    X(INSTANCENORM, instancenorm, "InstanceNorm", NORM, "InstanceNormalization", norm, "xPP")   \
+    X(INSTANCENORM, instancenorm, "InstanceNorm", NORM, "InstanceNormalization", norm, "xPP*")  \
     /*   X (N,C,...), scale (C), bias (C); eps */                                               \
     /* act.c: one tensor in, one out, per element; Softmax/LogSoftmax per row along axis */     \
     X(RELU, relu, "ReLU", ACTIVATION, "Relu", act, "")                                          \
-    X(CLIP, clip, "Clip", ACTIVATION, "Clip", act, "xCC") /* ReLU6 is Clip(0, 6): lo, hi */     \
+    X(CLIP, clip, "Clip", ACTIVATION, "Clip", act, "xCC*") /* ReLU6 is Clip(0, 6): lo, hi */    \
     X(LEAKY_RELU, leaky_relu, "LeakyReLU", ACTIVATION, "LeakyRelu", act, "") /* alpha */        \
     X(PRELU, prelu, "PRelu", ACTIVATION, "PRelu", plain, "xP") /* X, slope (broadcast) */       \
     X(SIGMOID, sigmoid, "Sigmoid", ACTIVATION, "Sigmoid", act, "")                              \
@@ -247,14 +247,14 @@ FM_API const char *fm_class_name(enum fm_class cls);
     /* shape.c: data movement, no arithmetic */                                                 \
     X(CONCAT, concat, "Concat", DATA_MOVEMENT, "Concat", concat, "T*") /* axis */               \
     X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT, "Flatten", axis, "T") /* axis */              \
-    X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT, "Reshape", reshape, "TC")                     \
+    X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT, "Reshape", reshape, "TC*")                    \
     /*   target in ints (0 = copy, -1 = infer) */                                               \
     X(TRANSPOSE, transpose, "Transpose", DATA_MOVEMENT, "Transpose", transpose, "T")            \
     /*   permutation in ints */                                                                 \
-    X(SPLIT, split, "Split", DATA_MOVEMENT, "Split", split, "TC") /* sizes along axis: ints */  \
+    X(SPLIT, split, "Split", DATA_MOVEMENT, "Split", split, "TC*") /* sizes along axis: ints */ \
     X(IDENTITY, identity, "Identity", DATA_MOVEMENT, "Identity", identity, "T")                 \
     /* dropout.c */                                                                             \
-    X(DROPOUT, dropout, "Dropout", ELEMENTWISE, "Dropout", dropout, "xCC") /* ratio */          \
+    X(DROPOUT, dropout, "Dropout", ELEMENTWISE, "Dropout", dropout, "xCC*") /* ratio */         \
     /* embedding.c */                                                                           \
     X(EMBEDDING, embedding, "Embedding", EMBEDDING, NULL, none, "")                             \
     /*   ids (...) int, W (V, D) -> (..., D) */                                                 \
@@ -275,7 +275,7 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(EXP, exp, "Exp", ELEMENTWISE, "Exp", plain, "")                                           \
     X(LOG, log, "Log", ELEMENTWISE, "Log", plain, "")                                           \
     X(ABS, abs, "Abs", ELEMENTWISE, "Abs", plain, "")                                           \
-    X(POW, pow, "Pow", ELEMENTWISE, "Pow", plain, "xC")                                         \
+    X(POW, pow, "Pow", ELEMENTWISE, "Pow", plain, "xC*")                                        \
     /* compare.c: comparisons and logic (bool out, broadcast), selects, Max/Min, Trilu */       \
     X(EQUAL, equal, "Equal", ELEMENTWISE, "Equal", plain, "C*")                                 \
     X(LESS, less, "Less", ELEMENTWISE, "Less", plain, "C*")                                     \
@@ -286,34 +286,34 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(AND, logical_and, "And", ELEMENTWISE, "And", plain, "C*")                                 \
     X(OR, logical_or, "Or", ELEMENTWISE, "Or", plain, "C*")                                     \
     X(XOR, logical_xor, "Xor", ELEMENTWISE, "Xor", plain, "C*")                                 \
-    X(NOT, logical_not, "Not", ELEMENTWISE, "Not", plain, "C")                                  \
+    X(NOT, logical_not, "Not", ELEMENTWISE, "Not", plain, "C*")                                 \
     X(WHERE, where, "Where", ELEMENTWISE, "Where", plain, "C") /* cond, X, Y (broadcast) */     \
     X(MAX, max, "Max", ELEMENTWISE, "Max", variadic, "") /* 1.. inputs, broadcast */            \
     X(MIN, min, "Min", ELEMENTWISE, "Min", variadic, "")                                        \
-    X(TRILU, trilu, "Trilu", ELEMENTWISE, "Trilu", int_operand, "xC")                           \
+    X(TRILU, trilu, "Trilu", ELEMENTWISE, "Trilu", int_operand, "xC*")                          \
     /*   X (..., M, N); ints = {k, upper} */                                                    \
     /* reduce.c: axes in ints (none = all), FM_ATTR_KEEPDIMS; CumSum along axis */              \
-    X(REDUCE_SUM, reduce_sum, "ReduceSum", REDUCTION, "ReduceSum", reduce, "xC")                \
-    X(REDUCE_MEAN, reduce_mean, "ReduceMean", REDUCTION, "ReduceMean", reduce, "xC")            \
-    X(REDUCE_MAX, reduce_max, "ReduceMax", REDUCTION, "ReduceMax", reduce, "xC")                \
-    X(REDUCE_MIN, reduce_min, "ReduceMin", REDUCTION, "ReduceMin", reduce, "xC")                \
-    X(REDUCE_PROD, reduce_prod, "ReduceProd", REDUCTION, "ReduceProd", reduce, "xC")            \
-    X(REDUCE_L2, reduce_l2, "ReduceL2", REDUCTION, "ReduceL2", reduce, "xC")                    \
+    X(REDUCE_SUM, reduce_sum, "ReduceSum", REDUCTION, "ReduceSum", reduce, "xC*")               \
+    X(REDUCE_MEAN, reduce_mean, "ReduceMean", REDUCTION, "ReduceMean", reduce, "xC*")           \
+    X(REDUCE_MAX, reduce_max, "ReduceMax", REDUCTION, "ReduceMax", reduce, "xC*")               \
+    X(REDUCE_MIN, reduce_min, "ReduceMin", REDUCTION, "ReduceMin", reduce, "xC*")               \
+    X(REDUCE_PROD, reduce_prod, "ReduceProd", REDUCTION, "ReduceProd", reduce, "xC*")           \
+    X(REDUCE_L2, reduce_l2, "ReduceL2", REDUCTION, "ReduceL2", reduce, "xC*")                   \
     X(REDUCE_SUM_SQUARE, reduce_sum_square, "ReduceSumSquare", REDUCTION, "ReduceSumSquare",    \
-      reduce, "xC")                                                                             \
-    X(CUMSUM, cumsum, "CumSum", REDUCTION, "CumSum", int_operand, "xC")                         \
+      reduce, "xC*")                                                                            \
+    X(CUMSUM, cumsum, "CumSum", REDUCTION, "CumSum", int_operand, "xC*")                        \
     /* tensor.c: data movement whose integer operands the importer put into ints */             \
-    X(GATHER, gather, "Gather", DATA_MOVEMENT, "Gather", gather, "PC")                          \
+    X(GATHER, gather, "Gather", DATA_MOVEMENT, "Gather", gather, "PC*")                         \
     /*   data, indices (int); axis */                                                           \
     X(SLICE, slice, "Slice", DATA_MOVEMENT, "Slice", slice, "TC*")                              \
     /*   X; ints = (start, end, step) for every dim, clamped */                                 \
-    X(SQUEEZE, squeeze, "Squeeze", DATA_MOVEMENT, "Squeeze", squeeze, "TC")                     \
+    X(SQUEEZE, squeeze, "Squeeze", DATA_MOVEMENT, "Squeeze", squeeze, "TC*")                    \
     /*   X; axes to drop in ints */                                                             \
-    X(UNSQUEEZE, unsqueeze, "Unsqueeze", DATA_MOVEMENT, "Unsqueeze", squeeze, "TC")             \
+    X(UNSQUEEZE, unsqueeze, "Unsqueeze", DATA_MOVEMENT, "Unsqueeze", squeeze, "TC*")            \
     /*   X; axes of the output to insert in ints */                                             \
-    X(EXPAND, expand, "Expand", DATA_MOVEMENT, "Expand", int_operand, "TC")                     \
+    X(EXPAND, expand, "Expand", DATA_MOVEMENT, "Expand", int_operand, "TC*")                    \
     /*   X; target shape in ints (numpy broadcast) */                                           \
-    X(TILE, tile, "Tile", DATA_MOVEMENT, "Tile", int_operand, "TC") /* X; repeats in ints */    \
+    X(TILE, tile, "Tile", DATA_MOVEMENT, "Tile", int_operand, "TC*") /* X; repeats in ints */   \
     X(PAD, pad, "Pad", DATA_MOVEMENT, "Pad", pad, "xC*")                                        \
     /*   X; ints = begin pads for every dim, then end pads */                                   \
     X(RESIZE, resize, "Resize", DATA_MOVEMENT, "Resize", resize, "xC*")                         \
