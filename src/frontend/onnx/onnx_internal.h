@@ -13,6 +13,34 @@
 /* Dims beyond this are absurd (the CLI's --input accepts the same bound). */
 #define OX_DIM_MAX ((int64_t)1 << 40)
 
+/* ---- the bytes (onnx_wire.c) ---- */
+
+struct ox_pb_chunk;
+
+/* An unpacked model and the arena protobuf-c unpacked it into (every message, name and payload
+ * copy), freed at once by ox_wire_release. */
+struct ox_wire {
+    struct fm_ctx *ctx;
+    struct ox_pb_chunk *head;             /* chunks of small blocks */
+    struct ox_pb_chunk *big;              /* the region for payloads */
+    size_t big_budget;
+    bool oom;   /* an allocation failed: protobuf-c's NULL then means memory, not a bad file */
+    const Onnx__ModelProto *model;        /* NULL until unpacked */
+    int64_t opset;                        /* of the default domain */
+};
+
+/* Unpacks size bytes into w: an empty file, messages nested deeper than protobuf's own limit,
+ * bytes that are no ModelProto, no ir_version or graph, an opset outside 7..21 are errors
+ * naming src. w is initialized first, so ox_wire_release(w) is right after any outcome. */
+enum fm_status ox_wire_unpack(struct fm_ctx *ctx, const void *data, size_t size, const char *src,
+                              struct ox_wire *w);
+void ox_wire_release(struct ox_wire *w);
+/* Maps a regular, non-empty file read-only, its pages read in one go; ox_wire_unmap undoes it. */
+enum fm_status ox_wire_map(struct fm_ctx *ctx, const char *path, void **data, size_t *size);
+void ox_wire_unmap(void *data, size_t size);
+/* "", absent or "ai.onnx": the ONNX operator set this frontend reads. */
+bool ox_default_domain(const char *domain);
+
 /* Contents of a tensor known at load time: integers exactly, floats as doubles. */
 struct ox_val {
     bool known;
