@@ -1,531 +1,11 @@
-/* The ONNX frontend: reads a file once (mmap), unpacks it with the protobuf-c code generated from
- * the system's onnx.proto into an arena, validates it, orders its nodes, and builds the graph
- * node by node with flopmeter's own shape inference. Weight payloads are never interpreted:
- * initializers give names, dtypes and dims; protobuf-c copies raw_data bytes once into the
- * arena (it has no zero-copy mode), and only small integer or float constants are read. */
+/* The ONNX frontend's entry points: unpack the file (onnx_wire.c), index its value names, bind
+ * the symbolic dims of the graph inputs, order the nodes, fold (onnx_fold.c) or map
+ * (onnx_map.c) each in turn, and finalize the graph. No op-specific rule lives here, and weight
+ * payloads are never interpreted: initializers give names, dtypes and dims. */
 #include "onnx_internal.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-const char *ox_str(const char *s)
-{
-    return s ? s : "";
-}
-
-const char *ox_node_name(const Onnx__NodeProto *node)
-{
-    if (node->name && *node->name)
-        return node->name;
-    if (node->n_output && node->output[0] && *node->output[0])
-        return node->output[0];
-    return "(unnamed)";
-}
-
-enum fm_status ox_node_error(struct ox *ox, const Onnx__NodeProto *node, enum fm_status st,
-                             const char *fmt, ...)
-{
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return fm_error(ox->ctx, st, "%s: node '%s' (%s): %s", ox->src, ox_node_name(node),
-                    ox_str(node->op_type), msg);
-}
-
-
-static uint64_t hash_str(const char *s)
-{
-    return fm_hash_name(0, s);
-}
-
-struct ox_name *ox_name_find(struct ox *ox, const char *name)
-{
-    if (!name || !*name || !ox->names_cap)
-        return NULL;
-    size_t h = (size_t)hash_str(name) & (ox->names_cap - 1);
-    while (ox->names[h].name) {
-        if (strcmp(ox->names[h].name, name) == 0)
-            return &ox->names[h];
-        h = (h + 1) & (ox->names_cap - 1);
-    }
-    return NULL;
-}
-
-/* Adds a name; a second definition of the same name is an error naming both. */
-static enum fm_status name_add(struct ox *ox, const char *name, enum ox_kind kind, int32_t producer,
-                               struct ox_name **out)
-{
-    size_t h = (size_t)hash_str(name) & (ox->names_cap - 1);
-    while (ox->names[h].name) {
-        struct ox_name *e = &ox->names[h];
-        if (strcmp(e->name, name) == 0) {
-            if (kind == OX_KIND_NODE_OUT) {
-                const Onnx__NodeProto *n = ox->gp->node[producer];
-                if (e->kind == OX_KIND_NODE_OUT)
-                    return ox_node_error(ox, n, FM_ERR_PARSE,
-                                         "output '%s' is also produced by node '%s'", name,
-                                         ox_node_name(ox->gp->node[e->producer]));
-                return ox_node_error(ox, n, FM_ERR_PARSE,
-                                     "output '%s' has the name of a graph %s", name,
-                                     e->kind == OX_KIND_INIT ? "initializer" : "input");
-            }
-            *out = e;   /* an input that is also an initializer (IR < 4): the initializer */
-            return FM_OK;
-        }
-        h = (h + 1) & (ox->names_cap - 1);
-    }
-    struct ox_name *e = &ox->names[h];
-    memset(e, 0, sizeof(*e));
-    e->name = name;
-    e->kind = kind;
-    e->tid = FM_NONE;
-    e->producer = producer;
-    *out = e;
-    return FM_OK;
-}
-
-/* ---- values ---- */
-
-enum fm_status ox_set_val(struct ox *ox, fm_tid t, const struct ox_val *v)
-{
-    size_t need = (size_t)t + 1;
-    if (need > ox->vals_cap) {
-        enum fm_status st = fm_grow(ox->ctx, (void **)&ox->vals, &ox->vals_cap,
-                                    need < 64 ? 64 : need, sizeof(*ox->vals));
-        if (st)
-            return st;
-    }
-    struct ox_val *d = &ox->vals[t];
-    *d = *v;
-    d->known = true;
-    size_t bytes = (size_t)(v->n ? v->n : 1) * 8;
-    void *p = fm_arena_alloc(&ox->arena, bytes);
-    if (!p)
-        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory storing constants");
-    if (v->is_float) {
-        if (v->n)
-            memcpy(p, v->f, (size_t)v->n * sizeof(double));
-        d->f = p;
-        d->i = NULL;
-        return FM_OK;
-    }
-    if (v->n)
-        memcpy(p, v->i, (size_t)v->n * sizeof(int64_t));
-    d->i = p;
-    d->f = NULL;
-    return fm_graph_set_ivalue(ox->g, t, d->i, d->n);
-}
-
-const struct ox_val *ox_val_of(const struct ox *ox, fm_tid t)
-{
-    if (t == FM_NONE || (size_t)t >= ox->vals_cap || !ox->vals[t].known)
-        return NULL;
-    return &ox->vals[t];
-}
-
-/* ---- roles of initializers and constants, from the slots that read them ---- */
-
-enum { SLOT_DEPENDS = -1 };
-
-static bool is_op(const Onnx__NodeProto *n, const char *op)
-{
-    return n->op_type && strcmp(n->op_type, op) == 0;
-}
-
-/* The role a float constant gets from one use: weights and biases are parameters, BatchNorm
- * statistics buffers, operands of shape computations constants; elsewhere (an Add, a Concat)
- * it depends on its size. */
-static int slot_role(const Onnx__NodeProto *n, int32_t slot)
-{
-    static const char *const operand1[] = {
-        "Reshape", "Upsample", "Expand", "Tile", "Split", "Squeeze", "Unsqueeze", "CumSum",
-        "Trilu", "TopK", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-        "ReduceL2", "ReduceSumSquare", "ReduceL1", "ReduceLogSumExp"};
-    const char *op = ox_str(n->op_type);
-    if (is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm"))
-        return slot >= 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
-    if (is_op(n, "MatMul") || is_op(n, "Einsum"))
-        return FM_ROLE_PARAM;
-    if (is_op(n, "BatchNormalization"))
-        return slot == 1 || slot == 2 ? FM_ROLE_PARAM : slot >= 3 ? FM_ROLE_BUFFER : SLOT_DEPENDS;
-    if (is_op(n, "LayerNormalization") || is_op(n, "InstanceNormalization") ||
-        is_op(n, "GroupNormalization"))
-        return slot >= 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
-    if (is_op(n, "PRelu"))
-        return slot == 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
-    if (is_op(n, "Gather"))
-        return slot == 0 ? FM_ROLE_PARAM : FM_ROLE_CONST;
-    if (is_op(n, "Shape") || is_op(n, "Size") || is_op(n, "ConstantOfShape") ||
-        is_op(n, "Range"))
-        return FM_ROLE_CONST;
-    if ((is_op(n, "Resize") || is_op(n, "Clip") || is_op(n, "Dropout") || is_op(n, "Pad") ||
-         is_op(n, "Slice") || is_op(n, "Pow")) && slot >= 1)
-        return FM_ROLE_CONST;
-    for (size_t i = 0; i < sizeof(operand1) / sizeof(operand1[0]); i++) {
-        if (strcmp(op, operand1[i]) == 0 && slot >= 1)
-            return FM_ROLE_CONST;
-    }
-    return SLOT_DEPENDS;
-}
-
-static uint64_t dims_numel(const int64_t *dims, size_t n)
-{
-    uint64_t e = 1;
-    for (size_t i = 0; i < n; i++) {
-        if (dims[i] < 0 || !fm_mul_ok(e, (uint64_t)dims[i], &e))
-            return UINT64_MAX;
-    }
-    return e;
-}
-
-/* Ops that hand a tensor on unchanged in kind (a slice of a position table is still a weight):
- * the question passes to their readers. */
-static bool passes_on(const Onnx__NodeProto *n, int32_t slot)
-{
-    static const char *const ops[] = {"Identity", "Slice", "Reshape", "Transpose", "Squeeze",
-                                      "Unsqueeze", "Expand", "Tile", "Flatten", "Split",
-                                      "Cast"};
-    if (is_op(n, "Concat"))
-        return true;
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        if (is_op(n, ops[i]))
-            return slot == 0;
-    }
-    return false;
-}
-
-/* Readers that make a float tensor something no gradient flows through: a mask or a shape. */
-static bool ends_gradient(const Onnx__NodeProto *n, int32_t slot)
-{
-    static const char *const ops[] = {"Equal", "Less", "Greater", "LessOrEqual",
-                                      "GreaterOrEqual", "Not", "And", "Or", "Xor", "Shape",
-                                      "Size", "ArgMax", "ArgMin", "NonZero"};
-    if (is_op(n, "Where"))
-        return slot == 0;
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        if (is_op(n, ops[i]))
-            return true;
-    }
-    return false;
-}
-
-static bool casts_to_float(const Onnx__NodeProto *n)
-{
-    for (size_t i = 0; i < n->n_attribute; i++) {
-        const Onnx__AttributeProto *a = n->attribute[i];
-        enum fm_dtype dt;
-        if (a->name && !strcmp(a->name, "to"))
-            return ox_dtype((int32_t)a->i, &dt) && fm_dtype_is_float(dt);
-    }
-    return false;
-}
-
-/* Strongest role over every use (PARAM beats BUFFER beats CONST), following tensors through
- * ops that pass them on. */
-static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, int depth)
-{
-    if (e->role_done)
-        return e->role;
-    e->role_done = true;   /* also stops a cycle */
-    e->role = FM_ROLE_CONST;
-    int best = FM_ROLE_CONST;
-    for (uint32_t u = 0; u < e->uses; u++) {
-        const struct ox_use *use = &ox->uses[e->first_use + u];
-        const Onnx__NodeProto *n = ox->gp->node[use->node];
-        int r = slot_role(n, use->slot);
-        if (ends_gradient(n, use->slot) || (is_op(n, "Cast") && !casts_to_float(n))) {
-            r = FM_ROLE_CONST;
-        } else if (passes_on(n, use->slot) && depth < 16) {
-            r = FM_ROLE_CONST;
-            for (size_t o = 0; o < n->n_output; o++) {
-                struct ox_name *out = ox_name_find(ox, n->output[o]);
-                int ro = out ? (int)name_role(ox, out, numel, depth + 1) : FM_ROLE_CONST;
-                if (ro == FM_ROLE_PARAM || (ro == FM_ROLE_BUFFER && r == FM_ROLE_CONST))
-                    r = ro;
-            }
-        } else if (r == SLOT_DEPENDS) {
-            r = numel > 1 ? FM_ROLE_PARAM : FM_ROLE_CONST;
-        }
-        if (r == FM_ROLE_PARAM || (r == FM_ROLE_BUFFER && best == FM_ROLE_CONST))
-            best = r;
-    }
-    e->role = (enum fm_role)best;
-    return e->role;
-}
-
-/* ---- tensors ---- */
-
-/* Checks dims from the file: rank, sign, size; *empty is set for a 0 dim. */
-static enum fm_status check_dims(struct ox *ox, const char *what, const char *name,
-                                 const int64_t *dims, size_t n, bool allow_empty, bool *empty,
-                                 struct fm_shape *shape)
-{
-    if (n > FM_MAX_DIMS)
-        return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: %s '%s' has %zu dims; flopmeter handles "
-                        "at most %d", ox->src, what, name, n, FM_MAX_DIMS);
-    *empty = false;
-    shape->rank = (int)n;
-    for (size_t i = 0; i < n; i++) {
-        if (dims[i] < 0 || (dims[i] == 0 && !allow_empty))
-            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: %s '%s': dim %zu is %lld; dims must be "
-                            "positive", ox->src, what, name, i, (long long)dims[i]);
-        if (dims[i] > OX_DIM_MAX)
-            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: %s '%s': dim %zu is %lld, which is "
-                            "absurd (more than 2^40)", ox->src, what, name, i,
-                            (long long)dims[i]);
-        if (dims[i] == 0)
-            *empty = true;
-        shape->dims[i] = dims[i];
-    }
-    uint64_t e;
-    if (!*empty && (fm_shape_numel(shape, &e) != FM_OK || e > (UINT64_MAX >> 4)))
-        return fm_error(ox->ctx, FM_ERR_OVERFLOW, "%s: %s '%s': its element count overflows",
-                        ox->src, what, name);
-    return FM_OK;
-}
-
-static enum fm_status unique_name(struct ox *ox, const Onnx__NodeProto *node, const char *what,
-                                  char *buf, size_t size)
-{
-    for (int tries = 0; tries < 1000; tries++) {
-        snprintf(buf, size, "%s:%s%u", node ? ox_node_name(node) : "const", what, ox->synth++);
-        if (fm_graph_find_tensor(ox->g, buf) == FM_NONE && !ox_name_find(ox, buf))
-            return FM_OK;
-    }
-    return fm_error(ox->ctx, FM_ERR_GRAPH, "could not name a tensor of node '%s'",
-                    node ? ox_node_name(node) : "?");
-}
-
-enum fm_status ox_const_tensor(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                               enum fm_role role, enum fm_dtype dtype, const struct fm_shape *shape,
-                               const struct ox_val *val, fm_tid *out)
-{
-    char buf[512];
-    if (!name || !*name || fm_graph_find_tensor(ox->g, name) != FM_NONE) {
-        enum fm_status st = unique_name(ox, node, "const", buf, sizeof(buf));
-        if (st)
-            return st;
-        name = buf;
-    }
-    if (role != FM_ROLE_PARAM && role != FM_ROLE_BUFFER)
-        role = FM_ROLE_CONST;
-    enum fm_status st = fm_graph_add_tensor(ox->g, name, role, dtype, shape, out);
-    if (st)
-        return st;
-    if (val && val->known)
-        return ox_set_val(ox, *out, val);
-    return FM_OK;
-}
-
-/* Creates the tensor of an initializer on its first use. */
-static enum fm_status init_tensor(struct ox *ox, struct ox_name *e)
-{
-    const Onnx__TensorProto *t = e->init;
-    bool empty;
-    struct fm_shape shape;
-    enum fm_dtype dtype;
-    enum fm_status st = check_dims(ox, "initializer", e->name, t->dims, t->n_dims, true, &empty,
-                                   &shape);
-    if (st)
-        return st;
-    if (!t->has_data_type || !ox_dtype(t->data_type, &dtype))
-        return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: initializer '%s': data_type %d is not "
-                        "a numeric type flopmeter knows", ox->src, e->name, (int)t->data_type);
-    if (empty) {
-        e->empty = true;
-        return FM_OK;
-    }
-    enum fm_role role = fm_dtype_is_float(dtype) ? name_role(ox, e, dims_numel(t->dims, t->n_dims), 0)
-                                                 : FM_ROLE_CONST;
-    /* weights are never read: only constants that shapes or attributes may depend on */
-    struct ox_val v = {0};
-    st = ox_tensor_read(ox, t, e->name, role == FM_ROLE_CONST, &v);
-    if (st)
-        return st;
-    return ox_const_tensor(ox, NULL, e->name, role, dtype, &shape, &v, &e->tid);
-}
-
-enum fm_status ox_input(struct ox *ox, const Onnx__NodeProto *node, int slot, fm_tid *out)
-{
-    *out = FM_NONE;
-    const char *name = node->input[slot];
-    if (!name || !*name)
-        return FM_OK;
-    struct ox_name *e = ox_name_find(ox, name);
-    if (!e)
-        return ox_node_error(ox, node, FM_ERR_GRAPH, "input %d ('%s') is produced by no node and "
-                             "is no graph input or initializer", slot, name);
-    if (e->tid == FM_NONE && e->kind == OX_KIND_INIT && !e->empty) {
-        enum fm_status st = init_tensor(ox, e);
-        if (st)
-            return st;
-    }
-    if (e->empty)
-        return FM_OK;
-    if (e->tid == FM_NONE)
-        return ox_node_error(ox, node, FM_ERR_GRAPH, "input %d ('%s') has not been produced "
-                             "(its producer failed or was skipped)", slot, name);
-    *out = e->tid;
-    return FM_OK;
-}
-
-/* Output tensors: created unshaped, bound to the node, inferred at once. */
-static enum fm_status output_tensor(struct ox *ox, const Onnx__NodeProto *node, int i, fm_tid *out)
-{
-    const char *name = node->output[i];
-    char buf[512];
-    struct ox_name *e = name && *name ? ox_name_find(ox, name) : NULL;
-    if (!e) {
-        enum fm_status st = unique_name(ox, node, "out", buf, sizeof(buf));
-        if (st)
-            return st;
-        name = buf;
-    }
-    enum fm_status st = fm_graph_add_tensor_unshaped(ox->g, name, FM_ROLE_ACTIVATION,
-                                                     FM_DTYPE_FP32, out);
-    if (st)
-        return st;
-    if (e)
-        e->tid = *out;
-    return FM_OK;
-}
-
-/* Outputs beyond those flopmeter models (BatchNorm statistics, a Dropout mask, MaxPool
- * indices) must be read by no node. */
-static enum fm_status check_extra_outputs(struct ox *ox, const Onnx__NodeProto *node, int n_out)
-{
-    for (size_t i = (size_t)n_out; i < node->n_output; i++) {
-        struct ox_name *e = ox_name_find(ox, node->output[i]);
-        if (e && e->uses)
-            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
-                                 "output %zu ('%s') is read by node '%s', but flopmeter models "
-                                 "only the first %d output(s) of %s",
-                                 i, e->name,
-                                 ox_node_name(ox->gp->node[ox->uses[e->first_use].node]), n_out,
-                                 ox_str(node->op_type));
-    }
-    return FM_OK;
-}
-
-enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op,
-                       const struct fm_attrs *attrs, const fm_tid *in, int n_in, int n_out)
-{
-    if (n_out < 1 || (size_t)n_out > node->n_output || n_out > FM_MAX_IO)
-        return ox_node_error(ox, node, FM_ERR_PARSE, "has %zu outputs; %d expected",
-                             node->n_output, n_out);
-    enum fm_status st = check_extra_outputs(ox, node, n_out);
-    if (st)
-        return st;
-    fm_tid outs[FM_MAX_IO];
-    for (int i = 0; i < n_out; i++) {
-        st = output_tensor(ox, node, i, &outs[i]);
-        if (st)
-            return st;
-    }
-    fm_nid id;
-    st = fm_graph_add_node_bound(ox->g, op, ox_node_name(node), attrs, in, n_in, outs, n_out, &id);
-    if (st)
-        return st;
-    st = fm_graph_infer_node(ox->g, id);
-    if (st) {
-        char msg[FM_ERRMSG_SIZE];
-        snprintf(msg, sizeof(msg), "%s", fm_ctx_error(ox->ctx));
-        return fm_error(ox->ctx, st, "%s: %s", ox->src, msg);
-    }
-    return FM_OK;
-}
-
-/* The shape of a value from value_info (or a graph output's type), symbolic dims resolved
- * through the bound symbols; false when unknown. */
-static bool info_shape(struct ox *ox, const Onnx__ValueInfoProto *vi, struct fm_shape *s,
-                       enum fm_dtype *dtype)
-{
-    if (!vi || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-        return false;
-    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
-    if (!tt || !tt->shape || tt->shape->n_dim > FM_MAX_DIMS || !tt->has_elem_type ||
-        !ox_dtype(tt->elem_type, dtype))
-        return false;
-    s->rank = (int)tt->shape->n_dim;
-    for (int i = 0; i < s->rank; i++) {
-        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        int64_t v = 0;
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
-            v = d->dim_value;
-        else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
-            for (size_t k = 0; k < ox->n_syms; k++) {
-                if (strcmp(ox->syms[k].name, ox_str(d->dim_param)) == 0)
-                    v = ox->syms[k].value;
-            }
-        }
-        if (v <= 0 || v > OX_DIM_MAX)
-            return false;
-        s->dims[i] = v;
-    }
-    uint64_t n;
-    return fm_shape_numel(s, &n) == FM_OK && n <= (UINT64_MAX >> 4);
-}
-
-enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const char *why)
-{
-    fm_tid in[FM_MAX_IO];
-    int n_in = 0;
-    if (node->n_input > FM_MAX_IO || node->n_output > FM_MAX_IO || node->n_output == 0)
-        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "has %zu inputs and %zu outputs",
-                             node->n_input, node->n_output);
-    for (size_t i = 0; i < node->n_input; i++) {
-        fm_tid t;
-        enum fm_status st = ox_input(ox, node, (int)i, &t);
-        if (st)
-            return st;
-        if (t != FM_NONE)
-            in[n_in++] = t;
-    }
-    fm_tid outs[FM_MAX_IO];
-    int n_out = (int)node->n_output, n_shaped = 0;
-    for (int i = 0; i < n_out; i++) {
-        enum fm_status st = output_tensor(ox, node, i, &outs[i]);
-        if (st)
-            return st;
-    }
-    fm_nid id;
-    enum fm_status st = fm_graph_add_node_bound(ox->g, FM_OP_UNKNOWN, ox_node_name(node), NULL,
-                                                in, n_in, outs, n_out, &id);
-    if (st)
-        return st;
-    char opname[160];
-    if (node->domain && *node->domain && strcmp(node->domain, "ai.onnx") != 0)
-        snprintf(opname, sizeof(opname), "%s:%s", node->domain, ox_str(node->op_type));
-    else
-        snprintf(opname, sizeof(opname), "%s", ox_str(node->op_type));
-    st = fm_graph_set_op_name(ox->g, id, opname);
-    if (st)
-        return st;
-    /* the file's value_info is the only source of an unknown op's output shapes */
-    for (int i = 0; i < n_out; i++) {
-        struct ox_name *e = ox_name_find(ox, node->output[i]);
-        struct fm_shape s;
-        enum fm_dtype dt;
-        if (e && info_shape(ox, e->info, &s, &dt)) {
-            st = fm_graph_set_shape(ox->g, outs[i], &s);
-            if (st)
-                return st;
-            ox->g->tensors[outs[i]].dtype = dt;
-            n_shaped++;
-        }
-    }
-    if (n_shaped == n_out) {
-        st = fm_graph_infer_node(ox->g, id);
-        if (st)
-            return st;
-    }
-    fm_log(ox->ctx, "%s: node '%s': op %s is not counted (%s)", ox->src, ox_node_name(node),
-           opname, why);
-    return FM_OK;
-}
 
 /* ---- graph inputs and symbolic dims ---- */
 
@@ -755,7 +235,7 @@ static enum fm_status index_names(struct ox *ox)
         if (ox_name_find(ox, t->name))
             return fm_error(ox->ctx, FM_ERR_PARSE, "%s: initializer '%s' is defined twice",
                             ox->src, t->name);
-        st = name_add(ox, t->name, OX_KIND_INIT, -1, &e);
+        st = ox_name_add(ox, t->name, OX_KIND_INIT, -1, &e);
         if (st)
             return st;
         e->init = t;
@@ -769,7 +249,7 @@ static enum fm_status index_names(struct ox *ox)
         if (prev && prev->kind == OX_KIND_INPUT)
             return fm_error(ox->ctx, FM_ERR_PARSE, "%s: graph input '%s' is declared twice",
                             ox->src, gp->input[i]->name);
-        st = name_add(ox, gp->input[i]->name, OX_KIND_INPUT, -1, &e);
+        st = ox_name_add(ox, gp->input[i]->name, OX_KIND_INPUT, -1, &e);
         if (st)
             return st;
     }
@@ -779,7 +259,7 @@ static enum fm_status index_names(struct ox *ox)
         for (size_t o = 0; o < n->n_output; o++) {
             if (!n->output[o] || !*n->output[o])
                 continue;
-            st = name_add(ox, n->output[o], OX_KIND_NODE_OUT, (int32_t)i, &e);
+            st = ox_name_add(ox, n->output[o], OX_KIND_NODE_OUT, (int32_t)i, &e);
             if (st)
                 return st;
         }
@@ -877,8 +357,8 @@ static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
     bool empty;
     struct fm_shape shape;
     enum fm_dtype dtype;
-    enum fm_status st = check_dims(ox, "constant", e->name, t->dims, t->n_dims, true, &empty,
-                                   &shape);
+    enum fm_status st = ox_check_dims(ox, "constant", e->name, t->dims, t->n_dims, true,
+                                      &empty, &shape);
     if (st)
         return st;
     if (!t->has_data_type || !ox_dtype(t->data_type, &dtype))
@@ -888,9 +368,7 @@ static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
         e->empty = true;
         return FM_OK;
     }
-    enum fm_role role = fm_dtype_is_float(dtype)
-                            ? name_role(ox, e, dims_numel(t->dims, t->n_dims), 0)
-                            : FM_ROLE_CONST;
+    enum fm_role role = ox_value_role(ox, e, t, dtype);
     struct ox_val v;
     st = ox_tensor_read(ox, t, e->name, role == FM_ROLE_CONST, &v);
     if (st)
@@ -906,7 +384,7 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
                              node->n_input, FM_MAX_IO);
     if (!ox_default_domain(node->domain))
         return ox_emit_unknown(ox, node, "an op of another domain");
-    if (is_op(node, "Constant"))
+    if (!strcmp(ox_str(node->op_type), "Constant"))
         return build_constant(ox, node);
     fm_tid in[FM_MAX_IO];
     int n_in = (int)node->n_input;

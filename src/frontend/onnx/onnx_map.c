@@ -1,116 +1,12 @@
-/* ONNX ops -> flopmeter ops, opsets 7 to 21: checked attribute access, and one mapping per op
- * that turns attributes and constant operands (axes, pads, scales, target shapes) into the
- * op's attrs. Exported patterns stay as they are (Gemm, MatMul + Add, an Erf-based GELU
- * subgraph); an op without a mapping becomes an uncounted node. */
+/* ONNX ops -> flopmeter ops, opsets 7 to 21: one mapper per kind of op, turning attributes and
+ * constant operands (axes, pads, scales, target shapes) into the op's attrs, and the table that
+ * picks it. Exported patterns stay as they are (Gemm, MatMul + Add, an Erf-based GELU
+ * subgraph); an op without a mapping becomes an uncounted node. Attribute access, tensors and
+ * the roles of initializers are onnx_build.c's, never decided here. */
 #include "onnx_internal.h"
 
 #include <math.h>
 #include <string.h>
-
-/* ---- attributes ---- */
-
-const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *node, const char *name)
-{
-    for (size_t i = 0; i < node->n_attribute; i++) {
-        const Onnx__AttributeProto *a = node->attribute[i];
-        if (a->name && strcmp(a->name, name) == 0)
-            return a;
-    }
-    return NULL;
-}
-
-static const char *type_name(int t)
-{
-    static const char *const names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR",
-                                        "GRAPH", "FLOATS", "INTS", "STRINGS", "TENSORS",
-                                        "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS",
-                                        "TYPE_PROTO", "TYPE_PROTOS"};
-    return t >= 0 && t < (int)(sizeof(names) / sizeof(names[0])) ? names[t] : "unknown";
-}
-
-/* An attribute's type is checked against what the op needs; files from before IR 2 carry no
- * type, and then the field that is set decides. */
-static enum fm_status attr_check(struct ox *ox, const Onnx__NodeProto *node,
-                                 const Onnx__AttributeProto *a, int want, bool present)
-{
-    int t = a->has_type ? (int)a->type : present ? want : 0;
-    if (t != want)
-        return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' is %s, expected %s",
-                             a->name, type_name(t), type_name(want));
-    return FM_OK;
-}
-
-enum fm_status ox_attr_int(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                           int64_t def, int64_t *out)
-{
-    const Onnx__AttributeProto *a = ox_attr(node, name);
-    if (!a) {
-        *out = def;
-        return FM_OK;
-    }
-    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT,
-                                   a->has_i);
-    if (st)
-        return st;
-    *out = a->i;
-    return FM_OK;
-}
-
-enum fm_status ox_attr_float(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                             double def, double *out)
-{
-    const Onnx__AttributeProto *a = ox_attr(node, name);
-    if (!a) {
-        *out = def;
-        return FM_OK;
-    }
-    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT,
-                                   a->has_f);
-    if (st)
-        return st;
-    *out = a->f;
-    return FM_OK;
-}
-
-enum fm_status ox_attr_ints(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                            int64_t *out, int max, int *n)
-{
-    *n = 0;
-    const Onnx__AttributeProto *a = name && *name ? ox_attr(node, name) : NULL;
-    if (!a)
-        return FM_OK;
-    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS,
-                                   a->n_ints > 0);
-    if (st)
-        return st;
-    if (a->n_ints > (size_t)max)
-        return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' has %zu values; at most %d",
-                             name, a->n_ints, max);
-    for (size_t i = 0; i < a->n_ints; i++)
-        out[i] = a->ints[i];
-    *n = (int)a->n_ints;
-    return FM_OK;
-}
-
-enum fm_status ox_attr_string(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                              const char *def, char *buf, size_t size)
-{
-    const Onnx__AttributeProto *a = ox_attr(node, name);
-    if (!a) {
-        snprintf(buf, size, "%s", def);
-        return FM_OK;
-    }
-    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING,
-                                   a->has_s);
-    if (st)
-        return st;
-    if (a->s.len >= size)
-        return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' is too long", name);
-    if (a->s.len)   /* an empty string has no data pointer: memcpy(buf, NULL, 0) is UB */
-        memcpy(buf, a->s.data, a->s.len);
-    buf[a->s.len] = '\0';
-    return FM_OK;
-}
 
 /* ---- helpers ---- */
 
@@ -837,8 +733,8 @@ static enum fm_status map_resize(struct ox *ox, const Onnx__NodeProto *node, con
         else
             o = floor((double)x->dims[d] * scales[k]);
         if (!(o >= 1 && o <= (double)OX_DIM_MAX))
-            return ox_node_error(ox, node, FM_ERR_SHAPE, "output dim %lld would be %g", (long long)d,
-                                 o);
+            return ox_node_error(ox, node, FM_ERR_SHAPE, "output dim %lld would be %g",
+                                 (long long)d, o);
         a.ints[1 + d] = (int64_t)o;
     }
     a.nints = 1 + x->rank;
@@ -975,7 +871,9 @@ static enum fm_status map_einsum(struct ox *ox, const Onnx__NodeProto *node, con
                 p += 2;
                 continue;
             }
-            int id = *p >= 'a' && *p <= 'z' ? *p - 'a' : *p >= 'A' && *p <= 'Z' ? 26 + *p - 'A' : -1;
+            int id = *p >= 'a' && *p <= 'z'   ? *p - 'a'
+                     : *p >= 'A' && *p <= 'Z' ? 26 + *p - 'A'
+                                              : -1;
             if (id < 0 || rank[o] >= FM_MAX_DIMS)
                 goto bad;
             lab[o][rank[o]++] = id;
