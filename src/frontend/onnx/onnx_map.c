@@ -928,99 +928,32 @@ bad:
                          eq, arrow ? "->" : "", arrow ? arrow + 2 : "");
 }
 
-/* ---- the table ---- */
+/* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
+
+/* Ops no ONNX op type maps to (Linear, SiLU, Attention ...) name the mapper "none": their rows
+ * have neither a name nor a mapper, and the lookup skips them. */
+#define map_none NULL
 
 struct op_map {
-    const char *name;
+    const char *name;   /* ONNX op type */
     map_fn fn;
     enum fm_op op;
 };
 
+#define OX_MAP_ROW(ID, desc, name, cls, onnx, map, slots) {onnx, map_##map, FM_OP_##ID},
 static const struct op_map table[] = {
-    {"Conv", map_conv, FM_OP_CONV},
-    {"ConvTranspose", map_conv, FM_OP_CONV_TRANSPOSE},
-    {"Gemm", map_gemm, FM_OP_GEMM},
-    {"MatMul", map_plain, FM_OP_MATMUL},
-    {"Einsum", map_einsum, FM_OP_EINSUM},
-    {"BatchNormalization", map_norm, FM_OP_BATCHNORM},
-    {"LayerNormalization", map_norm, FM_OP_LAYERNORM},
-    {"InstanceNormalization", map_norm, FM_OP_INSTANCENORM},
-    {"GroupNormalization", map_norm, FM_OP_GROUPNORM},
-    {"Relu", map_act, FM_OP_RELU},
-    {"LeakyRelu", map_act, FM_OP_LEAKY_RELU},
-    {"PRelu", map_plain, FM_OP_PRELU},
-    {"Clip", map_act, FM_OP_CLIP},
-    {"Sigmoid", map_act, FM_OP_SIGMOID},
-    {"HardSigmoid", map_act, FM_OP_HARDSIGMOID},
-    {"HardSwish", map_act, FM_OP_HARDSWISH},
-    {"Tanh", map_act, FM_OP_TANH},
-    {"Gelu", map_act, FM_OP_GELU},
-    {"Softmax", map_softmax, FM_OP_SOFTMAX},
-    {"LogSoftmax", map_softmax, FM_OP_LOG_SOFTMAX},
-    {"Erf", map_plain, FM_OP_ERF},
-    {"Sqrt", map_plain, FM_OP_SQRT},
-    {"Reciprocal", map_plain, FM_OP_RECIPROCAL},
-    {"Neg", map_plain, FM_OP_NEG},
-    {"Exp", map_plain, FM_OP_EXP},
-    {"Log", map_plain, FM_OP_LOG},
-    {"Abs", map_plain, FM_OP_ABS},
-    {"Pow", map_plain, FM_OP_POW},
-    {"Add", map_plain, FM_OP_ADD},
-    {"Sub", map_plain, FM_OP_SUB},
-    {"Mul", map_plain, FM_OP_MUL},
-    {"Div", map_plain, FM_OP_DIV},
-    {"Equal", map_plain, FM_OP_EQUAL},
-    {"Less", map_plain, FM_OP_LESS},
-    {"LessOrEqual", map_plain, FM_OP_LESS_EQUAL},
-    {"Greater", map_plain, FM_OP_GREATER},
-    {"GreaterOrEqual", map_plain, FM_OP_GREATER_EQUAL},
-    {"And", map_plain, FM_OP_AND},
-    {"Or", map_plain, FM_OP_OR},
-    {"Xor", map_plain, FM_OP_XOR},
-    {"Not", map_plain, FM_OP_NOT},
-    {"Where", map_plain, FM_OP_WHERE},
-    {"Max", map_variadic, FM_OP_MAX},
-    {"Min", map_variadic, FM_OP_MIN},
-    {"Trilu", map_int_operand, FM_OP_TRILU},
-    {"ReduceMean", map_reduce, FM_OP_REDUCE_MEAN},
-    {"ReduceSum", map_reduce, FM_OP_REDUCE_SUM},
-    {"ReduceMax", map_reduce, FM_OP_REDUCE_MAX},
-    {"ReduceMin", map_reduce, FM_OP_REDUCE_MIN},
-    {"ReduceProd", map_reduce, FM_OP_REDUCE_PROD},
-    {"ReduceL2", map_reduce, FM_OP_REDUCE_L2},
-    {"ReduceSumSquare", map_reduce, FM_OP_REDUCE_SUM_SQUARE},
-    {"CumSum", map_int_operand, FM_OP_CUMSUM},
-    {"MaxPool", map_pool, FM_OP_MAXPOOL},
-    {"AveragePool", map_pool, FM_OP_AVGPOOL},
-    {"GlobalAveragePool", map_plain, FM_OP_GLOBAL_AVGPOOL},
-    {"GlobalMaxPool", map_plain, FM_OP_GLOBAL_MAXPOOL},
-    {"Flatten", map_axis, FM_OP_FLATTEN},
-    {"Reshape", map_reshape, FM_OP_RESHAPE},
-    {"Transpose", map_transpose, FM_OP_TRANSPOSE},
-    {"Squeeze", map_squeeze, FM_OP_SQUEEZE},
-    {"Unsqueeze", map_squeeze, FM_OP_UNSQUEEZE},
-    {"Concat", map_concat, FM_OP_CONCAT},
-    {"Split", map_split, FM_OP_SPLIT},
-    {"Slice", map_slice, FM_OP_SLICE},
-    {"Gather", map_gather, FM_OP_GATHER},
-    {"Expand", map_int_operand, FM_OP_EXPAND},
-    {"Tile", map_int_operand, FM_OP_TILE},
-    {"Pad", map_pad, FM_OP_PAD},
-    {"Resize", map_resize, FM_OP_RESIZE},
-    {"Upsample", map_resize, FM_OP_RESIZE},
-    {"ConstantOfShape", map_int_operand, FM_OP_CONSTANT_OF_SHAPE},
-    {"Range", map_range, FM_OP_RANGE},
-    {"Cast", map_cast, FM_OP_CAST},
-    {"Identity", map_identity, FM_OP_IDENTITY},
-    {"Dropout", map_dropout, FM_OP_DROPOUT},
+    FM_OP_LIST(OX_MAP_ROW)
+    /* ONNX op types the list does not hold as their own: older names of its ops */
+    {"Upsample", map_resize, FM_OP_RESIZE},   /* Resize before opset 10, same operands */
 };
+#undef OX_MAP_ROW
 
 enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                            int n_in)
 {
     const char *op = ox_str(node->op_type);
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-        if (strcmp(table[i].name, op) == 0)
+        if (table[i].name && table[i].fn && strcmp(table[i].name, op) == 0)
             return table[i].fn(ox, node, in, n_in, table[i].op);
     }
     return ox_emit_unknown(ox, node, "no cost rule for this op");
