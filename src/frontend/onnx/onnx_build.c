@@ -440,47 +440,52 @@ enum fm_status ox_need_ints(struct ox *ox, const Onnx__NodeProto *node, fm_tid t
 
 /* ---- roles of initializers and constants, from the slots that read them ---- */
 
-enum { SLOT_DEPENDS = -1 };
+/* What an initializer is, from each input slot that reads it, per ONNX op type: the "slots"
+ * column of FM_OP_LIST (its comment says what each letter means), then ONNX ops the list does
+ * not hold as its own whose operands must not be taken for weights. An op type without a row
+ * reads every slot by size. The mappers' table (onnx_map.c) comes from the same list; this one
+ * lives here because roles are decided before any node is mapped. */
+struct op_slots {
+    const char *name;   /* ONNX op type; NULL for ops no ONNX op maps to */
+    const char *slots;
+};
+
+#define OX_SLOTS_ROW(ID, desc, name, cls, onnx, map, slots) {onnx, slots},
+static const struct op_slots slot_table[] = {
+    FM_OP_LIST(OX_SLOTS_ROW)
+    {"Upsample", "xC*"},          /* Resize's older name: scales (and roi) */
+    {"Shape", "C*"},              /* evaluated at load time: only the shape is read */
+    {"Size", "C*"},
+    {"ArgMax", "C*"},             /* indices out: nothing flows back */
+    {"ArgMin", "C*"},
+    {"NonZero", "C*"},
+    {"TopK", "xC*"},              /* K */
+    {"ReduceL1", "xC*"},          /* axes, like the reductions flopmeter counts */
+    {"ReduceLogSumExp", "xC*"},
+};
+#undef OX_SLOTS_ROW
 
 static bool is_op(const Onnx__NodeProto *n, const char *op)
 {
     return n->op_type && strcmp(n->op_type, op) == 0;
 }
 
-/* The role a float constant gets from one use: weights and biases are parameters, BatchNorm
- * statistics buffers, operands of shape computations constants; elsewhere (an Add, a Concat)
- * it depends on its size. */
-static int slot_role(const Onnx__NodeProto *n, int32_t slot)
+/* The letter of input slot `slot` of node n: P, B, C, T or x (anything else reads as x). */
+static char slot_letter(const Onnx__NodeProto *n, int32_t slot)
 {
-    static const char *const operand1[] = {
-        "Reshape", "Upsample", "Expand", "Tile", "Split", "Squeeze", "Unsqueeze", "CumSum",
-        "Trilu", "TopK", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-        "ReduceL2", "ReduceSumSquare", "ReduceL1", "ReduceLogSumExp"};
-    const char *op = ox_str(n->op_type);
-    if (is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm"))
-        return slot >= 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
-    if (is_op(n, "MatMul") || is_op(n, "Einsum"))
-        return FM_ROLE_PARAM;
-    if (is_op(n, "BatchNormalization"))
-        return slot == 1 || slot == 2 ? FM_ROLE_PARAM : slot >= 3 ? FM_ROLE_BUFFER : SLOT_DEPENDS;
-    if (is_op(n, "LayerNormalization") || is_op(n, "InstanceNormalization") ||
-        is_op(n, "GroupNormalization"))
-        return slot >= 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
-    if (is_op(n, "PRelu"))
-        return slot == 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
-    if (is_op(n, "Gather"))
-        return slot == 0 ? FM_ROLE_PARAM : FM_ROLE_CONST;
-    if (is_op(n, "Shape") || is_op(n, "Size") || is_op(n, "ConstantOfShape") ||
-        is_op(n, "Range"))
-        return FM_ROLE_CONST;
-    if ((is_op(n, "Resize") || is_op(n, "Clip") || is_op(n, "Dropout") || is_op(n, "Pad") ||
-         is_op(n, "Slice") || is_op(n, "Pow")) && slot >= 1)
-        return FM_ROLE_CONST;
-    for (size_t i = 0; i < sizeof(operand1) / sizeof(operand1[0]); i++) {
-        if (strcmp(op, operand1[i]) == 0 && slot >= 1)
-            return FM_ROLE_CONST;
+    for (size_t i = 0; i < sizeof(slot_table) / sizeof(slot_table[0]); i++) {
+        if (!slot_table[i].name || !is_op(n, slot_table[i].name))
+            continue;
+        const char *s = slot_table[i].slots;
+        size_t len = strlen(s);
+        bool repeat = len > 0 && s[len - 1] == '*';   /* the last letter holds for every slot on */
+        if (repeat)
+            len--;
+        if ((size_t)slot < len)
+            return s[slot];
+        return repeat && len > 0 ? s[len - 1] : 'x';
     }
-    return SLOT_DEPENDS;
+    return 'x';
 }
 
 static uint64_t dims_numel(const int64_t *dims, size_t n)
@@ -493,37 +498,9 @@ static uint64_t dims_numel(const int64_t *dims, size_t n)
     return e;
 }
 
-/* Ops that hand a tensor on unchanged in kind (a slice of a position table is still a weight):
- * the question passes to their readers. */
-static bool passes_on(const Onnx__NodeProto *n, int32_t slot)
-{
-    static const char *const ops[] = {"Identity", "Slice", "Reshape", "Transpose", "Squeeze",
-                                      "Unsqueeze", "Expand", "Tile", "Flatten", "Split",
-                                      "Cast"};
-    if (is_op(n, "Concat"))
-        return true;
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        if (is_op(n, ops[i]))
-            return slot == 0;
-    }
-    return false;
-}
-
-/* Readers that make a float tensor something no gradient flows through: a mask or a shape. */
-static bool ends_gradient(const Onnx__NodeProto *n, int32_t slot)
-{
-    static const char *const ops[] = {"Equal", "Less", "Greater", "LessOrEqual",
-                                      "GreaterOrEqual", "Not", "And", "Or", "Xor", "Shape",
-                                      "Size", "ArgMax", "ArgMin", "NonZero"};
-    if (is_op(n, "Where"))
-        return slot == 0;
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        if (is_op(n, ops[i]))
-            return true;
-    }
-    return false;
-}
-
+/* Cast's slot is T (a weight cast to fp16 is still a weight), but a cast to an integer or bool
+ * type makes an index or a mask, through which no gradient flows: the one rule that depends on
+ * an attribute, so no letter can say it. */
 static bool casts_to_float(const Onnx__NodeProto *n)
 {
     for (size_t i = 0; i < n->n_attribute; i++) {
@@ -536,7 +513,8 @@ static bool casts_to_float(const Onnx__NodeProto *n)
 }
 
 /* Strongest role over every use (PARAM beats BUFFER beats CONST), following tensors through
- * ops that pass them on. */
+ * ops that pass them on (T) to a depth of 16; a cycle of such ops ends at a name already
+ * being decided. */
 static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, int depth)
 {
     if (e->role_done)
@@ -547,10 +525,11 @@ static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, 
     for (uint32_t u = 0; u < e->uses; u++) {
         const struct ox_use *use = &ox->uses[e->first_use + u];
         const Onnx__NodeProto *n = ox->gp->node[use->node];
-        int r = slot_role(n, use->slot);
-        if (ends_gradient(n, use->slot) || (is_op(n, "Cast") && !casts_to_float(n))) {
-            r = FM_ROLE_CONST;
-        } else if (passes_on(n, use->slot) && depth < 16) {
+        char letter = slot_letter(n, use->slot);
+        int r;
+        if (letter == 'C' || (is_op(n, "Cast") && !casts_to_float(n))) {
+            r = FM_ROLE_CONST;   /* a shape, an index, a mask: nothing flows back through it */
+        } else if (letter == 'T' && depth < 16) {
             r = FM_ROLE_CONST;
             for (size_t o = 0; o < n->n_output; o++) {
                 struct ox_name *out = ox_name_find(ox, n->output[o]);
@@ -558,7 +537,11 @@ static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, 
                 if (ro == FM_ROLE_PARAM || (ro == FM_ROLE_BUFFER && r == FM_ROLE_CONST))
                     r = ro;
             }
-        } else if (r == SLOT_DEPENDS) {
+        } else if (letter == 'P') {
+            r = FM_ROLE_PARAM;
+        } else if (letter == 'B') {
+            r = FM_ROLE_BUFFER;
+        } else {   /* x, and T past the depth limit: a weight if more than a scalar */
             r = numel > 1 ? FM_ROLE_PARAM : FM_ROLE_CONST;
         }
         if (r == FM_ROLE_PARAM || (r == FM_ROLE_BUFFER && best == FM_ROLE_CONST))
