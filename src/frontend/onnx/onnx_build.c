@@ -1,8 +1,7 @@
-/* Graph-building services every later file of the ONNX frontend uses: node errors and names,
- * checked attribute access, the table of ONNX value names, values known at load time, dtypes
- * and small payloads, the roles of initializers, and creating tensors and ops in the graph
- * (ox_input, ox_const_tensor, ox_emit, ox_emit_unknown). It decides nothing about what a node
- * computes: folding and mapping are the files above it. */
+/* Graph-building services every later ONNX file uses: node errors, attributes, the name table,
+ * values known at load time, dtypes and small payloads, initializer roles, and making tensors
+ * and ops (ox_input, ox_const_tensor, ox_emit). It never decides what a node computes: folding
+ * and mapping are the files above it. */
 #include "onnx_internal.h"
 
 #include <math.h>
