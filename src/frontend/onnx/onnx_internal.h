@@ -1,6 +1,19 @@
-/* Shared by the ONNX frontend's files (load, ops, values): the loader state, the table of ONNX
- * value names, the constants evaluated at load time, and the attribute helpers. Nothing here
- * leaves src/frontend/onnx/. */
+/* Shared by the ONNX frontend's files, which are layered: each calls only the files listed
+ * before it, so that any of them can be read, tested and changed knowing only what is below.
+ *
+ *   1. onnx_wire.c   the bytes: mapping the file, protobuf-c's arena, the nesting-depth check,
+ *                    unpacking and checking the ModelProto. Knows nothing of graphs.
+ *   2. onnx_build.c  the services every node needs: errors, attributes, the name table, known
+ *                    values, dtypes and payloads, initializer roles, making tensors and ops.
+ *   3. onnx_fold.c   the constant folder: evaluates a node whose inputs are known constants.
+ *   4. onnx_map.c    the op mappers, one per kind of ONNX op, and their table.
+ *   5. onnx_load.c   the entry points: index the names, bind symbolic dims, order the nodes,
+ *                    fold or map each, finalize.
+ *
+ * The order follows what depends on what: roles (build) are asked before any node is folded
+ * or mapped, so they come from the op list's "slots" column and never from the mappers; the
+ * mappers reuse the folder's Slice normalization; only load knows the whole sequence. Nothing
+ * here leaves src/frontend/onnx/. */
 #ifndef FM_ONNX_INTERNAL_H
 #define FM_ONNX_INTERNAL_H
 
@@ -12,6 +25,36 @@
 #define OX_FOLD_MAX 4096
 /* Dims beyond this are absurd (the CLI's --input accepts the same bound). */
 #define OX_DIM_MAX ((int64_t)1 << 40)
+
+/* ---- the bytes (onnx_wire.c) ---- */
+
+struct ox_pb_chunk;
+
+/* An unpacked model and the arena protobuf-c unpacked it into (every message, name and payload
+ * copy), freed at once by ox_wire_release. */
+struct ox_wire {
+    struct fm_ctx *ctx;
+    struct ox_pb_chunk *head;             /* chunks of small blocks */
+    struct ox_pb_chunk *big;              /* the region for payloads */
+    size_t big_budget;
+    bool oom;   /* an allocation failed: protobuf-c's NULL then means memory, not a bad file */
+    const Onnx__ModelProto *model;        /* NULL until unpacked */
+    int64_t opset;                        /* of the default domain */
+};
+
+/* Unpacks size bytes into w: an empty file, messages nested deeper than protobuf's own limit,
+ * bytes that are no ModelProto, no ir_version or graph, an opset outside 7..21 are errors
+ * naming src. w is initialized first, so ox_wire_release(w) is right after any outcome. */
+enum fm_status ox_wire_unpack(struct fm_ctx *ctx, const void *data, size_t size, const char *src,
+                              struct ox_wire *w);
+void ox_wire_release(struct ox_wire *w);
+/* Maps a regular, non-empty file read-only, its pages read in one go; ox_wire_unmap undoes it. */
+enum fm_status ox_wire_map(struct fm_ctx *ctx, const char *path, void **data, size_t *size);
+void ox_wire_unmap(void *data, size_t size);
+/* "", absent or "ai.onnx": the ONNX operator set this frontend reads. */
+bool ox_default_domain(const char *domain);
+
+/* ---- graph-building services (onnx_build.c) ---- */
 
 /* Contents of a tensor known at load time: integers exactly, floats as doubles. */
 struct ox_val {
@@ -68,9 +111,62 @@ struct ox {
     unsigned synth;                       /* counter for synthesized tensor names */
 };
 
-/* ---- names and tensors (onnx_load.c) ---- */
+/* Node errors name the file, the node and its op type. */
+const char *ox_node_name(const Onnx__NodeProto *node);
+const char *ox_str(const char *s);
+enum fm_status ox_node_error(struct ox *ox, const Onnx__NodeProto *node, enum fm_status st,
+                             const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
 
+/* Attributes, their types checked against what the op needs. */
+const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *node, const char *name);
+enum fm_status ox_attr_int(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                           int64_t def, int64_t *out);
+enum fm_status ox_attr_float(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                             double def, double *out);
+/* ints attribute: *n = 0 when absent; more than max values is an error. */
+enum fm_status ox_attr_ints(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                            int64_t *out, int max, int *n);
+enum fm_status ox_attr_string(struct ox *ox, const Onnx__NodeProto *node, const char *name,
+                              const char *def, char *buf, size_t size);
+
+/* The name table (ox->names, sized by the caller): find, or add where a second definition of a
+ * name is an error naming both (an input that is also an initializer, IR < 4, is the
+ * initializer). */
 struct ox_name *ox_name_find(struct ox *ox, const char *name);
+enum fm_status ox_name_add(struct ox *ox, const char *name, enum ox_kind kind, int32_t producer,
+                           struct ox_name **out);
+
+/* Records the values of a tensor (copied); ints also go to the graph's ivalue. */
+enum fm_status ox_set_val(struct ox *ox, fm_tid t, const struct ox_val *v);
+const struct ox_val *ox_val_of(const struct ox *ox, fm_tid t);
+
+/* ONNX element type -> flopmeter dtype; false for strings, complex and unknown types. */
+bool ox_dtype(int32_t elem_type, enum fm_dtype *out);
+/* Checks a tensor's payload size against its dims (an error naming the tensor) and, when
+ * values is set, reads its contents if small (at most OX_FOLD_MAX elements, integer, bool or
+ * float, stored in the file); val->known is false otherwise. Callers never ask for the values
+ * of weights. */
+enum fm_status ox_tensor_read(struct ox *ox, const Onnx__TensorProto *t, const char *what,
+                              bool values, struct ox_val *val);
+/* Integer contents of tensor t read by node, or an error saying that a shape depends on it. */
+enum fm_status ox_need_ints(struct ox *ox, const Onnx__NodeProto *node, fm_tid t,
+                            const char *what, const struct ox_val **out);
+
+/* The role of an initializer or Constant tensor e holding t: CONST unless its dtype is float,
+ * then the strongest over its readers (PARAM beats BUFFER beats CONST), followed through ops
+ * that pass it on. */
+enum fm_role ox_value_role(struct ox *ox, struct ox_name *e, const Onnx__TensorProto *t,
+                           enum fm_dtype dtype);
+
+/* Checks dims from the file (what and name say whose): rank, sign, size; *empty is set for a
+ * 0 dim, which only allow_empty accepts. */
+enum fm_status ox_check_dims(struct ox *ox, const char *what, const char *name,
+                            const int64_t *dims, size_t n, bool allow_empty, bool *empty,
+                            struct fm_shape *shape);
 /* The graph tensor for an ONNX name, created on first use for initializers. FM_NONE for ""
  * and for empty tensors. */
 enum fm_status ox_input(struct ox *ox, const Onnx__NodeProto *node, int slot, fm_tid *out);
@@ -85,36 +181,13 @@ enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op
                        const struct fm_attrs *attrs, const fm_tid *in, int n_in, int n_out);
 /* Adds the node as an op flopmeter does not know (listed as uncounted). */
 enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const char *why);
-/* Records the values of a tensor (copied); ints also go to the graph's ivalue. */
-enum fm_status ox_set_val(struct ox *ox, fm_tid t, const struct ox_val *v);
-const struct ox_val *ox_val_of(const struct ox *ox, fm_tid t);
-const char *ox_node_name(const Onnx__NodeProto *node);
-const char *ox_str(const char *s);
-enum fm_status ox_node_error(struct ox *ox, const Onnx__NodeProto *node, enum fm_status st,
-                             const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
 
-/* ---- values (onnx_values.c) ---- */
+/* ---- the constant folder (onnx_fold.c) ---- */
 
-/* ONNX element type -> flopmeter dtype; false for strings, complex and unknown types. */
-bool ox_dtype(int32_t elem_type, enum fm_dtype *out);
-/* Checks a tensor's payload size against its dims (an error naming the tensor) and, when
- * values is set, reads its contents if small (at most OX_FOLD_MAX elements, integer, bool or
- * float, stored in the file); val->known is false otherwise. Callers never ask for the values
- * of weights. */
-enum fm_status ox_tensor_read(struct ox *ox, const Onnx__TensorProto *t, const char *what,
-                              bool values, struct ox_val *val);
 /* Evaluates node on constant inputs when its result is small: *done says whether it did (its
  * outputs are then constants with values). */
 enum fm_status ox_fold(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in, int n_in,
                        bool *done);
-/* Integer contents of input slot of node, or an error saying that a shape depends on it. */
-enum fm_status ox_need_ints(struct ox *ox, const Onnx__NodeProto *node, fm_tid t,
-                            const char *what, const struct ox_val **out);
-
 /* Normalizes Slice operands (n of them; axes or steps may be NULL) to (start, end, step) for
  * every dim of x, clamped as the ONNX spec says. */
 enum fm_status ox_slice_params(struct ox *ox, const Onnx__NodeProto *node,
@@ -122,19 +195,10 @@ enum fm_status ox_slice_params(struct ox *ox, const Onnx__NodeProto *node,
                                const int64_t *ends, const int64_t *axes, const int64_t *steps,
                                int n, int64_t *triples);
 
-/* ---- attributes and op mapping (onnx_ops.c) ---- */
+/* ---- the op mappers (onnx_map.c) ---- */
 
-const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *node, const char *name);
-enum fm_status ox_attr_int(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                           int64_t def, int64_t *out);
-enum fm_status ox_attr_float(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                             double def, double *out);
-/* ints attribute: *n = 0 when absent; more than max values is an error. */
-enum fm_status ox_attr_ints(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                            int64_t *out, int max, int *n);
-enum fm_status ox_attr_string(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                              const char *def, char *buf, size_t size);
-/* Maps one node (all its inputs shaped) to graph ops. */
+/* Maps one node (all its inputs shaped) to graph ops; an op without a mapping becomes an
+ * uncounted node. */
 enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                            int n_in);
 

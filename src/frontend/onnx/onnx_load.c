@@ -1,641 +1,11 @@
-/* The ONNX frontend: reads a file once (mmap), unpacks it with the protobuf-c code generated from
- * the system's onnx.proto into an arena, validates it, orders its nodes, and builds the graph
- * node by node with flopmeter's own shape inference. Weight payloads are never interpreted:
- * initializers give names, dtypes and dims; protobuf-c copies raw_data bytes once into the
- * arena (it has no zero-copy mode), and only small integer or float constants are read. */
+/* The ONNX frontend's entry points: unpack the file (onnx_wire.c), index its value names, bind
+ * the symbolic dims of the graph inputs, order the nodes, fold (onnx_fold.c) or map
+ * (onnx_map.c) each in turn, and finalize the graph. No op-specific rule lives here, and weight
+ * payloads are never interpreted: initializers give names, dtypes and dims. */
 #include "onnx_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-const char *ox_str(const char *s)
-{
-    return s ? s : "";
-}
-
-const char *ox_node_name(const Onnx__NodeProto *node)
-{
-    if (node->name && *node->name)
-        return node->name;
-    if (node->n_output && node->output[0] && *node->output[0])
-        return node->output[0];
-    return "(unnamed)";
-}
-
-enum fm_status ox_node_error(struct ox *ox, const Onnx__NodeProto *node, enum fm_status st,
-                             const char *fmt, ...)
-{
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return fm_error(ox->ctx, st, "%s: node '%s' (%s): %s", ox->src, ox_node_name(node),
-                    ox_str(node->op_type), msg);
-}
-
-/* ---- the arena behind protobuf-c: big chunks, not zeroed (protobuf-c sets every field) ---- */
-
-struct pb_chunk {
-    struct pb_chunk *next;
-    size_t size, used;
-    _Alignas(16) unsigned char data[];
-};
-
-/* Small blocks (messages, names) come from 1 MB chunks; big blocks (weight payloads) from one
- * region as large as the file, since the bytes fields of a message never add up to more than
- * the message itself. The region is asked for huge pages: copying a 200 MB payload then costs
- * a hundred page faults instead of fifty thousand. */
-struct pb_arena {
-    struct fm_ctx *ctx;
-    struct pb_chunk *head;
-    struct pb_chunk *big;
-    size_t big_budget;
-    bool oom;   /* an allocation failed: protobuf-c's NULL then means memory, not a bad file */
-};
-
-#define PB_CHUNK (1u << 20)
-#define PB_BIG (PB_CHUNK / 4)
-#define PB_HUGE ((size_t)2 << 20)
-
-static struct pb_chunk *pb_chunk_new(struct pb_arena *a, size_t size)
-{
-    if (size > SIZE_MAX - sizeof(struct pb_chunk) - PB_HUGE)
-        return NULL;
-    struct pb_chunk *c = fm_realloc(a->ctx, NULL, sizeof(*c) + size);
-    if (!c) {
-        a->oom = true;
-        return NULL;
-    }
-    c->size = size;
-    c->used = 0;
-    return c;
-}
-
-static void *pb_alloc(void *user, size_t size)
-{
-    struct pb_arena *a = user;
-    size_t need = (size + 15) & ~(size_t)15;
-    if (need < size)
-        return NULL;
-    if (need >= PB_BIG) {
-        if (!a->big && a->big_budget >= need) {
-            a->big = pb_chunk_new(a, a->big_budget);
-            if (a->big) {
-#ifdef MADV_HUGEPAGE
-                uintptr_t lo = ((uintptr_t)a->big->data + PB_HUGE - 1) & ~(uintptr_t)(PB_HUGE - 1);
-                uintptr_t hi = ((uintptr_t)a->big->data + a->big->size) & ~(uintptr_t)(PB_HUGE - 1);
-                if (hi > lo)
-                    madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-#endif
-            }
-            a->big_budget = 0;
-        }
-        if (a->big && a->big->size - a->big->used >= need) {
-            void *p = a->big->data + a->big->used;
-            a->big->used += need;
-            return p;
-        }
-        struct pb_chunk *n = pb_chunk_new(a, need);   /* past the region: a block of its own */
-        if (!n)
-            return NULL;
-        n->used = need;
-        n->next = a->head ? a->head->next : NULL;
-        if (a->head)
-            a->head->next = n;
-        else
-            a->head = n;
-        return n->data;
-    }
-    struct pb_chunk *c = a->head;
-    if (!c || c->size - c->used < need) {
-        struct pb_chunk *n = pb_chunk_new(a, PB_CHUNK);
-        if (!n)
-            return NULL;
-        n->next = c;
-        a->head = c = n;
-    }
-    void *p = c->data + c->used;
-    c->used += need;
-    return p;
-}
-
-static void pb_free(void *user, void *ptr)
-{
-    (void)user;
-    (void)ptr;   /* freed all at once */
-}
-
-static void pb_release(struct pb_arena *a)
-{
-    struct pb_chunk *c = a->head;
-    while (c) {
-        struct pb_chunk *next = c->next;
-        fm_dealloc(a->ctx, c);
-        c = next;
-    }
-    fm_dealloc(a->ctx, a->big);
-    a->head = a->big = NULL;
-}
-
-/* ---- the name table ---- */
-
-static uint64_t hash_str(const char *s)
-{
-    return fm_hash_name(0, s);
-}
-
-struct ox_name *ox_name_find(struct ox *ox, const char *name)
-{
-    if (!name || !*name || !ox->names_cap)
-        return NULL;
-    size_t h = (size_t)hash_str(name) & (ox->names_cap - 1);
-    while (ox->names[h].name) {
-        if (strcmp(ox->names[h].name, name) == 0)
-            return &ox->names[h];
-        h = (h + 1) & (ox->names_cap - 1);
-    }
-    return NULL;
-}
-
-/* Adds a name; a second definition of the same name is an error naming both. */
-static enum fm_status name_add(struct ox *ox, const char *name, enum ox_kind kind, int32_t producer,
-                               struct ox_name **out)
-{
-    size_t h = (size_t)hash_str(name) & (ox->names_cap - 1);
-    while (ox->names[h].name) {
-        struct ox_name *e = &ox->names[h];
-        if (strcmp(e->name, name) == 0) {
-            if (kind == OX_KIND_NODE_OUT) {
-                const Onnx__NodeProto *n = ox->gp->node[producer];
-                if (e->kind == OX_KIND_NODE_OUT)
-                    return ox_node_error(ox, n, FM_ERR_PARSE,
-                                         "output '%s' is also produced by node '%s'", name,
-                                         ox_node_name(ox->gp->node[e->producer]));
-                return ox_node_error(ox, n, FM_ERR_PARSE,
-                                     "output '%s' has the name of a graph %s", name,
-                                     e->kind == OX_KIND_INIT ? "initializer" : "input");
-            }
-            *out = e;   /* an input that is also an initializer (IR < 4): the initializer */
-            return FM_OK;
-        }
-        h = (h + 1) & (ox->names_cap - 1);
-    }
-    struct ox_name *e = &ox->names[h];
-    memset(e, 0, sizeof(*e));
-    e->name = name;
-    e->kind = kind;
-    e->tid = FM_NONE;
-    e->producer = producer;
-    *out = e;
-    return FM_OK;
-}
-
-/* ---- values ---- */
-
-enum fm_status ox_set_val(struct ox *ox, fm_tid t, const struct ox_val *v)
-{
-    size_t need = (size_t)t + 1;
-    if (need > ox->vals_cap) {
-        enum fm_status st = fm_grow(ox->ctx, (void **)&ox->vals, &ox->vals_cap,
-                                    need < 64 ? 64 : need, sizeof(*ox->vals));
-        if (st)
-            return st;
-    }
-    struct ox_val *d = &ox->vals[t];
-    *d = *v;
-    d->known = true;
-    size_t bytes = (size_t)(v->n ? v->n : 1) * 8;
-    void *p = fm_arena_alloc(&ox->arena, bytes);
-    if (!p)
-        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory storing constants");
-    if (v->is_float) {
-        if (v->n)
-            memcpy(p, v->f, (size_t)v->n * sizeof(double));
-        d->f = p;
-        d->i = NULL;
-        return FM_OK;
-    }
-    if (v->n)
-        memcpy(p, v->i, (size_t)v->n * sizeof(int64_t));
-    d->i = p;
-    d->f = NULL;
-    return fm_graph_set_ivalue(ox->g, t, d->i, d->n);
-}
-
-const struct ox_val *ox_val_of(const struct ox *ox, fm_tid t)
-{
-    if (t == FM_NONE || (size_t)t >= ox->vals_cap || !ox->vals[t].known)
-        return NULL;
-    return &ox->vals[t];
-}
-
-/* ---- roles of initializers and constants, from the slots that read them ---- */
-
-enum { SLOT_DEPENDS = -1 };
-
-static bool is_op(const Onnx__NodeProto *n, const char *op)
-{
-    return n->op_type && strcmp(n->op_type, op) == 0;
-}
-
-/* The role a float constant gets from one use: weights and biases are parameters, BatchNorm
- * statistics buffers, operands of shape computations constants; elsewhere (an Add, a Concat)
- * it depends on its size. */
-static int slot_role(const Onnx__NodeProto *n, int32_t slot)
-{
-    static const char *const operand1[] = {
-        "Reshape", "Upsample", "Expand", "Tile", "Split", "Squeeze", "Unsqueeze", "CumSum",
-        "Trilu", "TopK", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-        "ReduceL2", "ReduceSumSquare", "ReduceL1", "ReduceLogSumExp"};
-    const char *op = ox_str(n->op_type);
-    if (is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm"))
-        return slot >= 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
-    if (is_op(n, "MatMul") || is_op(n, "Einsum"))
-        return FM_ROLE_PARAM;
-    if (is_op(n, "BatchNormalization"))
-        return slot == 1 || slot == 2 ? FM_ROLE_PARAM : slot >= 3 ? FM_ROLE_BUFFER : SLOT_DEPENDS;
-    if (is_op(n, "LayerNormalization") || is_op(n, "InstanceNormalization") ||
-        is_op(n, "GroupNormalization"))
-        return slot >= 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
-    if (is_op(n, "PRelu"))
-        return slot == 1 ? FM_ROLE_PARAM : SLOT_DEPENDS;
-    if (is_op(n, "Gather"))
-        return slot == 0 ? FM_ROLE_PARAM : FM_ROLE_CONST;
-    if (is_op(n, "Shape") || is_op(n, "Size") || is_op(n, "ConstantOfShape") ||
-        is_op(n, "Range"))
-        return FM_ROLE_CONST;
-    if ((is_op(n, "Resize") || is_op(n, "Clip") || is_op(n, "Dropout") || is_op(n, "Pad") ||
-         is_op(n, "Slice") || is_op(n, "Pow")) && slot >= 1)
-        return FM_ROLE_CONST;
-    for (size_t i = 0; i < sizeof(operand1) / sizeof(operand1[0]); i++) {
-        if (strcmp(op, operand1[i]) == 0 && slot >= 1)
-            return FM_ROLE_CONST;
-    }
-    return SLOT_DEPENDS;
-}
-
-static uint64_t dims_numel(const int64_t *dims, size_t n)
-{
-    uint64_t e = 1;
-    for (size_t i = 0; i < n; i++) {
-        if (dims[i] < 0 || !fm_mul_ok(e, (uint64_t)dims[i], &e))
-            return UINT64_MAX;
-    }
-    return e;
-}
-
-/* Ops that hand a tensor on unchanged in kind (a slice of a position table is still a weight):
- * the question passes to their readers. */
-static bool passes_on(const Onnx__NodeProto *n, int32_t slot)
-{
-    static const char *const ops[] = {"Identity", "Slice", "Reshape", "Transpose", "Squeeze",
-                                      "Unsqueeze", "Expand", "Tile", "Flatten", "Split",
-                                      "Cast"};
-    if (is_op(n, "Concat"))
-        return true;
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        if (is_op(n, ops[i]))
-            return slot == 0;
-    }
-    return false;
-}
-
-/* Readers that make a float tensor something no gradient flows through: a mask or a shape. */
-static bool ends_gradient(const Onnx__NodeProto *n, int32_t slot)
-{
-    static const char *const ops[] = {"Equal", "Less", "Greater", "LessOrEqual",
-                                      "GreaterOrEqual", "Not", "And", "Or", "Xor", "Shape",
-                                      "Size", "ArgMax", "ArgMin", "NonZero"};
-    if (is_op(n, "Where"))
-        return slot == 0;
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        if (is_op(n, ops[i]))
-            return true;
-    }
-    return false;
-}
-
-static bool casts_to_float(const Onnx__NodeProto *n)
-{
-    for (size_t i = 0; i < n->n_attribute; i++) {
-        const Onnx__AttributeProto *a = n->attribute[i];
-        enum fm_dtype dt;
-        if (a->name && !strcmp(a->name, "to"))
-            return ox_dtype((int32_t)a->i, &dt) && fm_dtype_is_float(dt);
-    }
-    return false;
-}
-
-/* Strongest role over every use (PARAM beats BUFFER beats CONST), following tensors through
- * ops that pass them on. */
-static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, int depth)
-{
-    if (e->role_done)
-        return e->role;
-    e->role_done = true;   /* also stops a cycle */
-    e->role = FM_ROLE_CONST;
-    int best = FM_ROLE_CONST;
-    for (uint32_t u = 0; u < e->uses; u++) {
-        const struct ox_use *use = &ox->uses[e->first_use + u];
-        const Onnx__NodeProto *n = ox->gp->node[use->node];
-        int r = slot_role(n, use->slot);
-        if (ends_gradient(n, use->slot) || (is_op(n, "Cast") && !casts_to_float(n))) {
-            r = FM_ROLE_CONST;
-        } else if (passes_on(n, use->slot) && depth < 16) {
-            r = FM_ROLE_CONST;
-            for (size_t o = 0; o < n->n_output; o++) {
-                struct ox_name *out = ox_name_find(ox, n->output[o]);
-                int ro = out ? (int)name_role(ox, out, numel, depth + 1) : FM_ROLE_CONST;
-                if (ro == FM_ROLE_PARAM || (ro == FM_ROLE_BUFFER && r == FM_ROLE_CONST))
-                    r = ro;
-            }
-        } else if (r == SLOT_DEPENDS) {
-            r = numel > 1 ? FM_ROLE_PARAM : FM_ROLE_CONST;
-        }
-        if (r == FM_ROLE_PARAM || (r == FM_ROLE_BUFFER && best == FM_ROLE_CONST))
-            best = r;
-    }
-    e->role = (enum fm_role)best;
-    return e->role;
-}
-
-/* ---- tensors ---- */
-
-/* Checks dims from the file: rank, sign, size; *empty is set for a 0 dim. */
-static enum fm_status check_dims(struct ox *ox, const char *what, const char *name,
-                                 const int64_t *dims, size_t n, bool allow_empty, bool *empty,
-                                 struct fm_shape *shape)
-{
-    if (n > FM_MAX_DIMS)
-        return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: %s '%s' has %zu dims; flopmeter handles "
-                        "at most %d", ox->src, what, name, n, FM_MAX_DIMS);
-    *empty = false;
-    shape->rank = (int)n;
-    for (size_t i = 0; i < n; i++) {
-        if (dims[i] < 0 || (dims[i] == 0 && !allow_empty))
-            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: %s '%s': dim %zu is %lld; dims must be "
-                            "positive", ox->src, what, name, i, (long long)dims[i]);
-        if (dims[i] > OX_DIM_MAX)
-            return fm_error(ox->ctx, FM_ERR_PARSE, "%s: %s '%s': dim %zu is %lld, which is "
-                            "absurd (more than 2^40)", ox->src, what, name, i,
-                            (long long)dims[i]);
-        if (dims[i] == 0)
-            *empty = true;
-        shape->dims[i] = dims[i];
-    }
-    uint64_t e;
-    if (!*empty && (fm_shape_numel(shape, &e) != FM_OK || e > (UINT64_MAX >> 4)))
-        return fm_error(ox->ctx, FM_ERR_OVERFLOW, "%s: %s '%s': its element count overflows",
-                        ox->src, what, name);
-    return FM_OK;
-}
-
-static enum fm_status unique_name(struct ox *ox, const Onnx__NodeProto *node, const char *what,
-                                  char *buf, size_t size)
-{
-    for (int tries = 0; tries < 1000; tries++) {
-        snprintf(buf, size, "%s:%s%u", node ? ox_node_name(node) : "const", what, ox->synth++);
-        if (fm_graph_find_tensor(ox->g, buf) == FM_NONE && !ox_name_find(ox, buf))
-            return FM_OK;
-    }
-    return fm_error(ox->ctx, FM_ERR_GRAPH, "could not name a tensor of node '%s'",
-                    node ? ox_node_name(node) : "?");
-}
-
-enum fm_status ox_const_tensor(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                               enum fm_role role, enum fm_dtype dtype, const struct fm_shape *shape,
-                               const struct ox_val *val, fm_tid *out)
-{
-    char buf[512];
-    if (!name || !*name || fm_graph_find_tensor(ox->g, name) != FM_NONE) {
-        enum fm_status st = unique_name(ox, node, "const", buf, sizeof(buf));
-        if (st)
-            return st;
-        name = buf;
-    }
-    if (role != FM_ROLE_PARAM && role != FM_ROLE_BUFFER)
-        role = FM_ROLE_CONST;
-    enum fm_status st = fm_graph_add_tensor(ox->g, name, role, dtype, shape, out);
-    if (st)
-        return st;
-    if (val && val->known)
-        return ox_set_val(ox, *out, val);
-    return FM_OK;
-}
-
-/* Creates the tensor of an initializer on its first use. */
-static enum fm_status init_tensor(struct ox *ox, struct ox_name *e)
-{
-    const Onnx__TensorProto *t = e->init;
-    bool empty;
-    struct fm_shape shape;
-    enum fm_dtype dtype;
-    enum fm_status st = check_dims(ox, "initializer", e->name, t->dims, t->n_dims, true, &empty,
-                                   &shape);
-    if (st)
-        return st;
-    if (!t->has_data_type || !ox_dtype(t->data_type, &dtype))
-        return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: initializer '%s': data_type %d is not "
-                        "a numeric type flopmeter knows", ox->src, e->name, (int)t->data_type);
-    if (empty) {
-        e->empty = true;
-        return FM_OK;
-    }
-    enum fm_role role = fm_dtype_is_float(dtype) ? name_role(ox, e, dims_numel(t->dims, t->n_dims), 0)
-                                                 : FM_ROLE_CONST;
-    /* weights are never read: only constants that shapes or attributes may depend on */
-    struct ox_val v = {0};
-    st = ox_tensor_read(ox, t, e->name, role == FM_ROLE_CONST, &v);
-    if (st)
-        return st;
-    return ox_const_tensor(ox, NULL, e->name, role, dtype, &shape, &v, &e->tid);
-}
-
-enum fm_status ox_input(struct ox *ox, const Onnx__NodeProto *node, int slot, fm_tid *out)
-{
-    *out = FM_NONE;
-    const char *name = node->input[slot];
-    if (!name || !*name)
-        return FM_OK;
-    struct ox_name *e = ox_name_find(ox, name);
-    if (!e)
-        return ox_node_error(ox, node, FM_ERR_GRAPH, "input %d ('%s') is produced by no node and "
-                             "is no graph input or initializer", slot, name);
-    if (e->tid == FM_NONE && e->kind == OX_KIND_INIT && !e->empty) {
-        enum fm_status st = init_tensor(ox, e);
-        if (st)
-            return st;
-    }
-    if (e->empty)
-        return FM_OK;
-    if (e->tid == FM_NONE)
-        return ox_node_error(ox, node, FM_ERR_GRAPH, "input %d ('%s') has not been produced "
-                             "(its producer failed or was skipped)", slot, name);
-    *out = e->tid;
-    return FM_OK;
-}
-
-/* Output tensors: created unshaped, bound to the node, inferred at once. */
-static enum fm_status output_tensor(struct ox *ox, const Onnx__NodeProto *node, int i, fm_tid *out)
-{
-    const char *name = node->output[i];
-    char buf[512];
-    struct ox_name *e = name && *name ? ox_name_find(ox, name) : NULL;
-    if (!e) {
-        enum fm_status st = unique_name(ox, node, "out", buf, sizeof(buf));
-        if (st)
-            return st;
-        name = buf;
-    }
-    enum fm_status st = fm_graph_add_tensor_unshaped(ox->g, name, FM_ROLE_ACTIVATION,
-                                                     FM_DTYPE_FP32, out);
-    if (st)
-        return st;
-    if (e)
-        e->tid = *out;
-    return FM_OK;
-}
-
-/* Outputs beyond those flopmeter models (BatchNorm statistics, a Dropout mask, MaxPool
- * indices) must be read by no node. */
-static enum fm_status check_extra_outputs(struct ox *ox, const Onnx__NodeProto *node, int n_out)
-{
-    for (size_t i = (size_t)n_out; i < node->n_output; i++) {
-        struct ox_name *e = ox_name_find(ox, node->output[i]);
-        if (e && e->uses)
-            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
-                                 "output %zu ('%s') is read by node '%s', but flopmeter models "
-                                 "only the first %d output(s) of %s",
-                                 i, e->name,
-                                 ox_node_name(ox->gp->node[ox->uses[e->first_use].node]), n_out,
-                                 ox_str(node->op_type));
-    }
-    return FM_OK;
-}
-
-enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op,
-                       const struct fm_attrs *attrs, const fm_tid *in, int n_in, int n_out)
-{
-    if (n_out < 1 || (size_t)n_out > node->n_output || n_out > FM_MAX_IO)
-        return ox_node_error(ox, node, FM_ERR_PARSE, "has %zu outputs; %d expected",
-                             node->n_output, n_out);
-    enum fm_status st = check_extra_outputs(ox, node, n_out);
-    if (st)
-        return st;
-    fm_tid outs[FM_MAX_IO];
-    for (int i = 0; i < n_out; i++) {
-        st = output_tensor(ox, node, i, &outs[i]);
-        if (st)
-            return st;
-    }
-    fm_nid id;
-    st = fm_graph_add_node_bound(ox->g, op, ox_node_name(node), attrs, in, n_in, outs, n_out, &id);
-    if (st)
-        return st;
-    st = fm_graph_infer_node(ox->g, id);
-    if (st) {
-        char msg[FM_ERRMSG_SIZE];
-        snprintf(msg, sizeof(msg), "%s", fm_ctx_error(ox->ctx));
-        return fm_error(ox->ctx, st, "%s: %s", ox->src, msg);
-    }
-    return FM_OK;
-}
-
-/* The shape of a value from value_info (or a graph output's type), symbolic dims resolved
- * through the bound symbols; false when unknown. */
-static bool info_shape(struct ox *ox, const Onnx__ValueInfoProto *vi, struct fm_shape *s,
-                       enum fm_dtype *dtype)
-{
-    if (!vi || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-        return false;
-    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
-    if (!tt || !tt->shape || tt->shape->n_dim > FM_MAX_DIMS || !tt->has_elem_type ||
-        !ox_dtype(tt->elem_type, dtype))
-        return false;
-    s->rank = (int)tt->shape->n_dim;
-    for (int i = 0; i < s->rank; i++) {
-        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        int64_t v = 0;
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
-            v = d->dim_value;
-        else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
-            for (size_t k = 0; k < ox->n_syms; k++) {
-                if (strcmp(ox->syms[k].name, ox_str(d->dim_param)) == 0)
-                    v = ox->syms[k].value;
-            }
-        }
-        if (v <= 0 || v > OX_DIM_MAX)
-            return false;
-        s->dims[i] = v;
-    }
-    uint64_t n;
-    return fm_shape_numel(s, &n) == FM_OK && n <= (UINT64_MAX >> 4);
-}
-
-enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const char *why)
-{
-    fm_tid in[FM_MAX_IO];
-    int n_in = 0;
-    if (node->n_input > FM_MAX_IO || node->n_output > FM_MAX_IO || node->n_output == 0)
-        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "has %zu inputs and %zu outputs",
-                             node->n_input, node->n_output);
-    for (size_t i = 0; i < node->n_input; i++) {
-        fm_tid t;
-        enum fm_status st = ox_input(ox, node, (int)i, &t);
-        if (st)
-            return st;
-        if (t != FM_NONE)
-            in[n_in++] = t;
-    }
-    fm_tid outs[FM_MAX_IO];
-    int n_out = (int)node->n_output, n_shaped = 0;
-    for (int i = 0; i < n_out; i++) {
-        enum fm_status st = output_tensor(ox, node, i, &outs[i]);
-        if (st)
-            return st;
-    }
-    fm_nid id;
-    enum fm_status st = fm_graph_add_node_bound(ox->g, FM_OP_UNKNOWN, ox_node_name(node), NULL,
-                                                in, n_in, outs, n_out, &id);
-    if (st)
-        return st;
-    char opname[160];
-    if (node->domain && *node->domain && strcmp(node->domain, "ai.onnx") != 0)
-        snprintf(opname, sizeof(opname), "%s:%s", node->domain, ox_str(node->op_type));
-    else
-        snprintf(opname, sizeof(opname), "%s", ox_str(node->op_type));
-    st = fm_graph_set_op_name(ox->g, id, opname);
-    if (st)
-        return st;
-    /* the file's value_info is the only source of an unknown op's output shapes */
-    for (int i = 0; i < n_out; i++) {
-        struct ox_name *e = ox_name_find(ox, node->output[i]);
-        struct fm_shape s;
-        enum fm_dtype dt;
-        if (e && info_shape(ox, e->info, &s, &dt)) {
-            st = fm_graph_set_shape(ox->g, outs[i], &s);
-            if (st)
-                return st;
-            ox->g->tensors[outs[i]].dtype = dt;
-            n_shaped++;
-        }
-    }
-    if (n_shaped == n_out) {
-        st = fm_graph_infer_node(ox->g, id);
-        if (st)
-            return st;
-    }
-    fm_log(ox->ctx, "%s: node '%s': op %s is not counted (%s)", ox->src, ox_node_name(node),
-           opname, why);
-    return FM_OK;
-}
 
 /* ---- graph inputs and symbolic dims ---- */
 
@@ -836,11 +206,6 @@ out:
 
 /* ---- the whole graph ---- */
 
-static bool default_domain(const char *d)
-{
-    return !d || !*d || strcmp(d, "ai.onnx") == 0;
-}
-
 static enum fm_status index_names(struct ox *ox)
 {
     const Onnx__GraphProto *gp = ox->gp;
@@ -870,7 +235,7 @@ static enum fm_status index_names(struct ox *ox)
         if (ox_name_find(ox, t->name))
             return fm_error(ox->ctx, FM_ERR_PARSE, "%s: initializer '%s' is defined twice",
                             ox->src, t->name);
-        st = name_add(ox, t->name, OX_KIND_INIT, -1, &e);
+        st = ox_name_add(ox, t->name, OX_KIND_INIT, -1, &e);
         if (st)
             return st;
         e->init = t;
@@ -884,7 +249,7 @@ static enum fm_status index_names(struct ox *ox)
         if (prev && prev->kind == OX_KIND_INPUT)
             return fm_error(ox->ctx, FM_ERR_PARSE, "%s: graph input '%s' is declared twice",
                             ox->src, gp->input[i]->name);
-        st = name_add(ox, gp->input[i]->name, OX_KIND_INPUT, -1, &e);
+        st = ox_name_add(ox, gp->input[i]->name, OX_KIND_INPUT, -1, &e);
         if (st)
             return st;
     }
@@ -894,7 +259,7 @@ static enum fm_status index_names(struct ox *ox)
         for (size_t o = 0; o < n->n_output; o++) {
             if (!n->output[o] || !*n->output[o])
                 continue;
-            st = name_add(ox, n->output[o], OX_KIND_NODE_OUT, (int32_t)i, &e);
+            st = ox_name_add(ox, n->output[o], OX_KIND_NODE_OUT, (int32_t)i, &e);
             if (st)
                 return st;
         }
@@ -992,8 +357,8 @@ static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
     bool empty;
     struct fm_shape shape;
     enum fm_dtype dtype;
-    enum fm_status st = check_dims(ox, "constant", e->name, t->dims, t->n_dims, true, &empty,
-                                   &shape);
+    enum fm_status st = ox_check_dims(ox, "constant", e->name, t->dims, t->n_dims, true,
+                                      &empty, &shape);
     if (st)
         return st;
     if (!t->has_data_type || !ox_dtype(t->data_type, &dtype))
@@ -1003,9 +368,7 @@ static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
         e->empty = true;
         return FM_OK;
     }
-    enum fm_role role = fm_dtype_is_float(dtype)
-                            ? name_role(ox, e, dims_numel(t->dims, t->n_dims), 0)
-                            : FM_ROLE_CONST;
+    enum fm_role role = ox_value_role(ox, e, t, dtype);
     struct ox_val v;
     st = ox_tensor_read(ox, t, e->name, role == FM_ROLE_CONST, &v);
     if (st)
@@ -1019,9 +382,9 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
     if (node->n_input > FM_MAX_IO)
         return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "has %zu inputs (at most %d)",
                              node->n_input, FM_MAX_IO);
-    if (!default_domain(node->domain))
+    if (!ox_default_domain(node->domain))
         return ox_emit_unknown(ox, node, "an op of another domain");
-    if (is_op(node, "Constant"))
+    if (!strcmp(ox_str(node->op_type), "Constant"))
         return build_constant(ox, node);
     fm_tid in[FM_MAX_IO];
     int n_in = (int)node->n_input;
@@ -1103,24 +466,6 @@ static enum fm_status build(struct ox *ox)
     return fm_graph_finalize(ox->g);
 }
 
-static enum fm_status opset_of(struct ox *ox, const Onnx__ModelProto *m)
-{
-    ox->opset = -1;
-    for (size_t i = 0; i < m->n_opset_import; i++) {
-        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
-        if (default_domain(o->domain) && o->has_version)
-            ox->opset = o->version;
-    }
-    if (ox->opset < 0)
-        return fm_error(ox->ctx, FM_ERR_PARSE, "%s: opset_import names no version of the "
-                        "default ONNX domain", ox->src);
-    if (ox->opset < 7 || ox->opset > 21)
-        return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: opset %lld: flopmeter reads opsets 7 "
-                        "to 21 (convert the model with onnx.version_converter)", ox->src,
-                        (long long)ox->opset);
-    return FM_OK;
-}
-
 static void graph_name(const char *src, char *buf, size_t size)
 {
     const char *base = strrchr(src, '/');
@@ -1130,125 +475,6 @@ static void graph_name(const char *src, char *buf, size_t size)
     if (n > 5 && strcmp(buf + n - 5, ".onnx") == 0)
         buf[n - 5] = '\0';
 }
-
-/* ---- nesting depth, checked before protobuf-c sees the bytes ---- */
-
-/* protobuf-c unpacks nested messages recursively and has no depth limit: a few megabytes of
- * subgraphs inside subgraphs (If/Loop bodies) or of nested TypeProtos overflow the stack
- * (found by tests/test_robustness.c). This walks the wire format iteratively, following only
- * the fields through which ONNX messages recurse, and refuses more than PB_MAX_DEPTH levels,
- * protobuf's own default recursion limit. Anything malformed ends the walk: the unpack that
- * follows reports it. */
-#define PB_MAX_DEPTH 100
-
-enum pb_msg { PBM_MODEL, PBM_GRAPH, PBM_NODE, PBM_ATTR, PBM_VALUE_INFO, PBM_TYPE, PBM_TYPE_SEQ,
-              PBM_TYPE_MAP, PBM_TYPE_OPT, PBM_FUNCTION, PBM_TRAINING, PBM_LEAF };
-
-/* The message type of field `field` of a `m`, when it lies on a recursive path. */
-static enum pb_msg pb_child(enum pb_msg m, uint64_t field)
-{
-    switch (m) {
-    case PBM_MODEL:      /* graph, training_info, functions */
-        return field == 7 ? PBM_GRAPH : field == 20 ? PBM_TRAINING
-             : field == 25 ? PBM_FUNCTION : PBM_LEAF;
-    case PBM_TRAINING:   /* initialization, algorithm */
-        return field == 1 || field == 2 ? PBM_GRAPH : PBM_LEAF;
-    case PBM_GRAPH:      /* node; input, output, value_info */
-        return field == 1 ? PBM_NODE : field >= 11 && field <= 13 ? PBM_VALUE_INFO : PBM_LEAF;
-    case PBM_FUNCTION:   /* node */
-        return field == 7 ? PBM_NODE : PBM_LEAF;
-    case PBM_NODE:       /* attribute */
-        return field == 5 ? PBM_ATTR : PBM_LEAF;
-    case PBM_ATTR:       /* g, graphs; tp, type_protos */
-        return field == 6 || field == 11 ? PBM_GRAPH
-             : field == 14 || field == 15 ? PBM_TYPE : PBM_LEAF;
-    case PBM_VALUE_INFO: /* type */
-        return field == 2 ? PBM_TYPE : PBM_LEAF;
-    case PBM_TYPE:       /* sequence_type, map_type, optional_type */
-        return field == 4 ? PBM_TYPE_SEQ : field == 5 ? PBM_TYPE_MAP
-             : field == 9 ? PBM_TYPE_OPT : PBM_LEAF;
-    case PBM_TYPE_SEQ:   /* elem_type */
-    case PBM_TYPE_OPT:
-        return field == 1 ? PBM_TYPE : PBM_LEAF;
-    case PBM_TYPE_MAP:   /* value_type */
-        return field == 2 ? PBM_TYPE : PBM_LEAF;
-    default:
-        return PBM_LEAF;
-    }
-}
-
-static bool pb_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *out)
-{
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64 && *pos < n; shift += 7) {
-        uint8_t b = p[(*pos)++];
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
-static enum fm_status pb_check_depth(struct fm_ctx *ctx, const void *data, size_t size,
-                                     const char *src)
-{
-    const uint8_t *p = data;
-    struct {
-        enum pb_msg m;
-        size_t end;
-    } stack[PB_MAX_DEPTH + 1];
-    int depth = 0;
-    stack[0].m = PBM_MODEL;
-    stack[0].end = size;
-    size_t pos = 0;
-    while (depth >= 0) {
-        if (pos >= stack[depth].end) {
-            pos = stack[depth].end;
-            depth--;
-            continue;
-        }
-        uint64_t tag, v;
-        if (!pb_varint(p, stack[depth].end, &pos, &tag))
-            return FM_OK;
-        switch (tag & 7) {
-        case 0:
-            if (!pb_varint(p, stack[depth].end, &pos, &v))
-                return FM_OK;
-            break;
-        case 1:
-            pos += 8;
-            break;
-        case 5:
-            pos += 4;
-            break;
-        case 2: {
-            if (!pb_varint(p, stack[depth].end, &pos, &v) || v > stack[depth].end - pos)
-                return FM_OK;
-            enum pb_msg child = pb_child(stack[depth].m, tag >> 3);
-            if (child == PBM_LEAF) {
-                pos += (size_t)v;
-                break;
-            }
-            if (depth == PB_MAX_DEPTH)
-                return fm_error(ctx, FM_ERR_PARSE,
-                                "%s: messages nest more than %d levels deep (subgraphs within "
-                                "subgraphs, or nested types); flopmeter refuses such a file "
-                                "rather than overflow its stack",
-                                src, PB_MAX_DEPTH);
-            depth++;
-            stack[depth].m = child;
-            stack[depth].end = pos + (size_t)v;
-            break;
-        }
-        default:
-            return FM_OK;   /* groups or garbage: protobuf-c rejects it */
-        }
-    }
-    return FM_OK;
-}
-
 static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, const char *src,
                            const struct fm_load_opts *opts, struct fm_graph **out)
 {
@@ -1261,46 +487,15 @@ static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, co
     if (opts->zoo.batch <= 0)
         return fm_error(ctx, FM_ERR_INVALID, "batch size must be positive, got %lld",
                         (long long)opts->zoo.batch);
-    struct pb_arena pa = {ctx, NULL, NULL, size, false};
-    ProtobufCAllocator alloc = {pb_alloc, pb_free, &pa};
     struct ox ox;
     memset(&ox, 0, sizeof(ox));
     ox.ctx = ctx;
     ox.opts = opts;
     ox.src = src;
     fm_arena_init(&ox.arena, ctx);
-    enum fm_status st = FM_OK;
     struct fm_graph *g = NULL;
-    Onnx__ModelProto *m = NULL;
-    if (size == 0) {
-        st = fm_error(ctx, FM_ERR_PARSE, "%s: the file is empty", src);
-        goto out;
-    }
-    st = pb_check_depth(ctx, data, size, src);
-    if (st)
-        goto out;
-    m = onnx__model_proto__unpack(&alloc, size, data);
-    if (!m && pa.oom) {   /* found by tests/test_alloc_fail.c: was reported as a bad file */
-        st = fm_error(ctx, FM_ERR_NOMEM, "%s: out of memory unpacking the model (%zu bytes)",
-                      src, size);
-        goto out;
-    }
-    if (!m) {
-        st = fm_error(ctx, FM_ERR_PARSE, "%s: not an ONNX model: its %zu bytes are not a valid "
-                      "ModelProto (truncated, or not protobuf)", src, size);
-        goto out;
-    }
-    if (!m->has_ir_version || m->ir_version < 3) {
-        st = fm_error(ctx, FM_ERR_PARSE, "%s: not an ONNX model: field ir_version is %s (a "
-                      "model from onnx 1.1 or later has 3 or more)", src,
-                      m->has_ir_version ? "below 3" : "missing");
-        goto out;
-    }
-    if (!m->graph) {
-        st = fm_error(ctx, FM_ERR_PARSE, "%s: not an ONNX model: field graph is missing", src);
-        goto out;
-    }
-    st = opset_of(&ox, m);
+    struct ox_wire w;
+    enum fm_status st = ox_wire_unpack(ctx, data, size, src, &w);
     if (st)
         goto out;
     char name[256];
@@ -1309,14 +504,15 @@ static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, co
     if (st)
         goto out;
     ox.g = g;
-    ox.gp = m->graph;
+    ox.gp = w.model->graph;
+    ox.opset = w.opset;
     st = build(&ox);
 out:
     fm_dealloc(ctx, ox.names);
     fm_dealloc(ctx, ox.uses);
     fm_dealloc(ctx, ox.vals);
     fm_arena_release(&ox.arena);
-    pb_release(&pa);   /* the model and every payload copy go at once */
+    ox_wire_release(&w);   /* the model and every payload copy go at once */
     if (st) {
         fm_graph_free(g);
         return st;
@@ -1336,26 +532,12 @@ enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
                                  const struct fm_load_opts *opts, struct fm_graph **out)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return fm_error(ctx, FM_ERR_IO, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return fm_error(ctx, FM_ERR_IO, "%s: not a regular file", path);
-    }
-    size_t size = (size_t)sb.st_size;
-    if (size == 0) {
-        close(fd);
-        return fm_error(ctx, FM_ERR_PARSE, "%s: the file is empty", path);
-    }
-    /* one read of the file: the pages are mapped in one go rather than faulted one by one */
-    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED)
-        return fm_error(ctx, FM_ERR_IO, "%s: cannot map the file: %s", path, strerror(errno));
-    madvise(map, size, MADV_SEQUENTIAL);
-    enum fm_status st = load(ctx, map, size, path, opts, out);
-    munmap(map, size);
+    void *map;
+    size_t size;
+    enum fm_status st = ox_wire_map(ctx, path, &map, &size);
+    if (st)
+        return st;
+    st = load(ctx, map, size, path, opts, out);
+    ox_wire_unmap(map, size);
     return st;
 }

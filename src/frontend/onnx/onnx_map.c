@@ -1,116 +1,12 @@
-/* ONNX ops -> flopmeter ops, opsets 7 to 21: checked attribute access, and one mapping per op
- * that turns attributes and constant operands (axes, pads, scales, target shapes) into the
- * op's attrs. Exported patterns stay as they are (Gemm, MatMul + Add, an Erf-based GELU
- * subgraph); an op without a mapping becomes an uncounted node. */
+/* ONNX ops -> flopmeter ops, opsets 7 to 21: one mapper per kind of op, turning attributes and
+ * constant operands (axes, pads, scales, target shapes) into the op's attrs, and the table that
+ * picks it. Exported patterns stay as they are (Gemm, MatMul + Add, an Erf-based GELU
+ * subgraph); an op without a mapping becomes an uncounted node. Attribute access, tensors and
+ * the roles of initializers are onnx_build.c's, never decided here. */
 #include "onnx_internal.h"
 
 #include <math.h>
 #include <string.h>
-
-/* ---- attributes ---- */
-
-const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *node, const char *name)
-{
-    for (size_t i = 0; i < node->n_attribute; i++) {
-        const Onnx__AttributeProto *a = node->attribute[i];
-        if (a->name && strcmp(a->name, name) == 0)
-            return a;
-    }
-    return NULL;
-}
-
-static const char *type_name(int t)
-{
-    static const char *const names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR",
-                                        "GRAPH", "FLOATS", "INTS", "STRINGS", "TENSORS",
-                                        "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS",
-                                        "TYPE_PROTO", "TYPE_PROTOS"};
-    return t >= 0 && t < (int)(sizeof(names) / sizeof(names[0])) ? names[t] : "unknown";
-}
-
-/* An attribute's type is checked against what the op needs; files from before IR 2 carry no
- * type, and then the field that is set decides. */
-static enum fm_status attr_check(struct ox *ox, const Onnx__NodeProto *node,
-                                 const Onnx__AttributeProto *a, int want, bool present)
-{
-    int t = a->has_type ? (int)a->type : present ? want : 0;
-    if (t != want)
-        return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' is %s, expected %s",
-                             a->name, type_name(t), type_name(want));
-    return FM_OK;
-}
-
-enum fm_status ox_attr_int(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                           int64_t def, int64_t *out)
-{
-    const Onnx__AttributeProto *a = ox_attr(node, name);
-    if (!a) {
-        *out = def;
-        return FM_OK;
-    }
-    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT,
-                                   a->has_i);
-    if (st)
-        return st;
-    *out = a->i;
-    return FM_OK;
-}
-
-enum fm_status ox_attr_float(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                             double def, double *out)
-{
-    const Onnx__AttributeProto *a = ox_attr(node, name);
-    if (!a) {
-        *out = def;
-        return FM_OK;
-    }
-    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT,
-                                   a->has_f);
-    if (st)
-        return st;
-    *out = a->f;
-    return FM_OK;
-}
-
-enum fm_status ox_attr_ints(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                            int64_t *out, int max, int *n)
-{
-    *n = 0;
-    const Onnx__AttributeProto *a = name && *name ? ox_attr(node, name) : NULL;
-    if (!a)
-        return FM_OK;
-    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS,
-                                   a->n_ints > 0);
-    if (st)
-        return st;
-    if (a->n_ints > (size_t)max)
-        return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' has %zu values; at most %d",
-                             name, a->n_ints, max);
-    for (size_t i = 0; i < a->n_ints; i++)
-        out[i] = a->ints[i];
-    *n = (int)a->n_ints;
-    return FM_OK;
-}
-
-enum fm_status ox_attr_string(struct ox *ox, const Onnx__NodeProto *node, const char *name,
-                              const char *def, char *buf, size_t size)
-{
-    const Onnx__AttributeProto *a = ox_attr(node, name);
-    if (!a) {
-        snprintf(buf, size, "%s", def);
-        return FM_OK;
-    }
-    enum fm_status st = attr_check(ox, node, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING,
-                                   a->has_s);
-    if (st)
-        return st;
-    if (a->s.len >= size)
-        return ox_node_error(ox, node, FM_ERR_PARSE, "attribute '%s' is too long", name);
-    if (a->s.len)   /* an empty string has no data pointer: memcpy(buf, NULL, 0) is UB */
-        memcpy(buf, a->s.data, a->s.len);
-    buf[a->s.len] = '\0';
-    return FM_OK;
-}
 
 /* ---- helpers ---- */
 
@@ -837,8 +733,8 @@ static enum fm_status map_resize(struct ox *ox, const Onnx__NodeProto *node, con
         else
             o = floor((double)x->dims[d] * scales[k]);
         if (!(o >= 1 && o <= (double)OX_DIM_MAX))
-            return ox_node_error(ox, node, FM_ERR_SHAPE, "output dim %lld would be %g", (long long)d,
-                                 o);
+            return ox_node_error(ox, node, FM_ERR_SHAPE, "output dim %lld would be %g",
+                                 (long long)d, o);
         a.ints[1 + d] = (int64_t)o;
     }
     a.nints = 1 + x->rank;
@@ -975,7 +871,9 @@ static enum fm_status map_einsum(struct ox *ox, const Onnx__NodeProto *node, con
                 p += 2;
                 continue;
             }
-            int id = *p >= 'a' && *p <= 'z' ? *p - 'a' : *p >= 'A' && *p <= 'Z' ? 26 + *p - 'A' : -1;
+            int id = *p >= 'a' && *p <= 'z'   ? *p - 'a'
+                     : *p >= 'A' && *p <= 'Z' ? 26 + *p - 'A'
+                                              : -1;
             if (id < 0 || rank[o] >= FM_MAX_DIMS)
                 goto bad;
             lab[o][rank[o]++] = id;
@@ -1030,99 +928,32 @@ bad:
                          eq, arrow ? "->" : "", arrow ? arrow + 2 : "");
 }
 
-/* ---- the table ---- */
+/* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
+
+/* Ops no ONNX op type maps to (Linear, SiLU, Attention ...) name the mapper "none": their rows
+ * have neither a name nor a mapper, and the lookup skips them. */
+#define map_none NULL
 
 struct op_map {
-    const char *name;
+    const char *name;   /* ONNX op type */
     map_fn fn;
     enum fm_op op;
 };
 
+#define OX_MAP_ROW(ID, desc, name, cls, onnx, map, slots) {onnx, map_##map, FM_OP_##ID},
 static const struct op_map table[] = {
-    {"Conv", map_conv, FM_OP_CONV},
-    {"ConvTranspose", map_conv, FM_OP_CONV_TRANSPOSE},
-    {"Gemm", map_gemm, FM_OP_GEMM},
-    {"MatMul", map_plain, FM_OP_MATMUL},
-    {"Einsum", map_einsum, FM_OP_EINSUM},
-    {"BatchNormalization", map_norm, FM_OP_BATCHNORM},
-    {"LayerNormalization", map_norm, FM_OP_LAYERNORM},
-    {"InstanceNormalization", map_norm, FM_OP_INSTANCENORM},
-    {"GroupNormalization", map_norm, FM_OP_GROUPNORM},
-    {"Relu", map_act, FM_OP_RELU},
-    {"LeakyRelu", map_act, FM_OP_LEAKY_RELU},
-    {"PRelu", map_plain, FM_OP_PRELU},
-    {"Clip", map_act, FM_OP_CLIP},
-    {"Sigmoid", map_act, FM_OP_SIGMOID},
-    {"HardSigmoid", map_act, FM_OP_HARDSIGMOID},
-    {"HardSwish", map_act, FM_OP_HARDSWISH},
-    {"Tanh", map_act, FM_OP_TANH},
-    {"Gelu", map_act, FM_OP_GELU},
-    {"Softmax", map_softmax, FM_OP_SOFTMAX},
-    {"LogSoftmax", map_softmax, FM_OP_LOG_SOFTMAX},
-    {"Erf", map_plain, FM_OP_ERF},
-    {"Sqrt", map_plain, FM_OP_SQRT},
-    {"Reciprocal", map_plain, FM_OP_RECIPROCAL},
-    {"Neg", map_plain, FM_OP_NEG},
-    {"Exp", map_plain, FM_OP_EXP},
-    {"Log", map_plain, FM_OP_LOG},
-    {"Abs", map_plain, FM_OP_ABS},
-    {"Pow", map_plain, FM_OP_POW},
-    {"Add", map_plain, FM_OP_ADD},
-    {"Sub", map_plain, FM_OP_SUB},
-    {"Mul", map_plain, FM_OP_MUL},
-    {"Div", map_plain, FM_OP_DIV},
-    {"Equal", map_plain, FM_OP_EQUAL},
-    {"Less", map_plain, FM_OP_LESS},
-    {"LessOrEqual", map_plain, FM_OP_LESS_EQUAL},
-    {"Greater", map_plain, FM_OP_GREATER},
-    {"GreaterOrEqual", map_plain, FM_OP_GREATER_EQUAL},
-    {"And", map_plain, FM_OP_AND},
-    {"Or", map_plain, FM_OP_OR},
-    {"Xor", map_plain, FM_OP_XOR},
-    {"Not", map_plain, FM_OP_NOT},
-    {"Where", map_plain, FM_OP_WHERE},
-    {"Max", map_variadic, FM_OP_MAX},
-    {"Min", map_variadic, FM_OP_MIN},
-    {"Trilu", map_int_operand, FM_OP_TRILU},
-    {"ReduceMean", map_reduce, FM_OP_REDUCE_MEAN},
-    {"ReduceSum", map_reduce, FM_OP_REDUCE_SUM},
-    {"ReduceMax", map_reduce, FM_OP_REDUCE_MAX},
-    {"ReduceMin", map_reduce, FM_OP_REDUCE_MIN},
-    {"ReduceProd", map_reduce, FM_OP_REDUCE_PROD},
-    {"ReduceL2", map_reduce, FM_OP_REDUCE_L2},
-    {"ReduceSumSquare", map_reduce, FM_OP_REDUCE_SUM_SQUARE},
-    {"CumSum", map_int_operand, FM_OP_CUMSUM},
-    {"MaxPool", map_pool, FM_OP_MAXPOOL},
-    {"AveragePool", map_pool, FM_OP_AVGPOOL},
-    {"GlobalAveragePool", map_plain, FM_OP_GLOBAL_AVGPOOL},
-    {"GlobalMaxPool", map_plain, FM_OP_GLOBAL_MAXPOOL},
-    {"Flatten", map_axis, FM_OP_FLATTEN},
-    {"Reshape", map_reshape, FM_OP_RESHAPE},
-    {"Transpose", map_transpose, FM_OP_TRANSPOSE},
-    {"Squeeze", map_squeeze, FM_OP_SQUEEZE},
-    {"Unsqueeze", map_squeeze, FM_OP_UNSQUEEZE},
-    {"Concat", map_concat, FM_OP_CONCAT},
-    {"Split", map_split, FM_OP_SPLIT},
-    {"Slice", map_slice, FM_OP_SLICE},
-    {"Gather", map_gather, FM_OP_GATHER},
-    {"Expand", map_int_operand, FM_OP_EXPAND},
-    {"Tile", map_int_operand, FM_OP_TILE},
-    {"Pad", map_pad, FM_OP_PAD},
-    {"Resize", map_resize, FM_OP_RESIZE},
-    {"Upsample", map_resize, FM_OP_RESIZE},
-    {"ConstantOfShape", map_int_operand, FM_OP_CONSTANT_OF_SHAPE},
-    {"Range", map_range, FM_OP_RANGE},
-    {"Cast", map_cast, FM_OP_CAST},
-    {"Identity", map_identity, FM_OP_IDENTITY},
-    {"Dropout", map_dropout, FM_OP_DROPOUT},
+    FM_OP_LIST(OX_MAP_ROW)
+    /* ONNX op types the list does not hold as their own: older names of its ops */
+    {"Upsample", map_resize, FM_OP_RESIZE},   /* Resize before opset 10, same operands */
 };
+#undef OX_MAP_ROW
 
 enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                            int n_in)
 {
     const char *op = ox_str(node->op_type);
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-        if (strcmp(table[i].name, op) == 0)
+        if (table[i].name && table[i].fn && strcmp(table[i].name, op) == 0)
             return table[i].fn(ox, node, in, n_in, table[i].op);
     }
     return ox_emit_unknown(ox, node, "no cost rule for this op");
