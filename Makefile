@@ -10,7 +10,7 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Debian packages the build and the tests need (dependencies are what this field uses).
 PACKAGES = cmake gcc g++ make pkg-config libprotobuf-c-dev protobuf-c-compiler libonnx-dev \
-           libcjson-dev libdnnl-dev libcmocka-dev clang libclang-rt-14-dev
+           libcjson-dev libdnnl-dev libcmocka-dev clang libclang-rt-14-dev libonnx-testdata
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The sanitizer suite and the fuzz targets build in their own directories (CUDA off: no kernel
 # is run there, and nvcc would double the build time).

@@ -326,7 +326,15 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(CAST, cast, "Cast", DATA_MOVEMENT, "Cast", cast, "T") /* X; ints = {enum fm_dtype} */     \
     /* einsum.c */                                                                              \
     X(EINSUM, einsum, "Einsum", MATMUL, "Einsum", einsum, "P*")                                 \
-    /*   1 or 2 operands; ints = the equation as label ids */
+    /*   1 or 2 operands; ints = the equation as label ids */                                   \
+    /* trig.c: trigonometric functions, and the piecewise-constant Floor, Ceil, Round, Sign */  \
+    X(SIN, sin, "Sin", ELEMENTWISE, "Sin", plain, "")                                           \
+    X(COS, cos, "Cos", ELEMENTWISE, "Cos", plain, "")                                           \
+    X(TAN, tan, "Tan", ELEMENTWISE, "Tan", plain, "")                                           \
+    X(FLOOR, floor, "Floor", ELEMENTWISE, "Floor", plain, "")                                   \
+    X(CEIL, ceil, "Ceil", ELEMENTWISE, "Ceil", plain, "")                                       \
+    X(ROUND, round, "Round", ELEMENTWISE, "Round", plain, "")                                   \
+    X(SIGN, sign, "Sign", ELEMENTWISE, "Sign", plain, "")
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_

@@ -11,6 +11,10 @@
 #include <unistd.h>
 
 #define DATA FM_TEST_DATA "/onnx/"
+/* ONNX's own backend node tests, as Debian's libonnx-testdata installs them */
+#ifndef FM_ONNX_NODE_TESTS
+#define FM_ONNX_NODE_TESTS "/usr/share/libonnx-testdata/data/node"
+#endif
 
 static enum fm_status load(struct fm_ctx *ctx, const char *file, int64_t batch,
                            const struct fm_input_binding *b, size_t nb, struct fm_graph **g)
@@ -474,6 +478,69 @@ static void test_corrupted_never_crash(void **state)
     fm_ctx_free(ctx);
 }
 
+/* Files other people made: ONNX's backend node tests of the trigonometric and rounding ops
+ * (models written by ONNX's own test generator, opsets 7 to 13). One node on a graph input:
+ * the forward only, E elements of fp32: Sin/Cos/Tan 1 special each, Floor/Ceil/Round/Sign 1
+ * cmp each (src/ops/trig.c); X read and Y written once. Training adds nothing: the input needs
+ * no gradient and no parameter reaches the output, so there is no loss to add either. */
+static void test_node_tests_trig(void **state)
+{
+    (void)state;
+    if (access(FM_ONNX_NODE_TESTS "/test_sin/model.onnx", R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
+               "deps installs it)\n");
+        skip();
+    }
+    const struct {
+        const char *dir;
+        enum fm_op op;
+        enum fm_prim prim;
+        uint64_t elements;
+    } cases[] = {
+        {"test_sin", FM_OP_SIN, FM_PRIM_SPECIAL, 60},
+        {"test_sin_example", FM_OP_SIN, FM_PRIM_SPECIAL, 3},
+        {"test_cos", FM_OP_COS, FM_PRIM_SPECIAL, 60},
+        {"test_cos_example", FM_OP_COS, FM_PRIM_SPECIAL, 3},
+        {"test_tan", FM_OP_TAN, FM_PRIM_SPECIAL, 60},
+        {"test_tan_example", FM_OP_TAN, FM_PRIM_SPECIAL, 3},
+        {"test_floor", FM_OP_FLOOR, FM_PRIM_CMP, 60},
+        {"test_floor_example", FM_OP_FLOOR, FM_PRIM_CMP, 3},
+        {"test_ceil", FM_OP_CEIL, FM_PRIM_CMP, 60},
+        {"test_ceil_example", FM_OP_CEIL, FM_PRIM_CMP, 2},
+        {"test_round", FM_OP_ROUND, FM_PRIM_CMP, 15},
+        {"test_sign", FM_OP_SIGN, FM_PRIM_CMP, 11},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, cases[i].dir);
+        for (int mode = 0; mode < FM_MODE_COUNT; mode++) {
+            struct fm_session_opts o;
+            fm_session_opts_init(&o, FM_TASK_WORK);
+            o.model = path;
+            o.count.mode = (enum fm_mode)mode;
+            struct fm_session *s = NULL;
+            enum fm_status st = fm_session_run(ctx, &o, &s);
+            if (st)
+                fail_msg("%s: %s", cases[i].dir, fm_ctx_error(ctx));
+            assert_int_equal(fm_graph_node_count(s->graph), 1);
+            assert_int_equal(fm_graph_node(s->graph, 0)->op, cases[i].op);
+            assert_int_equal(s->counts->n_uncounted, 0);
+            const struct fm_work *f = &s->counts->total[FM_PHASE_FWD];
+            for (int p = 0; p < FM_PRIM_COUNT; p++)
+                assert_int_equal(f->prim[p], p == (int)cases[i].prim ? cases[i].elements : 0);
+            assert_int_equal(fm_work_flops(f), cases[i].elements);
+            assert_int_equal(f->bytes_read, 4 * cases[i].elements);
+            assert_int_equal(f->bytes_written, 4 * cases[i].elements);
+            for (int p = FM_PHASE_BWD_DATA; p < FM_PHASE_COUNT; p++)
+                assert_int_equal(fm_work_flops(&s->counts->total[p]), 0);
+            assert_int_equal(s->loss.n, 0);
+            fm_session_free(s);
+        }
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -486,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_opsets),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_corrupted_never_crash),
+        cmocka_unit_test(test_node_tests_trig),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

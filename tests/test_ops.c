@@ -707,6 +707,77 @@ static void test_activations_elementwise(void **state)
     }
 }
 
+/* trig.c: Sin, Cos, Tan, and the piecewise-constant Floor, Ceil, Round, Sign, per element E */
+static void test_trig_and_rounding(void **state)
+{
+    (void)state;
+    const struct {
+        enum fm_op op;
+        const char *formula;
+        struct prims fwd, bwd;   /* per element */
+        int kept;                /* tensors the backward reads besides dY: 0 or 1 */
+        bool zero_grad;          /* the gradient is zeros: written, nothing computed or read */
+    } cases[] = {
+        /* sin(x) | dy * cos(x): cos, * */
+        {FM_OP_SIN, "sin(x) | dy*cos(x)", PRIMS(0, 0, 0, 0, 0, 1), PRIMS(0, 0, 1, 0, 0, 1), 1,
+         false},
+        /* cos(x) | -dy * sin(x): sin, * (the sign folded into the product) */
+        {FM_OP_COS, "cos(x) | -dy*sin(x)", PRIMS(0, 0, 0, 0, 0, 1), PRIMS(0, 0, 1, 0, 0, 1), 1,
+         false},
+        /* tan(x) | dy * (1 + y*y): y*y, 1+, dy* */
+        {FM_OP_TAN, "tan(x) | dy*(1+y*y)", PRIMS(0, 0, 0, 0, 0, 1), PRIMS(0, 1, 2, 0, 0, 0), 1,
+         false},
+        {FM_OP_FLOOR, "floor(x) | 0", PRIMS(0, 0, 0, 0, 1, 0), PRIMS(0, 0, 0, 0, 0, 0), 0, true},
+        {FM_OP_CEIL, "ceil(x) | 0", PRIMS(0, 0, 0, 0, 1, 0), PRIMS(0, 0, 0, 0, 0, 0), 0, true},
+        {FM_OP_ROUND, "round(x) | 0", PRIMS(0, 0, 0, 0, 1, 0), PRIMS(0, 0, 0, 0, 0, 0), 0, true},
+        {FM_OP_SIGN, "sign(x) | 0", PRIMS(0, 0, 0, 0, 1, 0), PRIMS(0, 0, 0, 0, 0, 0), 0, true},
+    };
+    const uint64_t E = 2 * 3 * 4, B = E * 4;   /* fp32 */
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, cases[i].op, "f", NULL, ACT(&t, "x", 2, 3, 4));
+        struct fm_node_cost c = COST(&t, n);
+        struct prims f, b;
+        for (int p = 0; p < FM_PRIM_COUNT; p++) {
+            f.p[p] = cases[i].fwd.p[p] * E;
+            b.p[p] = cases[i].bwd.p[p] * E;
+        }
+        print_message("  %s: %s\n", fm_op_name(cases[i].op), cases[i].formula);
+        expect_work_(&c.phase[FWD], "fwd", f, __FILE__, __LINE__);
+        EXPECT_BYTES(c, FWD, B, B);                 /* X read, Y written */
+        expect_work_(&c.phase[BD], "bwd_data", b, __FILE__, __LINE__);
+        if (cases[i].zero_grad)
+            EXPECT_BYTES(c, BD, 0, B);              /* zeros written, nothing read */
+        else
+            EXPECT_BYTES(c, BD, B + B * (uint64_t)cases[i].kept, B);   /* dY and the kept one */
+        EXPECT_NONE(c, BW);
+        assert_int_equal(c.saved_bytes, 0);
+        /* inference: the same forward, no backward */
+        struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+        expect_work_(&ci.phase[FWD], "fwd", f, __FILE__, __LINE__);
+        EXPECT_NONE(ci, BD);
+        /* the network input needs no gradient */
+        struct tg u = tg_new();
+        n = NODE(&u, cases[i].op, "f", NULL, INPUT(&u, "x", 2, 3, 4));
+        c = COST(&u, n);
+        expect_work_(&c.phase[FWD], "fwd", f, __FILE__, __LINE__);
+        EXPECT_NONE(c, BD);
+        tg_free(&u);
+        tg_free(&t);
+    }
+    /* Sign takes integers (ONNX allows every numeric type); Floor does not */
+    struct tg t = tg_new();
+    fm_tid xi = tensor(&t, "xi", FM_ROLE_INPUT, FM_DTYPE_INT64, SHAPE(5));
+    fm_nid n = NODE(&t, FM_OP_SIGN, "sign", NULL, xi);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 5, 0);
+    EXPECT_BYTES(c, FWD, 5 * 8, 5 * 8);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_FLOOR, "floor", NULL, &xi, 1, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "floor", "int64", "not a float");
+    tg_free(&t);
+}
+
 static void test_relu_bytes(void **state)
 {
     (void)state;
@@ -1393,6 +1464,7 @@ int main(void)
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_groupnorm_instancenorm),
         cmocka_unit_test(test_activations_elementwise),
+        cmocka_unit_test(test_trig_and_rounding),
         cmocka_unit_test(test_relu_bytes),
         cmocka_unit_test(test_prelu),
         cmocka_unit_test(test_softmax_logsoftmax),
