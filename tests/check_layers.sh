@@ -84,7 +84,8 @@ if [ "$lines" -ge 3000 ]; then
 fi
 
 if [ $status = 0 ]; then
-    echo "layers ok: $(wc -l < "$tmp/edges") calls between files, no circle; upward: ${pairs:-none};"
+    echo "layers ok: $(wc -l < "$tmp/edges") calls between files, no circle; upward: ${pairs:-none}"
+    sed "s/^/  /" "$tmp/up"
     echo "tools/cli: $lines lines, flopmeter.h only"
 fi
 exit $status

@@ -2,8 +2,8 @@
  * step per parameter, aggregates per phase and per class with checked sums, and estimates
  * memory (parameters, gradients, optimizer state, activations kept for backward). It knows ops
  * only through their descriptors and prints nothing. */
-#include "internal.h"
-#include "../ops/ops.h"
+#include "../core/internal.h"
+#include "ops.h"
 
 #include <string.h>
 
