@@ -73,17 +73,10 @@ static enum fm_status act_cost(struct fm_cost_call *call)
         return fm_error(call->ctx, FM_ERR_UNSUPPORTED, "layer '%s': no rule for %s",
                         call->node->name, call->node->op_name);
     uint64_t e = fm_cost_numel(call, call->out[0]);
-    for (int p = 0; p < FM_PRIM_COUNT; p++) {
-        if (r->fwd[p])
-            fm_cost_add(call, FM_PHASE_FWD, (enum fm_prim)p, fm_cmul(&call->ovf, r->fwd[p], e));
-    }
+    fm_cost_add_each(call, FM_PHASE_FWD, r->fwd, e);
     fm_cost_fwd_bytes_default(call);
     if (call->grad[0]) {
-        for (int p = 0; p < FM_PRIM_COUNT; p++) {
-            if (r->bwd[p])
-                fm_cost_add(call, FM_PHASE_BWD_DATA, (enum fm_prim)p,
-                            fm_cmul(&call->ovf, r->bwd[p], e));
-        }
+        fm_cost_add_each(call, FM_PHASE_BWD_DATA, r->bwd, e);
         if (r->keep == KEEP_OUT)
             call->saved_out_mask |= 1u;
         else

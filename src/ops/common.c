@@ -29,6 +29,43 @@ void fm_cost_add(struct fm_cost_call *call, enum fm_phase phase, enum fm_prim pr
     *p = fm_cadd(&call->ovf, *p, n);
 }
 
+void fm_cost_add_each(struct fm_cost_call *call, enum fm_phase phase,
+                      const uint8_t per_element[FM_PRIM_COUNT], uint64_t e)
+{
+    for (int p = 0; p < FM_PRIM_COUNT; p++) {
+        if (per_element[p])
+            fm_cost_add(call, phase, (enum fm_prim)p, fm_cmul(&call->ovf, per_element[p], e));
+    }
+}
+
+enum fm_status fm_cost_elementwise(struct fm_cost_call *call,
+                                   const struct fm_elementwise_rule *rules, size_t n)
+{
+    const struct fm_elementwise_rule *r = NULL;
+    for (size_t i = 0; i < n && !r; i++)
+        r = rules[i].op == call->node->op ? &rules[i] : NULL;
+    if (!r)
+        return fm_error(call->ctx, FM_ERR_UNSUPPORTED, "layer '%s': no rule for %s",
+                        call->node->name, call->node->op_name);
+    uint64_t e = fm_cost_numel(call, call->out[0]);
+    fm_cost_add_each(call, FM_PHASE_FWD, r->fwd, e);
+    fm_cost_fwd_bytes_default(call);
+    if (!call->grad[0])
+        return FM_OK;
+    enum fm_phase ph = fm_cost_grad_phase(call, 0);
+    if (r->zero_grad) {   /* the framework writes zeros: no operations, nothing read */
+        fm_cost_write(call, ph, fm_cost_bytes(call, call->in[0]));
+        return FM_OK;
+    }
+    fm_cost_add_each(call, ph, r->bwd, e);
+    if (r->keep == FM_KEEP_IN)
+        call->saved_in_mask |= 1u;
+    else if (r->keep == FM_KEEP_OUT)
+        call->saved_out_mask |= 1u;
+    fm_cost_bwd_bytes_default(call);
+    return FM_OK;
+}
+
 void fm_cost_read(struct fm_cost_call *call, enum fm_phase phase, uint64_t bytes)
 {
     uint64_t *p = &call->cost->phase[phase].bytes_read;

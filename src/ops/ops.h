@@ -61,10 +61,30 @@ uint64_t fm_cost_numel(struct fm_cost_call *call, const struct fm_tensor *t);
 uint64_t fm_cost_bytes(struct fm_cost_call *call, const struct fm_tensor *t);
 /* Adds n primitive operations of a kind to a phase. */
 void fm_cost_add(struct fm_cost_call *call, enum fm_phase phase, enum fm_prim prim, uint64_t n);
+/* Adds per_element[k] x e operations of every kind k (enum fm_prim order): the rule of an
+ * elementwise op written as a row of counts per element. */
+void fm_cost_add_each(struct fm_cost_call *call, enum fm_phase phase,
+                      const uint8_t per_element[FM_PRIM_COUNT], uint64_t e);
 void fm_cost_read(struct fm_cost_call *call, enum fm_phase phase, uint64_t bytes);
 void fm_cost_write(struct fm_cost_call *call, enum fm_phase phase, uint64_t bytes);
 /* The phase where input i's gradient is counted: bwd_weight for parameters, bwd_data else. */
 enum fm_phase fm_cost_grad_phase(const struct fm_cost_call *call, int i);
+/* An elementwise op of one tensor written as a row of counts per element (unary.c, trig.c):
+ * forward and backward operations, what the backward keeps, or a gradient that is all zeros
+ * (written, not computed: Floor, Round ...). */
+enum fm_keep { FM_KEEP_NONE = 0, FM_KEEP_IN, FM_KEEP_OUT };
+struct fm_elementwise_rule {
+    enum fm_op op;
+    uint8_t fwd[FM_PRIM_COUNT];   /* per element, in enum fm_prim order */
+    uint8_t bwd[FM_PRIM_COUNT];
+    enum fm_keep keep;
+    bool zero_grad;
+};
+/* The cost of call's node from the row of rules[n] for its op: E = output elements times each
+ * count, default bytes; FM_ERR_UNSUPPORTED when no row names the op. */
+enum fm_status fm_cost_elementwise(struct fm_cost_call *call,
+                                   const struct fm_elementwise_rule *rules, size_t n);
+
 /* Forward bytes of a plain op: every input read once, every output written once. */
 void fm_cost_fwd_bytes_default(struct fm_cost_call *call);
 /* For ops whose backward needs only the output gradient (and what the rule lists as kept):

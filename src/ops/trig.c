@@ -14,34 +14,15 @@
  * as in ONNX. Not modelled: a library that computes sin and cos together (each is one op). */
 #include "ops.h"
 
-enum keep { KEEP_NONE, KEEP_IN, KEEP_OUT };
-
-struct trig_rule {
-    enum fm_op op;
-    uint8_t fwd[FM_PRIM_COUNT];   /* per element: mac, add, mul, div, cmp, special */
-    uint8_t bwd[FM_PRIM_COUNT];
-    enum keep keep;
-    bool zero_grad;               /* the gradient is all zeros: written, not computed */
+static const struct fm_elementwise_rule rules[] = {
+    {FM_OP_SIN, {0, 0, 0, 0, 0, 1}, {0, 0, 1, 0, 0, 1}, FM_KEEP_IN, false},
+    {FM_OP_COS, {0, 0, 0, 0, 0, 1}, {0, 0, 1, 0, 0, 1}, FM_KEEP_IN, false},
+    {FM_OP_TAN, {0, 0, 0, 0, 0, 1}, {0, 1, 2, 0, 0, 0}, FM_KEEP_OUT, false},
+    {FM_OP_FLOOR, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, FM_KEEP_NONE, true},
+    {FM_OP_CEIL, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, FM_KEEP_NONE, true},
+    {FM_OP_ROUND, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, FM_KEEP_NONE, true},
+    {FM_OP_SIGN, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, FM_KEEP_NONE, true},
 };
-
-static const struct trig_rule rules[] = {
-    {FM_OP_SIN, {0, 0, 0, 0, 0, 1}, {0, 0, 1, 0, 0, 1}, KEEP_IN, false},
-    {FM_OP_COS, {0, 0, 0, 0, 0, 1}, {0, 0, 1, 0, 0, 1}, KEEP_IN, false},
-    {FM_OP_TAN, {0, 0, 0, 0, 0, 1}, {0, 1, 2, 0, 0, 0}, KEEP_OUT, false},
-    {FM_OP_FLOOR, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, KEEP_NONE, true},
-    {FM_OP_CEIL, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, KEEP_NONE, true},
-    {FM_OP_ROUND, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, KEEP_NONE, true},
-    {FM_OP_SIGN, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, KEEP_NONE, true},
-};
-
-static const struct trig_rule *rule_for(enum fm_op op)
-{
-    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
-        if (rules[i].op == op)
-            return &rules[i];
-    }
-    return NULL;
-}
 
 static enum fm_status trig_shape(struct fm_shape_call *call)
 {
@@ -53,41 +34,15 @@ static enum fm_status trig_shape(struct fm_shape_call *call)
     return FM_OK;
 }
 
-static void add_per_element(struct fm_cost_call *call, enum fm_phase ph, const uint8_t *k,
-                            uint64_t e)
-{
-    for (int p = 0; p < FM_PRIM_COUNT; p++) {
-        if (k[p])
-            fm_cost_add(call, ph, (enum fm_prim)p, fm_cmul(&call->ovf, k[p], e));
-    }
-}
-
 static enum fm_status trig_cost(struct fm_cost_call *call)
 {
-    const struct trig_rule *r = rule_for(call->node->op);
-    if (!r)
-        return fm_error(call->ctx, FM_ERR_UNSUPPORTED, "layer '%s': no rule for %s",
-                        call->node->name, call->node->op_name);
-    uint64_t e = fm_cost_numel(call, call->out[0]);
-    add_per_element(call, FM_PHASE_FWD, r->fwd, e);
-    fm_cost_fwd_bytes_default(call);
-    if (!call->grad[0])
-        return FM_OK;
-    enum fm_phase ph = fm_cost_grad_phase(call, 0);
-    if (r->zero_grad) {
-        fm_cost_write(call, ph, fm_cost_bytes(call, call->in[0]));
-        return FM_OK;
-    }
-    add_per_element(call, ph, r->bwd, e);
-    if (r->keep == KEEP_IN)
-        call->saved_in_mask |= 1u;
-    else if (r->keep == KEEP_OUT)
-        call->saved_out_mask |= 1u;
-    fm_cost_bwd_bytes_default(call);
-    return FM_OK;
+    return fm_cost_elementwise(call, rules, sizeof(rules) / sizeof(rules[0]));
 }
 
-#define TRIG {1, 1, 1, trig_shape, trig_cost}
+#define TRIG                                                                                       \
+    {                                                                                              \
+        1, 1, 1, trig_shape, trig_cost                                                             \
+    }
 const struct fm_op_desc fm_op_sin_desc = TRIG;
 const struct fm_op_desc fm_op_cos_desc = TRIG;
 const struct fm_op_desc fm_op_tan_desc = TRIG;

@@ -15,33 +15,15 @@
  * Not modelled: fused kernels (an Erf-based GELU subgraph costs its ops one by one). */
 #include "ops.h"
 
-enum keep { KEEP_NONE, KEEP_IN, KEEP_OUT };
-
-struct unary_rule {
-    enum fm_op op;
-    uint8_t fwd[FM_PRIM_COUNT];   /* per element: mac, add, mul, div, cmp, special */
-    uint8_t bwd[FM_PRIM_COUNT];
-    enum keep keep;
+static const struct fm_elementwise_rule rules[] = {
+    {FM_OP_ERF, {0, 0, 0, 0, 0, 1}, {0, 0, 3, 0, 0, 1}, FM_KEEP_IN, false},
+    {FM_OP_SQRT, {0, 0, 0, 0, 0, 1}, {0, 0, 1, 1, 0, 0}, FM_KEEP_OUT, false},
+    {FM_OP_RECIPROCAL, {0, 0, 0, 1, 0, 0}, {0, 0, 2, 0, 0, 0}, FM_KEEP_OUT, false},
+    {FM_OP_NEG, {0, 0, 1, 0, 0, 0}, {0, 0, 1, 0, 0, 0}, FM_KEEP_NONE, false},
+    {FM_OP_EXP, {0, 0, 0, 0, 0, 1}, {0, 0, 1, 0, 0, 0}, FM_KEEP_OUT, false},
+    {FM_OP_LOG, {0, 0, 0, 0, 0, 1}, {0, 0, 0, 1, 0, 0}, FM_KEEP_IN, false},
+    {FM_OP_ABS, {0, 0, 0, 0, 1, 0}, {0, 0, 1, 0, 1, 0}, FM_KEEP_IN, false},
 };
-
-static const struct unary_rule rules[] = {
-    {FM_OP_ERF, {0, 0, 0, 0, 0, 1}, {0, 0, 3, 0, 0, 1}, KEEP_IN},
-    {FM_OP_SQRT, {0, 0, 0, 0, 0, 1}, {0, 0, 1, 1, 0, 0}, KEEP_OUT},
-    {FM_OP_RECIPROCAL, {0, 0, 0, 1, 0, 0}, {0, 0, 2, 0, 0, 0}, KEEP_OUT},
-    {FM_OP_NEG, {0, 0, 1, 0, 0, 0}, {0, 0, 1, 0, 0, 0}, KEEP_NONE},
-    {FM_OP_EXP, {0, 0, 0, 0, 0, 1}, {0, 0, 1, 0, 0, 0}, KEEP_OUT},
-    {FM_OP_LOG, {0, 0, 0, 0, 0, 1}, {0, 0, 0, 1, 0, 0}, KEEP_IN},
-    {FM_OP_ABS, {0, 0, 0, 0, 1, 0}, {0, 0, 1, 0, 1, 0}, KEEP_IN},
-};
-
-static const struct unary_rule *rule_for(enum fm_op op)
-{
-    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
-        if (rules[i].op == op)
-            return &rules[i];
-    }
-    return NULL;
-}
 
 static enum fm_status unary_shape(struct fm_shape_call *call)
 {
@@ -54,33 +36,9 @@ static enum fm_status unary_shape(struct fm_shape_call *call)
     return FM_OK;
 }
 
-static void add_per_element(struct fm_cost_call *call, enum fm_phase ph, const uint8_t *k,
-                            uint64_t e)
-{
-    for (int p = 0; p < FM_PRIM_COUNT; p++) {
-        if (k[p])
-            fm_cost_add(call, ph, (enum fm_prim)p, fm_cmul(&call->ovf, k[p], e));
-    }
-}
-
 static enum fm_status unary_cost(struct fm_cost_call *call)
 {
-    const struct unary_rule *r = rule_for(call->node->op);
-    if (!r)
-        return fm_error(call->ctx, FM_ERR_UNSUPPORTED, "layer '%s': no rule for %s",
-                        call->node->name, call->node->op_name);
-    uint64_t e = fm_cost_numel(call, call->out[0]);
-    add_per_element(call, FM_PHASE_FWD, r->fwd, e);
-    fm_cost_fwd_bytes_default(call);
-    if (call->grad[0]) {
-        add_per_element(call, fm_cost_grad_phase(call, 0), r->bwd, e);
-        if (r->keep == KEEP_IN)
-            call->saved_in_mask |= 1u;
-        else if (r->keep == KEEP_OUT)
-            call->saved_out_mask |= 1u;
-        fm_cost_bwd_bytes_default(call);
-    }
-    return FM_OK;
+    return fm_cost_elementwise(call, rules, sizeof(rules) / sizeof(rules[0]));
 }
 
 /* ---- Pow: X ^ P with numpy broadcasting ---- */

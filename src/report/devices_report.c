@@ -37,8 +37,8 @@ static const char *first_alias(const struct fm_device *d, char *buf)
 static void print_table(FILE *f, const struct fm_devices *devs)
 {
     fprintf(f, "%-10s %-24s %-16s %6s %6s %7s %8s %7s %7s %7s %7s %7s %6s %6s\n", "alias", "name",
-           "arch", "FP64", "FP32", "TF32tc", "FP16tc", "BF16tc", "FP8tc", "INT8tc", "BW GB/s",
-           "mem GB", "ridge32", "ridge16");
+            "arch", "FP64", "FP32", "TF32tc", "FP16tc", "BF16tc", "FP8tc", "INT8tc", "BW GB/s",
+            "mem GB", "ridge32", "ridge16");
     bool any_user = false;
     for (size_t i = 0; i < fm_devices_count(devs); i++) {
         const struct fm_device *d = fm_devices_get(devs, i);
@@ -67,17 +67,17 @@ static void print_table(FILE *f, const struct fm_devices *devs)
         snprintf(rr32, sizeof(rr32), r32 > 0 ? "%.1f" : "-", r32);
         snprintf(rr16, sizeof(rr16), r16 > 0 ? "%.1f" : "-", r16);
         fprintf(f, "%-10s %-24.24s %-16.16s %6s %6s %7s %8s %7s %7s %7s %7s %7s %6s %6s%s\n",
-               first_alias(d, a), d->name, d->arch ? d->arch : "", tflops(fp64, fp64_uv, b[0]),
-               tflops(d->peak_vector[FM_PREC_FP32], uv_vec(d, FM_PREC_FP32), b[1]),
-               tflops(d->peak_tensor[FM_PREC_TF32], uv_ten(d, FM_PREC_TF32), b[2]), fp16,
-               tflops(d->peak_tensor[FM_PREC_BF16], uv_ten(d, FM_PREC_BF16), b[3]),
-               tflops(d->peak_tensor[FM_PREC_FP8], uv_ten(d, FM_PREC_FP8), b[4]),
-               tflops(d->peak_tensor[FM_PREC_INT8], uv_ten(d, FM_PREC_INT8), b[5]), bw, mem, rr32,
-               rr16, user ? " *" : "");
+                first_alias(d, a), d->name, d->arch ? d->arch : "", tflops(fp64, fp64_uv, b[0]),
+                tflops(d->peak_vector[FM_PREC_FP32], uv_vec(d, FM_PREC_FP32), b[1]),
+                tflops(d->peak_tensor[FM_PREC_TF32], uv_ten(d, FM_PREC_TF32), b[2]), fp16,
+                tflops(d->peak_tensor[FM_PREC_BF16], uv_ten(d, FM_PREC_BF16), b[3]),
+                tflops(d->peak_tensor[FM_PREC_FP8], uv_ten(d, FM_PREC_FP8), b[4]),
+                tflops(d->peak_tensor[FM_PREC_INT8], uv_ten(d, FM_PREC_INT8), b[5]), bw, mem, rr32,
+                rr16, user ? " *" : "");
     }
     fprintf(f, "TFLOP/s dense (INT8: TOPS); tc = tensor cores (matrix units); FP64 = the faster of "
-           "vector and tensor;\nridge = peak / bandwidth in FLOP/byte for fp32 and fp16 "
-           "convolutions; ? = unverified; v = vector-unit fp16.\n");
+               "vector and tensor;\nridge = peak / bandwidth in FLOP/byte for fp32 and fp16 "
+               "convolutions; ? = unverified; v = vector-unit fp16.\n");
     if (any_user)
         fprintf(f, "* from a device file (flopmeter device NAME shows which)\n");
     fprintf(f, "sources: flopmeter device NAME\n");
@@ -91,21 +91,21 @@ static void print_csv(FILE *f, const struct fm_devices *devs)
     for (int p = 0; p < FM_PREC_COUNT; p++)
         fprintf(f, ",%s_tensor_flops", fm_precision_name((enum fm_precision)p));
     fprintf(f, ",mem_bw_bytes_per_s,mem_bytes,l2_bytes,boost_mhz,units,tdp_w,interconnect,"
-           "interconnect_bw_bytes_per_s,unverified_fields,unverified_vector,unverified_tensor,"
-           "measured,origin,source\n");
+               "interconnect_bw_bytes_per_s,unverified_fields,unverified_vector,unverified_tensor,"
+               "measured,origin,source\n");
     for (size_t i = 0; i < fm_devices_count(devs); i++) {
         const struct fm_device *d = fm_devices_get(devs, i);
         fprintf(f, "\"%s\",\"%s\",%s,\"%s\"", d->name, d->aliases ? d->aliases : "",
-               d->kind ? d->kind : "", d->arch ? d->arch : "");
+                d->kind ? d->kind : "", d->arch ? d->arch : "");
         for (int p = 0; p < FM_PREC_COUNT; p++)
             fprintf(f, ",%.17g", d->peak_vector[p]);
         for (int p = 0; p < FM_PREC_COUNT; p++)
             fprintf(f, ",%.17g", d->peak_tensor[p]);
-        fprintf(f, ",%.17g,%.17g,%.17g,%.17g,%d,%.17g,\"%s\",%.17g,%u,%u,%u,%d,\"%s\",\"", d->mem_bw,
-               d->mem_bytes, d->l2_bytes, d->boost_mhz, d->units, d->tdp_w,
-               d->interconnect ? d->interconnect : "", d->interconnect_bw, d->unverified,
-               d->unverified_vector, d->unverified_tensor, d->measured ? 1 : 0,
-               d->origin ? d->origin : "");
+        fprintf(f, ",%.17g,%.17g,%.17g,%.17g,%d,%.17g,\"%s\",%.17g,%u,%u,%u,%d,\"%s\",\"",
+                d->mem_bw, d->mem_bytes, d->l2_bytes, d->boost_mhz, d->units, d->tdp_w,
+                d->interconnect ? d->interconnect : "", d->interconnect_bw, d->unverified,
+                d->unverified_vector, d->unverified_tensor, d->measured ? 1 : 0,
+                d->origin ? d->origin : "");
         /* CSV quoting: a double quote inside a field is doubled */
         for (const char *s = d->source ? d->source : ""; *s; s++) {
             if (*s == '"')
@@ -126,24 +126,26 @@ static void print_device(FILE *f, const struct fm_device *d)
         fprintf(f, "   (aliases: %s)", d->aliases);
     fprintf(f, "\n  %s, %s", d->kind ? d->kind : "?", d->arch ? d->arch : "?");
     if (d->units > 0)
-        fprintf(f, ", %d %s%s", d->units, d->kind && strcmp(d->kind, "cpu") == 0 ? "cores" : "units",
-               (d->unverified & FM_DEVF_UNITS) ? "?" : "");
+        fprintf(f, ", %d %s%s", d->units,
+                d->kind && strcmp(d->kind, "cpu") == 0 ? "cores" : "units",
+                (d->unverified & FM_DEVF_UNITS) ? "?" : "");
     if (d->boost_mhz > 0 || (d->unverified & FM_DEVF_CLOCK))
-        fprintf(f, ", boost %s MHz", d->boost_mhz > 0 ? (snprintf(b[0], 32, "%.0f", d->boost_mhz), b[0])
-                                                   : "?");
+        fprintf(f, ", boost %s MHz",
+                d->boost_mhz > 0 ? (snprintf(b[0], 32, "%.0f", d->boost_mhz), b[0]) : "?");
     if (d->tdp_w > 0)
         fprintf(f, ", %.0f W%s", d->tdp_w, (d->unverified & FM_DEVF_TDP) ? "?" : "");
     fprintf(f, "%s\n", d->measured ? ", measured (flopmeter probe)" : "");
-    fprintf(f, "  memory %s%s, bandwidth %.0f GB/s%s, L2 %s%s\n", fm_format_bytes(d->mem_bytes, b[0]),
-           (d->unverified & FM_DEVF_MEMORY) ? "?" : "", d->mem_bw / 1e9,
-           (d->unverified & FM_DEVF_BANDWIDTH) ? "?" : "",
-           d->l2_bytes > 0 ? fm_format_bytes(d->l2_bytes, b[1]) : "?",
-           (d->unverified & FM_DEVF_L2) && d->l2_bytes > 0 ? "?" : "");
-    fprintf(f, "  interconnect %s, %s/s per GPU bidirectional%s\n", d->interconnect ? d->interconnect : "?",
-           d->interconnect_bw > 0 ? fm_format_bytes(d->interconnect_bw, b[0]) : "? B",
-           (d->unverified & FM_DEVF_INTERCONNECT) ? " (unverified)" : "");
+    fprintf(f, "  memory %s%s, bandwidth %.0f GB/s%s, L2 %s%s\n",
+            fm_format_bytes(d->mem_bytes, b[0]), (d->unverified & FM_DEVF_MEMORY) ? "?" : "",
+            d->mem_bw / 1e9, (d->unverified & FM_DEVF_BANDWIDTH) ? "?" : "",
+            d->l2_bytes > 0 ? fm_format_bytes(d->l2_bytes, b[1]) : "?",
+            (d->unverified & FM_DEVF_L2) && d->l2_bytes > 0 ? "?" : "");
+    fprintf(f, "  interconnect %s, %s/s per GPU bidirectional%s\n",
+            d->interconnect ? d->interconnect : "?",
+            d->interconnect_bw > 0 ? fm_format_bytes(d->interconnect_bw, b[0]) : "? B",
+            (d->unverified & FM_DEVF_INTERCONNECT) ? " (unverified)" : "");
     fprintf(f, "  source: %s\n  origin: %s\n", d->source ? d->source : "(none given)",
-           d->origin ? d->origin : "?");
+            d->origin ? d->origin : "?");
     fprintf(f, "\n  %-14s %12s %14s\n", "ceiling", "TFLOP/s", "ridge FLOP/B");
     for (int p = 0; p < FM_PREC_COUNT; p++) {
         for (int unit = 0; unit < 2; unit++) {
@@ -155,7 +157,7 @@ static void print_device(FILE *f, const struct fm_device *d)
             snprintf(label, sizeof(label), "%s %s", fm_precision_name((enum fm_precision)p),
                      unit ? "tensor" : "vector");
             fprintf(f, "  %-14s %12s %14.1f\n", label, tflops(v, uv, b[0]),
-                   d->mem_bw > 0 ? v / d->mem_bw : 0.0);
+                    d->mem_bw > 0 ? v / d->mem_bw : 0.0);
         }
     }
     fprintf(f, "\n  which ceiling applies     %-24s %s\n", class_list_tensor, "other ops");
@@ -169,17 +171,17 @@ static void print_device(FILE *f, const struct fm_device *d)
                      on_tensor ? "tensor" : "vector");
         else
             snprintf(left, sizeof(left), "none");
-        snprintf(right, sizeof(right), o > 0 ? "%s (vector)" : "none",
-                 tflops(o, false, b[1]));
+        snprintf(right, sizeof(right), o > 0 ? "%s (vector)" : "none", tflops(o, false, b[1]));
         fprintf(f, "  --precision %-13s %-24s %s\n", fm_precision_name((enum fm_precision)p), left,
-               right);
+                right);
     }
-    fprintf(f, "  --precision torch-default  conv %s, matmul %s (PyTorch: TF32 convolutions, "
-           "FP32 matmuls)\n",
-           tflops(fm_device_peak(d, FM_CLASS_CONV, FM_PREC_TF32), false, b[0]),
-           tflops(fm_device_peak(d, FM_CLASS_MATMUL, FM_PREC_FP32), false, b[1]));
+    fprintf(f,
+            "  --precision torch-default  conv %s, matmul %s (PyTorch: TF32 convolutions, "
+            "FP32 matmuls)\n",
+            tflops(fm_device_peak(d, FM_CLASS_CONV, FM_PREC_TF32), false, b[0]),
+            tflops(fm_device_peak(d, FM_CLASS_MATMUL, FM_PREC_FP32), false, b[1]));
     fprintf(f, "\nTFLOP/s dense (int8: TOPS); ? = the sources could not confirm it; 0 or '-' = not "
-           "supported or unknown.\n");
+               "supported or unknown.\n");
 }
 
 enum fm_status fm_report_devices(FILE *f, const struct fm_devices *devs,
@@ -220,8 +222,8 @@ enum fm_status fm_report_device(FILE *f, const struct fm_device *d,
                 if (v <= 0 && !uv)
                     continue;
                 fprintf(f, "%s,%s,%.17g,%.17g,%d\n", fm_precision_name((enum fm_precision)p),
-                       unit ? "tensor" : "vector", v, d->mem_bw > 0 ? v / d->mem_bw : 0.0,
-                       uv ? 1 : 0);
+                        unit ? "tensor" : "vector", v, d->mem_bw > 0 ? v / d->mem_bw : 0.0,
+                        uv ? 1 : 0);
             }
         }
     }

@@ -59,16 +59,16 @@ struct report {
     const struct fm_loss_info *loss;
     const struct fm_counts *c;
     const struct fm_measurement *m;
-    const struct fm_measurement *epoch;      /* NULL without --epoch-samples */
-    const struct fm_prediction *pred;        /* NULL without a device */
+    const struct fm_measurement *epoch; /* NULL without --epoch-samples */
+    const struct fm_prediction *pred;   /* NULL without a device */
     const char *pred_device;
     double peak;
     const char *peak_source;
-    struct layer_row *rows;                  /* NULL without per-layer timing */
+    struct layer_row *rows; /* NULL without per-layer timing */
     int64_t batch;
     int warmup;
     bool train;
-    struct fm_utilization util;              /* step (and epoch) */
+    struct fm_utilization util; /* step (and epoch) */
     bool have_util;
     uint64_t epoch_samples, epoch_steps;
     double epoch_s;
@@ -82,11 +82,11 @@ static void print_table(FILE *f, const struct report *r)
     if (m->threads > 0)
         snprintf(thr, sizeof(thr), ", %d thread%s", m->threads, m->threads == 1 ? "" : "s");
     fprintf(f, "%s | batch %lld, %s | %s (%s%s) | %s\n", fm_graph_name(r->g), (long long)r->batch,
-           r->train ? "training step: forward, loss, backward, SGD" : "inference (forward only)",
-           m->device_name, m->backend, thr, fm_precision_name(m->precision));
+            r->train ? "training step: forward, loss, backward, SGD" : "inference (forward only)",
+            m->device_name, m->backend, thr, fm_precision_name(m->precision));
     if (r->rows) {
         fprintf(f, "  %3s  %-34s %-15s %9s %9s %9s %9s %10s %10s %7s\n", "#", "layer", "op",
-               "fwd ms", "bwd ms", "opt ms", "total ms", "FLOP/s", "pred ms", "error");
+                "fwd ms", "bwd ms", "opt ms", "total ms", "FLOP/s", "pred ms", "error");
         const fm_nid *topo = fm_graph_topo_order(r->g);
         for (size_t i = 0; i < m->n_nodes; i++) {
             fm_nid id = topo[i];
@@ -97,16 +97,17 @@ static void print_table(FILE *f, const struct report *r)
             ms_text(bw, bwd);
             char rate[32] = "-", pred[32] = "-", err[32] = "-";
             if (row->flops > 0 && row->measured_ms > 0)
-                snprintf(rate, sizeof(rate), "%sF/s", fm_format_si(row->flops / (row->measured_ms * 1e-3), b[0]));
+                snprintf(rate, sizeof(rate), "%sF/s",
+                         fm_format_si(row->flops / (row->measured_ms * 1e-3), b[0]));
             if (row->predicted) {
                 ms_text(row->predicted_ms, pred);
                 if (row->measured_ms > 0 && row->predicted_ms > 0)
                     pct((row->predicted_ms - row->measured_ms) / row->measured_ms, err);
             }
             fprintf(f, "  %3zu  %-34.34s %-15.15s %9s %9s %9s %9s %10s %10s %7s\n", i + 1, n->name,
-                   n->op_name, ms_text(row->ms[FM_PHASE_FWD], b[1]), bwd,
-                   ms_text(row->ms[FM_PHASE_OPTIMIZER], b[2]), ms_text(row->measured_ms, b[3]),
-                   rate, pred, err);
+                    n->op_name, ms_text(row->ms[FM_PHASE_FWD], b[1]), bwd,
+                    ms_text(row->ms[FM_PHASE_OPTIMIZER], b[2]), ms_text(row->measured_ms, b[3]),
+                    rate, pred, err);
         }
         double sum = 0, psum = 0;
         for (size_t i = 0; i < m->n_nodes; i++) {
@@ -114,22 +115,24 @@ static void print_table(FILE *f, const struct report *r)
             psum += r->rows[i].predicted_ms;
         }
         fprintf(f, "  the layers' medians add up to %s ms, the step's median is %s ms%s%s%s\n",
-               ms_text(sum, b[0]), ms_text(m->step_ms_median, b[1]),
-               r->pred ? "; predicted: " : "", r->pred ? ms_text(psum, b[2]) : "",
-               r->pred ? " ms" : "");
+                ms_text(sum, b[0]), ms_text(m->step_ms_median, b[1]),
+                r->pred ? "; predicted: " : "", r->pred ? ms_text(psum, b[2]) : "",
+                r->pred ? " ms" : "");
         if (r->train)
-            fprintf(f, "  bwd ms: input and weight gradients together (per-phase figures in --format "
-                   "csv/json); pred: roofline bound on %s, error = (pred - measured) / measured\n",
-                   r->pred_device ? r->pred_device : "?");
+            fprintf(f,
+                    "  bwd ms: input and weight gradients together (per-phase figures in --format "
+                    "csv/json); pred: roofline bound on %s, error = (pred - measured) / measured\n",
+                    r->pred_device ? r->pred_device : "?");
     }
     double flops = step_flops(r->c);
     double step_s = m->step_ms_median * 1e-3;
-    fprintf(f, "step      %s ms median (min %s, max %s) over %zu steps after %d warm-up -> %.1f "
-           "samples/s\n",
-           ms_text(m->step_ms_median, b[0]), ms_text(m->step_ms_min, b[1]),
-           ms_text(m->step_ms_max, b[2]), m->n_steps, r->warmup, (double)r->batch / step_s);
+    fprintf(f,
+            "step      %s ms median (min %s, max %s) over %zu steps after %d warm-up -> %.1f "
+            "samples/s\n",
+            ms_text(m->step_ms_median, b[0]), ms_text(m->step_ms_min, b[1]),
+            ms_text(m->step_ms_max, b[2]), m->n_steps, r->warmup, (double)r->batch / step_s);
     fprintf(f, "work      %sFLOP per step counted (%s)\n", fm_format_si(flops, b[0]),
-           r->train ? "forward + input and weight gradients + SGD update" : "forward");
+            r->train ? "forward + input and weight gradients + SGD update" : "forward");
     fprintf(f, "achieved  %sFLOP/s\n", fm_format_si(flops / step_s, b[0]));
     if (r->peak > 0)
         fprintf(f, "peak      %sFLOP/s: %s\n", fm_format_si(r->peak, b[0]), r->peak_source);
@@ -157,19 +160,20 @@ static void print_table(FILE *f, const struct report *r)
         }
         if (r->train)
             fprintf(f, "  theory = 3 x forward FLOPs; counted = forward + backward as counted; "
-                   "+optimizer adds the SGD update\n");
+                       "+optimizer adds the SGD update\n");
         if (u->impossible)
             fprintf(f, "  a utilization above 100%% is impossible: the peak is too low (probe on a "
-                   "busy machine?) or of another precision\n");
+                       "busy machine?) or of another precision\n");
     }
     if (r->epoch)
-        fprintf(f, "epoch     %s for %" PRIu64 " samples (%" PRIu64 " steps of %lld%s) -> %.1f "
-               "samples/s\n",
-               fm_format_time(r->epoch_s, b[0]), r->epoch_steps * (uint64_t)r->batch, r->epoch_steps,
-               (long long)r->batch,
-               r->epoch_steps * (uint64_t)r->batch > r->epoch_samples ? ", the last one filled up"
+        fprintf(f,
+                "epoch     %s for %" PRIu64 " samples (%" PRIu64 " steps of %lld%s) -> %.1f "
+                "samples/s\n",
+                fm_format_time(r->epoch_s, b[0]), r->epoch_steps * (uint64_t)r->batch,
+                r->epoch_steps, (long long)r->batch,
+                r->epoch_steps * (uint64_t)r->batch > r->epoch_samples ? ", the last one filled up"
                                                                        : "",
-               (double)(r->epoch_steps * (uint64_t)r->batch) / r->epoch_s);
+                (double)(r->epoch_steps * (uint64_t)r->batch) / r->epoch_s);
     if (r->train)
         fprintf(f, "loss      %.4f (first timed step) -> %.4f (last): %s\n", m->loss_first,
                 m->loss_last, r->loss->summary);
@@ -179,7 +183,7 @@ static void print_csv(FILE *f, const struct report *r)
 {
     const struct fm_measurement *m = r->m;
     fprintf(f, "layer,op,fwd_ms,bwd_data_ms,bwd_weight_ms,optimizer_ms,bwd_split,measured_ms,flops,"
-           "predicted_ms,error\n");
+               "predicted_ms,error\n");
     if (r->rows) {
         const fm_nid *topo = fm_graph_topo_order(r->g);
         for (size_t i = 0; i < m->n_nodes; i++) {
@@ -187,23 +191,22 @@ static void print_csv(FILE *f, const struct report *r)
             const struct fm_node *n = fm_graph_node(r->g, id);
             const struct layer_row *row = &r->rows[id];
             fprintf(f, "%s,%s,%.6f,%.6f,%.6f,%.6f,%d,%.6f,%.17g,", n->name, n->op_name,
-                   row->ms[FM_PHASE_FWD], row->ms[FM_PHASE_BWD_DATA],
-                   row->ms[FM_PHASE_BWD_WEIGHT], row->ms[FM_PHASE_OPTIMIZER], row->bwd_split,
-                   row->measured_ms, row->flops);
+                    row->ms[FM_PHASE_FWD], row->ms[FM_PHASE_BWD_DATA], row->ms[FM_PHASE_BWD_WEIGHT],
+                    row->ms[FM_PHASE_OPTIMIZER], row->bwd_split, row->measured_ms, row->flops);
             if (row->predicted && row->measured_ms > 0 && row->predicted_ms > 0)
                 fprintf(f, "%.6f,%.6f\n", row->predicted_ms,
-                       (row->predicted_ms - row->measured_ms) / row->measured_ms);
+                        (row->predicted_ms - row->measured_ms) / row->measured_ms);
             else
                 fprintf(f, ",\n");
         }
     }
     double flops = step_flops(r->c), step_s = m->step_ms_median * 1e-3;
     fprintf(f, "step,%s,%.6f,%.6f,%.6f,,,%.6f,%.17g,,\n", r->train ? "train" : "infer",
-           m->step_ms_median, m->step_ms_min, m->step_ms_max, m->step_ms_median, flops);
-    fprintf(f, "# achieved_flops=%.6g peak_flops=%.6g utilization_counted=%.6g samples_per_s=%.6g\n",
-           flops / step_s, r->peak,
-           r->peak > 0 ? flops / step_s / r->peak : NAN,
-           (double)r->batch / step_s);
+            m->step_ms_median, m->step_ms_min, m->step_ms_max, m->step_ms_median, flops);
+    fprintf(f,
+            "# achieved_flops=%.6g peak_flops=%.6g utilization_counted=%.6g samples_per_s=%.6g\n",
+            flops / step_s, r->peak, r->peak > 0 ? flops / step_s / r->peak : NAN,
+            (double)r->batch / step_s);
 }
 
 static void print_json(FILE *f, const struct report *r)
@@ -291,8 +294,8 @@ static void print_json(FILE *f, const struct report *r)
             if (row->predicted) {
                 fm_jw_double(&w, "predicted_ms", row->predicted_ms);
                 if (row->measured_ms > 0 && row->predicted_ms > 0)
-                    fm_jw_double(&w, "error", (row->predicted_ms - row->measured_ms) /
-                                                  row->measured_ms);
+                    fm_jw_double(&w, "error",
+                                 (row->predicted_ms - row->measured_ms) / row->measured_ms);
             }
             fm_jw_end(&w);
         }

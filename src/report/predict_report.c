@@ -15,14 +15,17 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
     const struct fm_device *d = p->opts.device;
     char b[8][32];
     bool train = p->mode == FM_MODE_TRAIN;
-    fprintf(f, "%s on %s | batch %lld, %s | precision %s | PPP compute %.2f, memory %.2f | launch "
-           "%g us/kernel\n",
-           fm_graph_name(g), d->name, (long long)batch,
-           train ? "training step" : "inference (forward only)", fm_report_precision_label(&p->opts),
-           p->opts.ppp_compute, p->opts.ppp_memory, p->opts.launch_overhead_us);
+    fprintf(f,
+            "%s on %s | batch %lld, %s | precision %s | PPP compute %.2f, memory %.2f | launch "
+            "%g us/kernel\n",
+            fm_graph_name(g), d->name, (long long)batch,
+            train ? "training step" : "inference (forward only)",
+            fm_report_precision_label(&p->opts), p->opts.ppp_compute, p->opts.ppp_memory,
+            p->opts.launch_overhead_us);
     if (!summary) {
-        fprintf(f, "  %4s  %-26s %-10s %9s %9s %10s %10s %10s %10s %7s  %s\n", "#", "layer", "phase",
-               "FLOP", "bytes", "compute", "memory", "roofline", "paleo", "share", "bound");
+        fprintf(f, "  %4s  %-26s %-10s %9s %9s %10s %10s %10s %10s %7s  %s\n", "#", "layer",
+                "phase", "FLOP", "bytes", "compute", "memory", "roofline", "paleo", "share",
+                "bound");
         const fm_nid *order = fm_graph_topo_order(g);
         for (size_t i = 0; i < p->n_nodes; i++) {
             const struct fm_node *n = fm_graph_node(g, order[i]);
@@ -34,82 +37,94 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
                 char idx[24];
                 snprintf(idx, sizeof(idx), "%zu", i + 1);
                 fprintf(f, "  %4s  %-26.26s %-10s %9s %9s %10s %10s %10s %10s %6.2f%%  %s\n",
-                       first ? idx : "", first ? n->name : "", fm_phase_name((enum fm_phase)ph),
-                       fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]), fm_format_time(t->t_compute, b[2]),
-                       fm_format_time(t->t_memory, b[3]), fm_format_time(t->t_roofline, b[4]),
-                       fm_format_time(t->t_paleo, b[5]),
-                       p->step_roofline_s > 0 ? 100 * t->t_roofline / p->step_roofline_s : 0.0,
-                       t->memory_bound ? "memory" : "compute");
+                        first ? idx : "", first ? n->name : "", fm_phase_name((enum fm_phase)ph),
+                        fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]),
+                        fm_format_time(t->t_compute, b[2]), fm_format_time(t->t_memory, b[3]),
+                        fm_format_time(t->t_roofline, b[4]), fm_format_time(t->t_paleo, b[5]),
+                        p->step_roofline_s > 0 ? 100 * t->t_roofline / p->step_roofline_s : 0.0,
+                        t->memory_bound ? "memory" : "compute");
                 first = false;
             }
         }
     }
     fprintf(f, "by phase\n  %-10s %9s %9s %10s %10s %10s %10s %10s\n", "phase", "FLOP", "bytes",
-           "compute", "memory", "launch", "roofline", "paleo");
+            "compute", "memory", "launch", "roofline", "paleo");
     for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
         const struct fm_phase_time *t = ph < FM_PHASE_COUNT ? &p->total[ph] : &p->step;
         if (t->flops <= 0 && t->bytes <= 0)
             continue;
         fprintf(f, "  %-10s %9s %9s %10s %10s %10s %10s %10s\n",
-               ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "step",
-               fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]), fm_format_time(t->t_compute, b[2]),
-               fm_format_time(t->t_memory, b[3]), fm_format_time(t->t_launch, b[4]),
-               fm_format_time(t->t_roofline, b[5]), fm_format_time(t->t_paleo, b[6]));
+                ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "step",
+                fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]),
+                fm_format_time(t->t_compute, b[2]), fm_format_time(t->t_memory, b[3]),
+                fm_format_time(t->t_launch, b[4]), fm_format_time(t->t_roofline, b[5]),
+                fm_format_time(t->t_paleo, b[6]));
     }
     fprintf(f, "prediction (roofline bound = compute and memory overlap | PALEO = they do not)\n");
     const char *unit = train ? "step" : "batch latency";
-    fprintf(f, "  %-22s %12s | %s\n", unit, fm_format_time(run->step_s[0], b[0]), fm_format_time(run->step_s[1], b[1]));
+    fprintf(f, "  %-22s %12s | %s\n", unit, fm_format_time(run->step_s[0], b[0]),
+            fm_format_time(run->step_s[1], b[1]));
     fprintf(f, "  %-22s %12.1f | %.1f\n", train ? "samples/s" : "throughput (samples/s)",
-           run->samples_per_s[0], run->samples_per_s[1]);
+            run->samples_per_s[0], run->samples_per_s[1]);
     fprintf(f, "  %-22s %12s | %s   (step FLOPs %sFLOP / (time x %sFLOP/s, %s peak))\n",
-           "utilization", fm_report_pct(run->utilization[0], b[0]), fm_report_pct(run->utilization[1], b[1]),
-           fm_format_si(run->step_flops, b[2]), fm_format_si(p->peak_ref, b[3]), fm_report_precision_label(&p->opts));
+            "utilization", fm_report_pct(run->utilization[0], b[0]),
+            fm_report_pct(run->utilization[1], b[1]), fm_format_si(run->step_flops, b[2]),
+            fm_format_si(p->peak_ref, b[3]), fm_report_precision_label(&p->opts));
     if (run->dataset_size) {
-        fprintf(f, "  %-22s %12s | %s   (%" PRIu64 " %s of %lld; the last partial batch timed as "
-               "full)\n",
-               train ? "epoch" : "pass over the data", fm_format_time(run->epoch_s[0], b[0]),
-               fm_format_time(run->epoch_s[1], b[1]), run->steps_per_epoch, train ? "steps" : "batches",
-               (long long)run->batch);
+        fprintf(f,
+                "  %-22s %12s | %s   (%" PRIu64 " %s of %lld; the last partial batch timed as "
+                "full)\n",
+                train ? "epoch" : "pass over the data", fm_format_time(run->epoch_s[0], b[0]),
+                fm_format_time(run->epoch_s[1], b[1]), run->steps_per_epoch,
+                train ? "steps" : "batches", (long long)run->batch);
         if (train) {
-            fprintf(f, "  %-22s %12s | %s   (%g epochs)\n", "training time", fm_format_time(run->total_s[0], b[0]),
-                   fm_format_time(run->total_s[1], b[1]), run->epochs);
-            fprintf(f, "  %-22s %12s   (%.3g FLOP: forward + backward per sample x samples x "
-                   "epochs + optimizer x steps)\n",
-                   "training compute", fm_format_si(run->total_flops, b[0]), run->total_flops);
+            fprintf(f, "  %-22s %12s | %s   (%g epochs)\n", "training time",
+                    fm_format_time(run->total_s[0], b[0]), fm_format_time(run->total_s[1], b[1]),
+                    run->epochs);
+            fprintf(f,
+                    "  %-22s %12s   (%.3g FLOP: forward + backward per sample x samples x "
+                    "epochs + optimizer x steps)\n",
+                    "training compute", fm_format_si(run->total_flops, b[0]), run->total_flops);
         }
     } else {
         fprintf(f, "  (--dataset-size N adds epoch time, training time and total compute)\n");
     }
     if (dp) {
-        fprintf(f, "data parallel: %d GPUs, ring all-reduce of %s of gradients over %s (%s/s "
-               "bidirectional, PPP %.2f): %s per step\n",
-               dp->gpus, fm_format_bytes(dp->grad_bytes, b[0]), link_name, fm_format_bytes(dp->link_bw, b[1]),
-               p->opts.ppp_comm, fm_format_time(dp->t_allreduce, b[2]));
+        fprintf(f,
+                "data parallel: %d GPUs, ring all-reduce of %s of gradients over %s (%s/s "
+                "bidirectional, PPP %.2f): %s per step\n",
+                dp->gpus, fm_format_bytes(dp->grad_bytes, b[0]), link_name,
+                fm_format_bytes(dp->link_bw, b[1]), p->opts.ppp_comm,
+                fm_format_time(dp->t_allreduce, b[2]));
         fprintf(f, "  %-22s %12s | %s\n", "step, 1 GPU", fm_format_time(dp->step_1[0], b[0]),
-               fm_format_time(dp->step_1[1], b[1]));
+                fm_format_time(dp->step_1[1], b[1]));
         fprintf(f, "  %-22s %12s | %s   efficiency %s | %s, %.0f | %.0f samples/s\n",
-               "step, not overlapped", fm_format_time(dp->step_serial[0], b[0]),
-               fm_format_time(dp->step_serial[1], b[1]), fm_report_pct(dp->efficiency_serial[0], b[2]),
-               fm_report_pct(dp->efficiency_serial[1], b[3]), dp->samples_per_s_serial[0],
-               dp->samples_per_s_serial[1]);
+                "step, not overlapped", fm_format_time(dp->step_serial[0], b[0]),
+                fm_format_time(dp->step_serial[1], b[1]),
+                fm_report_pct(dp->efficiency_serial[0], b[2]),
+                fm_report_pct(dp->efficiency_serial[1], b[3]), dp->samples_per_s_serial[0],
+                dp->samples_per_s_serial[1]);
         fprintf(f, "  %-22s %12s | %s   efficiency %s | %s, %.0f | %.0f samples/s\n",
-               "step, overlapped", fm_format_time(dp->step_overlap[0], b[0]),
-               fm_format_time(dp->step_overlap[1], b[1]), fm_report_pct(dp->efficiency_overlap[0], b[2]),
-               fm_report_pct(dp->efficiency_overlap[1], b[3]), dp->samples_per_s_overlap[0],
-               dp->samples_per_s_overlap[1]);
-        fprintf(f, "  (weak scaling: each GPU runs batch %lld; efficiency = 1-GPU step / N-GPU "
-               "step)\n",
-               (long long)batch);
+                "step, overlapped", fm_format_time(dp->step_overlap[0], b[0]),
+                fm_format_time(dp->step_overlap[1], b[1]),
+                fm_report_pct(dp->efficiency_overlap[0], b[2]),
+                fm_report_pct(dp->efficiency_overlap[1], b[3]), dp->samples_per_s_overlap[0],
+                dp->samples_per_s_overlap[1]);
+        fprintf(f,
+                "  (weak scaling: each GPU runs batch %lld; efficiency = 1-GPU step / N-GPU "
+                "step)\n",
+                (long long)batch);
     }
-    fprintf(f, "%zu kernels (layer phases that do work); times are predictions, not measurements.\n",
-           p->kernels);
+    fprintf(f,
+            "%zu kernels (layer phases that do work); times are predictions, not measurements.\n",
+            p->kernels);
 }
 
 static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
                       const struct fm_prediction *p)
 {
     fprintf(f, "index,name,op,class,phase,precision,unit,flops,bytes,ceiling_flops,t_compute_s,"
-           "t_memory_s,t_launch_s,t_roofline_s,t_paleo_s,bound\n");
+               "t_memory_s,t_launch_s,t_roofline_s,t_paleo_s,bound\n");
     const fm_nid *order = fm_graph_topo_order(g);
     for (size_t i = 0; i < p->n_nodes; i++) {
         const struct fm_node *n = fm_graph_node(g, order[i]);
@@ -118,22 +133,18 @@ static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts 
             const struct fm_work *w = &c->nodes[order[i]].phase[ph];
             if (t->flops <= 0 && t->bytes <= 0)
                 continue;
-            fprintf(f, "%zu,\"%s\",%s,%s,%s,%s,%s,%" PRIu64 ",%" PRIu64
-                   ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n",
-                   i + 1, n->name, n->op_name, fm_class_name(fm_op_class(n->op)),
-                   fm_phase_name((enum fm_phase)ph), fm_precision_name(t->precision),
-                   t->tensor ? "tensor" : "vector", fm_work_flops(w),
-                   w->bytes_read + w->bytes_written, t->peak, t->t_compute, t->t_memory,
-                   t->t_launch, t->t_roofline, t->t_paleo, t->memory_bound ? "memory" : "compute");
+            fm_report_csv_point(f, i + 1, n, (enum fm_phase)ph, t, w);
+            fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n", t->peak, t->t_compute, t->t_memory,
+                    t->t_launch, t->t_roofline, t->t_paleo, t->memory_bound ? "memory" : "compute");
         }
     }
     for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
         const struct fm_phase_time *t = ph < FM_PHASE_COUNT ? &p->total[ph] : &p->step;
         fprintf(f, "total,\"%s\",,,%s,,,%.0f,%.0f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n",
-               ph < FM_PHASE_COUNT ? "total" : "step",
-               ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "all", t->flops, t->bytes,
-               t->peak, t->t_compute, t->t_memory, t->t_launch, t->t_roofline, t->t_paleo,
-               t->memory_bound ? "memory" : "compute");
+                ph < FM_PHASE_COUNT ? "total" : "step",
+                ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "all", t->flops, t->bytes,
+                t->peak, t->t_compute, t->t_memory, t->t_launch, t->t_roofline, t->t_paleo,
+                t->memory_bound ? "memory" : "compute");
     }
 }
 
@@ -160,10 +171,9 @@ static void json_pair(struct fm_jw *w, const char *key, const double *v)
     fm_jw_end(w);
 }
 
-static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
-                       const struct fm_counts *c, const struct fm_prediction *p,
-                       const struct fm_run_estimate *run, const struct fm_dp_estimate *dp,
-                       const char *link_name)
+static void print_json(FILE *f, const struct fm_graph *g, int64_t batch, const struct fm_counts *c,
+                       const struct fm_prediction *p, const struct fm_run_estimate *run,
+                       const struct fm_dp_estimate *dp, const char *link_name)
 {
     struct fm_jw w;
     fm_jw_init(&w, f);

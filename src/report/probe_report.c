@@ -7,7 +7,7 @@
 struct row {
     const char *label;
     const struct fm_probe_stat *s;
-    const char *unit;      /* "FLOP/s" or "B/s" */
+    const char *unit; /* "FLOP/s" or "B/s" */
 };
 
 static int collect(const struct fm_probe_result *r, struct row *rows, char labels[][48])
@@ -48,9 +48,9 @@ static void print_table(FILE *f, const struct fm_probe_result *r, const struct r
 {
     char b[6][32];
     fprintf(f, "%s (%s) | %s | %d threads on %d cores | clock %.0f MHz\n", r->device_name, r->kind,
-           r->arch[0] ? r->arch : "?", r->threads, r->cores, r->clock_mhz);
+            r->arch[0] ? r->arch : "?", r->threads, r->cores, r->clock_mhz);
     fprintf(f, "  %-24s %12s %12s %12s %12s %10s\n", "figure", "min", "median", "max", "theory",
-           "of theory");
+            "of theory");
     for (int i = 0; i < n; i++) {
         const struct fm_probe_stat *s = rows[i].s;
         char th[32] = "?", pct[16] = "-";
@@ -60,15 +60,15 @@ static void print_table(FILE *f, const struct fm_probe_result *r, const struct r
             snprintf(pct, sizeof(pct), "%.1f%%", 100.0 * s->median / s->theory);
         }
         fprintf(f, "  %-24s %10s%s %10s%s %10s%s %12s %10s\n", rows[i].label,
-               fm_format_si(s->min, b[0]), bytes ? "B/s" : "F/s", fm_format_si(s->median, b[1]),
-               bytes ? "B/s" : "F/s", fm_format_si(s->max, b[2]), bytes ? "B/s" : "F/s", th, pct);
+                fm_format_si(s->min, b[0]), bytes ? "B/s" : "F/s", fm_format_si(s->median, b[1]),
+                bytes ? "B/s" : "F/s", fm_format_si(s->max, b[2]), bytes ? "B/s" : "F/s", th, pct);
     }
     fprintf(f, "F/s = FLOP/s (an FMA counts as 2); B/s = bytes read + written per second.\n");
     if (r->working_set_bytes)
         fprintf(f, "bandwidth working set %s (3 arrays)%s%s\n",
-               fm_format_bytes((double)r->working_set_bytes, b[0]),
-               r->cache_bytes ? ", last-level cache " : "",
-               r->cache_bytes ? fm_format_bytes((double)r->cache_bytes, b[1]) : "");
+                fm_format_bytes((double)r->working_set_bytes, b[0]),
+                r->cache_bytes ? ", last-level cache " : "",
+                r->cache_bytes ? fm_format_bytes((double)r->cache_bytes, b[1]) : "");
     if (r->notes[0])
         fprintf(f, "how: %s\n", r->notes);
 }
@@ -78,7 +78,7 @@ static void print_csv(FILE *f, const struct row *rows, int n)
     fprintf(f, "figure,unit,min,median,max,theory\n");
     for (int i = 0; i < n; i++)
         fprintf(f, "%s,%s,%.6g,%.6g,%.6g,%.6g\n", rows[i].label, rows[i].unit, rows[i].s->min,
-               rows[i].s->median, rows[i].s->max, rows[i].s->theory);
+                rows[i].s->median, rows[i].s->max, rows[i].s->theory);
 }
 
 static void json_stat(struct fm_jw *w, const char *key, const struct fm_probe_stat *s)

@@ -2,6 +2,7 @@
  * used. They format; they compute nothing the analyses did not. */
 #include "report.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 
 const char *fm_report_precision_label(const struct fm_predict_opts *po)
@@ -65,4 +66,13 @@ void fm_report_json_loss(struct fm_jw *w, const struct fm_graph *g, const struct
         fm_jw_end(w);
     }
     fm_jw_end(w);
+}
+
+void fm_report_csv_point(FILE *f, size_t index, const struct fm_node *n, enum fm_phase phase,
+                         const struct fm_phase_time *t, const struct fm_work *w)
+{
+    fprintf(f, "%zu,\"%s\",%s,%s,%s,%s,%s,%" PRIu64 ",%" PRIu64, index, n->name, n->op_name,
+            fm_class_name(fm_op_class(n->op)), fm_phase_name(phase),
+            fm_precision_name(t->precision), t->tensor ? "tensor" : "vector", fm_work_flops(w),
+            w->bytes_read + w->bytes_written);
 }

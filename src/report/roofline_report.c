@@ -22,9 +22,9 @@ static void table_row(FILE *f, const char *idx, const char *name, const char *op
 {
     char b[5][32];
     fprintf(f, "  %4s  %-26.26s %-14.14s %-12.12s %-10s %9s %9s %8.3g %9s %10s %6.1f%%  %s\n", idx,
-           name, op, cls, phase, fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]), t->intensity,
-           fm_format_si(t->peak, b[2]), fm_format_si(t->attainable, b[3]),
-           t->peak > 0 ? 100.0 * t->attainable / t->peak : 0.0, fm_report_bound(t));
+            name, op, cls, phase, fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]),
+            t->intensity, fm_format_si(t->peak, b[2]), fm_format_si(t->attainable, b[3]),
+            t->peak > 0 ? 100.0 * t->attainable / t->peak : 0.0, fm_report_bound(t));
 }
 
 static void print_header(FILE *f, const struct fm_graph *g, int64_t batch,
@@ -34,16 +34,16 @@ static void print_header(FILE *f, const struct fm_graph *g, int64_t batch,
     const struct fm_device *d = p->opts.device;
     char b[2][32];
     fprintf(f, "%s on %s | batch %lld, %s | precision %s | bandwidth %s/s\n", fm_graph_name(g),
-           d->name, (long long)batch,
-           p->mode == FM_MODE_TRAIN ? "training step" : "inference (forward only)",
-           fm_report_precision_label(&p->opts), fm_format_bytes(d->mem_bw, b[0]));
+            d->name, (long long)batch,
+            p->mode == FM_MODE_TRAIN ? "training step" : "inference (forward only)",
+            fm_report_precision_label(&p->opts), fm_format_bytes(d->mem_bw, b[0]));
     fprintf(f, "ceilings in use (dense datasheet peaks, 100%%):\n");
     for (size_t k = 0; k < nceil; k++) {
         char classes[160];
         class_list(ceil[k].classes, classes, sizeof(classes));
         fprintf(f, "  %-5s %-6s %9sFLOP/s   ridge %7.1f FLOP/B   for %s\n",
-               fm_precision_name(ceil[k].prec), ceil[k].tensor ? "tensor" : "vector",
-               fm_format_si(ceil[k].peak, b[1]), ceil[k].peak / d->mem_bw, classes);
+                fm_precision_name(ceil[k].prec), ceil[k].tensor ? "tensor" : "vector",
+                fm_format_si(ceil[k].peak, b[1]), ceil[k].peak / d->mem_bw, classes);
     }
 }
 
@@ -54,9 +54,9 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
     size_t nceil = fm_report_ceilings(g, p, ceil, 16);
     print_header(f, g, batch, p, ceil, nceil);
     if (!summary) {
-        fprintf(f, "  %4s  %-26s %-14s %-12s %-10s %9s %9s %8s %9s %10s %7s  %s\n", "#", "layer", "op",
-               "class", "phase", "FLOP", "bytes", "FLOP/B", "ceiling", "attainable", "of ceil",
-               "bound");
+        fprintf(f, "  %4s  %-26s %-14s %-12s %-10s %9s %9s %8s %9s %10s %7s  %s\n", "#", "layer",
+                "op", "class", "phase", "FLOP", "bytes", "FLOP/B", "ceiling", "attainable",
+                "of ceil", "bound");
         const fm_nid *order = fm_graph_topo_order(g);
         for (size_t i = 0; i < p->n_nodes; i++) {
             const struct fm_node *n = fm_graph_node(g, order[i]);
@@ -76,17 +76,17 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
     }
     fprintf(f, "by phase (ceiling = work-weighted: FLOPs / sum(FLOPs_i / ceiling_i))\n");
     fprintf(f, "  %-10s %9s %9s %8s %9s %10s %7s %7s  %s\n", "phase", "FLOP", "bytes", "FLOP/B",
-           "ceiling", "attainable", "ridge", "of ceil", "bound");
+            "ceiling", "attainable", "ridge", "of ceil", "bound");
     for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
         const struct fm_phase_time *t = ph < FM_PHASE_COUNT ? &p->total[ph] : &p->step;
         if (t->flops <= 0 && t->bytes <= 0)
             continue;
         char b[4][32];
         fprintf(f, "  %-10s %9s %9s %8.3g %9s %10s %7.1f %6.1f%%  %s\n",
-               ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "network", fm_format_si(t->flops, b[0]),
-               fm_format_si(t->bytes, b[1]), t->intensity, fm_format_si(t->peak, b[2]),
-               fm_format_si(t->attainable, b[3]), t->ridge,
-               t->peak > 0 ? 100.0 * t->attainable / t->peak : 0.0, fm_report_bound(t));
+                ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "network",
+                fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]), t->intensity,
+                fm_format_si(t->peak, b[2]), fm_format_si(t->attainable, b[3]), t->ridge,
+                t->peak > 0 ? 100.0 * t->attainable / t->peak : 0.0, fm_report_bound(t));
     }
     size_t mem = 0, total = 0;
     for (size_t id = 0; id < p->n_nodes; id++) {
@@ -98,19 +98,20 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
             mem += t->memory_bound || t->flops <= 0;
         }
     }
-    fprintf(f, "network as one point: OI %.1f FLOP/B, %s-bound at %.1f%% of its ceiling; %zu of %zu "
-           "layer phases are memory-bound.\n",
-           p->step.intensity, fm_report_bound(&p->step),
-           p->step.peak > 0 ? 100.0 * p->step.attainable / p->step.peak : 0.0, mem, total);
+    fprintf(f,
+            "network as one point: OI %.1f FLOP/B, %s-bound at %.1f%% of its ceiling; %zu of %zu "
+            "layer phases are memory-bound.\n",
+            p->step.intensity, fm_report_bound(&p->step),
+            p->step.peak > 0 ? 100.0 * p->step.attainable / p->step.peak : 0.0, mem, total);
     fprintf(f, "FLOP = 2 x MAC + other ops; bytes = each input read once, each output written once "
-           "(no fusion, no cache reuse).\n");
+               "(no fusion, no cache reuse).\n");
 }
 
 static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
                       const struct fm_prediction *p)
 {
     fprintf(f, "index,name,op,class,phase,precision,unit,flops,bytes,intensity,ceiling_flops,ridge,"
-           "attainable_flops,bound\n");
+               "attainable_flops,bound\n");
     const fm_nid *order = fm_graph_topo_order(g);
     for (size_t i = 0; i < p->n_nodes; i++) {
         const struct fm_node *n = fm_graph_node(g, order[i]);
@@ -119,12 +120,9 @@ static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts 
             const struct fm_work *w = &c->nodes[order[i]].phase[ph];
             if (t->flops <= 0 && t->bytes <= 0)
                 continue;
-            fprintf(f, "%zu,\"%s\",%s,%s,%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%.9g,%.9g,%.9g,%.9g,%s\n",
-                   i + 1, n->name, n->op_name, fm_class_name(fm_op_class(n->op)),
-                   fm_phase_name((enum fm_phase)ph), fm_precision_name(t->precision),
-                   t->tensor ? "tensor" : "vector", fm_work_flops(w),
-                   w->bytes_read + w->bytes_written, t->intensity, t->peak, t->ridge,
-                   t->attainable, fm_report_bound(t));
+            fm_report_csv_point(f, i + 1, n, (enum fm_phase)ph, t, w);
+            fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%s\n", t->intensity, t->peak, t->ridge, t->attainable,
+                    fm_report_bound(t));
         }
     }
     for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
@@ -132,9 +130,9 @@ static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts 
         if (t->flops <= 0 && t->bytes <= 0)
             continue;
         fprintf(f, "total,\"%s\",,,%s,,,%.0f,%.0f,%.9g,%.9g,%.9g,%.9g,%s\n",
-               ph < FM_PHASE_COUNT ? "total" : "network",
-               ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "all", t->flops, t->bytes,
-               t->intensity, t->peak, t->ridge, t->attainable, fm_report_bound(t));
+                ph < FM_PHASE_COUNT ? "total" : "network",
+                ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "all", t->flops, t->bytes,
+                t->intensity, t->peak, t->ridge, t->attainable, fm_report_bound(t));
     }
 }
 
@@ -152,8 +150,8 @@ static void json_point(struct fm_jw *w, const char *key, const struct fm_phase_t
     fm_jw_end(w);
 }
 
-static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
-                       const struct fm_counts *c, const struct fm_prediction *p)
+static void print_json(FILE *f, const struct fm_graph *g, int64_t batch, const struct fm_counts *c,
+                       const struct fm_prediction *p)
 {
     const struct fm_device *d = p->opts.device;
     struct fm_jw w;

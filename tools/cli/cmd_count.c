@@ -12,7 +12,8 @@ static const char description[] =
     "A training step needs a loss, and every command adds the same one to a model that has none\n"
     "(the report says which): classifier logits (N, K) get cross-entropy over the K classes, a\n"
     "language model's logits (B, S, V) next-token cross-entropy at every position, any other\n"
-    "output a mean squared error against a random target. `measure` runs the graph counted here.\n\n"
+    "output a mean squared error against a random target. `measure` runs the graph counted "
+    "here.\n\n"
     "table: --per-layer adds each layer's counts per phase and kind; --by-class adds totals per\n"
     "op class (conv, matmul, norm ...). csv: one row per layer and a total row (--by-class: one\n"
     "row per class and phase). json: every total, by class, the loss and every layer, with\n"
@@ -28,10 +29,14 @@ int cmd_count(int argc, char **argv)
     struct cli_opt opts[CLI_MODEL_OPTS_MAX + 4] = {0};
     int n = cli_model_opts_declare(&m, opts);
     bool per_layer = false, by_class = false;
-    opts[n++] = (struct cli_opt){"per-layer", CLI_FLAG, &per_layer, NULL, NULL,
-                                 "table: each layer's primitive counts per phase", NULL, NULL};
-    opts[n++] = (struct cli_opt){"by-class", CLI_FLAG, &by_class, NULL, NULL,
-                                 "aggregate by op class (conv, matmul, norm ...)", NULL, NULL};
+    opts[n++] =
+        (struct cli_opt){"per-layer", CLI_FLAG, &per_layer,
+                         NULL,        NULL,     "table: each layer's primitive counts per phase",
+                         NULL,        NULL};
+    opts[n++] =
+        (struct cli_opt){"by-class", CLI_FLAG, &by_class,
+                         NULL,       NULL,     "aggregate by op class (conv, matmul, norm ...)",
+                         NULL,       NULL};
     const char *pos[1];
     int r = cli_parse("count", "MODEL [options]", description, opts, argc, argv, pos, 1, 1);
     if (r)
