@@ -1,15 +1,18 @@
 /* flopmeter: count, bound and measure the compute of neural-network training and inference.
  *
  * This is the library's only public header. It declares the context (errors, allocator), the
- * network graph and its builder, the per-op cost model, the built-in architectures and, in the
- * sections further down, devices, analyses and measurement backends. It includes no vendor
- * header: CUDA, cuDNN and oneDNN stay inside their backends.
+ * network graph and its builder, the list of ops and the per-op cost model, the built-in
+ * architectures and ONNX, the loss policy, devices, analyses, measurement backends and, at the
+ * end, the session that resolves all of them for a command and the renderers of its results.
+ * It includes no vendor header: CUDA, cuDNN and oneDNN stay inside their backends.
  *
  * Conventions used throughout:
  *  - Functions that can fail return enum fm_status and leave a message on the context
  *    (fm_ctx_error()). OUT parameters are written only on success unless stated otherwise.
- *  - Lifecycle: fm_x_new/fm_x_free for heap handles, fm_x_init/fm_x_release for caller-owned
- *    structs. Every _free accepts NULL.
+ *  - Lifecycle: a function that makes a heap object (fm_ctx_new, fm_graph_new, fm_count,
+ *    fm_predict, fm_measure, fm_session_run ...) has a matching fm_x_free(x) that takes only the
+ *    object (it remembers its context) and accepts NULL; options structs are set with
+ *    fm_x_opts_init.
  *  - Counts are exact uint64_t; a product or sum that would overflow is FM_ERR_OVERFLOW.
  */
 #ifndef FLOPMETER_H
@@ -354,8 +357,8 @@ enum {
 
 #define FM_MAX_INTS 32
 
-/* Attributes of a node. One struct for all ops: each op reads the fields its comment in
- * enum fm_op names and ignores the rest. fm_attrs_init() sets the neutral defaults. */
+/* Attributes of a node. One struct for all ops: each op reads the fields the comment of its row
+ * in FM_OP_LIST names and ignores the rest. fm_attrs_init() sets the neutral defaults. */
 struct fm_attrs {
     int64_t kernel[2];          /* window (h, w); 1-D ops use index 1 with kernel[0] = 1 */
     int64_t stride[2];
