@@ -2,7 +2,8 @@
  * exactly the Nth call (malloc or realloc) and keeps a ledger of live blocks; for N = 1, 2, ...
  * until a run completes without reaching N, each scenario (a built-in model built and counted,
  * every ONNX fixture loaded from memory and counted, device files loaded and used for a
- * prediction) must end with FM_ERR_NOMEM and a message, leave nothing allocated after the
+ * prediction, sessions of every task but measure, with the loss policy and their reports)
+ * must end with FM_ERR_NOMEM and a message, leave nothing allocated after the
  * _free calls, and, when it completes, give the same numbers as a run that never failed.
  * In a build without AddressSanitizer the test also interposes the C library's malloc family
  * while a scenario runs: an allocation that bypasses the context allocator (a direct malloc in
@@ -359,6 +360,53 @@ static enum fm_status device_scenario(struct fm_ctx *ctx, const void *arg, uint6
     return st;
 }
 
+/* A session (src/analysis/session.c) of one task, start to end, and its report rendered: the
+ * loss policy, the device found by a GPU's own name, a prediction with data parallelism. */
+struct session_case {
+    enum fm_task task;
+    const char *model, *device;
+    bool bind_ids;               /* an ONNX block's symbolic (batch, seq) token ids */
+};
+
+static FILE *report_sink;        /* opened and buffered outside the scenarios */
+
+static enum fm_status session_scenario(struct fm_ctx *ctx, const void *arg, uint64_t *digest)
+{
+    const struct session_case *sc = arg;
+    struct fm_input_binding ids = {"ids", {2, {2, 8}}};
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, sc->task);
+    o.model = sc->model;
+    o.device = sc->device;
+    o.load.zoo.batch = 2;
+    o.load.bindings = &ids;
+    o.load.n_bindings = sc->bind_ids;
+    o.dataset_size = 1000;
+    o.gpus = sc->task == FM_TASK_PREDICT ? 4 : 1;
+    o.step_s = 0.01;
+    struct fm_session *s = NULL;
+    enum fm_status st = fm_session_run(ctx, &o, &s);
+    if (!st) {
+        struct fm_report_opts ro;
+        fm_report_opts_init(&ro);
+        ro.format = FM_FORMAT_JSON;
+        ro.loss = &s->loss;
+        switch (sc->task) {
+        case FM_TASK_WORK: st = fm_report_count(report_sink, s->graph, s->counts, &ro); break;
+        case FM_TASK_ROOFLINE: st = fm_report_roofline(report_sink, s, &ro); break;
+        case FM_TASK_PREDICT: st = fm_report_predict(report_sink, s, &ro); break;
+        case FM_TASK_UTILIZATION: st = fm_report_utilization(report_sink, s, &ro); break;
+        default: break;
+        }
+        *digest = counts_digest(*digest, s->counts);
+        *digest = mix(*digest, (uint64_t)s->loss.n);
+        if (s->prediction)
+            *digest = mix(*digest, (uint64_t)(s->prediction->step_roofline_s * 1e12));
+    }
+    fm_session_free(s);
+    return st;
+}
+
 /* ---- tests ---- */
 
 static void report(const char *what, size_t scenarios, const struct outcome *o)
@@ -483,6 +531,46 @@ static void test_device_file_every_allocation(void **state)
                       o.bypassed);
 }
 
+static void test_sessions_every_allocation(void **state)
+{
+    (void)state;
+    static char buf[1 << 16];
+    report_sink = fopen("/dev/null", "w");
+    assert_non_null(report_sink);
+    setvbuf(report_sink, buf, _IOFBF, sizeof(buf));   /* stdio allocates no buffer of its own */
+    unsetenv("FLOPMETER_DEVICES");
+    setenv("XDG_CONFIG_HOME", "/nonexistent", 1);
+    const struct session_case cases[] = {
+        {FM_TASK_PREDICT, "resnet18", "NVIDIA H100 80GB HBM3", false},
+        {FM_TASK_UTILIZATION, "mobilenet_v2", "a100", false},
+        {FM_TASK_ROOFLINE, FM_TEST_DATA "/onnx/vit_block_op13.onnx", "v100", false},
+        {FM_TASK_WORK, FM_TEST_DATA "/onnx/gpt2_block_op13.onnx", NULL, true},
+    };
+    struct outcome o = {0};
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fm_ctx *ctx = test_ctx();
+        struct fm_session_opts so;
+        fm_session_opts_init(&so, FM_TASK_WORK);
+        so.model = cases[i].model;
+        struct fm_session *s = NULL;
+        bool runs = strstr(cases[i].model, ".onnx") == NULL || cases[i].bind_ids ||
+                    fm_session_run(ctx, &so, &s) != FM_ERR_UNSUPPORTED;   /* no ONNX build */
+        fm_session_free(s);
+        fm_ctx_free(ctx);
+        if (!runs)
+            continue;
+        run_every_n(cases[i].model, session_scenario, &cases[i], &o);
+        used++;
+    }
+    fclose(report_sink);
+    report_sink = NULL;
+    report("sessions (predict, utilization, roofline, count) with their reports", used, &o);
+    assert_true(used >= 2);
+    assert_true(o.runs > 20);
+    assert_int_equal(o.bypassed, 0);
+}
+
 /* The allocator itself: a realloc failure keeps the old block, frees are checked. */
 static void test_ledger_catches_leaks(void **state)
 {
@@ -510,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_zoo_every_allocation),
         cmocka_unit_test(test_onnx_every_allocation),
         cmocka_unit_test(test_device_file_every_allocation),
+        cmocka_unit_test(test_sessions_every_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
