@@ -15,35 +15,21 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
 
-layer_of() {   # an object's path relative to its CMakeFiles/<target>.dir -> layer rank and name
-    case "$1" in
-    src/core/*) echo "1 core" ;;
-    src/ops/*) echo "2 ops" ;;
-    src/frontend/* | gen/*) echo "3 frontend" ;;
-    src/hw/*) echo "4 hw" ;;
-    src/backend/*) echo "5 backend" ;;
-    src/analysis/*) echo "6 analysis" ;;
-    src/report/*) echo "7 report" ;;
-    tools/cli/*) echo "8 cli" ;;
-    *) echo "0 other" ;;
-    esac
-}
-
 # objects of sources that still exist (an incremental build keeps those of moved files)
-objs=$(cd "$build/CMakeFiles" && find fm_objects.dir flopmeter.dir -name '*.o' | sort | while read -r o; do
+cd "$build/CMakeFiles"
+find fm_objects.dir flopmeter.dir -name '*.o' | sort | while read -r o; do
     rel=${o#*.dir/}
     case "$rel" in gen/*) echo "$o" ;; *) if [ -f "$src/${rel%.o}" ]; then echo "$o"; fi ;; esac
-done)
-for o in $objs; do
-    rel=${o#*.dir/}
-    rel=${rel%.o}
-    nm -P --defined-only "$build/CMakeFiles/$o" | awk -v f="$rel" '$2 ~ /^[TDRBVW]$/ {print $1, f}'
-done | sort -k1,1 > "$tmp/defs"
-for o in $objs; do
-    rel=${o#*.dir/}
-    rel=${rel%.o}
-    nm -P -u "$build/CMakeFiles/$o" | awk -v f="$rel" '{print $1, f}'
-done | sort -k1,1 > "$tmp/uses"
+done > "$tmp/objs"
+# one nm over every object: "object: symbol type ..." lines, defined and undefined
+xargs nm -P -A < "$tmp/objs" > "$tmp/nm"
+awk '{
+    obj = $1; sub(/:$/, "", obj); sub(/^[^\/]*\.dir\//, "", obj); sub(/\.o$/, "", obj)
+    if ($3 ~ /^[TDRBVW]$/) print $2, obj > "'"$tmp/defs"'"
+    else if ($3 == "U") print $2, obj > "'"$tmp/uses"'"
+}' "$tmp/nm"
+sort -k1,1 -o "$tmp/defs" "$tmp/defs"
+sort -k1,1 -o "$tmp/uses" "$tmp/uses"
 # file -> file edges (a file calling itself is no edge)
 join "$tmp/uses" "$tmp/defs" | awk '$2 != $3 {print $2, $3}' | sort -u > "$tmp/edges"
 
@@ -55,15 +41,20 @@ if ! tsort "$tmp/edges" > /dev/null 2> "$tmp/loops"; then
 fi
 
 # 2. calls from a lower layer to a higher one
-while read -r from to; do
-    set -- $(layer_of "$from")
-    fr=$1 fn=$2
-    set -- $(layer_of "$to")
-    tr=$1 tn=$2
-    if [ "$fr" -lt "$tr" ]; then
-        echo "$fn -> $tn ($from -> $to)"
-    fi
-done < "$tmp/edges" > "$tmp/up"
+awk 'function layer(f) {
+        if (f ~ /^src\/core\//) return "1 core"
+        if (f ~ /^src\/ops\//) return "2 ops"
+        if (f ~ /^src\/frontend\// || f ~ /^gen\//) return "3 frontend"
+        if (f ~ /^src\/hw\//) return "4 hw"
+        if (f ~ /^src\/backend\//) return "5 backend"
+        if (f ~ /^src\/analysis\//) return "6 analysis"
+        if (f ~ /^src\/report\//) return "7 report"
+        if (f ~ /^tools\/cli\//) return "8 cli"
+        return "0 other"
+     }
+     { split(layer($1), a, " "); split(layer($2), b, " ")
+       if (a[1] + 0 < b[1] + 0) print a[2], "->", b[2], "(" $1, "->", $2 ")" }' \
+    "$tmp/edges" > "$tmp/up"
 pairs=$(awk '{print $1, $2, $3}' "$tmp/up" | sort -u)
 npairs=$(printf '%s' "$pairs" | grep -c . || true)
 if [ "$npairs" -gt 1 ]; then

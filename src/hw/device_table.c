@@ -29,8 +29,6 @@
 #define PCIE4 LINK("PCIe Gen4 x16", 64)
 #define PCIE5 LINK("PCIe Gen5 x16", 128)
 
-static const char ref[] = "../reference/devices.md";
-
 static const struct fm_device builtin[] = {
     /* ---- Kepler ---- */
     {.name = "K80", .aliases = "k80,k80-board,tesla-k80", .kind = "gpu",
@@ -221,11 +219,6 @@ size_t fm_hw_builtin_count(void)
 const struct fm_device *fm_hw_builtin(size_t i)
 {
     return i < fm_hw_builtin_count() ? &builtin[i] : NULL;
-}
-
-const char *fm_hw_reference(void)
-{
-    return ref;
 }
 
 /* ---- links for data parallelism (reference/devices.md, "Interconnect per GPU") ---- */

@@ -7,7 +7,6 @@
 
 size_t fm_hw_builtin_count(void);
 const struct fm_device *fm_hw_builtin(size_t i);
-const char *fm_hw_reference(void);   /* where the figures were collected */
 
 
 /* Copies a device with its strings into arena (origin set to origin). */
