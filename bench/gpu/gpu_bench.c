@@ -59,7 +59,7 @@ static void predict(struct fm_ctx *ctx, const struct fm_graph *g, const char *gp
     const struct fm_device *dev = NULL;
     struct fm_count_opts co;
     fm_count_opts_init(&co);
-    if (fm_devices_load(ctx, NULL, &devs) || fm_cuda_match_device(ctx, devs, gpu, &dev) ||
+    if (fm_devices_load(ctx, NULL, &devs) || fm_devices_match(ctx, devs, gpu, &dev) ||
         fm_count(ctx, g, &co, &c))
         goto out;
     struct fm_predict_opts po;
