@@ -39,9 +39,10 @@ static enum fm_status act_plan(struct cu_state *s, struct cu_node *n)
     case FM_OP_HARDSWISH: p->kind = CUK_HARDSWISH; break;
     case FM_OP_HARDSIGMOID:
         p->kind = CUK_HARDSIGMOID;
-        /* the attrs' neutral defaults (1, 1) mean "not given": PyTorch's x/6 + 1/2 */
-        p->a = a->alpha == 1.0 && a->beta == 1.0 ? (float)(1.0 / 6.0) : (float)a->alpha;
-        p->b = a->alpha == 1.0 && a->beta == 1.0 ? 0.5f : (float)a->beta;
+        /* alpha and beta as the graph gives them, as the op's rule and the CPU backend read
+         * them (builders set PyTorch's 1/6 and 1/2, ONNX files 0.2 and 0.5 by default) */
+        p->a = (float)a->alpha;
+        p->b = (float)a->beta;
         break;
     default:
         return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': activation %s",

@@ -40,6 +40,80 @@ const struct cu_op *cu_op_for(enum fm_op op)
     }
 }
 
+static uint64_t numel_of(const struct fm_graph *g, fm_tid t)
+{
+    uint64_t n = 0;
+    if (t != FM_NONE)
+        fm_shape_numel(&fm_graph_tensor(g, t)->shape, &n);
+    return n;
+}
+
+static int rank_of(const struct fm_graph *g, fm_tid t)
+{
+    return t == FM_NONE ? -1 : fm_graph_tensor(g, t)->shape.rank;
+}
+
+/* What the families' plan() would refuse that the graph alone shows (their conditions, kept in
+ * step with cu_conv.c, cu_linear.c, cu_misc.c, cu_norm.c and cu_pool.c), so that supports()
+ * says no before a device is opened. What depends on the run (the precision, channels-last
+ * layouts, a frozen BatchNorm in training) is still plan()'s to refuse. */
+static const char *refusal(const struct fm_graph *g, const struct fm_node *n)
+{
+    const struct fm_attrs *a = &n->attrs;
+    switch (n->op) {
+    case FM_OP_CONV:
+        if (rank_of(g, n->in[0]) < 3 || rank_of(g, n->in[0]) > 4)
+            return "the CUDA backend runs 1-D and 2-D convolutions only";
+        if (a->pad[0] != a->pad[2] || a->pad[1] != a->pad[3])
+            return "asymmetric padding is not supported by cuDNN's convolutions";
+        return NULL;
+    case FM_OP_GEMM: {
+        bool bias_vector = n->n_in < 3 || n->in[2] == FM_NONE || rank_of(g, n->in[2]) == 1;
+        if (!(a->flags & FM_ATTR_TRANS_B) || (a->flags & FM_ATTR_TRANS_A) || a->alpha != 1.0 ||
+            a->beta != 1.0 || rank_of(g, n->in[0]) != 2 || !bias_vector)
+            return "the CUDA backend runs Gemm only in Linear's form (transB, alpha = beta = 1, "
+                   "a vector bias)";
+        return NULL;
+    }
+    case FM_OP_LINEAR:
+        return rank_of(g, n->in[1]) != 2 ? "a weight that is not a matrix" : NULL;
+    case FM_OP_ADD:
+    case FM_OP_SUB:
+    case FM_OP_MUL:
+    case FM_OP_DIV: {
+        uint64_t y = numel_of(g, n->out[0]);
+        if (numel_of(g, n->in[0]) != y && numel_of(g, n->in[1]) != y)
+            return "both operands are broadcast; the CUDA backend broadcasts one";
+        return NULL;
+    }
+    case FM_OP_MAXPOOL:
+    case FM_OP_AVGPOOL:
+        if (a->dilation[0] != 1 || a->dilation[1] != 1)
+            return "dilated pooling";
+        /* fall through */
+    case FM_OP_ADAPTIVE_AVGPOOL:
+    case FM_OP_GLOBAL_AVGPOOL:
+    case FM_OP_GLOBAL_MAXPOOL:
+        if (rank_of(g, n->in[0]) < 3 || rank_of(g, n->in[0]) > 4)
+            return "pooling of a rank other than 3 or 4";
+        return NULL;
+    case FM_OP_BATCHNORM:
+        if (n->n_in < 5 || n->in[1] == FM_NONE || n->in[2] == FM_NONE || n->in[3] == FM_NONE ||
+            n->in[4] == FM_NONE)
+            return "the CUDA backend needs BatchNorm's scale, bias, mean and variance";
+        if (rank_of(g, n->in[0]) < 2 || rank_of(g, n->in[0]) > 4)
+            return "BatchNorm of a rank other than 2 to 4";
+        return NULL;
+    case FM_OP_CROSS_ENTROPY:
+        if (rank_of(g, n->in[0]) != 2 || n->in[1] == FM_NONE ||
+            fm_graph_tensor(g, n->in[1])->dtype != FM_DTYPE_INT64)
+            return "cross-entropy needs (N, K) logits and int64 labels";
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
 enum fm_status cu_supports(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(g, id);
@@ -48,5 +122,8 @@ enum fm_status cu_supports(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid 
                         "backend", n->name, n->op_name);
     if (n->n_in > FM_MAX_IO || n->n_out > FM_MAX_IO)
         return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s': too many inputs", n->name);
+    const char *why = refusal(g, n);
+    if (why)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (%s): %s", n->name, n->op_name, why);
     return FM_OK;
 }
