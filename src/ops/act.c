@@ -6,57 +6,37 @@
  * ptflops counts 1 per element; pthflops 2 per element for ReLU. */
 #include "ops.h"
 
-enum keep { KEEP_IN, KEEP_OUT };
-
-struct act_rule {
-    enum fm_op op;
-    /* counts per element, in enum fm_prim order: mac, add, mul, div, cmp, special */
-    uint8_t fwd[FM_PRIM_COUNT];
-    uint8_t bwd[FM_PRIM_COUNT];
-    enum keep keep;
-};
-
-static const struct act_rule rules[] = {
+/* counts per element, in enum fm_prim order: mac, add, mul, div, cmp, special */
+static const struct fm_elementwise_rule rules[] = {
     /* relu: max(x,0) | dy * (y>0) */
-    {FM_OP_RELU, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 1, 0}, KEEP_OUT},
+    {FM_OP_RELU, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 1, 0}, FM_KEEP_OUT, false},
     /* clip: min(max(x,lo),hi) | dy * (lo<x<hi) */
-    {FM_OP_CLIP, {0, 0, 0, 0, 2, 0}, {0, 0, 0, 0, 2, 0}, KEEP_IN},
+    {FM_OP_CLIP, {0, 0, 0, 0, 2, 0}, {0, 0, 0, 0, 2, 0}, FM_KEEP_IN, false},
     /* leaky relu: x>0 ? x : a*x | dy * (x>0 ? 1 : a) */
-    {FM_OP_LEAKY_RELU, {0, 0, 1, 0, 1, 0}, {0, 0, 1, 0, 1, 0}, KEEP_IN},
+    {FM_OP_LEAKY_RELU, {0, 0, 1, 0, 1, 0}, {0, 0, 1, 0, 1, 0}, FM_KEEP_IN, false},
     /* sigmoid: 1/(1+exp(-x)) | dy * y * (1-y) */
-    {FM_OP_SIGMOID, {0, 1, 0, 1, 0, 1}, {0, 1, 2, 0, 0, 0}, KEEP_OUT},
+    {FM_OP_SIGMOID, {0, 1, 0, 1, 0, 1}, {0, 1, 2, 0, 0, 0}, FM_KEEP_OUT, false},
     /* tanh | dy * (1 - y*y) */
-    {FM_OP_TANH, {0, 0, 0, 0, 0, 1}, {0, 1, 2, 0, 0, 0}, KEEP_OUT},
+    {FM_OP_TANH, {0, 0, 0, 0, 0, 1}, {0, 1, 2, 0, 0, 0}, FM_KEEP_OUT, false},
     /* silu: x * sigmoid(x) | s = sigmoid(x) again; dy * s * (1 + x*(1-s)) */
-    {FM_OP_SILU, {0, 1, 1, 1, 0, 1}, {0, 3, 3, 1, 0, 1}, KEEP_IN},
+    {FM_OP_SILU, {0, 1, 1, 1, 0, 1}, {0, 3, 3, 1, 0, 1}, FM_KEEP_IN, false},
     /* gelu (erf): 0.5*x*(1+erf(x/sqrt2)) | dy * (0.5*(1+erf(x/sqrt2)) + x*exp(-x*x/2)/sqrt(2pi)) */
-    {FM_OP_GELU, {0, 1, 3, 0, 0, 1}, {0, 2, 7, 0, 0, 2}, KEEP_IN},
+    {FM_OP_GELU, {0, 1, 3, 0, 0, 1}, {0, 2, 7, 0, 0, 2}, FM_KEEP_IN, false},
     /* hardswish: x * min(max(x+3,0),6) / 6 (the /6 a mul by 1/6)
      * | dy * (x<-3 ? 0 : x>3 ? 1 : (2x+3)/6), with (2x+3)/6 = x/3 + 1/2 (PyTorch's kernel):
      * 2 cmp, 1 mul + 1 add, and the mul by dy */
-    {FM_OP_HARDSWISH, {0, 1, 2, 0, 2, 0}, {0, 1, 2, 0, 2, 0}, KEEP_IN},
+    {FM_OP_HARDSWISH, {0, 1, 2, 0, 2, 0}, {0, 1, 2, 0, 2, 0}, FM_KEEP_IN, false},
     /* hardsigmoid: min(max(a*x+b,0),1) | dy * a * (0<a*x+b<1), the window tested on x against
      * the constants -b/a and (1-b)/a (PyTorch's kernel: -3 < x < 3): 2 cmp, 1 mul */
-    {FM_OP_HARDSIGMOID, {0, 1, 1, 0, 2, 0}, {0, 0, 1, 0, 2, 0}, KEEP_IN},
+    {FM_OP_HARDSIGMOID, {0, 1, 1, 0, 2, 0}, {0, 0, 1, 0, 2, 0}, FM_KEEP_IN, false},
 };
 
 /* gelu, tanh form: u = c*(x + 0.044715x^3) (4 mul, 1 add), t = tanh(u), y = 0.5x(1+t)
  * (2 mul, 1 add). Backward recomputes u and t (4 mul, 1 add, 1 special) keeping x^2, then
  * du/dx = c(1 + 3*0.044715 x^2) (2 mul, 1 add), dy/dx = 0.5(1+t) + 0.5x(1-t^2) du/dx
  * (5 mul, 3 add) and the product with dy (1 mul): 12 mul, 5 add, 1 special */
-static const struct act_rule gelu_tanh = {
-    FM_OP_GELU, {0, 2, 6, 0, 0, 1}, {0, 5, 12, 0, 0, 1}, KEEP_IN};
-
-static const struct act_rule *rule_for(const struct fm_node *n)
-{
-    if (n->op == FM_OP_GELU && (n->attrs.flags & FM_ATTR_GELU_TANH))
-        return &gelu_tanh;
-    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
-        if (rules[i].op == n->op)
-            return &rules[i];
-    }
-    return NULL;
-}
+static const struct fm_elementwise_rule gelu_tanh[] = {
+    {FM_OP_GELU, {0, 2, 6, 0, 0, 1}, {0, 5, 12, 0, 0, 1}, FM_KEEP_IN, false}};
 
 static enum fm_status same_shape(struct fm_shape_call *call)
 {
@@ -68,22 +48,9 @@ static enum fm_status same_shape(struct fm_shape_call *call)
 
 static enum fm_status act_cost(struct fm_cost_call *call)
 {
-    const struct act_rule *r = rule_for(call->node);
-    if (!r)
-        return fm_error(call->ctx, FM_ERR_UNSUPPORTED, "layer '%s': no rule for %s",
-                        call->node->name, call->node->op_name);
-    uint64_t e = fm_cost_numel(call, call->out[0]);
-    fm_cost_add_each(call, FM_PHASE_FWD, r->fwd, e);
-    fm_cost_fwd_bytes_default(call);
-    if (call->grad[0]) {
-        fm_cost_add_each(call, FM_PHASE_BWD_DATA, r->bwd, e);
-        if (r->keep == KEEP_OUT)
-            call->saved_out_mask |= 1u;
-        else
-            call->saved_in_mask |= 1u;
-        fm_cost_bwd_bytes_default(call);
-    }
-    return FM_OK;
+    if (call->node->op == FM_OP_GELU && (call->node->attrs.flags & FM_ATTR_GELU_TANH))
+        return fm_cost_elementwise(call, gelu_tanh, 1);
+    return fm_cost_elementwise(call, rules, sizeof(rules) / sizeof(rules[0]));
 }
 
 /* ---- PReLU: y = x>0 ? x : a*x, a broadcast (per channel, usually) ---- */
