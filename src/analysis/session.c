@@ -17,8 +17,8 @@
 #include <string.h>
 
 static const char *const task_names[] = {
-    [FM_TASK_WORK] = "count",      [FM_TASK_ROOFLINE] = "roofline",
-    [FM_TASK_PREDICT] = "predict", [FM_TASK_UTILIZATION] = "utilization",
+    [FM_TASK_WORK] = "count",          [FM_TASK_ROOFLINE] = "roofline",
+    [FM_TASK_PREDICT] = "predict",     [FM_TASK_UTILIZATION] = "utilization",
     [FM_TASK_MEASURE] = "measure",
 };
 _Static_assert(sizeof(task_names) / sizeof(task_names[0]) == FM_TASK_COUNT,
@@ -72,8 +72,7 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
         return fm_error(ctx, FM_ERR_INVALID, "unknown task %d", (int)o->task);
     if (!(p->ppp_compute > 0 && p->ppp_compute <= 1) ||
         !(p->ppp_memory > 0 && p->ppp_memory <= 1) || !(p->ppp_comm > 0 && p->ppp_comm <= 1))
-        return fm_error(ctx, FM_ERR_INVALID,
-                        "PPP values are fractions of peak: each must be in "
+        return fm_error(ctx, FM_ERR_INVALID, "PPP values are fractions of peak: each must be in "
                         "(0, 1] (e.g. --ppp-compute 0.62)");
     if (!(p->launch_overhead_us >= 0) || !isfinite(p->launch_overhead_us))
         return fm_error(ctx, FM_ERR_INVALID, "--launch-overhead-us must be >= 0");
@@ -89,24 +88,20 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
         if (!(o->step_s >= 0) || !(o->epoch_s >= 0))
             return fm_error(ctx, FM_ERR_INVALID, "times must be positive (e.g. 0.25, 250ms)");
         if (o->step_s == 0 && o->epoch_s == 0)
-            return fm_error(ctx, FM_ERR_INVALID,
-                            "give --step-time T (and/or --epoch-time T with "
+            return fm_error(ctx, FM_ERR_INVALID, "give --step-time T (and/or --epoch-time T with "
                             "--dataset-size N)");
         if (o->epoch_s > 0 && o->dataset_size == 0)
-            return fm_error(ctx, FM_ERR_INVALID,
-                            "--epoch-time needs --dataset-size N (samples "
+            return fm_error(ctx, FM_ERR_INVALID, "--epoch-time needs --dataset-size N (samples "
                             "per epoch)");
     }
     if (o->task == FM_TASK_MEASURE) {
         if (o->count.optimizer != FM_OPTIM_SGD)
-            return fm_error(ctx, FM_ERR_INVALID,
-                            "the measured step uses SGD with momentum; "
+            return fm_error(ctx, FM_ERR_INVALID, "the measured step uses SGD with momentum; "
                             "--optimizer %s is for count/predict only",
                             fm_optimizer_name(o->count.optimizer));
         if (o->run.steps < 1 || o->run.steps > 100000 || o->run.warmup < 0 ||
             o->run.warmup > 100000 || o->run.threads < 0 || o->run.threads > 4096)
-            return fm_error(ctx, FM_ERR_INVALID,
-                            "--steps and --warmup at most 100000, --threads "
+            return fm_error(ctx, FM_ERR_INVALID, "--steps and --warmup at most 100000, --threads "
                             "at most 4096");
         struct fm_target t;
         enum fm_status st = fm_target_parse(ctx, o->device, &t);
@@ -114,8 +109,7 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
             return fm_error(ctx, FM_ERR_INVALID, "--device %s: use cpu, cuda or cuda:N",
                             o->device ? o->device : "?");
         if (o->torch_default)
-            return fm_error(ctx, FM_ERR_INVALID,
-                            "a measured step runs at one precision: give "
+            return fm_error(ctx, FM_ERR_INVALID, "a measured step runs at one precision: give "
                             "--precision fp32, tf32, fp16 or bf16, not torch-default");
     }
     return FM_OK;
@@ -231,8 +225,7 @@ static enum fm_status analysis_device(struct fm_session *s)
 {
     const char *name = s->opts.device;
     if (!name || !*name)
-        return fm_error(s->ctx, FM_ERR_INVALID,
-                        "give the device: --device NAME (flopmeter "
+        return fm_error(s->ctx, FM_ERR_INVALID, "give the device: --device NAME (flopmeter "
                         "devices lists them, e.g. --device a100)");
     struct fm_target t;
     enum fm_status st = fm_target_parse(s->ctx, name, &t);
@@ -261,7 +254,7 @@ static void resolve_precision(struct fm_session *s)
         s->precision = FM_PREC_FP32;
     else if (o->precision_given || o->task == FM_TASK_MEASURE)
         s->precision = o->precision;
-    else /* the storage dtype is the natural compute precision */
+    else   /* the storage dtype is the natural compute precision */
         s->precision = o->load.zoo.dtype == FM_DTYPE_FP16   ? FM_PREC_FP16
                        : o->load.zoo.dtype == FM_DTYPE_BF16 ? FM_PREC_BF16
                        : o->load.zoo.dtype == FM_DTYPE_FP64 ? FM_PREC_FP64
@@ -296,17 +289,17 @@ static enum fm_status predict(struct fm_session *s)
             size_t len = 0;
             names[0] = '\0';
             for (size_t i = 0; i < fm_link_count() && len < sizeof(names); i++)
-                len +=
-                    (size_t)snprintf(names + len, sizeof(names) - len, " %s", fm_link_get(i)->name);
+                len += (size_t)snprintf(names + len, sizeof(names) - len, " %s",
+                                        fm_link_get(i)->name);
             return fm_error(s->ctx, FM_ERR_INVALID, "unknown --interconnect '%s'; one of:%s",
                             s->opts.interconnect, names);
         }
         link_bw = l->bw;
         snprintf(s->link_name, sizeof(s->link_name), "%s", l->name);
     }
-    st =
-        fm_predict_data_parallel(s->ctx, s->graph, s->counts, s->prediction, s->opts.load.zoo.batch,
-                                 s->opts.gpus, link_bw, s->opts.predict.ppp_comm, &s->dp);
+    st = fm_predict_data_parallel(s->ctx, s->graph, s->counts, s->prediction,
+                                  s->opts.load.zoo.batch, s->opts.gpus, link_bw,
+                                  s->opts.predict.ppp_comm, &s->dp);
     if (!st)
         s->have_dp = true;
     return st;
@@ -398,10 +391,8 @@ static enum fm_status measure(struct fm_session *s)
         uint64_t batch = (uint64_t)o->load.zoo.batch;
         uint64_t steps = (o->epoch_samples + batch - 1) / batch;
         if (steps > 1000000)
-            return fm_error(s->ctx, FM_ERR_INVALID,
-                            "--epoch-samples gives %" PRIu64 " steps; at "
-                            "most 1000000",
-                            steps);
+            return fm_error(s->ctx, FM_ERR_INVALID, "--epoch-samples gives %" PRIu64 " steps; at "
+                            "most 1000000", steps);
         mo.steps = (int)steps;
         mo.per_layer = false;
         s->epoch_running = true;
@@ -419,7 +410,8 @@ static enum fm_status measure(struct fm_session *s)
         /* an epoch of the samples actually run: whole batches */
         st = fm_utilization(s->ctx, s->counts, o->load.zoo.batch, s->peak,
                             s->measurement->step_ms_median * 1e-3, s->epoch_s,
-                            s->epoch ? s->epoch_steps * (uint64_t)o->load.zoo.batch : 0, &s->util);
+                            s->epoch ? s->epoch_steps * (uint64_t)o->load.zoo.batch : 0,
+                            &s->util);
         if (st)
             return st;
         s->have_util = true;
@@ -451,10 +443,9 @@ enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *
             goto fail;
         set_peak(s, "");
         if (task == FM_TASK_UTILIZATION && !(s->peak > 0)) {
-            st = fm_error(ctx, FM_ERR_INVALID,
-                          "%s has no %s ceiling; choose another "
-                          "--precision or give --peak",
-                          s->device->name, fm_session_precision_label(s));
+            st = fm_error(ctx, FM_ERR_INVALID, "%s has no %s ceiling; choose another "
+                          "--precision or give --peak", s->device->name,
+                          fm_session_precision_label(s));
             goto fail;
         }
     }
@@ -463,14 +454,19 @@ enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *
         goto fail;
     switch (task) {
     case FM_TASK_ROOFLINE:
-    case FM_TASK_PREDICT: st = predict(s); break;
+    case FM_TASK_PREDICT:
+        st = predict(s);
+        break;
     case FM_TASK_UTILIZATION:
         st = fm_utilization(ctx, s->counts, opts->load.zoo.batch, s->peak, opts->step_s,
                             opts->epoch_s, opts->dataset_size, &s->util);
         s->have_util = st == FM_OK;
         break;
-    case FM_TASK_MEASURE: st = measure(s); break;
-    default: break;
+    case FM_TASK_MEASURE:
+        st = measure(s);
+        break;
+    default:
+        break;
     }
     if (st)
         goto fail;

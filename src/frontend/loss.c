@@ -135,10 +135,8 @@ static void describe(struct fm_loss_info *info)
         if (l->kind == FM_LOSS_CROSS_ENTROPY)
             snprintf(what, sizeof(what), "cross-entropy over %lld classes", (long long)l->classes);
         else if (l->kind == FM_LOSS_NEXT_TOKEN)
-            snprintf(what, sizeof(what),
-                     "next-token cross-entropy over a %lld-word vocabulary at "
-                     "%lld positions",
-                     (long long)l->classes, (long long)l->positions);
+            snprintf(what, sizeof(what), "next-token cross-entropy over a %lld-word vocabulary at "
+                     "%lld positions", (long long)l->classes, (long long)l->positions);
         else if (l->kind == FM_LOSS_MSE)
             snprintf(what, sizeof(what), "mean squared error against a random target");
         else
@@ -197,10 +195,8 @@ enum fm_status fm_graph_add_loss(struct fm_graph *g, fm_tid output, struct fm_lo
         }
     }
     if (!n_outs) {
-        snprintf(info->why, sizeof(info->why),
-                 "none: no output of '%s' depends on a trainable "
-                 "parameter",
-                 g->name);
+        snprintf(info->why, sizeof(info->why), "none: no output of '%s' depends on a trainable "
+                 "parameter", g->name);
         describe(info);
         return FM_OK;
     }

@@ -93,8 +93,11 @@ double fm_device_ceiling(const struct fm_device *dev, enum fm_class cls, enum fm
             on_tensor = true;
         } else {
             switch (prec) {
-            case FM_PREC_FP64: break;
-            case FM_PREC_TF32: used = FM_PREC_FP32; break;
+            case FM_PREC_FP64:
+                break;
+            case FM_PREC_TF32:
+                used = FM_PREC_FP32;
+                break;
             case FM_PREC_FP16:
             case FM_PREC_BF16:
                 if (!(dev->peak_vector[prec] > 0))
@@ -105,7 +108,8 @@ double fm_device_ceiling(const struct fm_device *dev, enum fm_class cls, enum fm
                 if (!matrix_op)
                     used = FM_PREC_FP32;
                 break;
-            default: break;
+            default:
+                break;
             }
             peak = dev->peak_vector[used];
         }

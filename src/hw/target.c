@@ -38,13 +38,9 @@ enum fm_status fm_target_parse(struct fm_ctx *ctx, const char *text, struct fm_t
             *out = t;
             return FM_OK;
         }
-        return fm_error(ctx, FM_ERR_INVALID,
-                        "bad CUDA device '%s': use cuda or cuda:N (N = 0, "
-                        "1, ...)",
-                        text);
+        return fm_error(ctx, FM_ERR_INVALID, "bad CUDA device '%s': use cuda or cuda:N (N = 0, "
+                        "1, ...)", text);
     }
-    return fm_error(ctx, FM_ERR_NOT_FOUND,
-                    "'%s' is not a device to run on: use cpu, cuda or "
-                    "cuda:N",
-                    text);
+    return fm_error(ctx, FM_ERR_NOT_FOUND, "'%s' is not a device to run on: use cpu, cuda or "
+                    "cuda:N", text);
 }

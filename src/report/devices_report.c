@@ -76,8 +76,8 @@ static void print_table(FILE *f, const struct fm_devices *devs)
                 rr16, user ? " *" : "");
     }
     fprintf(f, "TFLOP/s dense (INT8: TOPS); tc = tensor cores (matrix units); FP64 = the faster of "
-               "vector and tensor;\nridge = peak / bandwidth in FLOP/byte for fp32 and fp16 "
-               "convolutions; ? = unverified; v = vector-unit fp16.\n");
+            "vector and tensor;\nridge = peak / bandwidth in FLOP/byte for fp32 and fp16 "
+            "convolutions; ? = unverified; v = vector-unit fp16.\n");
     if (any_user)
         fprintf(f, "* from a device file (flopmeter device NAME shows which)\n");
     fprintf(f, "sources: flopmeter device NAME\n");
@@ -91,8 +91,8 @@ static void print_csv(FILE *f, const struct fm_devices *devs)
     for (int p = 0; p < FM_PREC_COUNT; p++)
         fprintf(f, ",%s_tensor_flops", fm_precision_name((enum fm_precision)p));
     fprintf(f, ",mem_bw_bytes_per_s,mem_bytes,l2_bytes,boost_mhz,units,tdp_w,interconnect,"
-               "interconnect_bw_bytes_per_s,unverified_fields,unverified_vector,unverified_tensor,"
-               "measured,origin,source\n");
+            "interconnect_bw_bytes_per_s,unverified_fields,unverified_vector,unverified_tensor,"
+            "measured,origin,source\n");
     for (size_t i = 0; i < fm_devices_count(devs); i++) {
         const struct fm_device *d = fm_devices_get(devs, i);
         fprintf(f, "\"%s\",\"%s\",%s,\"%s\"", d->name, d->aliases ? d->aliases : "",
@@ -171,17 +171,17 @@ static void print_device(FILE *f, const struct fm_device *d)
                      on_tensor ? "tensor" : "vector");
         else
             snprintf(left, sizeof(left), "none");
-        snprintf(right, sizeof(right), o > 0 ? "%s (vector)" : "none", tflops(o, false, b[1]));
+        snprintf(right, sizeof(right), o > 0 ? "%s (vector)" : "none",
+                 tflops(o, false, b[1]));
         fprintf(f, "  --precision %-13s %-24s %s\n", fm_precision_name((enum fm_precision)p), left,
                 right);
     }
-    fprintf(f,
-            "  --precision torch-default  conv %s, matmul %s (PyTorch: TF32 convolutions, "
+    fprintf(f, "  --precision torch-default  conv %s, matmul %s (PyTorch: TF32 convolutions, "
             "FP32 matmuls)\n",
             tflops(fm_device_peak(d, FM_CLASS_CONV, FM_PREC_TF32), false, b[0]),
             tflops(fm_device_peak(d, FM_CLASS_MATMUL, FM_PREC_FP32), false, b[1]));
     fprintf(f, "\nTFLOP/s dense (int8: TOPS); ? = the sources could not confirm it; 0 or '-' = not "
-               "supported or unknown.\n");
+            "supported or unknown.\n");
 }
 
 enum fm_status fm_report_devices(FILE *f, const struct fm_devices *devs,

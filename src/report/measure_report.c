@@ -59,16 +59,16 @@ struct report {
     const struct fm_loss_info *loss;
     const struct fm_counts *c;
     const struct fm_measurement *m;
-    const struct fm_measurement *epoch; /* NULL without --epoch-samples */
-    const struct fm_prediction *pred;   /* NULL without a device */
+    const struct fm_measurement *epoch;      /* NULL without --epoch-samples */
+    const struct fm_prediction *pred;        /* NULL without a device */
     const char *pred_device;
     double peak;
     const char *peak_source;
-    struct layer_row *rows; /* NULL without per-layer timing */
+    struct layer_row *rows;                  /* NULL without per-layer timing */
     int64_t batch;
     int warmup;
     bool train;
-    struct fm_utilization util; /* step (and epoch) */
+    struct fm_utilization util;              /* step (and epoch) */
     bool have_util;
     uint64_t epoch_samples, epoch_steps;
     double epoch_s;
@@ -126,8 +126,7 @@ static void print_table(FILE *f, const struct report *r)
     }
     double flops = step_flops(r->c);
     double step_s = m->step_ms_median * 1e-3;
-    fprintf(f,
-            "step      %s ms median (min %s, max %s) over %zu steps after %d warm-up -> %.1f "
+    fprintf(f, "step      %s ms median (min %s, max %s) over %zu steps after %d warm-up -> %.1f "
             "samples/s\n",
             ms_text(m->step_ms_median, b[0]), ms_text(m->step_ms_min, b[1]),
             ms_text(m->step_ms_max, b[2]), m->n_steps, r->warmup, (double)r->batch / step_s);
@@ -160,10 +159,10 @@ static void print_table(FILE *f, const struct report *r)
         }
         if (r->train)
             fprintf(f, "  theory = 3 x forward FLOPs; counted = forward + backward as counted; "
-                       "+optimizer adds the SGD update\n");
+                    "+optimizer adds the SGD update\n");
         if (u->impossible)
             fprintf(f, "  a utilization above 100%% is impossible: the peak is too low (probe on a "
-                       "busy machine?) or of another precision\n");
+                    "busy machine?) or of another precision\n");
     }
     if (r->epoch)
         fprintf(f,
@@ -183,7 +182,7 @@ static void print_csv(FILE *f, const struct report *r)
 {
     const struct fm_measurement *m = r->m;
     fprintf(f, "layer,op,fwd_ms,bwd_data_ms,bwd_weight_ms,optimizer_ms,bwd_split,measured_ms,flops,"
-               "predicted_ms,error\n");
+            "predicted_ms,error\n");
     if (r->rows) {
         const fm_nid *topo = fm_graph_topo_order(r->g);
         for (size_t i = 0; i < m->n_nodes; i++) {
@@ -191,8 +190,9 @@ static void print_csv(FILE *f, const struct report *r)
             const struct fm_node *n = fm_graph_node(r->g, id);
             const struct layer_row *row = &r->rows[id];
             fprintf(f, "%s,%s,%.6f,%.6f,%.6f,%.6f,%d,%.6f,%.17g,", n->name, n->op_name,
-                    row->ms[FM_PHASE_FWD], row->ms[FM_PHASE_BWD_DATA], row->ms[FM_PHASE_BWD_WEIGHT],
-                    row->ms[FM_PHASE_OPTIMIZER], row->bwd_split, row->measured_ms, row->flops);
+                    row->ms[FM_PHASE_FWD], row->ms[FM_PHASE_BWD_DATA],
+                    row->ms[FM_PHASE_BWD_WEIGHT], row->ms[FM_PHASE_OPTIMIZER], row->bwd_split,
+                    row->measured_ms, row->flops);
             if (row->predicted && row->measured_ms > 0 && row->predicted_ms > 0)
                 fprintf(f, "%.6f,%.6f\n", row->predicted_ms,
                         (row->predicted_ms - row->measured_ms) / row->measured_ms);
@@ -294,8 +294,8 @@ static void print_json(FILE *f, const struct report *r)
             if (row->predicted) {
                 fm_jw_double(&w, "predicted_ms", row->predicted_ms);
                 if (row->measured_ms > 0 && row->predicted_ms > 0)
-                    fm_jw_double(&w, "error",
-                                 (row->predicted_ms - row->measured_ms) / row->measured_ms);
+                    fm_jw_double(&w, "error", (row->predicted_ms - row->measured_ms) /
+                                                  row->measured_ms);
             }
             fm_jw_end(&w);
         }

@@ -7,7 +7,8 @@
 enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx, const struct fm_report_opts *opts)
 {
     (void)opts;
-    fprintf(f, "%-20s %-13s %-10s %12s  %s\n", "model", "family", "input", "params", "description");
+    fprintf(f, "%-20s %-13s %-10s %12s  %s\n", "model", "family", "input", "params",
+            "description");
     for (size_t i = 0; i < fm_zoo_count(); i++) {
         const struct fm_zoo_entry *e = fm_zoo_get(i);
         struct fm_zoo_opts zo;

@@ -81,8 +81,7 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
             fprintf(f, "  %-22s %12s | %s   (%g epochs)\n", "training time",
                     fm_format_time(run->total_s[0], b[0]), fm_format_time(run->total_s[1], b[1]),
                     run->epochs);
-            fprintf(f,
-                    "  %-22s %12s   (%.3g FLOP: forward + backward per sample x samples x "
+            fprintf(f, "  %-22s %12s   (%.3g FLOP: forward + backward per sample x samples x "
                     "epochs + optimizer x steps)\n",
                     "training compute", fm_format_si(run->total_flops, b[0]), run->total_flops);
         }
@@ -110,8 +109,7 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
                 fm_report_pct(dp->efficiency_overlap[0], b[2]),
                 fm_report_pct(dp->efficiency_overlap[1], b[3]), dp->samples_per_s_overlap[0],
                 dp->samples_per_s_overlap[1]);
-        fprintf(f,
-                "  (weak scaling: each GPU runs batch %lld; efficiency = 1-GPU step / N-GPU "
+        fprintf(f, "  (weak scaling: each GPU runs batch %lld; efficiency = 1-GPU step / N-GPU "
                 "step)\n",
                 (long long)batch);
     }
@@ -124,7 +122,7 @@ static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts 
                       const struct fm_prediction *p)
 {
     fprintf(f, "index,name,op,class,phase,precision,unit,flops,bytes,ceiling_flops,t_compute_s,"
-               "t_memory_s,t_launch_s,t_roofline_s,t_paleo_s,bound\n");
+            "t_memory_s,t_launch_s,t_roofline_s,t_paleo_s,bound\n");
     const fm_nid *order = fm_graph_topo_order(g);
     for (size_t i = 0; i < p->n_nodes; i++) {
         const struct fm_node *n = fm_graph_node(g, order[i]);
@@ -171,9 +169,10 @@ static void json_pair(struct fm_jw *w, const char *key, const double *v)
     fm_jw_end(w);
 }
 
-static void print_json(FILE *f, const struct fm_graph *g, int64_t batch, const struct fm_counts *c,
-                       const struct fm_prediction *p, const struct fm_run_estimate *run,
-                       const struct fm_dp_estimate *dp, const char *link_name)
+static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
+                       const struct fm_counts *c, const struct fm_prediction *p,
+                       const struct fm_run_estimate *run, const struct fm_dp_estimate *dp,
+                       const char *link_name)
 {
     struct fm_jw w;
     fm_jw_init(&w, f);

@@ -7,7 +7,7 @@
 struct row {
     const char *label;
     const struct fm_probe_stat *s;
-    const char *unit; /* "FLOP/s" or "B/s" */
+    const char *unit;      /* "FLOP/s" or "B/s" */
 };
 
 static int collect(const struct fm_probe_result *r, struct row *rows, char labels[][48])

@@ -104,14 +104,14 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
             p->step.intensity, fm_report_bound(&p->step),
             p->step.peak > 0 ? 100.0 * p->step.attainable / p->step.peak : 0.0, mem, total);
     fprintf(f, "FLOP = 2 x MAC + other ops; bytes = each input read once, each output written once "
-               "(no fusion, no cache reuse).\n");
+            "(no fusion, no cache reuse).\n");
 }
 
 static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
                       const struct fm_prediction *p)
 {
     fprintf(f, "index,name,op,class,phase,precision,unit,flops,bytes,intensity,ceiling_flops,ridge,"
-               "attainable_flops,bound\n");
+            "attainable_flops,bound\n");
     const fm_nid *order = fm_graph_topo_order(g);
     for (size_t i = 0; i < p->n_nodes; i++) {
         const struct fm_node *n = fm_graph_node(g, order[i]);
@@ -121,8 +121,8 @@ static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts 
             if (t->flops <= 0 && t->bytes <= 0)
                 continue;
             fm_report_csv_point(f, i + 1, n, (enum fm_phase)ph, t, w);
-            fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%s\n", t->intensity, t->peak, t->ridge, t->attainable,
-                    fm_report_bound(t));
+            fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%s\n", t->intensity, t->peak, t->ridge,
+                    t->attainable, fm_report_bound(t));
         }
     }
     for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
@@ -150,8 +150,8 @@ static void json_point(struct fm_jw *w, const char *key, const struct fm_phase_t
     fm_jw_end(w);
 }
 
-static void print_json(FILE *f, const struct fm_graph *g, int64_t batch, const struct fm_counts *c,
-                       const struct fm_prediction *p)
+static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
+                       const struct fm_counts *c, const struct fm_prediction *p)
 {
     const struct fm_device *d = p->opts.device;
     struct fm_jw w;

@@ -8,19 +8,20 @@
 
 void fm_report_impossible(FILE *f)
 {
-    fprintf(f, "IMPOSSIBLE: a utilization above 100%% means the inputs do not describe the same "
-               "work. Likely causes:\n"
-               "  - the peak is of the wrong precision: the run used faster units (TF32, FP16 or "
-               "BF16 tensor cores) than\n"
-               "    --precision says; PyTorch on Ampere+ runs FP32 convolutions on TF32 "
-               "(--precision torch-default);\n"
-               "  - a MAC/FLOP mix-up: a FLOP count that is really MACs (x2 too high here would "
-               "mean the time or peak\n"
-               "    counts an FMA as 1 FLOP), or a peak quoted in FMA/s;\n"
-               "  - the time excludes work: GPU kernel time of part of the step, an asynchronous "
-               "launch timed without\n"
-               "    synchronizing, a step time without backward or optimizer, or a batch "
-               "different from --batch.\n");
+    fprintf(f,
+            "IMPOSSIBLE: a utilization above 100%% means the inputs do not describe the same "
+            "work. Likely causes:\n"
+            "  - the peak is of the wrong precision: the run used faster units (TF32, FP16 or "
+            "BF16 tensor cores) than\n"
+            "    --precision says; PyTorch on Ampere+ runs FP32 convolutions on TF32 "
+            "(--precision torch-default);\n"
+            "  - a MAC/FLOP mix-up: a FLOP count that is really MACs (x2 too high here would "
+            "mean the time or peak\n"
+            "    counts an FMA as 1 FLOP), or a peak quoted in FMA/s;\n"
+            "  - the time excludes work: GPU kernel time of part of the step, an asynchronous "
+            "launch timed without\n"
+            "    synchronizing, a step time without backward or optimizer, or a batch "
+            "different from --batch.\n");
 }
 
 static void print_table(FILE *f, const struct fm_session *s)
@@ -50,13 +51,11 @@ static void print_table(FILE *f, const struct fm_session *s)
         fprintf(f, "step time %s -> %.1f samples/s\n", fm_format_time(u->step_s, b[2]),
                 (double)batch / u->step_s);
     if (u->epoch_s > 0)
-        fprintf(f,
-                "epoch time %s for %" PRIu64 " samples (%" PRIu64 " steps of %lld) -> %.1f "
+        fprintf(f, "epoch time %s for %" PRIu64 " samples (%" PRIu64 " steps of %lld) -> %.1f "
                 "samples/s\n",
                 fm_format_time(u->epoch_s, b[3]), u->dataset_size, u->steps_per_epoch,
                 (long long)batch, (double)u->dataset_size / u->epoch_s);
-    fprintf(f,
-            "convention: utilization = FLOPs / (time x peak); FLOP = 2 x MAC + other ops, and "
+    fprintf(f, "convention: utilization = FLOPs / (time x peak); FLOP = 2 x MAC + other ops, and "
             "the peak counts an FMA as 2 FLOPs.\n%s",
             train ? "theory = 3 x forward FLOPs; counted = forward + input gradients + weight "
                     "gradients as counted.\n"
@@ -68,7 +67,7 @@ static void print_table(FILE *f, const struct fm_session *s)
 static void print_csv(FILE *f, const struct fm_utilization *u)
 {
     fprintf(f, "method,step_flops,step_s,step_utilization,epoch_flops,epoch_s,epoch_utilization,"
-               "peak_flops,impossible\n");
+            "peak_flops,impossible\n");
     for (int k = 0; k < FM_UTIL_COUNT; k++)
         fprintf(f, "%s,%.17g,%.9g,%.9g,%.17g,%.9g,%.9g,%.9g,%d\n",
                 fm_util_method_name((enum fm_util_method)k), u->step_flops[k], u->step_s,
@@ -89,9 +88,8 @@ static void print_json(FILE *f, const struct fm_session *s)
     fm_jw_string(&w, "mode", fm_mode_name(s->counts->mode));
     fm_jw_string(&w, "precision", s->opts.peak > 0 ? "peak" : fm_session_precision_label(s));
     fm_jw_double(&w, "peak_flops", u->peak);
-    fm_jw_string(&w, "convention",
-                 "utilization = FLOPs / (time x peak); FLOP = 2 x MAC + "
-                 "other ops");
+    fm_jw_string(&w, "convention", "utilization = FLOPs / (time x peak); FLOP = 2 x MAC + "
+                                   "other ops");
     fm_jw_double(&w, "step_s", u->step_s);
     fm_jw_double(&w, "epoch_s", u->epoch_s);
     fm_jw_u64(&w, "dataset_size", u->dataset_size);

@@ -45,8 +45,8 @@ static int set_value(const char *cmd, const struct cli_opt *o, const char *v)
             return usage_error(cmd, "--%s expects a whole number, got '%s'", o->name, v);
         long long x = strtoll(v, &end, 10);
         if (errno == ERANGE || *end || x > (1LL << 40))
-            return usage_error(cmd, "--%s: '%s' is not an integer in range (at most 2^40)", o->name,
-                               v);
+            return usage_error(cmd, "--%s: '%s' is not an integer in range (at most 2^40)",
+                               o->name, v);
         if (o->type == CLI_INT && x <= 0)
             return usage_error(cmd, "--%s must be positive, got '%s'", o->name, v);
         *(int64_t *)o->dest = x;
@@ -60,7 +60,9 @@ static int set_value(const char *cmd, const struct cli_opt *o, const char *v)
         *(double *)o->dest = x;
         return 0;
     }
-    case CLI_STRING: *(const char **)o->dest = v; return 0;
+    case CLI_STRING:
+        *(const char **)o->dest = v;
+        return 0;
     case CLI_PARSED:
         if (!o->parse(v, o->dest))
             return usage_error(cmd, "--%s must be %s", o->name, o->metavar ? o->metavar : "valid");
@@ -70,7 +72,8 @@ static int set_value(const char *cmd, const struct cli_opt *o, const char *v)
             return usage_error(cmd, "--%s given too many times%s", o->name, "");
         ((const char **)o->dest)[(*o->count)++] = v;
         return 0;
-    case CLI_FLAG: break;
+    case CLI_FLAG:
+        break;
     }
     return 0;
 }
@@ -180,59 +183,36 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
     m->dtype = FM_DTYPE_FP32;
     m->format = FM_FORMAT_TABLE;
     int n = 0;
-    out[n++] = (struct cli_opt){
-        "batch",   CLI_INT,
-        &m->batch, NULL,
-        "N",       "batch size (default 1; binds symbolic batch dims of ONNX inputs)",
-        NULL,      &m->batch_given};
-    out[n++] = (struct cli_opt){"input",
-                                CLI_MULTI,
-                                m->inputs,
-                                NULL,
-                                "CxHxW|NAME=DIMS",
+    out[n++] = (struct cli_opt){"batch", CLI_INT, &m->batch, NULL, "N",
+                                "batch size (default 1; binds symbolic batch dims of ONNX inputs)",
+                                NULL, &m->batch_given};
+    out[n++] = (struct cli_opt){"input", CLI_MULTI, m->inputs, NULL, "CxHxW|NAME=DIMS",
                                 "input size: CxHxW for a built-in model (default: the model's "
                                 "evaluation size, 3x224x224 for most, see flopmeter models); "
                                 "NAME=1x3x224x224 binds an ONNX input (repeatable)",
-                                &m->n_inputs,
-                                NULL};
-    out[n++] =
-        (struct cli_opt){"classes", CLI_INT, &m->classes,
-                         NULL,      "K",     "number of classes of a built-in model (default 1000)",
-                         NULL,      NULL};
-    out[n++] = (struct cli_opt){
-        "train", CLI_FLAG, &m->train,
-        NULL,    NULL,     "a training step: forward, loss, backward, optimizer (default)",
-        NULL,    NULL};
-    out[n++] = (struct cli_opt){
-        "infer", CLI_FLAG, &m->infer,
-        NULL,    NULL,     "inference: forward only, BatchNorm with running statistics",
-        NULL,    NULL};
-    out[n++] = (struct cli_opt){"optimizer",
-                                CLI_PARSED,
-                                &m->optimizer,
-                                cli_parse_optimizer,
+                                &m->n_inputs, NULL};
+    out[n++] = (struct cli_opt){"classes", CLI_INT, &m->classes, NULL, "K",
+                                "number of classes of a built-in model (default 1000)", NULL, NULL};
+    out[n++] = (struct cli_opt){"train", CLI_FLAG, &m->train, NULL, NULL,
+                                "a training step: forward, loss, backward, optimizer (default)",
+                                NULL, NULL};
+    out[n++] = (struct cli_opt){"infer", CLI_FLAG, &m->infer, NULL, NULL,
+                                "inference: forward only, BatchNorm with running statistics",
+                                NULL, NULL};
+    out[n++] = (struct cli_opt){"optimizer", CLI_PARSED, &m->optimizer, cli_parse_optimizer,
                                 "sgd|adam|none",
                                 "optimizer step counted in training (default sgd, with momentum)",
-                                NULL,
-                                NULL};
-    out[n++] = (struct cli_opt){"dtype",
-                                CLI_PARSED,
-                                &m->dtype,
-                                cli_parse_dtype,
+                                NULL, NULL};
+    out[n++] = (struct cli_opt){"dtype", CLI_PARSED, &m->dtype, cli_parse_dtype,
                                 "fp32|fp16|bf16|fp64",
                                 "storage type of activations and parameters (default fp32); "
                                 "decides bytes, not counts",
-                                NULL,
-                                NULL};
-    out[n++] = (struct cli_opt){"format",
-                                CLI_PARSED,
-                                &m->format,
-                                cli_parse_format,
+                                NULL, NULL};
+    out[n++] = (struct cli_opt){"format", CLI_PARSED, &m->format, cli_parse_format,
                                 "table|csv|json",
                                 "output format (default table; csv and json print exact "
                                 "integers)",
-                                NULL,
-                                NULL};
+                                NULL, NULL};
     return n;
 }
 
@@ -249,77 +229,43 @@ int cli_device_opts_declare(struct cli_device_opts *d, struct cli_opt *out, unsi
     d->launch_us = defaults.launch_overhead_us;
     int n = 0;
     if (what & CLI_DEV_DEVICE)
-        out[n++] = (struct cli_opt){"device",
-                                    CLI_STRING,
-                                    &d->device,
-                                    NULL,
-                                    "NAME",
+        out[n++] = (struct cli_opt){"device", CLI_STRING, &d->device, NULL, "NAME",
                                     "device name or alias (flopmeter devices lists them: a100, "
                                     "h100, v100, k80 ...), a GPU's name as nvidia-smi prints it, "
                                     "or cpu / cuda[:N] to probe this machine's CPU or GPU",
-                                    NULL,
-                                    NULL};
-    out[n++] = (struct cli_opt){"devices",
-                                CLI_STRING,
-                                &d->devices_file,
-                                NULL,
-                                "FILE",
+                                    NULL, NULL};
+    out[n++] = (struct cli_opt){"devices", CLI_STRING, &d->devices_file, NULL, "FILE",
                                 "add or override devices from a JSON file (docs/devices.md); "
                                 "also read: $FLOPMETER_DEVICES, "
                                 "$XDG_CONFIG_HOME/flopmeter/devices.json",
-                                NULL,
-                                NULL};
+                                NULL, NULL};
     if (what & CLI_DEV_PRECISION)
-        out[n++] = (struct cli_opt){"precision",
-                                    CLI_PARSED,
-                                    &d->precision,
-                                    cli_parse_precision,
+        out[n++] = (struct cli_opt){"precision", CLI_PARSED, &d->precision, cli_parse_precision,
                                     "fp64|fp32|tf32|fp16|bf16|fp8|int8|torch-default",
                                     "compute precision: picks the ceiling (default: the storage "
                                     "--dtype). Tensor-core ceilings apply only to conv, matmul "
                                     "and attention. torch-default = PyTorch on Ampere+: fp32 "
                                     "convs on TF32, fp32 matmuls on FP32",
-                                    NULL,
-                                    NULL};
+                                    NULL, NULL};
     if (what & CLI_DEV_PPP) {
-        out[n++] = (struct cli_opt){"ppp-compute",
-                                    CLI_DOUBLE,
-                                    &d->ppp_compute,
-                                    NULL,
-                                    "X",
+        out[n++] = (struct cli_opt){"ppp-compute", CLI_DOUBLE, &d->ppp_compute, NULL, "X",
                                     "platform percent of peak for compute, 0 < X <= 1 (default "
                                     "0.62, PALEO)",
-                                    NULL,
-                                    NULL};
-        out[n++] = (struct cli_opt){"ppp-memory",
-                                    CLI_DOUBLE,
-                                    &d->ppp_memory,
-                                    NULL,
-                                    "Y",
+                                    NULL, NULL};
+        out[n++] = (struct cli_opt){"ppp-memory", CLI_DOUBLE, &d->ppp_memory, NULL, "Y",
                                     "platform percent of peak for memory bandwidth (default "
                                     "0.72, PALEO)",
-                                    NULL,
-                                    NULL};
-        out[n++] = (struct cli_opt){"launch-overhead-us",
-                                    CLI_DOUBLE,
-                                    &d->launch_us,
-                                    NULL,
-                                    "U",
+                                    NULL, NULL};
+        out[n++] = (struct cli_opt){"launch-overhead-us", CLI_DOUBLE, &d->launch_us, NULL, "U",
                                     "added to every kernel (node and phase that does work); "
                                     "default 0, PyTorch eager on a GPU is about 5-10",
-                                    NULL,
-                                    NULL};
+                                    NULL, NULL};
     }
     if (what & CLI_DEV_COMM)
-        out[n++] = (struct cli_opt){"ppp-comm",
-                                    CLI_DOUBLE,
-                                    &d->ppp_comm,
-                                    NULL,
-                                    "Z",
+        out[n++] = (struct cli_opt){"ppp-comm", CLI_DOUBLE, &d->ppp_comm, NULL, "Z",
                                     "platform percent of peak for the interconnect (default "
                                     "0.72, PALEO)",
-                                    NULL,
-                                    NULL};
+                                    NULL, NULL};
     return n;
 }
 

@@ -29,14 +29,10 @@ int cmd_count(int argc, char **argv)
     struct cli_opt opts[CLI_MODEL_OPTS_MAX + 4] = {0};
     int n = cli_model_opts_declare(&m, opts);
     bool per_layer = false, by_class = false;
-    opts[n++] =
-        (struct cli_opt){"per-layer", CLI_FLAG, &per_layer,
-                         NULL,        NULL,     "table: each layer's primitive counts per phase",
-                         NULL,        NULL};
-    opts[n++] =
-        (struct cli_opt){"by-class", CLI_FLAG, &by_class,
-                         NULL,       NULL,     "aggregate by op class (conv, matmul, norm ...)",
-                         NULL,       NULL};
+    opts[n++] = (struct cli_opt){"per-layer", CLI_FLAG, &per_layer, NULL, NULL,
+                                 "table: each layer's primitive counts per phase", NULL, NULL};
+    opts[n++] = (struct cli_opt){"by-class", CLI_FLAG, &by_class, NULL, NULL,
+                                 "aggregate by op class (conv, matmul, norm ...)", NULL, NULL};
     const char *pos[1];
     int r = cli_parse("count", "MODEL [options]", description, opts, argc, argv, pos, 1, 1);
     if (r)

@@ -31,18 +31,17 @@ static int show(int argc, char **argv, bool one)
     struct cli_opt opts[] = {
         {"devices", CLI_STRING, &devices_file, NULL, "FILE",
          "add or override devices from a JSON file (docs/devices.md); also read: "
-         "$FLOPMETER_DEVICES, $XDG_CONFIG_HOME/flopmeter/devices.json",
-         NULL, NULL},
+         "$FLOPMETER_DEVICES, $XDG_CONFIG_HOME/flopmeter/devices.json", NULL, NULL},
         {"format", CLI_PARSED, &format, cli_parse_format, "table|csv|json",
          one ? "output format (default table; json is a device file)"
-             : "output format (default table)",
-         NULL, NULL},
+             : "output format (default table)", NULL, NULL},
         {0},
     };
     const char *pos[1];
-    int r =
-        one ? cli_parse("device", "NAME [options]", device_description, opts, argc, argv, pos, 1, 1)
-            : cli_parse("devices", "[options]", devices_description, opts, argc, argv, pos, 0, 0);
+    int r = one ? cli_parse("device", "NAME [options]", device_description, opts, argc, argv, pos,
+                            1, 1)
+                : cli_parse("devices", "[options]", devices_description, opts, argc, argv, pos, 0,
+                            0);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
     struct fm_ctx *ctx = cli_ctx(one ? "device" : "devices");

@@ -50,67 +50,42 @@ int cmd_measure(int argc, char **argv)
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n, CLI_DEV_PPP);
     d.device = "cpu";
-    opts[n++] = (struct cli_opt){
-        "device", CLI_STRING, &d.device, NULL, "cpu|cuda|cuda:N", "where to run (default cpu)",
-        NULL,     NULL};
-    opts[n++] = (struct cli_opt){"steps", CLI_INT, &steps, NULL, "S", "timed steps (default 10)",
-                                 NULL,    NULL};
-    opts[n++] = (struct cli_opt){"warmup", CLI_UINT, &warmup,
-                                 NULL,     "W",      "steps run first and discarded (default 3)",
-                                 NULL,     NULL};
-    opts[n++] = (struct cli_opt){
-        "threads", CLI_UINT, &threads, NULL, "T", "CPU threads (default 0: all CPUs)", NULL, NULL};
-    opts[n++] = (struct cli_opt){"precision",
-                                 CLI_PARSED,
-                                 &d.precision,
-                                 cli_parse_precision,
+    opts[n++] = (struct cli_opt){"device", CLI_STRING, &d.device, NULL, "cpu|cuda|cuda:N",
+                                 "where to run (default cpu)", NULL, NULL};
+    opts[n++] = (struct cli_opt){"steps", CLI_INT, &steps, NULL, "S",
+                                 "timed steps (default 10)", NULL, NULL};
+    opts[n++] = (struct cli_opt){"warmup", CLI_UINT, &warmup, NULL, "W",
+                                 "steps run first and discarded (default 3)", NULL, NULL};
+    opts[n++] = (struct cli_opt){"threads", CLI_UINT, &threads, NULL, "T",
+                                 "CPU threads (default 0: all CPUs)", NULL, NULL};
+    opts[n++] = (struct cli_opt){"precision", CLI_PARSED, &d.precision, cli_parse_precision,
                                  "fp32|tf32|fp16|bf16",
                                  "compute precision (default fp32; tf32/fp16/bf16: CUDA, mixed "
                                  "precision with fp32 master weights)",
-                                 NULL,
+                                 NULL, NULL};
+    opts[n++] = (struct cli_opt){"graph", CLI_FLAG, &graph, NULL, NULL,
+                                 "CUDA: capture the whole step in a CUDA graph", NULL, NULL};
+    opts[n++] = (struct cli_opt){"channels-last", CLI_FLAG, &channels_last, NULL, NULL,
+                                 "CUDA: NHWC layouts", NULL, NULL};
+    opts[n++] = (struct cli_opt){"epoch-samples", CLI_UINT, &epoch_samples, NULL, "N",
+                                 "also time an epoch of N samples (ceil(N/batch) steps)", NULL,
                                  NULL};
-    opts[n++] = (struct cli_opt){"graph", CLI_FLAG, &graph,
-                                 NULL,    NULL,     "CUDA: capture the whole step in a CUDA graph",
-                                 NULL,    NULL};
-    opts[n++] = (struct cli_opt){
-        "channels-last", CLI_FLAG, &channels_last, NULL, NULL, "CUDA: NHWC layouts", NULL, NULL};
-    opts[n++] = (struct cli_opt){"epoch-samples",
-                                 CLI_UINT,
-                                 &epoch_samples,
-                                 NULL,
-                                 "N",
-                                 "also time an epoch of N samples (ceil(N/batch) steps)",
-                                 NULL,
+    opts[n++] = (struct cli_opt){"peak", CLI_DOUBLE, &peak, NULL, "FLOPS",
+                                 "peak FLOP/s for utilization (default: a short probe)", NULL,
                                  NULL};
-    opts[n++] =
-        (struct cli_opt){"peak", CLI_DOUBLE, &peak,
-                         NULL,   "FLOPS",    "peak FLOP/s for utilization (default: a short probe)",
-                         NULL,   NULL};
-    opts[n++] = (struct cli_opt){"spec",
-                                 CLI_STRING,
-                                 &spec,
-                                 NULL,
-                                 "DEVICE",
+    opts[n++] = (struct cli_opt){"spec", CLI_STRING, &spec, NULL, "DEVICE",
                                  "a device of the table or --devices FILE for the peak and the "
                                  "prediction",
-                                 NULL,
-                                 NULL};
-    opts[n++] = (struct cli_opt){"seed", CLI_UINT, &seed,
-                                 NULL,   "N",      "seed of weights, inputs and labels (default 1)",
-                                 NULL,   NULL};
-    opts[n++] = (struct cli_opt){"dry-run",
-                                 CLI_FLAG,
-                                 &dry_run,
-                                 NULL,
-                                 NULL,
+                                 NULL, NULL};
+    opts[n++] = (struct cli_opt){"seed", CLI_UINT, &seed, NULL, "N",
+                                 "seed of weights, inputs and labels (default 1)", NULL, NULL};
+    opts[n++] = (struct cli_opt){"dry-run", CLI_FLAG, &dry_run, NULL, NULL,
                                  "run nothing: say which layers the backend can run, the loss "
                                  "and the work a step would time",
-                                 NULL,
+                                 NULL, NULL};
+    opts[n++] = (struct cli_opt){"no-per-layer", CLI_FLAG, &no_per_layer, NULL, NULL,
+                                 "time only whole steps (no synchronization per layer)", NULL,
                                  NULL};
-    opts[n++] = (struct cli_opt){
-        "no-per-layer", CLI_FLAG, &no_per_layer,
-        NULL,           NULL,     "time only whole steps (no synchronization per layer)",
-        NULL,           NULL};
     const char *pos[1];
     int r = cli_parse("measure", "MODEL [options]", description, opts, argc, argv, pos, 1, 1);
     if (r)

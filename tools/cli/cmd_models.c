@@ -5,8 +5,7 @@ int cmd_models(int argc, char **argv)
 {
     const char *pos[1];
     struct cli_opt opts[] = {{0}};
-    int r = cli_parse("models", "",
-                      "Lists the built-in architectures (torchvision definitions).\n"
+    int r = cli_parse("models", "", "Lists the built-in architectures (torchvision definitions).\n"
                       "Any of them is a MODEL for count, roofline, predict and measure.",
                       opts, argc, argv, pos, 0, 0);
     if (r)

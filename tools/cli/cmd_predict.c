@@ -36,39 +36,23 @@ int cmd_predict(int argc, char **argv)
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n,
                                  CLI_DEV_DEVICE | CLI_DEV_PRECISION | CLI_DEV_PPP | CLI_DEV_COMM);
-    opts[n++] = (struct cli_opt){"dataset-size",
-                                 CLI_UINT,
-                                 &dataset,
-                                 NULL,
-                                 "N",
+    opts[n++] = (struct cli_opt){"dataset-size", CLI_UINT, &dataset, NULL, "N",
                                  "samples per epoch: adds epoch time, training time and "
                                  "training compute",
-                                 NULL,
-                                 NULL};
-    opts[n++] = (struct cli_opt){"epochs", CLI_DOUBLE, &epochs,
-                                 NULL,     "E",        "epochs of the training run (default 1)",
-                                 NULL,     NULL};
-    opts[n++] = (struct cli_opt){"gpus",
-                                 CLI_INT,
-                                 &gpus,
-                                 NULL,
-                                 "N",
+                                 NULL, NULL};
+    opts[n++] = (struct cli_opt){"epochs", CLI_DOUBLE, &epochs, NULL, "E",
+                                 "epochs of the training run (default 1)", NULL, NULL};
+    opts[n++] = (struct cli_opt){"gpus", CLI_INT, &gpus, NULL, "N",
                                  "data parallelism over N GPUs (ring all-reduce of the "
                                  "gradients; default 1)",
-                                 NULL,
-                                 NULL};
-    opts[n++] = (struct cli_opt){"interconnect",
-                                 CLI_STRING,
-                                 &interconnect,
-                                 NULL,
+                                 NULL, NULL};
+    opts[n++] = (struct cli_opt){"interconnect", CLI_STRING, &interconnect, NULL,
                                  "nvlink2|nvlink3|nvlink4|nvlink5|pcie3|pcie4|pcie5",
-                                 "the link of the all-reduce (default: the device's own)",
-                                 NULL,
+                                 "the link of the all-reduce (default: the device's own)", NULL,
                                  NULL};
-    opts[n++] = (struct cli_opt){
-        "summary", CLI_FLAG, &summary,
-        NULL,      NULL,     "table: phase totals and the prediction only, no layers",
-        NULL,      NULL};
+    opts[n++] = (struct cli_opt){"summary", CLI_FLAG, &summary, NULL, NULL,
+                                 "table: phase totals and the prediction only, no layers", NULL,
+                                 NULL};
     const char *pos[1];
     int r = cli_parse("predict", "MODEL --device NAME [options]", description, opts, argc, argv,
                       pos, 1, 1);

@@ -30,20 +30,14 @@ int cmd_probe(int argc, char **argv)
     struct cli_opt opts[] = {
         {"device", CLI_STRING, &device, NULL, "cpu|cuda[:N]", "what to probe (default cpu)", NULL,
          NULL},
-        {"threads", CLI_UINT, &threads, NULL, "T",
-         "CPU threads for the all-thread figures "
-         "(default: every CPU this process may use)",
-         NULL, NULL},
+        {"threads", CLI_UINT, &threads, NULL, "T", "CPU threads for the all-thread figures "
+         "(default: every CPU this process may use)", NULL, NULL},
         {"repetitions", CLI_INT, &reps, NULL, "R", "repetitions of each figure (default 5)", NULL,
          NULL},
-        {"seconds", CLI_DOUBLE, &seconds, NULL, "S",
-         "time budget of each figure, all "
-         "repetitions (default 0.2)",
-         NULL, NULL},
-        {"save", CLI_STRING, &save, NULL, "FILE",
-         "write the medians as a measured device JSON "
-         "file",
-         NULL, NULL},
+        {"seconds", CLI_DOUBLE, &seconds, NULL, "S", "time budget of each figure, all "
+         "repetitions (default 0.2)", NULL, NULL},
+        {"save", CLI_STRING, &save, NULL, "FILE", "write the medians as a measured device JSON "
+         "file", NULL, NULL},
         {"format", CLI_PARSED, &format, cli_parse_format, "table|csv|json",
          "output format (default table)", NULL, NULL},
         {0},

@@ -30,13 +30,10 @@ int cmd_roofline(int argc, char **argv)
     n += cli_device_opts_declare(&d, opts + n, CLI_DEV_DEVICE | CLI_DEV_PRECISION | CLI_DEV_PPP);
     const char *svg = NULL;
     bool summary = false;
-    opts[n++] = (struct cli_opt){"svg", CLI_STRING, &svg,
-                                 NULL,  "FILE",     "also write the roofline chart as SVG to FILE",
-                                 NULL,  NULL};
-    opts[n++] =
-        (struct cli_opt){"summary", CLI_FLAG, &summary,
-                         NULL,      NULL,     "table: ceilings, phase totals and the network only",
-                         NULL,      NULL};
+    opts[n++] = (struct cli_opt){"svg", CLI_STRING, &svg, NULL, "FILE",
+                                 "also write the roofline chart as SVG to FILE", NULL, NULL};
+    opts[n++] = (struct cli_opt){"summary", CLI_FLAG, &summary, NULL, NULL,
+                                 "table: ceilings, phase totals and the network only", NULL, NULL};
     const char *pos[1];
     int r = cli_parse("roofline", "MODEL --device NAME [options]", description, opts, argc, argv,
                       pos, 1, 1);

@@ -30,28 +30,18 @@ int cmd_utilization(int argc, char **argv)
     struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 8] = {0};
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n, CLI_DEV_DEVICE | CLI_DEV_PRECISION);
-    opts[n++] = (struct cli_opt){"step-time",
-                                 CLI_PARSED,
-                                 &step_s,
-                                 cli_parse_time,
+    opts[n++] = (struct cli_opt){"step-time", CLI_PARSED, &step_s, cli_parse_time,
                                  "a positive time (e.g. 0.25, 250ms, 1.5s)",
                                  "measured time of one step of --batch samples (250ms, 0.25)",
-                                 NULL,
-                                 NULL};
-    opts[n++] = (struct cli_opt){"epoch-time",
-                                 CLI_PARSED,
-                                 &epoch_s,
-                                 cli_parse_time,
+                                 NULL, NULL};
+    opts[n++] = (struct cli_opt){"epoch-time", CLI_PARSED, &epoch_s, cli_parse_time,
                                  "a positive time (e.g. 600, 10min, 1.5h)",
-                                 "measured time of one epoch (needs --dataset-size)",
-                                 NULL,
-                                 NULL};
-    opts[n++] = (struct cli_opt){"dataset-size",      CLI_UINT, &dataset, NULL, "N",
-                                 "samples per epoch", NULL,     NULL};
-    opts[n++] = (struct cli_opt){
-        "peak", CLI_DOUBLE, &peak,
-        NULL,   "FLOPS",    "peak FLOP/s to divide by instead of the device's (e.g. 312e12)",
-        NULL,   NULL};
+                                 "measured time of one epoch (needs --dataset-size)", NULL, NULL};
+    opts[n++] = (struct cli_opt){"dataset-size", CLI_UINT, &dataset, NULL, "N",
+                                 "samples per epoch", NULL, NULL};
+    opts[n++] = (struct cli_opt){"peak", CLI_DOUBLE, &peak, NULL, "FLOPS",
+                                 "peak FLOP/s to divide by instead of the device's (e.g. 312e12)",
+                                 NULL, NULL};
     const char *pos[1];
     int r = cli_parse("utilization", "MODEL --device NAME --step-time T [options]", description,
                       opts, argc, argv, pos, 1, 1);
