@@ -685,6 +685,9 @@ FM_API const char *fm_format_time(double seconds, char *buf);
 /* A duration as people type it: a number with an optional unit s, ms, us, min, h, d (default
  * s), e.g. "250ms", "0.25", "3.5min". false for anything else, or a negative number. */
 FM_API bool fm_duration_parse(const char *text, double *seconds);
+/* A FLOP/s figure as people type it: a number with an optional SI prefix and unit, e.g.
+ * "312e12", "312T", "312TFLOP/s", "19.5 TFLOPS", "900G". false for anything else. */
+FM_API bool fm_flops_parse(const char *text, double *flops);
 
 /* ---------------------------------------------------------------------------------------------
  * Reports of counts (src/report/)
@@ -801,6 +804,14 @@ FM_API enum fm_status fm_devices_find(struct fm_ctx *ctx, const struct fm_device
  * "h100-pcie" beats "h100" for "NVIDIA H100 PCIe"). FM_ERR_NOT_FOUND when none fits. */
 FM_API enum fm_status fm_devices_match(struct fm_ctx *ctx, const struct fm_devices *devs,
                                        const char *gpu_name, const struct fm_device **out);
+/* What a user should know about how query resolved to dev (fm_devices_find): when query is a
+ * short name several entries share ("a100": the 80 GB SXM, and the 40 GB and PCIe ones are
+ * a100-40gb, a100-pcie), a note naming the others; when a GPU's own name states a memory size
+ * the entry does not have ("Tesla V100-SXM2-16GB"), *named_mem_bytes is that size (else 0) and
+ * the note says so. note is "" when there is nothing to say. */
+FM_API void fm_device_name_note(const struct fm_devices *devs, const char *query,
+                                const struct fm_device *dev, char *note, size_t size,
+                                double *named_mem_bytes);
 /* Writes one device as a device JSON file that fm_devices_load accepts. */
 FM_API enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *dev,
                                           const char *path);
@@ -1184,6 +1195,9 @@ struct fm_session {
                                          "matched from the GPU's name '...'", "a short probe ..." */
     struct fm_probe_result *probe;    /* the probe behind the device, if one ran */
     struct fm_device probed;          /* the probe's figures as a device */
+    struct fm_device named;           /* a table entry with the memory a GPU's name states */
+    char named_name[160];
+    char device_note[512];            /* what the user should know about the name's match */
     enum fm_precision precision;      /* the compute precision in use */
     bool torch_default;
     double peak;                      /* FLOP/s utilization is quoted against; 0: unknown */

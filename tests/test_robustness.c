@@ -543,7 +543,8 @@ static void test_bad_cli_values(void **state)
                "layer 'features.2'");
     EXPECT_CLI("--dtype int8", "count resnet18 --dtype int8", 2, "dtype int8",
                "not a floating-point type");
-    EXPECT_CLI("--dtype fp12", "count resnet18 --dtype fp12", 2, "--dtype must be fp32|fp16");
+    EXPECT_CLI("--dtype fp12", "count resnet18 --dtype fp12", 2, "--dtype", "fp12",
+               "fp32|fp16");
     EXPECT_CLI("unknown option", "count resnet18 --batches 4", 2, "unknown option --batches");
     EXPECT_CLI("missing value", "count resnet18 --batch", 2, "--batch needs a value");
     EXPECT_CLI("unknown model", "count resnet51", 1, "unknown model 'resnet51'", "resnet50");

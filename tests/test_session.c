@@ -385,7 +385,10 @@ static void test_device_names(void **state)
         {"NVIDIA H100 PCIe", "H100 PCIe 80GB"},         /* "h100-pcie" beats "h100" */
         {"NVIDIA A100-SXM4-40GB", "A100 SXM 40GB"},     /* "a100-40gb" beats "a100" */
         {"Tesla V100-SXM2-32GB", "V100 SXM2 32GB"},
-        {"Tesla K80", "K80"},
+        {"Tesla K80", "K80 (one die)"},                 /* what nvidia-smi and PyTorch see */
+        {"k80", "K80"},                                 /* the short alias: the board */
+        {"Tesla P100-PCIE-16GB", "P100 PCIe 16GB"},
+        {"NVIDIA L4", "L4"},
         {"NVIDIA GeForce RTX 4090", "RTX 4090"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

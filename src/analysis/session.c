@@ -84,6 +84,17 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
         return fm_error(ctx, FM_ERR_INVALID, "--gpus models data-parallel training; drop --infer");
     if (o->peak < 0 || !isfinite(o->peak))
         return fm_error(ctx, FM_ERR_INVALID, "--peak must be positive FLOP/s (e.g. 1.5e11)");
+    if (o->peak > 0 && o->peak < 1e9) {
+        /* no device worth measuring peaks below 1 GFLOP/s: a unit slip (TFLOP/s or GFLOP/s
+         * typed as FLOP/s), which would print utilizations in the billions of percent */
+        bool tera = o->peak < 1e4;
+        char as_flops[FM_FORMAT_SIZE];
+        return fm_error(ctx, FM_ERR_INVALID, "--peak %g is in FLOP/s, below any device's peak: "
+                        "did you mean %ge%d (%sFLOP/s)? Units are accepted: --peak %g%s",
+                        o->peak, o->peak, tera ? 12 : 9,
+                        fm_format_si(o->peak * (tera ? 1e12 : 1e9), as_flops), o->peak,
+                        tera ? "T" : "G");
+    }
     if (o->task == FM_TASK_UTILIZATION) {
         if (!(o->step_s >= 0) || !(o->epoch_s >= 0))
             return fm_error(ctx, FM_ERR_INVALID, "times must be positive (e.g. 0.25, 250ms)");
@@ -155,6 +166,19 @@ static enum fm_status find_device(struct fm_session *s, const char *name, const 
     if (st)
         return st == FM_ERR_NOT_FOUND ? FM_ERR_INVALID : st;
     snprintf(s->device_how, sizeof(s->device_how), "%s", what);
+    double named_mem = 0;
+    fm_device_name_note(s->devices, name, s->device, s->device_note, sizeof(s->device_note),
+                        &named_mem);
+    if (named_mem > 0) {
+        s->named = *s->device;
+        snprintf(s->named_name, sizeof(s->named_name), "%s, %.0f GB as named", s->device->name,
+                 named_mem / 1e9);
+        s->named.name = s->named_name;
+        s->named.mem_bytes = named_mem;
+        s->device = &s->named;
+    }
+    if (s->device_note[0])
+        fm_log(s->ctx, "%s", s->device_note);
     return FM_OK;
 }
 

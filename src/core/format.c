@@ -1,5 +1,6 @@
 /* Numbers for people: SI suffixes with three significant digits, bytes, durations with a unit
- * chosen for reading, and the parser of durations as people type them ("250ms", "3.5min").
+ * chosen for reading, and the parsers of durations and FLOP/s as people type them ("250ms",
+ * "3.5min", "312T").
  * Every table the library renders uses these, so one figure reads the same everywhere. Exact
  * integers (CSV, JSON) never go through them. */
 #include "internal.h"
@@ -86,6 +87,38 @@ bool fm_duration_parse(const char *text, double *seconds)
         if (strcasecmp(end, units[i].unit) == 0) {
             *seconds = v * units[i].scale;
             return true;
+        }
+    }
+    return false;
+}
+
+bool fm_flops_parse(const char *text, double *flops)
+{
+    static const struct {
+        char prefix;
+        double scale;
+    } prefixes[] = {{'k', 1e3}, {'K', 1e3}, {'M', 1e6}, {'G', 1e9}, {'g', 1e9}, {'T', 1e12},
+                    {'t', 1e12}, {'P', 1e15}, {'p', 1e15}, {'E', 1e18}};
+    static const char *const units[] = {"", "flop/s", "flops", "flop", "f/s"};
+    if (!text)
+        return false;
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || !isfinite(v) || v < 0)
+        return false;
+    while (*end == ' ')
+        end++;
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+        if (*end == prefixes[i].prefix) {
+            v *= prefixes[i].scale;
+            end++;
+            break;
+        }
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcasecmp(end, units[i]) == 0) {
+            *flops = v;
+            return isfinite(v);
         }
     }
     return false;

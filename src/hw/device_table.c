@@ -31,7 +31,7 @@
 
 static const struct fm_device builtin[] = {
     /* ---- Kepler ---- */
-    {.name = "K80", .aliases = "k80,k80-board,tesla-k80", .kind = "gpu",
+    {.name = "K80", .aliases = "k80,k80-board", .kind = "gpu",
      .arch = "Kepler GK210 x2",
      .peak_vector = PEAKS(2.91, 8.73, 0, 0, 0, 0, 0), .peak_tensor = PEAKS(0, 0, 0, 0, 0, 0, 0),
      .mem_bw = GBS(480), .mem_bytes = GB(24), .l2_bytes = MB(3), .boost_mhz = 875, .units = 26,
@@ -40,7 +40,9 @@ static const struct fm_device builtin[] = {
                "1.5 MB L2); software sees two devices, each half of these (k80-die). The board "
                "figures are what seed 003 divides by (8.73 / 2.91 TFLOP/s)",
      .unverified = FM_DEVF_L2},
-    {.name = "K80 (one die)", .aliases = "k80-die,gk210", .kind = "gpu", .arch = "Kepler GK210",
+    /* nvidia-smi and PyTorch name each die "Tesla K80": its alias matches that name best */
+    {.name = "K80 (one die)", .aliases = "k80-die,gk210,tesla-k80", .kind = "gpu",
+     .arch = "Kepler GK210",
      .peak_vector = PEAKS(1.46, 4.37, 0, 0, 0, 0, 0), .mem_bw = GBS(240), .mem_bytes = GB(12),
      .l2_bytes = MB(1.5), .boost_mhz = 875, .units = 13, .tdp_w = 150, PCIE3,
      .source = "NVIDIA Tesla K80 datasheet halved: one of the board's two GK210 devices",

@@ -239,3 +239,131 @@ enum fm_status fm_devices_find(struct fm_ctx *ctx, const struct fm_devices *devs
                     "--devices FILE adds your own)",
                     name, hint);
 }
+
+/* The stem of a name: its first word ("a100" of "a100-40gb", "h100" of "H100 PCIe 80GB"). */
+static void stem(const char *s, char *out, size_t size)
+{
+    size_t n = 0;
+    while (*s == ' ')
+        s++;
+    while (*s && *s != '-' && *s != ' ' && *s != ',' && n + 1 < size)
+        out[n++] = (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s), s++;
+    out[n] = '\0';
+}
+
+/* The first name of d that has stem st: an alias, else its name. */
+static bool stem_name(const struct fm_device *d, const char *st, char *out, size_t size)
+{
+    char buf[256], w[64];
+    snprintf(buf, sizeof(buf), "%s", d->aliases ? d->aliases : "");
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        stem(tok, w, sizeof(w));
+        if (strcmp(w, st) == 0) {
+            snprintf(out, size, "%s", tok);
+            return true;
+        }
+    }
+    stem(d->name, w, sizeof(w));
+    if (strcmp(w, st) != 0)
+        return false;
+    snprintf(out, size, "'%s'", d->name);
+    return true;
+}
+
+void fm_device_name_note(const struct fm_devices *devs, const char *query,
+                         const struct fm_device *dev, char *note, size_t size,
+                         double *named_mem_bytes)
+{
+    note[0] = '\0';
+    *named_mem_bytes = 0;
+    if (!query || !dev)
+        return;
+    size_t len = 0;
+    /* a short name several entries share a stem with: say which one it is, and the others */
+    char st[64];
+    stem(query, st, sizeof(st));
+    bool short_name = strchr(query, ' ') == NULL && strchr(query, '-') == NULL;
+    if (short_name && fm_hw_lookup(devs, query) >= 0) {
+        for (size_t i = 0; i < devs->n && len < size; i++) {
+            const struct fm_device *d = &devs->items[i];
+            char other[96];
+            if (d == dev || !stem_name(d, st, other, sizeof(other)))
+                continue;
+            len += (size_t)snprintf(note + len, size - len, "%s%s (%s)",
+                                    len ? ", " : "", other, d->name);
+        }
+        if (len) {
+            char list[512];
+            snprintf(list, sizeof(list), "%s", note);
+            snprintf(note, size, "'%s' is the %s; the table also has %s: name one of those to "
+                     "use it", query, dev->name, list);
+            len = strlen(note);
+        }
+    }
+    /* a part of a board ("K80 (one die)") taken for a name that does not spell it out: a
+     * dual-GPU board shows as two devices to nvidia-smi and PyTorch, so the name means one of
+     * them; say so, and name the whole board */
+    if (!short_name || len == 0) {
+        for (size_t i = 0; i < devs->n && len < size; i++) {
+            const struct fm_device *d = &devs->items[i];
+            size_t n = strlen(d->name);
+            if (d == dev || strncmp(dev->name, d->name, n) != 0 || dev->name[n] != ' ' ||
+                strstr(query, "die") != NULL)
+                continue;
+            char board[64];
+            snprintf(board, sizeof(board), "%s", d->aliases ? d->aliases : d->name);
+            char *comma = strchr(board, ',');
+            if (comma)
+                *comma = '\0';
+            len += (size_t)snprintf(note + len, size - len,
+                                    "%s'%s' is the %s, the device nvidia-smi and PyTorch list "
+                                    "(each %s board shows as two); --device %s takes the whole "
+                                    "board",
+                                    len ? "; " : "", query, dev->name, d->name, board);
+            break;
+        }
+    }
+    /* a GPU's own name that fits two entries equally well: the first one is taken, say so */
+    if (fm_hw_lookup(devs, query) < 0) {
+        int best = fm_hw_match_score(dev, query);
+        for (size_t i = 0; best > 0 && i < devs->n && len < size; i++) {
+            const struct fm_device *d = &devs->items[i];
+            if (d != dev && fm_hw_match_score(d, query) == best) {
+                len += (size_t)snprintf(note + len, size - len,
+                                        "%s'%s' fits the %s and the %s equally well: the %s is "
+                                        "taken (--device with the other's name picks it)",
+                                        len ? "; " : "", query, dev->name, d->name, dev->name);
+                break;
+            }
+        }
+    }
+    /* a GPU's own name that states its memory ("Tesla V100-SXM2-16GB") when the entry that
+     * fits its name has another size: the figures are the entry's, the memory the name's */
+    const char *p = query;
+    while (*p) {
+        while (*p && !(*p >= '0' && *p <= '9'))
+            p++;
+        const char *start = p;
+        double v = 0;
+        while (*p >= '0' && *p <= '9')
+            v = v * 10 + (*p++ - '0');
+        if (p > start && (p[0] == 'G' || p[0] == 'g') && (p[1] == 'B' || p[1] == 'b') &&
+            !((p[2] >= 'a' && p[2] <= 'z') || (p[2] >= 'A' && p[2] <= 'Z'))) {
+            double bytes = v * 1e9;
+            if (dev->mem_bytes > 0 &&
+                (bytes < 0.97 * dev->mem_bytes || bytes > 1.03 * dev->mem_bytes)) {
+                *named_mem_bytes = bytes;
+                len += (size_t)snprintf(note + len, len < size ? size - len : 0,
+                                        "%s'%s' is the %s with %.0f GB of memory, as its name "
+                                        "says (the table's entry has %.0f GB; its other figures "
+                                        "apply)",
+                                        len ? "; " : "", query, dev->name, v,
+                                        dev->mem_bytes / 1e9);
+            }
+            break;
+        }
+        while (*p && !(*p >= '0' && *p <= '9'))
+            p++;
+    }
+}

@@ -65,7 +65,11 @@ static int set_value(const char *cmd, const struct cli_opt *o, const char *v)
         return 0;
     case CLI_PARSED:
         if (!o->parse(v, o->dest))
-            return usage_error(cmd, "--%s must be %s", o->name, o->metavar ? o->metavar : "valid");
+        {
+            char what[160];
+            snprintf(what, sizeof(what), "'%s'; expected %s", v, o->metavar ? o->metavar : "?");
+            return usage_error(cmd, "--%s: not a valid value: %s", o->name, what);
+        }
         return 0;
     case CLI_MULTI:
         if (*o->count >= 16)
@@ -161,6 +165,11 @@ bool cli_parse_precision(const char *text, void *dest)
     struct cli_precision *p = dest;
     p->given = fm_precision_parse_policy(text, &p->precision, &p->torch_default);
     return p->given;
+}
+
+bool cli_parse_flops(const char *text, void *dest)
+{
+    return fm_flops_parse(text, dest);
 }
 
 bool cli_parse_time(const char *text, void *dest)

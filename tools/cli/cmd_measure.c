@@ -70,9 +70,10 @@ int cmd_measure(int argc, char **argv)
     opts[n++] = (struct cli_opt){"epoch-samples", CLI_UINT, &epoch_samples, NULL, "N",
                                  "also time an epoch of N samples (ceil(N/batch) steps)", NULL,
                                  NULL};
-    opts[n++] = (struct cli_opt){"peak", CLI_DOUBLE, &peak, NULL, "FLOPS",
-                                 "peak FLOP/s for utilization (default: a short probe)", NULL,
-                                 NULL};
+    opts[n++] = (struct cli_opt){"peak", CLI_PARSED, &peak, cli_parse_flops, "FLOP/S",
+                                 "peak FLOP/s for utilization, 1.5e11 or 150G (default: the "
+                                 "device's, or a short probe)",
+                                 NULL, NULL};
     opts[n++] = (struct cli_opt){"spec", CLI_STRING, &spec, NULL, "DEVICE",
                                  "a device of the table or --devices FILE for the peak and the "
                                  "prediction",

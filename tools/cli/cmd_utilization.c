@@ -39,8 +39,9 @@ int cmd_utilization(int argc, char **argv)
                                  "measured time of one epoch (needs --dataset-size)", NULL, NULL};
     opts[n++] = (struct cli_opt){"dataset-size", CLI_UINT, &dataset, NULL, "N",
                                  "samples per epoch", NULL, NULL};
-    opts[n++] = (struct cli_opt){"peak", CLI_DOUBLE, &peak, NULL, "FLOPS",
-                                 "peak FLOP/s to divide by instead of the device's (e.g. 312e12)",
+    opts[n++] = (struct cli_opt){"peak", CLI_PARSED, &peak, cli_parse_flops, "FLOP/S",
+                                 "peak FLOP/s to divide by instead of the device's (312e12, "
+                                 "312T, 312TFLOP/s)",
                                  NULL, NULL};
     const char *pos[1];
     int r = cli_parse("utilization", "MODEL --device NAME --step-time T [options]", description,
