@@ -432,6 +432,13 @@ FM_API enum fm_status fm_graph_add_tensor_unshaped(struct fm_graph *graph, const
 FM_API enum fm_status fm_graph_set_shape(struct fm_graph *graph, fm_tid id,
                                          const struct fm_shape *shape);
 FM_API void fm_graph_set_trainable(struct fm_graph *graph, fm_tid id, bool trainable);
+/* Stores every floating-point tensor in one of two types: parameters and buffers (and so their
+ * gradients and optimizer state) in parameters, everything else (inputs, activations, float
+ * constants) in activations; FM_DTYPE_COUNT leaves that kind as it is. Mixed precision as
+ * PyTorch's autocast runs it is (fp16, fp32). Counts do not change, bytes do. Returns how many
+ * tensors changed type. */
+FM_API size_t fm_graph_set_storage(struct fm_graph *graph, enum fm_dtype activations,
+                                   enum fm_dtype parameters);
 /* Attaches integer contents to a tensor (copied into the graph's arena). */
 FM_API enum fm_status fm_graph_set_ivalue(struct fm_graph *graph, fm_tid id, const int64_t *values,
                                           uint64_t n);
@@ -615,6 +622,9 @@ struct fm_load_opts {
     const struct fm_input_binding *bindings;
     size_t n_bindings;
     bool batch_given;                    /* --batch was given (binds symbolic batch dims) */
+    bool dtype_given;                    /* --dtype was given: the session stores every float
+                                            tensor in zoo.dtype, an ONNX file's too, whatever
+                                            the precision (fm_session_opts) */
 };
 FM_API void fm_load_opts_init(struct fm_load_opts *opts);
 
@@ -704,6 +714,7 @@ struct fm_report_opts {
     bool layers;             /* table: the per-layer table (default true) */
     bool summary;            /* roofline, predict tables: totals only, no layers */
     const struct fm_loss_info *loss;   /* count: say what the step's loss is (may be NULL) */
+    const struct fm_memory_check *memory;   /* count: whether it fits a device (may be NULL) */
 };
 FM_API void fm_report_opts_init(struct fm_report_opts *opts);
 
@@ -940,23 +951,36 @@ FM_API const char *fm_bound_name(enum fm_bound b);   /* "roofline", "paleo" */
 
 /* Step, epoch and whole-run figures from a prediction, for both bounds. */
 struct fm_run_estimate {
-    int64_t batch;
+    int64_t batch;                   /* per GPU */
+    int gpus;                        /* 1, or the data-parallel replicas */
+    int64_t global_batch;            /* batch x gpus: the samples of one step */
     uint64_t dataset_size;           /* 0: no epoch figures */
     double epochs;
-    uint64_t steps_per_epoch;        /* ceil(dataset_size / batch): the last partial batch is
-                                        timed as a full one (an upper bound) */
-    double step_flops;               /* every counted phase of one step */
-    double epoch_flops;              /* per-sample work x dataset_size + optimizer x steps */
+    uint64_t steps_per_epoch;        /* ceil(dataset_size / global_batch): the last partial
+                                        batch is timed as a full one (an upper bound) */
+    double step_flops;               /* every counted phase of one step, on every GPU */
+    double epoch_flops;              /* per-sample work x dataset_size + optimizer x steps x
+                                        gpus (each replica updates its own weights) */
     double total_flops;              /* epoch_flops x epochs */
     double step_s[FM_BOUND_COUNT];   /* training: step time; inference: latency of a batch */
     double samples_per_s[FM_BOUND_COUNT];
     double epoch_s[FM_BOUND_COUNT], total_s[FM_BOUND_COUNT];
-    double utilization[FM_BOUND_COUNT];  /* step_flops / (step_s x peak_ref) */
+    double utilization[FM_BOUND_COUNT];  /* step_flops / (step_s x gpus x peak_ref) */
 };
+/* One GPU: the step is the prediction's. */
 FM_API enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
                                      const struct fm_counts *counts, int64_t batch,
                                      uint64_t dataset_size, double epochs,
                                      struct fm_run_estimate *out);
+struct fm_dp_estimate;
+/* dp->gpus GPUs of batch samples each: the step is the data-parallel one with the all-reduce
+ * overlapped with backward (dp->step_overlap), a step takes batch x gpus samples. */
+FM_API enum fm_status fm_predict_run_data_parallel(struct fm_ctx *ctx,
+                                                   const struct fm_prediction *p,
+                                                   const struct fm_counts *counts, int64_t batch,
+                                                   const struct fm_dp_estimate *dp,
+                                                   uint64_t dataset_size, double epochs,
+                                                   struct fm_run_estimate *out);
 
 /* Utilization = FLOPs / (time x peak), by the methods of Epoch AI's "Estimating training
  * compute" study: theory = 3 x forward FLOPs; counted = forward + backward as counted (the
@@ -1151,6 +1175,24 @@ enum fm_task {
 };
 FM_API const char *fm_task_name(enum fm_task task);   /* "count", "roofline", ... */
 
+/* Whether a step fits a device's memory: fm_counts_training_memory (weights, buffers, gradients,
+ * optimizer state, activations kept for backward, the input; in inference the peak live
+ * activations) against the device's memory size. The estimate leaves out the CUDA context,
+ * library workspaces and the allocator's slack, so a step that fits by a few percent may not. */
+struct fm_memory_check {
+    bool checked;                /* false: no device, or its memory size is unknown */
+    enum fm_mode mode;
+    int64_t batch;               /* per GPU */
+    int gpus;                    /* each GPU holds a replica and its own batch */
+    uint64_t needed_bytes;       /* per GPU */
+    double device_bytes;
+    char device[128];
+    bool fits;
+    int64_t max_batch;           /* the largest batch per GPU that fits (counted, not
+                                    extrapolated); 0: not even one sample; -1: unknown (the
+                                    model's batch could not be changed) */
+};
+
 struct fm_session_opts {
     enum fm_task task;
     const char *model;             /* a built-in name or an .onnx file */
@@ -1198,12 +1240,17 @@ struct fm_session {
     struct fm_device named;           /* a table entry with the memory a GPU's name states */
     char named_name[160];
     char device_note[512];            /* what the user should know about the name's match */
+    struct fm_memory_check memory;    /* count with a device, roofline, predict */
+    enum fm_dtype storage_activations;   /* the float types the graph was counted in */
+    enum fm_dtype storage_parameters;
+    char storage_how[160];            /* why: "--dtype", "mixed precision ...", "the file's" */
     enum fm_precision precision;      /* the compute precision in use */
     bool torch_default;
     double peak;                      /* FLOP/s utilization is quoted against; 0: unknown */
     char peak_source[320];            /* where it comes from, in words */
     struct fm_prediction *prediction; /* roofline, predict; measure when a device is known */
-    struct fm_run_estimate run;       /* predict */
+    struct fm_run_estimate run;       /* predict: with --gpus N, the data-parallel run */
+    struct fm_run_estimate run_1gpu;  /* predict: the same run on one GPU */
     bool have_run;
     struct fm_dp_estimate dp;         /* predict --gpus N */
     bool have_dp;

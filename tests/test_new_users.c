@@ -35,6 +35,334 @@ static void expect_in(const char *text, const char *word)
         fail_msg("expected '%s' in:\n%s", word, text);
 }
 
+static fm_nid node_named(const struct fm_graph *g, const char *name)
+{
+    for (size_t i = 0; i < fm_graph_node_count(g); i++)
+        if (strcmp(fm_graph_node(g, (fm_nid)i)->name, name) == 0)
+            return (fm_nid)i;
+    fail_msg("no node '%s'", name);
+    return FM_NONE;
+}
+
+static bool close_to(double a, double b, double rel)
+{
+    return fabs(a - b) <= rel * fabs(b);
+}
+
+/* ---- 1. data parallelism: the run follows the N-GPU step ---- */
+
+static void test_1_gpus_epoch(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_PREDICT);
+    o.model = "resnet50";
+    o.device = "h100";
+    o.load.zoo.batch = 256;
+    o.load.batch_given = true;
+    o.gpus = 8;
+    o.dataset_size = 1281167;
+    o.epochs = 90;
+    struct fm_session *s = run_ok(ctx, &o);
+    const struct fm_run_estimate *r = &s->run, *one = &s->run_1gpu;
+    assert_true(s->have_dp);
+    assert_int_equal(r->gpus, 8);
+    assert_int_equal(r->global_batch, 2048);
+    assert_int_equal(r->steps_per_epoch, 626);      /* ceil(1281167 / (8 x 256)) */
+    assert_int_equal(one->gpus, 1);
+    assert_int_equal(one->steps_per_epoch, 5005);   /* ceil(1281167 / 256) */
+    uint64_t step = 0, opt = fm_work_flops(&s->counts->total[FM_PHASE_OPTIMIZER]);
+    for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
+        step += fm_work_flops(&s->counts->total[ph]);
+    assert_true(one->step_flops == (double)step);
+    assert_true(r->step_flops == 8.0 * (double)step);
+    /* every replica runs its optimizer each step; forward and backward scale with samples */
+    double per_sample = (double)(step - opt) / 256.0;
+    assert_true(close_to(r->epoch_flops, per_sample * 1281167.0 + (double)opt * 8 * 626, 1e-12));
+    for (int b = 0; b < FM_BOUND_COUNT; b++) {
+        /* the step is the data-parallel one, the all-reduce overlapped with backward */
+        assert_true(r->step_s[b] == s->dp.step_overlap[b]);
+        assert_true(close_to(r->epoch_s[b], s->dp.step_overlap[b] * 626, 1e-12));
+        assert_true(close_to(r->total_s[b], r->epoch_s[b] * 90, 1e-12));
+        assert_true(close_to(r->samples_per_s[b], 2048 / s->dp.step_overlap[b], 1e-12));
+        assert_true(close_to(one->epoch_s[b], s->dp.step_1[b] * 5005, 1e-9));
+        /* about an eighth of the one-GPU time: 626/5005 steps, each a little longer */
+        double ratio = r->total_s[b] / one->total_s[b];
+        if (!(ratio > 626.0 / 5005 && ratio < 626.0 / 5005 * 1.05))
+            fail_msg("8 GPUs take %.4f of one GPU's time", ratio);
+        /* utilization per GPU: the same as one GPU's up to the all-reduce's share */
+        assert_true(r->utilization[b] <= one->utilization[b] * (1 + 1e-12));
+    }
+    fm_session_free(s);
+
+    /* the table and JSON say the same */
+    char *out;
+    assert_int_equal(test_run_cli("predict resnet50 --device h100 --batch 256 --gpus 8 "
+                                  "--dataset-size 1281167 --epochs 90 --summary",
+                                  &out, NULL),
+                     0);
+    expect_in(out, "626 steps of 2048");
+    expect_in(out, "5005 steps of 256");
+    expect_in(out, "prediction on 8 GPUs");
+    free(out);
+#ifdef FM_HAVE_CJSON
+    assert_int_equal(test_run_cli("predict resnet50 --device h100 --batch 256 --gpus 8 "
+                                  "--dataset-size 1281167 --epochs 90 --format json",
+                                  &out, NULL),
+                     0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    const cJSON *run = cJSON_GetObjectItem(j, "run");
+    assert_int_equal(cJSON_GetObjectItem(run, "steps_per_epoch")->valuedouble, 626);
+    assert_int_equal(cJSON_GetObjectItem(run, "global_batch")->valuedouble, 2048);
+    const cJSON *j1 = cJSON_GetObjectItem(run, "one_gpu");
+    assert_non_null(j1);
+    assert_int_equal(cJSON_GetObjectItem(j1, "steps_per_epoch")->valuedouble, 5005);
+    double t8 = cJSON_GetObjectItem(cJSON_GetObjectItem(run, "total_s"), "roofline")->valuedouble;
+    double t1 = cJSON_GetObjectItem(cJSON_GetObjectItem(j1, "total_s"), "roofline")->valuedouble;
+    assert_true(t8 < t1 / 7.5 && t8 > t1 / 8.5);
+    cJSON_Delete(j);
+    free(out);
+#endif
+    /* one GPU: no one_gpu object, the run is the one-GPU run */
+    fm_session_opts_init(&o, FM_TASK_PREDICT);
+    o.model = "resnet50";
+    o.device = "h100";
+    o.load.zoo.batch = 256;
+    o.dataset_size = 1281167;
+    s = run_ok(ctx, &o);
+    assert_int_equal(s->run.steps_per_epoch, 5005);
+    assert_int_equal(s->run.global_batch, 256);
+    assert_false(s->have_dp);
+    fm_session_free(s);
+    fm_ctx_free(ctx);
+}
+
+/* ---- 2. does the step fit the device ---- */
+
+static uint64_t memory_of(struct fm_ctx *ctx, const char *model, int64_t batch, bool infer)
+{
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = model;
+    o.load.zoo.batch = batch;
+    o.load.batch_given = true;
+    if (infer)
+        o.count.mode = FM_MODE_INFER;
+    struct fm_session *s = run_ok(ctx, &o);
+    uint64_t m = 0;
+    FM_ASSERT_OK(ctx, fm_counts_training_memory(s->counts, &m));
+    fm_session_free(s);
+    return m;
+}
+
+static void test_2_memory(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    const struct {
+        enum fm_task task;
+        const char *model, *device;
+        int64_t batch;
+        bool infer, fits;
+        double device_gb;
+    } cases[] = {
+        /* the issue's two: 124 GB on an 80 GB card, 88 GB on a 24 GB board */
+        {FM_TASK_PREDICT, "efficientnet_b7", "h100", 32, false, false, 80},
+        {FM_TASK_PREDICT, "resnet50", "k80", 1024, false, false, 24},
+        {FM_TASK_ROOFLINE, "resnet50", "k80", 1024, false, false, 24},
+        {FM_TASK_WORK, "resnet50", "k80-die", 256, false, false, 12},
+        {FM_TASK_WORK, "resnet50", "a100", 64, false, true, 80},
+        {FM_TASK_ROOFLINE, "vgg16", "t4", 256, true, true, 16},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, cases[i].task);
+        o.model = cases[i].model;
+        o.device = cases[i].device;
+        o.load.zoo.batch = cases[i].batch;
+        o.load.batch_given = true;
+        if (cases[i].infer)
+            o.count.mode = FM_MODE_INFER;
+        struct fm_session *s = run_ok(ctx, &o);
+        const struct fm_memory_check *m = &s->memory;
+        assert_true(m->checked);
+        assert_true(m->device_bytes == cases[i].device_gb * 1e9);
+        uint64_t needed = memory_of(ctx, cases[i].model, cases[i].batch, cases[i].infer);
+        assert_true(m->needed_bytes == needed);
+        if (m->fits != cases[i].fits)
+            fail_msg("%s batch %lld on %s: fits %d", cases[i].model, (long long)cases[i].batch,
+                     cases[i].device, m->fits);
+        assert_int_equal(m->fits, (double)needed <= m->device_bytes);
+        /* the largest batch is counted: it fits, one more does not */
+        assert_true(m->max_batch > 0);
+        assert_true((double)memory_of(ctx, cases[i].model, m->max_batch, cases[i].infer) <=
+                    m->device_bytes);
+        assert_true((double)memory_of(ctx, cases[i].model, m->max_batch + 1, cases[i].infer) >
+                    m->device_bytes);
+        assert_int_equal(m->fits, m->max_batch >= cases[i].batch);
+        fm_session_free(s);
+    }
+    /* no device, no check */
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = "alexnet";
+    struct fm_session *s = run_ok(ctx, &o);
+    assert_false(s->memory.checked);
+    fm_session_free(s);
+
+    /* the CLI: the warning on stderr, the line in every table, "per GPU" with --gpus */
+    char *out, *err;
+    assert_int_equal(test_run_cli("predict efficientnet_b7 --device h100 --batch 32 --summary",
+                                  &out, &err),
+                     0);
+    expect_in(err, "does not fit; the largest batch that fits is");
+    expect_in(out, "DOES NOT FIT; largest batch that fits");
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("count resnet50 --device k80 --batch 1024", &out, &err), 0);
+    expect_in(out, "K80: 88.3 GB needed of 24.0 GB");
+    expect_in(err, "does not fit");
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("roofline resnet50 --device h100 --batch 256 --gpus 1 "
+                                  "--summary",
+                                  &out, &err),
+                     2);   /* roofline has no --gpus */
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("predict resnet50 --device h100 --batch 512 --gpus 8 "
+                                  "--summary",
+                                  &out, &err),
+                     0);
+    expect_in(out, "needed per GPU of 80.0 GB");
+    expect_in(out, "per GPU (global");
+    expect_in(out, "on 8 GPUs)");
+    free(out);
+    free(err);
+#ifdef FM_HAVE_CJSON
+    assert_int_equal(test_run_cli("count resnet50 --device k80 --batch 1024 --format json", &out,
+                                  NULL),
+                     0);
+    cJSON *j = cJSON_Parse(out);
+    const cJSON *mem = cJSON_GetObjectItem(j, "memory");
+    assert_non_null(mem);
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(mem, "fits")));
+    assert_true(cJSON_GetObjectItem(mem, "needed_bytes")->valuedouble ==
+                (double)memory_of(ctx, "resnet50", 1024, false));
+    assert_true(cJSON_GetObjectItem(mem, "max_batch")->valuedouble > 0);
+    cJSON_Delete(j);
+    free(out);
+#endif
+    fm_ctx_free(ctx);
+}
+
+/* ---- 3. the bytes follow the precision ---- */
+
+static struct fm_session *storage_session(struct fm_ctx *ctx, const char *model,
+                                          enum fm_precision prec, bool prec_given, int dtype)
+{
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_ROOFLINE);
+    o.model = model;
+    o.device = "a100";
+    o.load.zoo.batch = 4;
+    o.load.batch_given = true;
+    o.precision = prec;
+    o.precision_given = prec_given;
+    if (dtype >= 0) {
+        o.load.zoo.dtype = (enum fm_dtype)dtype;
+        o.load.dtype_given = true;
+    }
+    return run_ok(ctx, &o);
+}
+
+static void test_3_storage(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session *f32 = storage_session(ctx, "resnet50", FM_PREC_FP32, false, -1);
+    assert_int_equal(f32->storage_activations, FM_DTYPE_FP32);
+    assert_int_equal(f32->storage_parameters, FM_DTYPE_FP32);
+    const struct {
+        enum fm_precision prec;
+        int dtype;                     /* -1: no --dtype */
+        enum fm_dtype act, param;
+    } cases[] = {
+        {FM_PREC_FP16, -1, FM_DTYPE_FP16, FM_DTYPE_FP32},   /* mixed precision, autocast */
+        {FM_PREC_BF16, -1, FM_DTYPE_BF16, FM_DTYPE_FP32},
+        {FM_PREC_FP64, -1, FM_DTYPE_FP64, FM_DTYPE_FP64},
+        {FM_PREC_FP16, FM_DTYPE_FP32, FM_DTYPE_FP32, FM_DTYPE_FP32},   /* --dtype overrides */
+        {FM_PREC_FP16, FM_DTYPE_FP16, FM_DTYPE_FP16, FM_DTYPE_FP16},   /* pure half */
+        {FM_PREC_FP64, FM_DTYPE_FP64, FM_DTYPE_FP64, FM_DTYPE_FP64},   /* refused before */
+        {FM_PREC_TF32, -1, FM_DTYPE_FP32, FM_DTYPE_FP32},
+    };
+    /* conv1 of resnet50 at batch 4: input 4x3x224x224, weight 64x3x7x7, output 4x64x112x112 */
+    const double in = 4.0 * 3 * 224 * 224, w = 64.0 * 3 * 7 * 7, out = 4.0 * 64 * 112 * 112;
+    fm_nid conv1 = node_named(f32->graph, "conv1");
+    /* what backward keeps is mostly float, some not (max-pool indices): the float part is
+     * what doubles from fp32 to fp64 */
+    struct fm_session *f64 = storage_session(ctx, "resnet50", FM_PREC_FP64, true, FM_DTYPE_FP64);
+    double kept_float = (double)(f64->counts->activation_bytes - f32->counts->activation_bytes);
+    assert_true(kept_float > 0.9 * (double)f32->counts->activation_bytes);
+    fm_session_free(f64);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fm_session *s = storage_session(ctx, "resnet50", cases[i].prec, true,
+                                               cases[i].dtype);
+        assert_int_equal(s->storage_activations, cases[i].act);
+        assert_int_equal(s->storage_parameters, cases[i].param);
+        double a = (double)fm_dtype_size(cases[i].act), p = (double)fm_dtype_size(cases[i].param);
+        const struct fm_work *fw = &s->counts->nodes[conv1].phase[FM_PHASE_FWD];
+        assert_true((double)fw->bytes_read == in * a + w * p);
+        assert_true((double)fw->bytes_written == out * a);
+        /* the counts are the same; weights, gradients and state follow the parameter type,
+         * what backward keeps the activation type */
+        for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
+            assert_true(fm_work_flops(&s->counts->total[ph]) ==
+                        fm_work_flops(&f32->counts->total[ph]));
+        assert_true((double)s->counts->param_bytes == (double)f32->counts->param_bytes * p / 4);
+        assert_true((double)s->counts->grad_bytes == (double)f32->counts->grad_bytes * p / 4);
+        assert_true((double)s->counts->optimizer_state_bytes ==
+                    (double)f32->counts->optimizer_state_bytes * p / 4);
+        assert_true((double)s->counts->activation_bytes ==
+                    (double)f32->counts->activation_bytes + kept_float * (a / 4 - 1));
+        fm_session_free(s);
+    }
+    fm_session_free(f32);
+
+    /* the roofline of the issue: resnet50 at batch 64 on fp16 moves about half the bytes */
+    char *o32, *o16;
+    assert_int_equal(test_run_cli("roofline resnet50 --device a100 --batch 64 --summary", &o32,
+                                  NULL),
+                     0);
+    assert_int_equal(test_run_cli("roofline resnet50 --device a100 --batch 64 --precision fp16 "
+                                  "--summary",
+                                  &o16, NULL),
+                     0);
+    expect_in(o32, "storage fp32");
+    expect_in(o16, "storage fp16 activations, fp32 weights (mixed precision)");
+    double oi32 = atof(strstr(o32, "OI ") + 3), oi16 = atof(strstr(o16, "OI ") + 3);
+    if (!(oi32 > 26 && oi32 < 27.5 && oi16 > 1.9 * oi32 && oi16 < 2.0 * oi32))
+        fail_msg("OI %.1f at fp32, %.1f at fp16", oi32, oi16);
+    free(o32);
+    free(o16);
+
+#ifdef FM_HAVE_ONNX
+    /* an ONNX file at fp16: its weights stay as the file has them, activations halve */
+    struct fm_session *file = storage_session(ctx, DATA "resnet18_op17.onnx", FM_PREC_FP16, true,
+                                              -1);
+    assert_int_equal(file->storage_activations, FM_DTYPE_FP16);
+    assert_int_equal(file->storage_parameters, FM_DTYPE_FP32);
+    fm_session_free(file);
+    file = storage_session(ctx, DATA "resnet18_op17.onnx", FM_PREC_FP32, false, FM_DTYPE_BF16);
+    assert_int_equal(file->storage_activations, FM_DTYPE_BF16);
+    assert_int_equal(file->storage_parameters, FM_DTYPE_BF16);
+    fm_session_free(file);
+#endif
+    fm_ctx_free(ctx);
+}
+
 /* ---- 4. units for --peak and --step-time; a unit slip is refused ---- */
 
 static void test_4_flops_parse(void **state)
@@ -185,6 +513,9 @@ static void test_6_input_hwc(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_1_gpus_epoch),
+        cmocka_unit_test(test_2_memory),
+        cmocka_unit_test(test_3_storage),
         cmocka_unit_test(test_4_flops_parse),
         cmocka_unit_test(test_4_peak_unit_slip),
         cmocka_unit_test(test_5_device_names),

@@ -219,9 +219,11 @@ void fm_prediction_free(struct fm_prediction *p)
 
 /* ---- step, epoch, run ---- */
 
-enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
-                              const struct fm_counts *counts, int64_t batch,
-                              uint64_t dataset_size, double epochs, struct fm_run_estimate *out)
+/* The run of a prediction on gpus replicas, each taking batch samples a step in step_s[]. */
+static enum fm_status run_estimate(struct fm_ctx *ctx, const struct fm_prediction *p,
+                                   const struct fm_counts *counts, int64_t batch, int gpus,
+                                   const double *step_s, uint64_t dataset_size, double epochs,
+                                   struct fm_run_estimate *out)
 {
     memset(out, 0, sizeof(*out));
     if (batch <= 0)
@@ -229,28 +231,55 @@ enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
     if (!(epochs >= 0) || !isfinite(epochs))
         return fm_error(ctx, FM_ERR_INVALID, "epochs must be >= 0, got %g", epochs);
     out->batch = batch;
+    out->gpus = gpus;
+    out->global_batch = batch * gpus;
     out->dataset_size = dataset_size;
     out->epochs = epochs;
     const struct fm_work *t = counts->total;
-    /* forward and backward scale with the samples; the optimizer runs once per step */
+    /* forward and backward scale with the samples; the optimizer runs once per step on every
+     * replica (each updates its own copy of the weights) */
     double per_batch = (double)fm_work_flops(&t[FM_PHASE_FWD]) +
                        (double)fm_work_flops(&t[FM_PHASE_BWD_DATA]) +
                        (double)fm_work_flops(&t[FM_PHASE_BWD_WEIGHT]);
     double per_step_opt = (double)fm_work_flops(&t[FM_PHASE_OPTIMIZER]);
-    out->step_flops = per_batch + per_step_opt;
+    out->step_flops = (per_batch + per_step_opt) * gpus;
     if (dataset_size) {
-        out->steps_per_epoch = (dataset_size + (uint64_t)batch - 1) / (uint64_t)batch;
+        uint64_t global = (uint64_t)out->global_batch;
+        out->steps_per_epoch = (dataset_size + global - 1) / global;
         out->epoch_flops = per_batch / (double)batch * (double)dataset_size +
-                           per_step_opt * (double)out->steps_per_epoch;
+                           per_step_opt * (double)gpus * (double)out->steps_per_epoch;
         out->total_flops = out->epoch_flops * epochs;
     }
+    double peak = p->peak_ref * gpus;
     for (int b = 0; b < FM_BOUND_COUNT; b++) {
-        double s = b == FM_BOUND_ROOFLINE ? p->step_roofline_s : p->step_paleo_s;
+        double s = step_s[b];
         out->step_s[b] = s;
-        out->samples_per_s[b] = s > 0 ? (double)batch / s : 0.0;
+        out->samples_per_s[b] = s > 0 ? (double)out->global_batch / s : 0.0;
         out->epoch_s[b] = s * (double)out->steps_per_epoch;
         out->total_s[b] = out->epoch_s[b] * epochs;
-        out->utilization[b] = s > 0 && p->peak_ref > 0 ? out->step_flops / (s * p->peak_ref) : 0;
+        out->utilization[b] = s > 0 && peak > 0 ? out->step_flops / (s * peak) : 0;
     }
     return FM_OK;
+}
+
+enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
+                              const struct fm_counts *counts, int64_t batch,
+                              uint64_t dataset_size, double epochs, struct fm_run_estimate *out)
+{
+    double step[FM_BOUND_COUNT];
+    step[FM_BOUND_ROOFLINE] = p->step_roofline_s;
+    step[FM_BOUND_PALEO] = p->step_paleo_s;
+    return run_estimate(ctx, p, counts, batch, 1, step, dataset_size, epochs, out);
+}
+
+enum fm_status fm_predict_run_data_parallel(struct fm_ctx *ctx, const struct fm_prediction *p,
+                                            const struct fm_counts *counts, int64_t batch,
+                                            const struct fm_dp_estimate *dp,
+                                            uint64_t dataset_size, double epochs,
+                                            struct fm_run_estimate *out)
+{
+    if (!dp || dp->gpus < 1)
+        return fm_error(ctx, FM_ERR_INVALID, "no data-parallel estimate to run");
+    return run_estimate(ctx, p, counts, batch, dp->gpus, dp->step_overlap, dataset_size, epochs,
+                        out);
 }

@@ -128,23 +128,188 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
 
 /* ---- the model ---- */
 
-static enum fm_status load_model(struct fm_session *s)
+/* How float tensors are stored. --dtype: every one in that type. Else the precision decides:
+ * fp16/bf16 is mixed precision as PyTorch's autocast runs it (half activations, fp32 weights,
+ * gradients and optimizer state), fp64 is fp64 throughout, anything else keeps the model's own
+ * types (fp32 for a built-in, the file's for ONNX). FM_DTYPE_COUNT: leave that kind alone. */
+static void storage_policy(const struct fm_session *s, enum fm_dtype *act, enum fm_dtype *param,
+                           char *how, size_t size)
+{
+    const struct fm_session_opts *o = &s->opts;
+    *act = *param = FM_DTYPE_COUNT;
+    if (o->load.dtype_given) {
+        *act = *param = o->load.zoo.dtype;
+        snprintf(how, size, "--dtype %s", fm_dtype_name(o->load.zoo.dtype));
+    } else if (o->precision_given && !s->torch_default &&
+               (s->precision == FM_PREC_FP16 || s->precision == FM_PREC_BF16)) {
+        *act = s->precision == FM_PREC_FP16 ? FM_DTYPE_FP16 : FM_DTYPE_BF16;
+        snprintf(how, size, "mixed precision as autocast runs it: %s activations, weights, "
+                 "gradients and optimizer state as they were (--dtype to store all in one type)",
+                 fm_dtype_name(*act));
+    } else if (o->precision_given && s->precision == FM_PREC_FP64) {
+        *act = *param = FM_DTYPE_FP64;
+        snprintf(how, size, "--precision fp64: fp64 throughout (--dtype to change)");
+    } else {
+        snprintf(how, size, "the model's own types");
+    }
+}
+
+/* The float type most tensors of a role group have (FM_DTYPE_FP32 when there are none). */
+static enum fm_dtype common_float(const struct fm_graph *g, bool state)
+{
+    size_t seen[FM_DTYPE_COUNT] = {0};
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
+        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
+        bool is_state = t->role == FM_ROLE_PARAM || t->role == FM_ROLE_BUFFER;
+        if (fm_dtype_is_float(t->dtype) && is_state == state)
+            seen[t->dtype]++;
+    }
+    enum fm_dtype best = FM_DTYPE_FP32;
+    for (int d = 0; d < FM_DTYPE_COUNT; d++)
+        if (seen[d] > seen[best])
+            best = (enum fm_dtype)d;
+    return best;
+}
+
+/* Loads the model at a batch, adds the loss of a training step, stores it by the policy and
+ * counts it. *graph and *counts are the caller's on success. */
+static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool batch_given,
+                                     struct fm_graph **graph, struct fm_loss_info *loss,
+                                     struct fm_counts **counts)
 {
     struct fm_load_opts lo = s->opts.load;
-    bool train = s->opts.count.mode == FM_MODE_TRAIN;
+    lo.zoo.batch = batch;
+    lo.batch_given = batch_given;
     /* the loss comes from the policy below, the same for the zoo and for files */
     lo.zoo.with_loss = false;
-    enum fm_status st = fm_model_load(s->ctx, s->opts.model, &lo, &s->graph);
+    *graph = NULL;
+    *counts = NULL;
+    enum fm_status st = fm_model_load(s->ctx, s->opts.model, &lo, graph);
     if (st)
         return st;
-    if (train) {
-        st = fm_graph_add_loss(s->graph, FM_NONE, &s->loss);
-        if (st)
-            return st;
+    if (s->opts.count.mode == FM_MODE_TRAIN) {
+        st = fm_graph_add_loss(*graph, FM_NONE, loss);
     } else {
-        snprintf(s->loss.summary, sizeof(s->loss.summary), "none (inference)");
+        loss->n = 0;
+        snprintf(loss->summary, sizeof(loss->summary), "none (inference)");
     }
-    return fm_count(s->ctx, s->graph, &s->opts.count, &s->counts);
+    if (!st) {
+        enum fm_dtype act, param;
+        char how[8];
+        storage_policy(s, &act, &param, how, sizeof(how));
+        if (act != FM_DTYPE_COUNT || param != FM_DTYPE_COUNT)
+            fm_graph_set_storage(*graph, act, param);
+        st = fm_count(s->ctx, *graph, &s->opts.count, counts);
+    }
+    if (st) {
+        fm_graph_free(*graph);
+        *graph = NULL;
+    }
+    return st;
+}
+
+static enum fm_status load_model(struct fm_session *s)
+{
+    enum fm_dtype act, param;
+    storage_policy(s, &act, &param, s->storage_how, sizeof(s->storage_how));
+    enum fm_status st = load_and_count(s, s->opts.load.zoo.batch, s->opts.load.batch_given,
+                                       &s->graph, &s->loss, &s->counts);
+    if (st)
+        return st;
+    s->storage_activations = common_float(s->graph, false);
+    s->storage_parameters = common_float(s->graph, true);
+    return FM_OK;
+}
+
+/* ---- does it fit ---- */
+
+/* The memory of a step at another batch, counted (nothing logged: the session's own load
+ * already said what there was to say). */
+static enum fm_status memory_at(struct fm_session *s, int64_t batch, uint64_t *bytes)
+{
+    fm_log_fn log_fn = s->ctx->log_fn;
+    s->ctx->log_fn = NULL;
+    struct fm_graph *g;
+    struct fm_loss_info loss;
+    struct fm_counts *c;
+    enum fm_status st = load_and_count(s, batch, true, &g, &loss, &c);
+    s->ctx->log_fn = log_fn;
+    if (st)
+        return st;
+    st = fm_counts_training_memory(c, bytes);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    return st;
+}
+
+/* The largest batch whose memory fits cap: a straight line through batches 1 and 2 gives the
+ * guess (weights are fixed, activations grow with the batch), counts confirm it and step from
+ * it where the model is not quite linear. -1 when the model's batch cannot be changed. */
+static int64_t largest_batch(struct fm_session *s, double cap)
+{
+    uint64_t m1, m2;
+    if (memory_at(s, 1, &m1) || memory_at(s, 2, &m2) || m2 <= m1)
+        return -1;
+    if ((double)m1 > cap)
+        return 0;
+    double per = (double)(m2 - m1), fixed = (double)m1 - per;
+    double guess = floor((cap - fixed) / per);
+    int64_t lo = 1, hi = 0;   /* lo fits; hi, once known, does not */
+    uint64_t m;
+    /* the guess and its neighbour settle a model whose memory is a straight line */
+    int64_t b = guess > 1 ? (guess < 1e12 ? (int64_t)guess : (int64_t)1e12) : 1;
+    for (int i = 0; i < 2 && b > lo; i++) {
+        if (memory_at(s, b, &m))
+            return -1;
+        bool fits = (double)m <= cap;
+        if (fits)
+            lo = b;
+        else
+            hi = b;
+        b = fits ? b + 1 : b - 1;
+    }
+    /* anything else: doubling until one does not fit, then bisection */
+    for (int i = 0; i < 80 && (hi == 0 || hi - lo > 1); i++) {
+        b = hi ? lo + (hi - lo) / 2 : lo * 2;
+        if (b > (int64_t)1e12 || memory_at(s, b, &m))
+            return -1;
+        if ((double)m <= cap)
+            lo = b;
+        else
+            hi = b;
+    }
+    return hi && hi - lo <= 1 ? lo : -1;
+}
+
+static void check_memory(struct fm_session *s)
+{
+    struct fm_memory_check *mc = &s->memory;
+    memset(mc, 0, sizeof(*mc));
+    if (!s->device || !(s->device->mem_bytes > 0) ||
+        fm_counts_training_memory(s->counts, &mc->needed_bytes))
+        return;
+    mc->checked = true;
+    mc->mode = s->counts->mode;
+    mc->batch = s->opts.load.zoo.batch;
+    mc->gpus = s->opts.gpus;
+    mc->device_bytes = s->device->mem_bytes;
+    snprintf(mc->device, sizeof(mc->device), "%s", s->device->name);
+    mc->fits = (double)mc->needed_bytes <= mc->device_bytes;
+    mc->max_batch = largest_batch(s, mc->device_bytes);
+    if (!mc->fits) {
+        char need[FM_FORMAT_SIZE], have[FM_FORMAT_SIZE];
+        char best[96] = "";
+        if (mc->max_batch > 0)
+            snprintf(best, sizeof(best), "; the largest batch that fits is %" PRId64 "%s",
+                     mc->max_batch, mc->gpus > 1 ? " per GPU" : "");
+        else if (mc->max_batch == 0)
+            snprintf(best, sizeof(best), "; not even one sample fits");
+        fm_log(s->ctx, "%s at batch %" PRId64 " needs %s, more than the %s's %s: it does not "
+               "fit%s",
+               mc->mode == FM_MODE_TRAIN ? "a training step" : "inference", mc->batch,
+               fm_format_bytes((double)mc->needed_bytes, need), mc->device,
+               fm_format_bytes(mc->device_bytes, have), best);
+    }
 }
 
 /* ---- the device ---- */
@@ -301,6 +466,7 @@ static enum fm_status predict(struct fm_session *s)
     if (st)
         return st;
     s->have_run = true;
+    s->run_1gpu = s->run;
     if (s->opts.gpus <= 1)
         return FM_OK;
     double link_bw = s->device->interconnect_bw;
@@ -324,9 +490,14 @@ static enum fm_status predict(struct fm_session *s)
     st = fm_predict_data_parallel(s->ctx, s->graph, s->counts, s->prediction,
                                   s->opts.load.zoo.batch, s->opts.gpus, link_bw,
                                   s->opts.predict.ppp_comm, &s->dp);
-    if (!st)
-        s->have_dp = true;
-    return st;
+    if (st)
+        return st;
+    s->have_dp = true;
+    /* the run follows the data-parallel step: batch x N samples a step, so 1/N of the steps */
+    s->run_1gpu = s->run;
+    return fm_predict_run_data_parallel(s->ctx, s->prediction, s->counts,
+                                        s->opts.load.zoo.batch, &s->dp, s->opts.dataset_size,
+                                        s->opts.epochs, &s->run);
 }
 
 /* ---- measure ---- */
@@ -473,9 +644,17 @@ enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *
             goto fail;
         }
     }
+    if (task == FM_TASK_WORK && opts->device && *opts->device) {
+        /* count on a device: only its memory matters */
+        st = analysis_device(s);
+        if (st)
+            goto fail;
+    }
     st = load_model(s);
     if (st)
         goto fail;
+    if (task == FM_TASK_WORK || task == FM_TASK_ROOFLINE || task == FM_TASK_PREDICT)
+        check_memory(s);
     switch (task) {
     case FM_TASK_ROOFLINE:
     case FM_TASK_PREDICT:

@@ -243,6 +243,24 @@ void fm_graph_set_trainable(struct fm_graph *g, fm_tid id, bool trainable)
     }
 }
 
+size_t fm_graph_set_storage(struct fm_graph *g, enum fm_dtype activations,
+                            enum fm_dtype parameters)
+{
+    size_t changed = 0;
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        struct fm_tensor *t = &g->tensors[i];
+        if (!fm_dtype_is_float(t->dtype))
+            continue;
+        bool state = t->role == FM_ROLE_PARAM || t->role == FM_ROLE_BUFFER;
+        enum fm_dtype d = state ? parameters : activations;
+        if ((unsigned)d < FM_DTYPE_COUNT && t->dtype != d) {
+            t->dtype = d;
+            changed++;
+        }
+    }
+    return changed;
+}
+
 enum fm_status fm_graph_set_ivalue(struct fm_graph *g, fm_tid id, const int64_t *values,
                                    uint64_t n)
 {

@@ -246,6 +246,7 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
                 si((double)c->activation_bytes, b[0]), si((double)c->param_bytes, b[1]),
                 si((double)(c->buffer_bytes + c->input_bytes), b[2]), si((double)mem, b[3]));
     }
+    fm_report_memory_line(f, o->memory);
     fprintf(f, "  not counted    ");
     if (!c->n_uncounted) {
         fprintf(f, "none\n");
@@ -370,6 +371,7 @@ static void render_json(FILE *f, const struct fm_graph *g, const struct fm_count
         fm_report_json_loss(&w, g, o->loss);
         fm_jw_end(&w);
     }
+    fm_report_json_memory(&w, o->memory);
 
     fm_jw_object(&w, "totals", false);
     fm_jw_u64(&w, "params", c->params);

@@ -8,20 +8,25 @@
 #include <math.h>
 #include <string.h>
 
-static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
-                        const struct fm_prediction *p, const struct fm_run_estimate *run,
-                        const struct fm_dp_estimate *dp, const char *link_name, bool summary)
+static void print_table(FILE *f, const struct fm_session *s, bool summary)
 {
+    const struct fm_graph *g = s->graph;
+    const struct fm_prediction *p = s->prediction;
+    const struct fm_run_estimate *run = &s->run, *one = &s->run_1gpu;
+    const struct fm_dp_estimate *dp = s->have_dp ? &s->dp : NULL;
+    const char *link_name = s->link_name;
+    int64_t batch = s->opts.load.zoo.batch;
     const struct fm_device *d = p->opts.device;
-    char b[8][32];
+    char b[8][32], gpus[24], storage[96];
+    snprintf(gpus, sizeof(gpus), "%d x ", run->gpus);
     bool train = p->mode == FM_MODE_TRAIN;
     fprintf(f,
-            "%s on %s | batch %lld, %s | precision %s | PPP compute %.2f, memory %.2f | launch "
-            "%g us/kernel\n",
+            "%s on %s | batch %lld, %s | precision %s, %s | PPP compute %.2f, memory %.2f | "
+            "launch %g us/kernel\n",
             fm_graph_name(g), d->name, (long long)batch,
             train ? "training step" : "inference (forward only)",
-            fm_report_precision_label(&p->opts), p->opts.ppp_compute, p->opts.ppp_memory,
-            p->opts.launch_overhead_us);
+            fm_report_precision_label(&p->opts), fm_report_storage(s, storage, sizeof(storage)),
+            p->opts.ppp_compute, p->opts.ppp_memory, p->opts.launch_overhead_us);
     if (!summary) {
         fprintf(f, "  %4s  %-26s %-10s %9s %9s %10s %10s %10s %10s %7s  %s\n", "#", "layer",
                 "phase", "FLOP", "bytes", "compute", "memory", "roofline", "paleo", "share",
@@ -60,34 +65,6 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
                 fm_format_time(t->t_launch, b[4]), fm_format_time(t->t_roofline, b[5]),
                 fm_format_time(t->t_paleo, b[6]));
     }
-    fprintf(f, "prediction (roofline bound = compute and memory overlap | PALEO = they do not)\n");
-    const char *unit = train ? "step" : "batch latency";
-    fprintf(f, "  %-22s %12s | %s\n", unit, fm_format_time(run->step_s[0], b[0]),
-            fm_format_time(run->step_s[1], b[1]));
-    fprintf(f, "  %-22s %12.1f | %.1f\n", train ? "samples/s" : "throughput (samples/s)",
-            run->samples_per_s[0], run->samples_per_s[1]);
-    fprintf(f, "  %-22s %12s | %s   (step FLOPs %sFLOP / (time x %sFLOP/s, %s peak))\n",
-            "utilization", fm_report_pct(run->utilization[0], b[0]),
-            fm_report_pct(run->utilization[1], b[1]), fm_format_si(run->step_flops, b[2]),
-            fm_format_si(p->peak_ref, b[3]), fm_report_precision_label(&p->opts));
-    if (run->dataset_size) {
-        fprintf(f,
-                "  %-22s %12s | %s   (%" PRIu64 " %s of %lld; the last partial batch timed as "
-                "full)\n",
-                train ? "epoch" : "pass over the data", fm_format_time(run->epoch_s[0], b[0]),
-                fm_format_time(run->epoch_s[1], b[1]), run->steps_per_epoch,
-                train ? "steps" : "batches", (long long)run->batch);
-        if (train) {
-            fprintf(f, "  %-22s %12s | %s   (%g epochs)\n", "training time",
-                    fm_format_time(run->total_s[0], b[0]), fm_format_time(run->total_s[1], b[1]),
-                    run->epochs);
-            fprintf(f, "  %-22s %12s   (%.3g FLOP: forward + backward per sample x samples x "
-                    "epochs + optimizer x steps)\n",
-                    "training compute", fm_format_si(run->total_flops, b[0]), run->total_flops);
-        }
-    } else {
-        fprintf(f, "  (--dataset-size N adds epoch time, training time and total compute)\n");
-    }
     if (dp) {
         fprintf(f,
                 "data parallel: %d GPUs, ring all-reduce of %s of gradients over %s (%s/s "
@@ -113,6 +90,50 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
                 "step)\n",
                 (long long)batch);
     }
+    if (run->gpus > 1)
+        fprintf(f, "prediction on %d GPUs, the all-reduce overlapped (step of %lld = %d x %lld "
+                "samples; roofline bound | PALEO)\n",
+                run->gpus, (long long)run->global_batch, run->gpus, (long long)run->batch);
+    else
+        fprintf(f, "prediction (roofline bound = compute and memory overlap | PALEO = they do "
+                "not)\n");
+    const char *unit = train ? "step" : "batch latency";
+    fprintf(f, "  %-22s %12s | %s\n", unit, fm_format_time(run->step_s[0], b[0]),
+            fm_format_time(run->step_s[1], b[1]));
+    fprintf(f, "  %-22s %12.1f | %.1f\n", train ? "samples/s" : "throughput (samples/s)",
+            run->samples_per_s[0], run->samples_per_s[1]);
+    fprintf(f, "  %-22s %12s | %s   (step FLOPs %sFLOP / (time x %s%sFLOP/s, %s peak))\n",
+            "utilization", fm_report_pct(run->utilization[0], b[0]),
+            fm_report_pct(run->utilization[1], b[1]), fm_format_si(run->step_flops, b[2]),
+            run->gpus > 1 ? gpus : "", fm_format_si(p->peak_ref, b[3]),
+            fm_report_precision_label(&p->opts));
+    if (run->dataset_size) {
+        fprintf(f,
+                "  %-22s %12s | %s   (%" PRIu64 " %s of %lld; the last partial batch timed as "
+                "full)\n",
+                train ? "epoch" : "pass over the data", fm_format_time(run->epoch_s[0], b[0]),
+                fm_format_time(run->epoch_s[1], b[1]), run->steps_per_epoch,
+                train ? "steps" : "batches", (long long)run->global_batch);
+        if (train) {
+            fprintf(f, "  %-22s %12s | %s   (%g epochs)\n", "training time",
+                    fm_format_time(run->total_s[0], b[0]), fm_format_time(run->total_s[1], b[1]),
+                    run->epochs);
+            fprintf(f, "  %-22s %12s   (%.3g FLOP: forward + backward per sample x samples x "
+                    "epochs + optimizer x steps%s)\n",
+                    "training compute", fm_format_si(run->total_flops, b[0]), run->total_flops,
+                    run->gpus > 1 ? " x GPUs" : "");
+        }
+        if (one && run->gpus > 1)
+            fprintf(f, "  %-22s %12s | %s   (%" PRIu64 " steps of %lld), training time %s | "
+                    "%s\n",
+                    "epoch on 1 GPU", fm_format_time(one->epoch_s[0], b[0]),
+                    fm_format_time(one->epoch_s[1], b[1]), one->steps_per_epoch,
+                    (long long)one->global_batch, fm_format_time(one->total_s[0], b[2]),
+                    fm_format_time(one->total_s[1], b[3]));
+    } else {
+        fprintf(f, "  (--dataset-size N adds epoch time, training time and total compute)\n");
+    }
+    fm_report_memory_line(f, &s->memory);
     fprintf(f,
             "%zu kernels (layer phases that do work); times are predictions, not measurements.\n",
             p->kernels);
@@ -169,11 +190,40 @@ static void json_pair(struct fm_jw *w, const char *key, const double *v)
     fm_jw_end(w);
 }
 
-static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
-                       const struct fm_counts *c, const struct fm_prediction *p,
-                       const struct fm_run_estimate *run, const struct fm_dp_estimate *dp,
-                       const char *link_name)
+/* The keys of a run: the data-parallel one under "run", the one-GPU one under "one_gpu". */
+static void json_run(struct fm_jw *w, const struct fm_prediction *p, const struct fm_counts *c,
+                     const struct fm_run_estimate *run)
 {
+    fm_jw_i64(w, "gpus", run->gpus);
+    fm_jw_i64(w, "global_batch", run->global_batch);
+    uint64_t step_flops = 0;
+    for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
+        step_flops += fm_work_flops(&c->total[ph]);
+    fm_jw_u64(w, "step_flops", step_flops * (uint64_t)run->gpus);
+    fm_jw_double(w, "peak_ref_flops", p->peak_ref);
+    json_pair(w, "step_s", run->step_s);
+    json_pair(w, "samples_per_s", run->samples_per_s);
+    json_pair(w, "utilization", run->utilization);
+    if (run->dataset_size) {
+        fm_jw_u64(w, "dataset_size", run->dataset_size);
+        fm_jw_u64(w, "steps_per_epoch", run->steps_per_epoch);
+        fm_jw_double(w, "epochs", run->epochs);
+        json_pair(w, "epoch_s", run->epoch_s);
+        json_pair(w, "total_s", run->total_s);
+        fm_jw_double(w, "epoch_flops", run->epoch_flops);
+        fm_jw_double(w, "total_flops", run->total_flops);
+    }
+}
+
+static void print_json(FILE *f, const struct fm_session *s)
+{
+    const struct fm_graph *g = s->graph;
+    const struct fm_counts *c = s->counts;
+    const struct fm_prediction *p = s->prediction;
+    const struct fm_run_estimate *run = &s->run, *one = &s->run_1gpu;
+    const struct fm_dp_estimate *dp = s->have_dp ? &s->dp : NULL;
+    const char *link_name = s->link_name;
+    int64_t batch = s->opts.load.zoo.batch;
     struct fm_jw w;
     fm_jw_init(&w, f);
     fm_jw_object(&w, NULL, false);
@@ -184,6 +234,7 @@ static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
     fm_jw_string(&w, "mode", fm_mode_name(p->mode));
     fm_jw_object(&w, "options", true);
     fm_jw_string(&w, "precision", fm_report_precision_label(&p->opts));
+    fm_report_json_storage(&w, s);
     fm_jw_double(&w, "ppp_compute", p->opts.ppp_compute);
     fm_jw_double(&w, "ppp_memory", p->opts.ppp_memory);
     fm_jw_double(&w, "ppp_comm", p->opts.ppp_comm);
@@ -212,22 +263,11 @@ static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
     json_times(&w, "step", &p->step);
     fm_jw_u64(&w, "kernels", p->kernels);
     fm_jw_object(&w, "run", false);
-    uint64_t step_flops = 0;
-    for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
-        step_flops += fm_work_flops(&c->total[ph]);
-    fm_jw_u64(&w, "step_flops", step_flops);
-    fm_jw_double(&w, "peak_ref_flops", p->peak_ref);
-    json_pair(&w, "step_s", run->step_s);
-    json_pair(&w, "samples_per_s", run->samples_per_s);
-    json_pair(&w, "utilization", run->utilization);
-    if (run->dataset_size) {
-        fm_jw_u64(&w, "dataset_size", run->dataset_size);
-        fm_jw_u64(&w, "steps_per_epoch", run->steps_per_epoch);
-        fm_jw_double(&w, "epochs", run->epochs);
-        json_pair(&w, "epoch_s", run->epoch_s);
-        json_pair(&w, "total_s", run->total_s);
-        fm_jw_double(&w, "epoch_flops", run->epoch_flops);
-        fm_jw_double(&w, "total_flops", run->total_flops);
+    json_run(&w, p, c, run);
+    if (run->gpus > 1) {
+        fm_jw_object(&w, "one_gpu", false);
+        json_run(&w, p, c, one);
+        fm_jw_end(&w);
     }
     fm_jw_end(&w);
     if (dp) {
@@ -246,6 +286,7 @@ static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
         json_pair(&w, "samples_per_s_overlap", dp->samples_per_s_overlap);
         fm_jw_end(&w);
     }
+    fm_report_json_memory(&w, &s->memory);
     fm_jw_end(&w);
     fm_jw_finish(&w);
 }
@@ -260,13 +301,11 @@ enum fm_status fm_report_predict(FILE *f, const struct fm_session *s,
         o = *opts;
     if (!s->prediction || !s->have_run)
         return FM_ERR_INVALID;
-    int64_t batch = s->opts.load.zoo.batch;
-    const struct fm_dp_estimate *dp = s->have_dp ? &s->dp : NULL;
     if (o.format == FM_FORMAT_TABLE)
-        print_table(f, s->graph, batch, s->prediction, &s->run, dp, s->link_name, o.summary);
+        print_table(f, s, o.summary);
     else if (o.format == FM_FORMAT_CSV)
         print_csv(f, s->graph, s->counts, s->prediction);
     else
-        print_json(f, s->graph, batch, s->counts, s->prediction, &s->run, dp, s->link_name);
+        print_json(f, s);
     return ferror(f) ? FM_ERR_IO : FM_OK;
 }

@@ -31,4 +31,13 @@ void fm_report_csv_point(FILE *f, size_t index, const struct fm_node *n, enum fm
  * output, classes, positions). */
 void fm_report_json_loss(struct fm_jw *w, const struct fm_graph *g, const struct fm_loss_info *l);
 
+/* Whether the step fits the device: a table line ("  fits device ...") and the JSON "memory"
+ * object; nothing when no device's memory was checked. */
+void fm_report_memory_line(FILE *f, const struct fm_memory_check *m);
+void fm_report_json_memory(struct fm_jw *w, const struct fm_memory_check *m);
+/* How the session stored float tensors: "storage fp16 activations, fp32 weights (mixed
+ * precision)" for a header, and the JSON "storage" object. */
+const char *fm_report_storage(const struct fm_session *s, char *buf, size_t size);
+void fm_report_json_storage(struct fm_jw *w, const struct fm_session *s);
+
 #endif

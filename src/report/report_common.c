@@ -76,3 +76,63 @@ void fm_report_csv_point(FILE *f, size_t index, const struct fm_node *n, enum fm
             fm_precision_name(t->precision), t->tensor ? "tensor" : "vector", fm_work_flops(w),
             w->bytes_read + w->bytes_written);
 }
+
+void fm_report_memory_line(FILE *f, const struct fm_memory_check *m)
+{
+    if (!m || !m->checked)
+        return;
+    char need[FM_FORMAT_SIZE], have[FM_FORMAT_SIZE];
+    fm_format_bytes((double)m->needed_bytes, need);
+    fm_format_bytes(m->device_bytes, have);
+    const char *per = m->gpus > 1 ? " per GPU" : "";
+    fprintf(f, "  fits device    %s: %s needed%s of %s (%.0f%%) -> %s", m->device, need, per,
+            have, 100.0 * (double)m->needed_bytes / m->device_bytes,
+            m->fits ? "fits" : "DOES NOT FIT");
+    if (m->max_batch > 0)
+        fprintf(f, "; largest batch that fits %" PRId64 "%s", m->max_batch, per);
+    else if (m->max_batch == 0)
+        fprintf(f, "; not even one sample fits");
+    else
+        fprintf(f, "; largest batch unknown (the model's batch could not be changed)");
+    if (m->max_batch > 0 && m->gpus > 1)
+        fprintf(f, " (global %" PRId64 " on %d GPUs)", m->max_batch * m->gpus, m->gpus);
+    fprintf(f, "\n");
+}
+
+void fm_report_json_memory(struct fm_jw *w, const struct fm_memory_check *m)
+{
+    if (!m || !m->checked)
+        return;
+    fm_jw_object(w, "memory", false);
+    fm_jw_string(w, "device", m->device);
+    fm_jw_string(w, "mode", fm_mode_name(m->mode));
+    fm_jw_i64(w, "batch", m->batch);
+    fm_jw_i64(w, "gpus", m->gpus);
+    fm_jw_u64(w, "needed_bytes", m->needed_bytes);
+    fm_jw_double(w, "device_bytes", m->device_bytes);
+    fm_jw_bool(w, "fits", m->fits);
+    if (m->max_batch >= 0)
+        fm_jw_i64(w, "max_batch", m->max_batch);
+    else
+        fm_jw_null(w, "max_batch");
+    fm_jw_end(w);
+}
+
+void fm_report_json_storage(struct fm_jw *w, const struct fm_session *s)
+{
+    fm_jw_object(w, "storage", true);
+    fm_jw_string(w, "activations", fm_dtype_name(s->storage_activations));
+    fm_jw_string(w, "parameters", fm_dtype_name(s->storage_parameters));
+    fm_jw_string(w, "how", s->storage_how);
+    fm_jw_end(w);
+}
+
+const char *fm_report_storage(const struct fm_session *s, char *buf, size_t size)
+{
+    if (s->storage_activations == s->storage_parameters)
+        snprintf(buf, size, "storage %s", fm_dtype_name(s->storage_activations));
+    else
+        snprintf(buf, size, "storage %s activations, %s weights (mixed precision)",
+                 fm_dtype_name(s->storage_activations), fm_dtype_name(s->storage_parameters));
+    return buf;
+}

@@ -27,16 +27,17 @@ static void table_row(FILE *f, const char *idx, const char *name, const char *op
             t->peak > 0 ? 100.0 * t->attainable / t->peak : 0.0, fm_report_bound(t));
 }
 
-static void print_header(FILE *f, const struct fm_graph *g, int64_t batch,
-                         const struct fm_prediction *p, const struct fm_report_ceiling *ceil,
+static void print_header(FILE *f, const struct fm_session *s, const struct fm_report_ceiling *ceil,
                          size_t nceil)
 {
+    const struct fm_prediction *p = s->prediction;
     const struct fm_device *d = p->opts.device;
-    char b[2][32];
-    fprintf(f, "%s on %s | batch %lld, %s | precision %s | bandwidth %s/s\n", fm_graph_name(g),
-            d->name, (long long)batch,
+    char b[2][32], storage[96];
+    fprintf(f, "%s on %s | batch %lld, %s | precision %s, %s | bandwidth %s/s\n",
+            fm_graph_name(s->graph), d->name, (long long)s->opts.load.zoo.batch,
             p->mode == FM_MODE_TRAIN ? "training step" : "inference (forward only)",
-            fm_report_precision_label(&p->opts), fm_format_bytes(d->mem_bw, b[0]));
+            fm_report_precision_label(&p->opts), fm_report_storage(s, storage, sizeof(storage)),
+            fm_format_bytes(d->mem_bw, b[0]));
     fprintf(f, "ceilings in use (dense datasheet peaks, 100%%):\n");
     for (size_t k = 0; k < nceil; k++) {
         char classes[160];
@@ -47,12 +48,13 @@ static void print_header(FILE *f, const struct fm_graph *g, int64_t batch,
     }
 }
 
-static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
-                        const struct fm_prediction *p, bool summary)
+static void print_table(FILE *f, const struct fm_session *s, bool summary)
 {
+    const struct fm_graph *g = s->graph;
+    const struct fm_prediction *p = s->prediction;
     struct fm_report_ceiling ceil[16];
     size_t nceil = fm_report_ceilings(g, p, ceil, 16);
-    print_header(f, g, batch, p, ceil, nceil);
+    print_header(f, s, ceil, nceil);
     if (!summary) {
         fprintf(f, "  %4s  %-26s %-14s %-12s %-10s %9s %9s %8s %9s %10s %7s  %s\n", "#", "layer",
                 "op", "class", "phase", "FLOP", "bytes", "FLOP/B", "ceiling", "attainable",
@@ -103,6 +105,7 @@ static void print_table(FILE *f, const struct fm_graph *g, int64_t batch,
             "layer phases are memory-bound.\n",
             p->step.intensity, fm_report_bound(&p->step),
             p->step.peak > 0 ? 100.0 * p->step.attainable / p->step.peak : 0.0, mem, total);
+    fm_report_memory_line(f, &s->memory);
     fprintf(f, "FLOP = 2 x MAC + other ops; bytes = each input read once, each output written once "
             "(no fusion, no cache reuse).\n");
 }
@@ -150,9 +153,12 @@ static void json_point(struct fm_jw *w, const char *key, const struct fm_phase_t
     fm_jw_end(w);
 }
 
-static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
-                       const struct fm_counts *c, const struct fm_prediction *p)
+static void print_json(FILE *f, const struct fm_session *s)
 {
+    const struct fm_graph *g = s->graph;
+    const struct fm_counts *c = s->counts;
+    const struct fm_prediction *p = s->prediction;
+    int64_t batch = s->opts.load.zoo.batch;
     const struct fm_device *d = p->opts.device;
     struct fm_jw w;
     fm_jw_init(&w, f);
@@ -163,6 +169,7 @@ static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
     fm_jw_i64(&w, "batch", batch);
     fm_jw_string(&w, "mode", fm_mode_name(p->mode));
     fm_jw_string(&w, "precision", fm_report_precision_label(&p->opts));
+    fm_report_json_storage(&w, s);
     fm_jw_double(&w, "bandwidth_bytes_per_s", d->mem_bw);
     struct fm_report_ceiling ceil[16];
     size_t nceil = fm_report_ceilings(g, p, ceil, 16);
@@ -215,6 +222,7 @@ static void print_json(FILE *f, const struct fm_graph *g, int64_t batch,
         bytes += c->total[ph].bytes_read + c->total[ph].bytes_written;
     }
     json_point(&w, "network", &p->step, flops, bytes);
+    fm_report_json_memory(&w, &s->memory);
     fm_jw_end(&w);
     fm_jw_finish(&w);
 }
@@ -230,12 +238,11 @@ enum fm_status fm_report_roofline(FILE *f, const struct fm_session *s,
     const struct fm_prediction *p = s->prediction;
     if (!p)
         return FM_ERR_INVALID;
-    int64_t batch = s->opts.load.zoo.batch;
     if (o.format == FM_FORMAT_TABLE)
-        print_table(f, s->graph, batch, p, o.summary);
+        print_table(f, s, o.summary);
     else if (o.format == FM_FORMAT_CSV)
         print_csv(f, s->graph, s->counts, p);
     else
-        print_json(f, s->graph, batch, s->counts, p);
+        print_json(f, s);
     return ferror(f) ? FM_ERR_IO : FM_OK;
 }

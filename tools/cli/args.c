@@ -214,9 +214,11 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
                                 NULL, NULL};
     out[n++] = (struct cli_opt){"dtype", CLI_PARSED, &m->dtype, cli_parse_dtype,
                                 "fp32|fp16|bf16|fp64",
-                                "storage type of activations and parameters (default fp32); "
-                                "decides bytes, not counts",
-                                NULL, NULL};
+                                "storage type of every float tensor, activations and parameters "
+                                "alike (default: fp32; with --precision fp16/bf16 mixed "
+                                "precision: fp16/bf16 activations, fp32 weights; with fp64, "
+                                "fp64); decides bytes, not counts",
+                                NULL, &m->dtype_given};
     out[n++] = (struct cli_opt){"format", CLI_PARSED, &m->format, cli_parse_format,
                                 "table|csv|json",
                                 "output format (default table; csv and json print exact "
@@ -302,6 +304,7 @@ int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
     lo->zoo.classes = m->classes;
     lo->zoo.dtype = m->dtype;
     lo->batch_given = m->batch_given;
+    lo->dtype_given = m->dtype_given;
     o->count.mode = m->infer ? FM_MODE_INFER : FM_MODE_TRAIN;
     o->count.optimizer = m->optimizer;
     /* one exit path: names copied so far are freed on every error (found by fuzz_args) */

@@ -66,6 +66,7 @@ struct cli_precision {
 struct cli_model_opts {
     int64_t batch;
     bool batch_given;
+    bool dtype_given;
     const char *inputs[16];     /* CxHxW for built-ins; NAME=DIMS (repeatable) for ONNX */
     int n_inputs;
     int64_t classes;

@@ -18,16 +18,22 @@ static const char description[] =
     "op class (conv, matmul, norm ...). csv: one row per layer and a total row (--by-class: one\n"
     "row per class and phase). json: every total, by class, the loss and every layer, with\n"
     "exact integers (docs/counting.md).\n\n"
+    "--device NAME checks the step's memory against the device's and prints the largest batch\n"
+    "that fits; --precision fp16/bf16 counts the bytes of mixed precision (half activations,\n"
+    "fp32 weights, gradients and optimizer state), --dtype stores everything in one type.\n\n"
     "examples:\n"
     "  flopmeter count resnet50 --batch 64\n"
     "  flopmeter count mobilenet_v2 --infer --format json\n"
-    "  flopmeter count vgg16 --input 3x32x32 --classes 10 --optimizer adam --format csv";
+    "  flopmeter count vgg16 --input 3x32x32 --classes 10 --optimizer adam --format csv\n"
+    "  flopmeter count efficientnet_b7 --batch 32 --device h100 --precision bf16";
 
 int cmd_count(int argc, char **argv)
 {
     struct cli_model_opts m;
-    struct cli_opt opts[CLI_MODEL_OPTS_MAX + 4] = {0};
+    struct cli_device_opts d;
+    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 4] = {0};
     int n = cli_model_opts_declare(&m, opts);
+    n += cli_device_opts_declare(&d, opts + n, CLI_DEV_DEVICE | CLI_DEV_PRECISION);
     bool per_layer = false, by_class = false;
     opts[n++] = (struct cli_opt){"per-layer", CLI_FLAG, &per_layer, NULL, NULL,
                                  "table: each layer's primitive counts per phase", NULL, NULL};
@@ -45,7 +51,7 @@ int cmd_count(int argc, char **argv)
     struct cli_bindings b;
     fm_session_opts_init(&so, FM_TASK_WORK);
     so.model = pos[0];
-    if ((r = cli_session_opts(ctx, &m, NULL, &b, &so)))
+    if ((r = cli_session_opts(ctx, &m, &d, &b, &so)))
         goto out;
     enum fm_status st = fm_session_run(ctx, &so, &s);
     cli_bindings_free(&b);
@@ -59,6 +65,7 @@ int cmd_count(int argc, char **argv)
     ro.per_layer_detail = per_layer;
     ro.by_class = by_class;
     ro.loss = &s->loss;
+    ro.memory = &s->memory;
     if (fm_report_count(stdout, s->graph, s->counts, &ro))
         fprintf(stderr, "flopmeter: could not write the report\n");
     r = cli_flush(r);
