@@ -719,7 +719,7 @@ struct fm_report_opts {
 FM_API void fm_report_opts_init(struct fm_report_opts *opts);
 
 /* Renders counts of a graph: a table with SI suffixes, or CSV / JSON with exact integers (the
- * JSON follows the contract in DESIGN.md). */
+ * JSON follows the contract in docs/json.md). */
 FM_API enum fm_status fm_report_count(FILE *f, const struct fm_graph *graph,
                                       const struct fm_counts *c, const struct fm_report_opts *opts);
 

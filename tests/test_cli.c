@@ -1,4 +1,4 @@
-/* Tests of the built CLI (FM_CLI): `count --format json` follows the contract of DESIGN.md and
+/* Tests of the built CLI (FM_CLI): `count --format json` follows the contract of docs/json.md and
  * its totals are the sums of its layers; inference has no backward; CSV has one row per layer
  * plus a total row equal to the column sums; the table says its convention and input shape;
  * `models` lists every model; bad arguments exit 2, failed requests exit 1, each with a

@@ -1,9 +1,9 @@
 /* Tests of the device table and device files: datasheet figures of the built-ins (against
- * ../reference/devices.md and the FP32 = lanes x clock x 2 rule), unverified marks, which
- * ceiling an op class gets at each precision, lookup by name and alias, a device file that
- * round-trips field for field, overrides and their order ($FLOPMETER_DEVICES, the XDG file,
- * --devices), every malformed-file case with the field and type its message must name, and the
- * devices/device commands. */
+ * the vendor documents of docs/devices.md and the FP32 = lanes x clock x 2 rule), unverified
+ * marks, which ceiling an op class gets at each precision, lookup by name and alias, a device
+ * file that round-trips field for field, overrides and their order ($FLOPMETER_DEVICES, the
+ * XDG file, --devices), every malformed-file case with the field and type its message must
+ * name, and the devices/device commands. */
 #include "support.h"
 
 #include <math.h>
@@ -68,7 +68,7 @@ static void test_builtin_figures(void **state)
     struct fm_ctx *ctx = test_ctx();
     struct fm_devices *devs = NULL;
     FM_ASSERT_OK(ctx, fm_devices_builtin(ctx, &devs));
-    /* figures from ../reference/devices.md (TFLOP/s, GB/s) */
+    /* datasheet figures, docs/devices.md (TFLOP/s, GB/s) */
     const struct fm_device *k80 = find(ctx, devs, "k80");
     assert_string_equal(k80->name, "K80");
     assert_true(k80->peak_vector[FM_PREC_FP32] == 8.73e12);
@@ -127,7 +127,7 @@ static void test_unverified_marks(void **state)
     struct fm_ctx *ctx = test_ctx();
     struct fm_devices *devs = NULL;
     FM_ASSERT_OK(ctx, fm_devices_builtin(ctx, &devs));
-    /* the '?' figures of ../reference/devices.md */
+    /* the figures the vendor documents do not confirm (docs/devices.md) */
     assert_true(find(ctx, devs, "a100-pcie")->unverified & FM_DEVF_BANDWIDTH);
     assert_true(find(ctx, devs, "a100-pcie")->unverified & FM_DEVF_TDP);
     assert_false(find(ctx, devs, "a100")->unverified & FM_DEVF_BANDWIDTH);
@@ -154,7 +154,7 @@ static void test_unverified_marks(void **state)
     fm_ctx_free(ctx);
 }
 
-/* Which ceiling applies (DESIGN.md "Precision"): tensor only for conv/matmul/attention. */
+/* Which ceiling applies (docs/devices.md): tensor only for conv/matmul/attention. */
 static void test_ceiling_rules(void **state)
 {
     (void)state;
@@ -187,7 +187,8 @@ static void test_ceiling_rules(void **state)
     assert_true(fm_device_peak(p100, FM_CLASS_POOL, FM_PREC_FP16) == 21.2e12);
     /* K80: no fp16 math at all, fp16 storage computes in fp32 */
     assert_true(fm_device_peak(k80, FM_CLASS_CONV, FM_PREC_FP16) == 8.73e12);
-    /* ridge = peak / bandwidth: seed 002's Table 1, 125 T / 0.900 TB/s = 138.89 */
+    /* ridge = peak / bandwidth: Verma's ImageNet roofline study (NYU, 2022), Table 1,
+     * 125 T / 0.900 TB/s = 138.89 */
     assert_true(fabs(fm_device_ridge(v100, FM_CLASS_CONV, FM_PREC_FP16) - 138.888889) < 1e-5);
     fm_devices_free(devs);
     fm_ctx_free(ctx);

@@ -6,7 +6,12 @@ Run with Debian's python3 (python3-torch 1.13, python3-torchvision 0.14, python3
     /usr/bin/python3 tools/export_onnx.py [--out tests/data/onnx] [--opsets 13 17] [names...]
 
 Each model is exported in eval mode with training=TrainingMode.PRESERVE and constant folding
-off, so BatchNormalization nodes stay (an EVAL export folds them into the convolutions).
+off, so BatchNormalization nodes stay (an EVAL export folds them into the convolutions); Dropout,
+an identity in eval mode, is left out. These files are the inference graph with its
+BatchNormalization kept, which is what the ONNX tests compare with the built-in models.
+--train exports the training graph instead (train mode, training=TrainingMode.TRAINING, no
+constant folding), Dropout included, into NAME_train_opN.onnx: what `flopmeter count` of a
+training step should be given (docs/pytorch.md).
 Weights are drawn at random first: the exporter merges initializers with equal contents (fresh
 BatchNorm weights are all ones), and merged weights would count once. Opset 17 files have a
 symbolic batch dim "N"; opset 13 files a fixed batch of 1. Then the float initializers are
@@ -44,11 +49,11 @@ MODELS = [
 STRIPPED_LOCATION = "stripped-weights.bin"
 
 
-def build(name):
+def build(name, train=False):
     kw = {}
     if name in ("googlenet", "inception_v3"):
         kw = dict(aux_logits=False, init_weights=False)
-    model = getattr(torchvision.models, name)(weights=None, **kw).eval()
+    model = getattr(torchvision.models, name)(weights=None, **kw).train(train)
     torch.manual_seed(0)
     with torch.no_grad():
         for t in list(model.parameters()) + list(model.buffers()):
@@ -58,13 +63,15 @@ def build(name):
     return model, torch.randn(1, 3, hw, hw)
 
 
-def export(model, x, opset, dynamic, fold=False):
+def export(model, x, opset, dynamic, fold=False, train=False):
     f = io.BytesIO()
     kw = dict(opset_version=opset, input_names=["input"], output_names=["logits"])
     if dynamic:
         kw["dynamic_axes"] = {"input": {0: "N"}, "logits": {0: "N"}}
     if fold:
         kw.update(training=TrainingMode.EVAL, do_constant_folding=True)
+    elif train:
+        kw.update(training=TrainingMode.TRAINING, do_constant_folding=False)
     else:
         kw.update(training=TrainingMode.PRESERVE, do_constant_folding=False)
     torch.onnx.export(model, x, f, **kw)
@@ -97,6 +104,8 @@ def main():
                                                   "data", "onnx"))
     ap.add_argument("--opsets", type=int, nargs="+", default=[13, 17])
     ap.add_argument("--fused", action="store_true")
+    ap.add_argument("--train", action="store_true",
+                    help="export the training graph (train mode, Dropout kept) as NAME_train_opN")
     ap.add_argument("--embedded", nargs=2, metavar=("NAME", "PATH"))
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
@@ -107,11 +116,12 @@ def main():
         print(args.embedded[1], os.path.getsize(args.embedded[1]), "bytes")
         return 0
     os.makedirs(args.out, exist_ok=True)
+    tag = "_train" if args.train else ""
     for name in args.names or MODELS:
-        model, x = build(name)
+        model, x = build(name, args.train)
         for opset in args.opsets:
-            m = strip(export(model, x, opset, dynamic=opset >= 17))
-            path = os.path.join(args.out, f"{name}_op{opset}.onnx")
+            m = strip(export(model, x, opset, dynamic=opset >= 17, train=args.train))
+            path = os.path.join(args.out, f"{name}{tag}_op{opset}.onnx")
             onnx.save(m, path)
             print(path, os.path.getsize(path), "bytes", flush=True)
     if args.fused:

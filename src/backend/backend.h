@@ -1,8 +1,9 @@
-/* The measurement backend interface (DESIGN.md, "Measurement"): a backend is a struct of
- * function pointers that prepares a graph, runs one step with optional per-node timing, and
- * exposes tensors for correctness checks. The common driver (measure.c) does warm-up, timed
- * steps, statistics and progress, so every backend reports the same way. Backends include
- * their vendor headers in their own files only (src/backend/cpu/, src/backend/cuda/). */
+/* The measurement backend interface (docs/measure.md, "The backend interface, for other
+ * backends"; docs/architecture.md, "The layers"): a backend is a struct of function pointers
+ * that prepares a graph, runs one step with optional per-node timing, and exposes tensors for
+ * correctness checks. The common driver (measure.c) does warm-up, timed steps, statistics
+ * and progress, so every backend reports the same way. Backends include their vendor headers
+ * in their own files only (src/backend/cpu/, src/backend/cuda/). */
 #ifndef FM_BACKEND_H
 #define FM_BACKEND_H
 

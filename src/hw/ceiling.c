@@ -71,7 +71,7 @@ bool fm_precision_tensor_class(enum fm_class cls)
 
 /* ---- ceilings ---- */
 
-/* Which ceiling applies (DESIGN.md, "Precision"; reference/devices.md):
+/* Which ceiling applies (docs/devices.md, "Which ceiling applies"):
  *  - conv, matmul and attention use the matrix units of that precision when the device has
  *    them (fp64 too: A100/H100 run DGEMM on fp64 tensor cores);
  *  - otherwise the vector units of that precision (P100 runs fp16 at twice its fp32 rate);

@@ -1,5 +1,5 @@
 /* Renders the counts of a graph as a table (SI suffixes, for people), CSV or JSON (exact
- * integers, for programs; the JSON is the contract of DESIGN.md, extended, never broken).
+ * integers, for programs; the JSON is the contract of docs/json.md, extended, never broken).
  * It computes nothing that fm_count did not: totals come from fm_counts, not from re-adding. */
 #include "report.h"
 
