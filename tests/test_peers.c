@@ -2,7 +2,8 @@
  * tools/peer_reference.py): every built-in at batch 1 and its default input, every ONNX export
  * of them in tests/data, each figure an exact integer. Also: a training count gives the same
  * figures (the loss left out), a graph with no record of its PyTorch modules says which peers
- * it cannot tell and why, and `count --peers` puts them in the table and the JSON. */
+ * it cannot tell and why, a failed allocation anywhere in fm_peers is FM_ERR_NOMEM with nothing
+ * leaked, and `count --peers` puts them in the table and the JSON. */
 #include "support.h"
 
 #include <inttypes.h>
@@ -259,6 +260,82 @@ static void test_graph_without_modules(void **state)
     fm_ctx_free(ctx);
 }
 
+/* An allocator that fails its Nth call and counts the blocks it has out. */
+struct failing {
+    long calls, fail_at, live;
+};
+
+static void *f_malloc(size_t size, void *user)
+{
+    struct failing *f = user;
+    if (++f->calls == f->fail_at)
+        return NULL;
+    void *p = malloc(size);
+    f->live += p != NULL;
+    return p;
+}
+
+static void *f_realloc(void *ptr, size_t size, void *user)
+{
+    struct failing *f = user;
+    if (!ptr)
+        return f_malloc(size, user);
+    if (++f->calls == f->fail_at)
+        return NULL;
+    return realloc(ptr, size);
+}
+
+static void f_free(void *ptr, void *user)
+{
+    struct failing *f = user;
+    f->live -= ptr != NULL;
+    free(ptr);
+}
+
+/* Every allocation fm_peers makes (the builder's check graph, the scope table) may fail: it
+ * says FM_ERR_NOMEM and leaves nothing allocated, for a built-in and for an ONNX export. */
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    for (int which = 0; which < 2; which++) {
+        struct fm_graph *g = NULL;
+        struct fm_counts *c = NULL;
+        if (which == 0) {
+            c = test_count_zoo(ctx, "mobilenet_v3_small", 1, FM_MODE_INFER, &g);
+        } else {
+            struct fm_load_opts lo;
+            fm_load_opts_init(&lo);
+            FM_ASSERT_OK(ctx, fm_model_load(ctx, FM_TEST_DATA "/onnx/googlenet_op13.onnx", &lo,
+                                            &g));
+            struct fm_count_opts co;
+            fm_count_opts_init(&co);
+            co.mode = FM_MODE_INFER;
+            FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &c));
+        }
+        enum fm_status st = FM_ERR_NOMEM;
+        long n;
+        for (n = 1; st != FM_OK && n < 100000; n++) {
+            struct failing f = {0, n, 0};
+            struct fm_allocator a = {f_malloc, f_realloc, f_free, &f};
+            struct fm_ctx *fctx = NULL;
+            if (fm_ctx_new(&a, &fctx) != FM_OK)
+                continue;   /* the context itself was the failed allocation */
+            struct fm_peer_figures pf;
+            st = fm_peers(fctx, g, c, &pf);
+            if (st != FM_OK)
+                assert_int_equal(st, FM_ERR_NOMEM);
+            fm_ctx_free(fctx);
+            assert_int_equal(f.live, 0);
+        }
+        assert_int_equal(st, FM_OK);
+        assert_true(n > 2);
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
+    fm_ctx_free(ctx);
+}
+
 static void test_cli_peers(void **state)
 {
     (void)state;
@@ -298,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_builtins_match_the_tools),
         cmocka_unit_test(test_onnx_exports_match_the_tools),
         cmocka_unit_test(test_graph_without_modules),
+        cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_cli_peers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
