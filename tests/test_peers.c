@@ -184,23 +184,32 @@ static void test_onnx_exports_match_the_tools(void **state)
         const char *name = fm_zoo_get(i)->name;
         struct fixture fx;
         load_fixture(name, &fx);
-        for (int j = 0; j < fx.n_onnx; j++) {
-            char path[512];
-            snprintf(path, sizeof(path), FM_TEST_DATA "/%s", fx.onnx[j]);
+        for (int j = 0; j < 2 * fx.n_onnx; j++) {
+            /* each file as inference and as a training step (with the loss the policy adds,
+             * whose node has no scope name) */
+            bool train = j % 2;
+            char path[512], what[192];
+            snprintf(path, sizeof(path), FM_TEST_DATA "/%s", fx.onnx[j / 2]);
+            snprintf(what, sizeof(what), "%s (%s)", fx.onnx[j / 2], train ? "training" : "infer");
             struct fm_load_opts lo;
             fm_load_opts_init(&lo);
             struct fm_graph *g = NULL;
             FM_ASSERT_OK(ctx, fm_model_load(ctx, path, &lo, &g));
+            if (train) {
+                struct fm_loss_info li;
+                FM_ASSERT_OK(ctx, fm_graph_add_loss(g, FM_NONE, &li));
+                assert_int_equal(li.n, 1);
+            }
             struct fm_count_opts co;
             fm_count_opts_init(&co);
-            co.mode = FM_MODE_INFER;
+            co.mode = train ? FM_MODE_TRAIN : FM_MODE_INFER;
             struct fm_counts *c = NULL;
             FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &c));
             struct fm_peer_figures pf;
             FM_ASSERT_OK(ctx, fm_peers(ctx, g, c, &pf));
             /* every peer: the module-hook tools read the torch.nn modules from the
              * exporter's scope names */
-            bad += compare(fx.onnx[j], &pf, &fx, ALL_PEERS);
+            bad += compare(what, &pf, &fx, ALL_PEERS);
             assert_false(pf.builtin);
             assert_string_equal(pf.published, "");
             fm_counts_free(c);
@@ -209,7 +218,7 @@ static void test_onnx_exports_match_the_tools(void **state)
         }
     }
     assert_int_equal(bad, 0);
-    assert_true(files >= 10);
+    assert_true(files >= 2 * 10);
     fm_ctx_free(ctx);
 }
 

@@ -300,7 +300,8 @@ static enum fm_status read_scopes(struct pc *p, bool *all_scoped)
     size_t any_deep = 0;
     for (size_t i = 0; i < n; i++) {
         const char *name = fm_graph_node(g, (fm_nid)i)->name;
-        size_t len = (size_t)(strrchr(name, '/') - name);
+        const char *slash = strrchr(name, '/');   /* none: a loss node the policy added */
+        size_t len = slash ? (size_t)(slash - name) : 0;
         scope[i] = fm_alloc(p->ctx, len + 1);
         if (!scope[i]) {
             st = fm_error(p->ctx, FM_ERR_NOMEM, "peers: out of memory");
@@ -607,7 +608,9 @@ static bool form_matters(enum fm_peer peer, enum fm_op op)
     case FM_OP_BATCHNORM: case FM_OP_AVGPOOL: case FM_OP_ADAPTIVE_AVGPOOL:
     case FM_OP_GLOBAL_AVGPOOL:
         return true;
-    case FM_OP_MATMUL: case FM_OP_LAYERNORM: case FM_OP_INSTANCENORM:
+    case FM_OP_MATMUL:   /* an nn.Linear's product, or torch.matmul, or @ */
+        return true;
+    case FM_OP_LAYERNORM: case FM_OP_INSTANCENORM:
         return peer != FM_PEER_PTHFLOPS;
     case FM_OP_GROUPNORM: case FM_OP_RELU: case FM_OP_CLIP: case FM_OP_LEAKY_RELU:
     case FM_OP_GELU: case FM_OP_MAXPOOL: case FM_OP_GLOBAL_MAXPOOL:
@@ -615,7 +618,9 @@ static bool form_matters(enum fm_peer peer, enum fm_op op)
                                                                         op == FM_OP_MAXPOOL));
     case FM_OP_PRELU: case FM_OP_SOFTMAX:
         return peer == FM_PEER_PTFLOPS || peer == FM_PEER_THOP;
-    default: return false;   /* + and *: operators to all three (the convention above) */
+    case FM_OP_ADD: case FM_OP_MUL:   /* Python's + (pthflops counts it) or inside a module */
+        return peer == FM_PEER_PTHFLOPS;
+    default: return false;
     }
 }
 
