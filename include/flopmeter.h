@@ -715,6 +715,8 @@ struct fm_report_opts {
     bool summary;            /* roofline, predict tables: totals only, no layers */
     const struct fm_loss_info *loss;   /* count: say what the step's loss is (may be NULL) */
     const struct fm_memory_check *memory;   /* count: whether it fits a device (may be NULL) */
+    const struct fm_peer_figures *peers;   /* count: the other counters' figures (fm_peers),
+                                              rendered as a section / a "peers" key; NULL: none */
 };
 FM_API void fm_report_opts_init(struct fm_report_opts *opts);
 
@@ -1295,6 +1297,61 @@ FM_API enum fm_status fm_report_device(FILE *f, const struct fm_device *dev,
 /* The built-in architectures, their default input and parameter counts (counted with ctx). */
 FM_API enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx,
                                        const struct fm_report_opts *opts);
+
+/* ---------------------------------------------------------------------------------------------
+ * Peers (src/analysis/peers.c): what the other counters would print for a graph
+ *
+ * Each figure is the exact integer the tool returns for the model, in the tool's own unit,
+ * reproduced from the graph (its nodes, attributes and shapes) and the per-node counts by
+ * per-op rules taken from the tools' source (docs/counting.md, section 4). Every peer counts the
+ * forward pass in evaluation mode at the graph's batch, except FlopCounterMode's backward
+ * figure (forward + backward as its rules count them, the network input needing no gradient).
+ * Loss nodes are left out: the peers never see a loss. tests/data/peers holds what the real
+ * tools print for every built-in, and tests/test_peers.c checks these figures against them.
+ * ------------------------------------------------------------------------------------------ */
+
+enum fm_peer {
+    FM_PEER_FVCORE = 0,        /* fvcore FlopCountAnalysis (jit trace) */
+    FM_PEER_PTFLOPS,           /* ptflops get_model_complexity_info, pytorch backend */
+    FM_PEER_PTFLOPS_ATEN,      /* ptflops, aten backend */
+    FM_PEER_THOP,              /* thop profile */
+    FM_PEER_PTHFLOPS,          /* pthflops count_ops (torch.fx) */
+    FM_PEER_FLOP_COUNTER_FWD,  /* PyTorch's torch.utils.flop_counter.FlopCounterMode, forward */
+    FM_PEER_FLOP_COUNTER_BWD,  /* FlopCounterMode around forward + backward */
+    FM_PEER_TORCHVISION,       /* torchvision's published "GFLOPS": conv + linear MACs */
+    FM_PEER_COUNT
+};
+/* The JSON key: "fvcore", "ptflops", "ptflops_aten", "thop", "pthflops", "flop_counter_fwd",
+ * "flop_counter_bwd", "torchvision". */
+FM_API const char *fm_peer_key(enum fm_peer peer);
+/* The tool's name for people: "fvcore FlopCountAnalysis", "ptflops (pytorch backend)", ... */
+FM_API const char *fm_peer_label(enum fm_peer peer);
+
+struct fm_peer_figure {
+    bool computable;      /* false: the tool's figure cannot be told from this graph (note) */
+    uint64_t value;       /* the tool's exact figure (0 when not computable) */
+    const char *unit;     /* the tool's unit: "MACs" or "FLOPs" (static) */
+    char note[320];       /* one line: what the tool leaves out or adds relative to flopmeter's
+                             forward counts, or, when not computable, why */
+};
+
+struct fm_peer_figures {
+    struct fm_peer_figure peer[FM_PEER_COUNT];
+    int64_t batch;              /* the batch the figures are at (the graph's) */
+    bool builtin;               /* the graph is a built-in architecture, node for node */
+    char published[16];         /* torchvision's published GFLOPS for the built-in at batch 1 and
+                                   its default input ("1.814"); "" otherwise */
+    char basis[256];            /* what was counted, in words (the mode, the batch, the loss
+                                   left out, how layers were read as PyTorch modules) */
+};
+
+/* Computes every peer's figure for a finalized graph and its counts (of either mode: the
+ * peers read only what both modes count alike, the conv, matmul and attention MACs, and the
+ * shapes). A peer that does not handle an op of the graph, or whose figure depends on how the
+ * model was written in Python where the graph does not say, is not computable, with the reason
+ * in its note. FM_ERR_OVERFLOW when a figure does not fit in 64 bits. */
+FM_API enum fm_status fm_peers(struct fm_ctx *ctx, const struct fm_graph *graph,
+                               const struct fm_counts *counts, struct fm_peer_figures *out);
 
 #ifdef __cplusplus
 }

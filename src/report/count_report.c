@@ -181,6 +181,38 @@ static void input_line(FILE *f, const struct fm_graph *g)
         fprintf(f, "no float inputs");
 }
 
+/* An exact count with thousands separators: 1,826,793,960. */
+static const char *grouped(uint64_t v, char *buf)
+{
+    char digits[24];
+    int n = snprintf(digits, sizeof(digits), "%" PRIu64, v), o = 0;
+    for (int i = 0; i < n; i++) {
+        if (i && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* What the other counters would print: one line per peer, its exact figure in its own unit and
+ * what it leaves out or adds (or why it cannot be told). */
+static void table_peers(FILE *f, const struct fm_peer_figures *pf)
+{
+    fprintf(f, "peers: what other counters print for %s (docs/counting.md, section 4)\n",
+            pf->builtin ? "this model" : "this graph");
+    fprintf(f, "  counted: %s\n", pf->basis);
+    for (int k = 0; k < FM_PEER_COUNT; k++) {
+        const struct fm_peer_figure *p = &pf->peer[k];
+        char num[40], fig[48];
+        if (p->computable)
+            snprintf(fig, sizeof(fig), "%s %s", grouped(p->value, num), p->unit);
+        else
+            snprintf(fig, sizeof(fig), "-");
+        fprintf(f, "  %-27s %26s  %s\n", fm_peer_label((enum fm_peer)k), fig, p->note);
+    }
+}
+
 static void render_table(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
                          const struct fm_report_opts *o)
 {
@@ -261,6 +293,8 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
                    "input)\n");
     fprintf(f, "convention: %s; bytes = each input read once, each output written once\n",
             convention);
+    if (o->peers)
+        table_peers(f, o->peers);
 }
 
 /* ---- CSV ---- */
@@ -339,6 +373,31 @@ static void json_shape(struct fm_jw *w, const char *key, const struct fm_shape *
     fm_jw_array(w, key, true);
     for (int i = 0; i < s->rank; i++)
         fm_jw_i64(w, NULL, s->dims[i]);
+    fm_jw_end(w);
+}
+
+/* "peers": {basis, builtin, then one object per tool: value (null when it cannot be told),
+ * unit, computable, note; torchvision's also published_gflops (null when none applies)}. */
+static void json_peers(struct fm_jw *w, const struct fm_peer_figures *pf)
+{
+    fm_jw_object(w, "peers", false);
+    fm_jw_string(w, "basis", pf->basis);
+    fm_jw_i64(w, "batch", pf->batch);
+    fm_jw_bool(w, "builtin", pf->builtin);
+    for (int k = 0; k < FM_PEER_COUNT; k++) {
+        const struct fm_peer_figure *p = &pf->peer[k];
+        fm_jw_object(w, fm_peer_key((enum fm_peer)k), true);
+        if (p->computable)
+            fm_jw_u64(w, "value", p->value);
+        else
+            fm_jw_null(w, "value");
+        fm_jw_string(w, "unit", p->unit);
+        if (k == FM_PEER_TORCHVISION)
+            fm_jw_string(w, "published_gflops", pf->published[0] ? pf->published : NULL);
+        fm_jw_bool(w, "computable", p->computable);
+        fm_jw_string(w, "note", p->note);
+        fm_jw_end(w);
+    }
     fm_jw_end(w);
 }
 
@@ -427,6 +486,8 @@ static void render_json(FILE *f, const struct fm_graph *g, const struct fm_count
         fm_jw_end(&w);
     }
     fm_jw_end(&w);
+    if (o->peers)
+        json_peers(&w, o->peers);
     fm_jw_end(&w);
     fm_jw_finish(&w);
 }

@@ -21,28 +21,42 @@ static const char description[] =
     "--device NAME checks the step's memory against the device's and prints the largest batch\n"
     "that fits; --precision fp16/bf16 counts the bytes of mixed precision (half activations,\n"
     "fp32 weights, gradients and optimizer state), --dtype stores everything in one type.\n\n"
+    "--peers adds what fvcore, ptflops (both backends), thop, pthflops, PyTorch's\n"
+    "FlopCounterMode (forward, and forward + backward) and torchvision's published figure would\n"
+    "print for the model, each an exact integer in the tool's unit, with what it leaves out or\n"
+    "adds (docs/counting.md, section 4). They count the forward pass in evaluation mode at this\n"
+    "batch, without the loss.\n\n"
     "examples:\n"
     "  flopmeter count resnet50 --batch 64\n"
     "  flopmeter count mobilenet_v2 --infer --format json\n"
     "  flopmeter count vgg16 --input 3x32x32 --classes 10 --optimizer adam --format csv\n"
-    "  flopmeter count efficientnet_b7 --batch 32 --device h100 --precision bf16";
+    "  flopmeter count efficientnet_b7 --batch 32 --device h100 --precision bf16\n"
+    "  flopmeter count resnet18 --peers";
 
 int cmd_count(int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
-    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 4] = {0};
+    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 5] = {0};
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n, CLI_DEV_DEVICE | CLI_DEV_PRECISION);
-    bool per_layer = false, by_class = false;
+    bool per_layer = false, by_class = false, peers = false;
     opts[n++] = (struct cli_opt){"per-layer", CLI_FLAG, &per_layer, NULL, NULL,
                                  "table: each layer's primitive counts per phase", NULL, NULL};
     opts[n++] = (struct cli_opt){"by-class", CLI_FLAG, &by_class, NULL, NULL,
                                  "aggregate by op class (conv, matmul, norm ...)", NULL, NULL};
+    opts[n++] = (struct cli_opt){"peers", CLI_FLAG, &peers, NULL, NULL,
+                                 "what fvcore, ptflops, thop, pthflops, FlopCounterMode and "
+                                 "torchvision would print",
+                                 NULL, NULL};
     const char *pos[1];
     int r = cli_parse("count", "MODEL [options]", description, opts, argc, argv, pos, 1, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
+    if (peers && m.format == FM_FORMAT_CSV) {
+        fprintf(stderr, "flopmeter count: --peers goes with the table or JSON, not CSV\n");
+        return FM_EXIT_USAGE;
+    }
     struct fm_ctx *ctx = cli_ctx("count");
     if (!ctx)
         return FM_EXIT_FAIL;
@@ -66,6 +80,16 @@ int cmd_count(int argc, char **argv)
     ro.by_class = by_class;
     ro.loss = &s->loss;
     ro.memory = &s->memory;
+    struct fm_peer_figures pf;
+    if (peers) {
+        /* from the counted graph as it is: the peers read only what a training count and an
+         * inference count share, and leave the loss out */
+        if ((st = fm_peers(ctx, s->graph, s->counts, &pf))) {
+            r = cli_fail(ctx, st);
+            goto out;
+        }
+        ro.peers = &pf;
+    }
     if (fm_report_count(stdout, s->graph, s->counts, &ro))
         fprintf(stderr, "flopmeter: could not write the report\n");
     r = cli_flush(r);
