@@ -2,8 +2,8 @@
  * FLOP/s, ridge point and bound on tiny graphs; both time bounds with PPP and launch overhead;
  * which precision and unit each node's phase gets (torch-default, the optimizer on vector
  * units); the ring all-reduce and its overlap with the backward pass; step, epoch and run
- * figures; utilization by the theory and counted methods; seed 003's K80 arithmetic and seed
- * 002's "attainable = min(OI x BW, peak)" rows; the SVG chart; the commands end to end. */
+ * figures; utilization by the theory and counted methods; the PALEO problem set's K80 arithmetic
+ * and Verma's "attainable = min(OI x BW, peak)" rows (docs/roofline.md, references 3 and 4); the SVG chart; the commands end to end. */
 #include "support.h"
 
 #include <math.h>
@@ -489,7 +489,7 @@ static void test_run_estimate(void **state)
     fm_ctx_free(ctx);
 }
 
-/* Seed 000's methods: theory = 3 x forward, counted = forward + backward as counted. */
+/* Epoch AI's utilization methods (Hobbhahn, 2022): theory = 3 x forward, counted = forward + backward as counted. */
 static void test_utilization(void **state)
 {
     (void)state;
@@ -527,7 +527,7 @@ static void test_utilization(void **state)
     fm_ctx_free(ctx);
 }
 
-/* ---- the seeds ---- */
+/* ---- the published figures: Epoch AI, Verma, the PALEO problem set ---- */
 
 static const struct fm_device *builtin(struct fm_ctx *ctx, struct fm_devices *devs,
                                        const char *name)
@@ -537,7 +537,7 @@ static const struct fm_device *builtin(struct fm_ctx *ctx, struct fm_devices *de
     return d;
 }
 
-/* Seed 003 (Problem 3, 1.4): Lu et al.'s forward FLOP counts divided by the K80's published
+/* The PALEO problem set (docs/roofline.md, reference 4; its problem 3, 1.4): Lu et al.'s forward FLOP counts divided by the K80's published
  * peaks, 8.73 TFLOP/s single and 2.91 TFLOP/s double precision (the whole board). Its Python
  * printed these times in seconds; PPP = 1, no memory term, no launch overhead. */
 static void test_seed003_k80(void **state)
@@ -588,7 +588,8 @@ static void test_seed003_k80(void **state)
     fm_ctx_free(ctx);
 }
 
-/* Seed 002 (Tables 3 and 4): attainable FLOP/s = min(OI x peak bandwidth, peak FLOP/s) from its
+/* Verma's roofline analysis of ResNets on ImageNet (docs/roofline.md, reference 3; its
+ * Tables 3 and 4): attainable FLOP/s = min(OI x peak bandwidth, peak FLOP/s) from its
  * experimental OI, with V100 125 TFLOP/s & 900 GB/s and A100 312 TFLOP/s & 1555 GB/s (the
  * tensor-core fp16 peaks). Its GFLOP/s column is truncated, not rounded: 17.65 x 1555 =
  * 27445.75 is printed 27445. Table 1's ridge points are rounded to two decimals. */
@@ -612,7 +613,7 @@ static void test_seed002_attainable(void **state)
         if (!(att >= rows[i].printed_gflops - 1e-6 && att < rows[i].printed_gflops + 1))
             fail_msg("%s OI %g: attainable %.6f GFLOP/s does not truncate to %g", rows[i].device,
                      rows[i].oi, att, rows[i].printed_gflops);
-        /* every one below the ridge: memory-bound, as the seed concludes */
+        /* every one below the ridge: memory-bound, as Verma concludes */
         assert_true(rows[i].oi < fm_device_ridge(d, FM_CLASS_CONV, FM_PREC_FP16));
     }
     const struct fm_device *v100 = builtin(ctx, devs, "v100");

@@ -1404,10 +1404,10 @@ static void test_peer_tool_figures(void **state)
     fm_counts_free(c);
     fm_graph_free(g);
 
-    /* pthflops on VGG16 at 224x224 (seeds/003): conv and linear = MACs + bias adds, ReLU 2 per
+    /* pthflops on VGG16 at 224x224 (the PALEO problem set, docs/roofline.md reference 4): conv and linear = MACs + bias adds, ReLU 2 per
      * element, max pool k*k-1 per output, dropout 0; its adaptive average pool (7x7 -> 7x7)
      * rule gives 1,229,312, which flopmeter counts as 25,088 divisions (windows of 1) and is
-     * taken from the seed as is. Total 15,516,752,872. */
+     * taken from the problem set as is. Total 15,516,752,872. */
     c = test_count_zoo(ctx, "vgg16", 1, FM_MODE_INFER, &g);
     uint64_t total = 1229312, conv = 0;
     int found = 0;
@@ -1438,7 +1438,7 @@ static void test_peer_tool_figures(void **state)
             found++;
         }
     }
-    /* the seed's "conv only" figure 15,361,407,488 still held the avgpool's 1,229,312 */
+    /* the problem set's "conv only" figure 15,361,407,488 still held the avgpool's 1,229,312 */
     assert_int_equal(found, 3);
     assert_int_equal(conv, 15361407488ull - 1229312);
     assert_int_equal(total, 15516752872ull);

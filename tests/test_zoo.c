@@ -2,7 +2,7 @@
  * torchvision's own count (tests/data/torchvision_reference.csv, made by
  * tools/torchvision_reference.py) and against published figures; exact scaling of every count
  * with the batch size; the backward = 2 x forward relation of conv and linear layers minus the
- * first layer's input gradient; and the seed's pthflops VGG16 numbers rebuilt from flopmeter's
+ * first layer's input gradient; and the problem set's pthflops VGG16 numbers rebuilt from flopmeter's
  * primitive counts. All counts are exact integers from formulas or published values. */
 #include "support.h"
 
@@ -118,7 +118,7 @@ static void test_every_model_matches_torchvision(void **state)
     fm_ctx_free(ctx);
 }
 
-/* The exact values of /work/shared/reference/counting.md ("Exact reference values", torchvision
+/* Exact values other counters agree on (docs/counting.md, section 4: torchvision
  * definitions, batch 1, 224x224): conv + matmul MACs without bias, and parameters. */
 static const struct {
     const char *model;
@@ -131,8 +131,7 @@ static const struct {
 };
 
 /* Published, rounded GMACs with the number of decimals as published, and exact parameter
- * counts. Rows marked counting.md come from /work/shared/reference/counting.md ("Published,
- * rounded"); rows marked torchvision come from the weight metadata in torchvision's
+ * counts. Rows marked counting.md are the published, rounded figures docs/counting.md lists; rows marked torchvision come from the weight metadata in torchvision's
  * torchvision/models/{mobilenetv3,efficientnet}.py ("num_params"; "_ops", the GFLOPS that
  * torchvision 0.15 and later publish, which are MACs at the weights' crop size). */
 static const struct {
@@ -490,7 +489,7 @@ static void test_backward_relation_resnet18_vgg11(void **state)
     fm_ctx_free(ctx);
 }
 
-/* ---- 5: the seed's pthflops VGG16 numbers from flopmeter's primitive counts ---- */
+/* ---- 5: the problem set's pthflops VGG16 numbers from flopmeter's primitive counts ---- */
 
 /* pthflops (1adrianb/pytorch-estimate-flops, pthflops/ops_fx.py) per layer, from flopmeter's
  * forward primitive counts and the graph's shapes:
@@ -535,12 +534,13 @@ static uint64_t pthflops_of(const struct fm_graph *g, const struct fm_node *n,
     }
 }
 
-/* /work/shared/seeds/003_*.txt (also in counting.md): count_ops(vgg16(), 1x3x224x224), every
+/* A 2022 course problem set on PALEO (docs/roofline.md, reference 4; also in counting.md):
+ * pthflops' count_ops(vgg16(), 1x3x224x224), every
  * non-zero layer as pthflops printed it. */
 static const struct {
     const char *layer;
     uint64_t ops;
-} seed_vgg16[] = {
+} problem_set_vgg16[] = {
     {"features_0", 89915392},     {"features_1", 6422528},      {"features_2", 1852899328},
     {"features_3", 6422528},      {"features_4", 2408448},      {"features_5", 926449664},
     {"features_6", 3211264},      {"features_7", 1851293696},   {"features_8", 3211264},
@@ -556,14 +556,14 @@ static const struct {
     {"classifier_6", 4097000},
 };
 
-static void test_pthflops_vgg16_seed(void **state)
+static void test_pthflops_vgg16_problem_set(void **state)
 {
     (void)state;
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
     struct fm_counts *c = test_count_zoo(ctx, "vgg16", 1, FM_MODE_INFER, &g);
-    size_t nseed = sizeof(seed_vgg16) / sizeof(seed_vgg16[0]);
-    bool seen[sizeof(seed_vgg16) / sizeof(seed_vgg16[0])] = {false};
+    size_t nrows = sizeof(problem_set_vgg16) / sizeof(problem_set_vgg16[0]);
+    bool seen[sizeof(problem_set_vgg16) / sizeof(problem_set_vgg16[0])] = {false};
     uint64_t total = 0, conv_and_avgpool = 0;
     for (size_t id = 0; id < fm_graph_node_count(g); id++) {
         const struct fm_node *n = fm_graph_node(g, (fm_nid)id);
@@ -575,24 +575,24 @@ static void test_pthflops_vgg16_seed(void **state)
         for (char *p = fx; *p; p++)
             *p = *p == '.' ? '_' : *p;
         size_t k = 0;
-        while (k < nseed && strcmp(seed_vgg16[k].layer, fx) != 0)
+        while (k < nrows && strcmp(problem_set_vgg16[k].layer, fx) != 0)
             k++;
-        if (k == nseed)
-            fail_msg("layer %s (%llu ops) is not in the seed's pthflops output", fx,
+        if (k == nrows)
+            fail_msg("layer %s (%llu ops) is not in the problem set's pthflops output", fx,
                      (unsigned long long)ops);
-        if (ops != seed_vgg16[k].ops)
+        if (ops != problem_set_vgg16[k].ops)
             fail_msg("%s: %llu from flopmeter's counts, pthflops printed %llu", fx,
-                     (unsigned long long)ops, (unsigned long long)seed_vgg16[k].ops);
+                     (unsigned long long)ops, (unsigned long long)problem_set_vgg16[k].ops);
         seen[k] = true;
         total += ops;
         if (n->op == FM_OP_CONV || n->op == FM_OP_ADAPTIVE_AVGPOOL)
             conv_and_avgpool += ops;
     }
-    for (size_t k = 0; k < nseed; k++) {
+    for (size_t k = 0; k < nrows; k++) {
         if (!seen[k])
-            fail_msg("the seed's %s has no layer in flopmeter's vgg16", seed_vgg16[k].layer);
+            fail_msg("the problem set's %s has no layer in flopmeter's vgg16", problem_set_vgg16[k].layer);
     }
-    /* both totals of the seed: all layers, and its first call, which ignored every non-conv
+    /* both totals of the problem set: all layers, and its first call, which ignored every non-conv
      * module of features and classifier but not avgpool */
     assert_int_equal(total, 15516752872ull);
     assert_int_equal(conv_and_avgpool, 15361407488ull);
@@ -611,7 +611,7 @@ int main(void)
         cmocka_unit_test(test_batch_scaling),
         cmocka_unit_test(test_conv_linear_backward_relation),
         cmocka_unit_test(test_backward_relation_resnet18_vgg11),
-        cmocka_unit_test(test_pthflops_vgg16_seed),
+        cmocka_unit_test(test_pthflops_vgg16_problem_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,7 @@ static const char description[] =
     "table: --per-layer adds each layer's counts per phase and kind; --by-class adds totals per\n"
     "op class (conv, matmul, norm ...). csv: one row per layer and a total row (--by-class: one\n"
     "row per class and phase). json: every total, by class, the loss and every layer, with\n"
-    "exact integers (docs/counting.md).\n\n"
+    "exact integers (docs/json.md; what is counted: docs/counting.md).\n\n"
     "--device NAME checks the step's memory against the device's and prints the largest batch\n"
     "that fits; --precision fp16/bf16 counts the bytes of mixed precision (half activations,\n"
     "fp32 weights, gradients and optimizer state), --dtype stores everything in one type.\n\n"
