@@ -698,6 +698,10 @@ FM_API bool fm_duration_parse(const char *text, double *seconds);
 /* A FLOP/s figure as people type it: a number with an optional SI prefix and unit, e.g.
  * "312e12", "312T", "312TFLOP/s", "19.5 TFLOPS", "900G". false for anything else. */
 FM_API bool fm_flops_parse(const char *text, double *flops);
+/* The name of names[0..n) nearest to a mistyped one ("cout" -> "count"), by edit distance
+ * (case-insensitive), or NULL when none is close: at most 2 edits, and fewer than half of the
+ * typed name's letters. */
+FM_API const char *fm_nearest_name(const char *typed, const char *const *names, size_t n);
 
 /* ---------------------------------------------------------------------------------------------
  * Reports of counts (src/report/)
@@ -715,6 +719,7 @@ struct fm_report_opts {
     bool summary;            /* roofline, predict tables: totals only, no layers */
     const struct fm_loss_info *loss;   /* count: say what the step's loss is (may be NULL) */
     const struct fm_memory_check *memory;   /* count: whether it fits a device (may be NULL) */
+    const char *export_note;   /* count: the file looks exported for inference (NULL or "") */
     const struct fm_peer_figures *peers;   /* count: the other counters' figures (fm_peers),
                                               rendered as a section / a "peers" key; NULL: none */
 };
@@ -1246,6 +1251,8 @@ struct fm_session {
     enum fm_dtype storage_activations;   /* the float types the graph was counted in */
     enum fm_dtype storage_parameters;
     char storage_how[160];            /* why: "--dtype", "mixed precision ...", "the file's" */
+    char export_note[512];            /* a training step of a file that looks exported for
+                                         inference: what its count leaves out ("" if not) */
     enum fm_precision precision;      /* the compute precision in use */
     bool torch_default;
     double peak;                      /* FLOP/s utilization is quoted against; 0: unknown */

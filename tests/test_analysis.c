@@ -540,7 +540,7 @@ static const struct fm_device *builtin(struct fm_ctx *ctx, struct fm_devices *de
 /* The PALEO problem set (docs/roofline.md, reference 4; its problem 3, 1.4): Lu et al.'s forward FLOP counts divided by the K80's published
  * peaks, 8.73 TFLOP/s single and 2.91 TFLOP/s double precision (the whole board). Its Python
  * printed these times in seconds; PPP = 1, no memory term, no launch overhead. */
-static void test_seed003_k80(void **state)
+static void test_paleo_problem_set_k80(void **state)
 {
     (void)state;
     static const struct {
@@ -593,7 +593,7 @@ static void test_seed003_k80(void **state)
  * experimental OI, with V100 125 TFLOP/s & 900 GB/s and A100 312 TFLOP/s & 1555 GB/s (the
  * tensor-core fp16 peaks). Its GFLOP/s column is truncated, not rounded: 17.65 x 1555 =
  * 27445.75 is printed 27445. Table 1's ridge points are rounded to two decimals. */
-static void test_seed002_attainable(void **state)
+static void test_verma_attainable(void **state)
 {
     (void)state;
     static const struct {
@@ -800,8 +800,8 @@ int main(void)
         cmocka_unit_test(test_data_parallel),
         cmocka_unit_test(test_run_estimate),
         cmocka_unit_test(test_utilization),
-        cmocka_unit_test(test_seed003_k80),
-        cmocka_unit_test(test_seed002_attainable),
+        cmocka_unit_test(test_paleo_problem_set_k80),
+        cmocka_unit_test(test_verma_attainable),
         cmocka_unit_test(test_svg),
         cmocka_unit_test(test_cli),
     };

@@ -510,6 +510,214 @@ static void test_6_input_hwc(void **state)
     free(out);
 }
 
+/* ---- 7. a mistyped command, models as data, options that did nothing ---- */
+
+static void test_7_nearest_names(void **state)
+{
+    (void)state;
+    const char *cmds[] = {"count", "models", "devices", "device", "roofline", "predict",
+                          "utilization", "probe", "measure"};
+    size_t n = sizeof(cmds) / sizeof(cmds[0]);
+    assert_string_equal(fm_nearest_name("cout", cmds, n), "count");
+    assert_string_equal(fm_nearest_name("modles", cmds, n), "models");
+    assert_string_equal(fm_nearest_name("PREDICT", cmds, n), "predict");
+    assert_string_equal(fm_nearest_name("rooflin", cmds, n), "roofline");
+    assert_null(fm_nearest_name("xyz", cmds, n));
+    assert_null(fm_nearest_name("c", cmds, n));
+    assert_null(fm_nearest_name("", cmds, n));
+    assert_null(fm_nearest_name("count", cmds, 0));
+
+    char *out, *err;
+    assert_int_equal(test_run_cli("cout resnet50", &out, &err), 2);
+    expect_in(err, "unknown command 'cout'; did you mean 'count'?");
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("xyz", &out, &err), 2);
+    expect_in(err, "unknown command 'xyz'");
+    assert_null(strstr(err, "did you mean"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("count resnet50 --bacth 4", &out, &err), 2);
+    expect_in(err, "unknown option --bacth; did you mean --batch?");
+    free(out);
+    free(err);
+}
+
+static void test_7_models_formats(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    char *out;
+    assert_int_equal(test_run_cli("models --format csv", &out, NULL), 0);
+    expect_in(out, "model,family,input,params,fwd_macs,fwd_flops,description\n");
+    size_t rows = 0;
+    for (const char *p = out; (p = strchr(p, '\n')); p++)
+        rows++;
+    assert_int_equal(rows, fm_zoo_count() + 1);
+    /* every row's figures are the count of that model's forward pass at batch 1 */
+    for (size_t i = 0; i < fm_zoo_count(); i++) {
+        const char *name = fm_zoo_get(i)->name;
+        struct fm_graph *g;
+        struct fm_counts *c = test_count_zoo(ctx, name, 1, FM_MODE_INFER, &g);
+        char row[256];
+        snprintf(row, sizeof(row), "\n%s,%s,", name, fm_zoo_get(i)->family);
+        const char *at = strstr(out, row);
+        if (!at)
+            fail_msg("no CSV row for %s", name);
+        char expect[128];
+        snprintf(expect, sizeof(expect), ",%llu,%llu,%llu,",
+                 (unsigned long long)c->params,
+                 (unsigned long long)fm_work_macs(&c->total[FM_PHASE_FWD]),
+                 (unsigned long long)fm_work_flops(&c->total[FM_PHASE_FWD]));
+        const char *eol = strchr(at + 1, '\n');
+        const char *hit = strstr(at, expect);
+        if (!hit || hit > eol)
+            fail_msg("%s: row lacks %s", name, expect);
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
+    free(out);
+    assert_int_equal(test_run_cli("models", &out, NULL), 0);
+    expect_in(out, "fwd MAC");
+    free(out);
+#ifdef FM_HAVE_CJSON
+    assert_int_equal(test_run_cli("models --format json", &out, NULL), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    const cJSON *models = cJSON_GetObjectItem(j, "models");
+    assert_int_equal(cJSON_GetArraySize(models), (int)fm_zoo_count());
+    const cJSON *first = cJSON_GetArrayItem(models, 0);
+    assert_string_equal(cJSON_GetObjectItem(first, "name")->valuestring, fm_zoo_get(0)->name);
+    assert_true(cJSON_GetObjectItem(first, "fwd_macs")->valuedouble > 0);
+    cJSON_Delete(j);
+    free(out);
+#endif
+    assert_int_equal(test_run_cli("models --format xml", &out, NULL), 2);
+    free(out);
+    fm_ctx_free(ctx);
+}
+
+static void test_7_ignored_options_warn(void **state)
+{
+    (void)state;
+    char *out, *err;
+    assert_int_equal(test_run_cli("count resnet18 --infer --optimizer adam", &out, &err), 0);
+    expect_in(err, "--optimizer adam is ignored with --infer");
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("count resnet18 --infer", &out, &err), 0);
+    assert_null(strstr(err, "ignored"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("predict resnet18 --device a100-40gb --epochs 90 --summary",
+                                  &out, &err),
+                     0);
+    expect_in(err, "--epochs 90 is ignored without --dataset-size");
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("predict resnet18 --device a100-40gb --epochs 90 "
+                                  "--dataset-size 1000 --summary",
+                                  &out, &err),
+                     0);
+    assert_null(strstr(err, "ignored"));
+    free(out);
+    free(err);
+}
+
+static void test_7_by_class_optimizer(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = "vgg16";
+    o.count.optimizer = FM_OPTIM_ADAM;
+    struct fm_session *s = run_ok(ctx, &o);
+    double opt = (double)fm_work_flops(&s->counts->total[FM_PHASE_OPTIMIZER]), rest = 0;
+    for (int ph = 0; ph < FM_PHASE_OPTIMIZER; ph++)
+        rest += (double)fm_work_flops(&s->counts->total[ph]);
+    char expect[96];
+    snprintf(expect, sizeof(expect), "%.1f%% of the step's FLOPs", 100.0 * opt / (opt + rest));
+    fm_session_free(s);
+    char *out;
+    assert_int_equal(test_run_cli("count vgg16 --optimizer adam --by-class", &out, NULL), 0);
+    expect_in(out, "The optimizer step is in no class");
+    expect_in(out, expect);
+    free(out);
+    assert_int_equal(test_run_cli("count vgg16 --infer --by-class", &out, NULL), 0);
+    expect_in(out, "(share: of forward FLOPs)");
+    free(out);
+    fm_ctx_free(ctx);
+}
+
+/* ---- 11. a file exported for inference, counted as a training step ---- */
+
+static void test_11_inference_export(void **state)
+{
+    (void)state;
+#ifndef FM_HAVE_ONNX
+    skip();
+#endif
+    struct fm_ctx *ctx = test_ctx();
+    const struct {
+        const char *file;
+        bool infer;
+        const char *note;   /* NULL: none */
+    } cases[] = {
+        {DATA "resnet18_fused_op13.onnx", false, "20 of its 20 convolutions carry a bias"},
+        {DATA "vgg11_op17.onnx", false, "looks exported for inference"},   /* no Dropout */
+        {DATA "resnet18_fused_op13.onnx", true, NULL},   /* inference is what it is for */
+        {DATA "resnet18_train_op17.onnx", false, NULL},  /* the recipe of docs/pytorch.md */
+        {DATA "vgg11_train_op17.onnx", false, NULL},
+        {DATA "resnet18_op17.onnx", false, NULL},        /* BatchNorm kept */
+        {"vgg11", false, NULL},                          /* a built-in is what it says */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_WORK);
+        o.model = cases[i].file;
+        if (cases[i].infer)
+            o.count.mode = FM_MODE_INFER;
+        struct fm_session *s = run_ok(ctx, &o);
+        if (cases[i].note)
+            expect_in(s->export_note, cases[i].note);
+        else if (s->export_note[0])
+            fail_msg("%s: unexpected note '%s'", cases[i].file, s->export_note);
+        fm_session_free(s);
+    }
+    /* the training exports count exactly what the built-ins count: FLOPs and bytes of every
+     * phase, memory */
+    const char *pairs[][2] = {{"resnet18", DATA "resnet18_train_op17.onnx"},
+                              {"vgg11", DATA "vgg11_train_op17.onnx"}};
+    for (size_t i = 0; i < 2; i++) {
+        struct fm_session *s[2];
+        for (int k = 0; k < 2; k++) {
+            struct fm_session_opts o;
+            fm_session_opts_init(&o, FM_TASK_WORK);
+            o.model = pairs[i][k];
+            o.load.zoo.batch = 8;
+            o.load.batch_given = true;
+            s[k] = run_ok(ctx, &o);
+        }
+        for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+            const struct fm_work *a = &s[0]->counts->total[ph], *b = &s[1]->counts->total[ph];
+            assert_true(fm_work_flops(a) == fm_work_flops(b));
+            assert_true(a->bytes_read == b->bytes_read && a->bytes_written == b->bytes_written);
+        }
+        assert_true(s[0]->counts->activation_bytes == s[1]->counts->activation_bytes);
+        fm_session_free(s[0]);
+        fm_session_free(s[1]);
+    }
+    char *out, *err;
+    assert_int_equal(test_run_cli("count " DATA "resnet18_fused_op13.onnx", &out, &err), 0);
+    expect_in(out, "  export         resnet18_fused_op13 looks exported for inference");
+    expect_in(err, "looks exported for inference");
+    expect_in(err, "docs/pytorch.md");
+    free(out);
+    free(err);
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +728,11 @@ int main(void)
         cmocka_unit_test(test_4_peak_unit_slip),
         cmocka_unit_test(test_5_device_names),
         cmocka_unit_test(test_6_input_hwc),
+        cmocka_unit_test(test_7_nearest_names),
+        cmocka_unit_test(test_7_models_formats),
+        cmocka_unit_test(test_7_ignored_options_warn),
+        cmocka_unit_test(test_7_by_class_optimizer),
+        cmocka_unit_test(test_11_inference_export),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,6 +208,38 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
     return st;
 }
 
+/* A file exported for inference (PyTorch's default export folds each BatchNorm into the
+ * convolution before it, which gains a bias, and drops Dropout) counted as a training step
+ * loses BatchNorm's and Dropout's work and memory without a word. Its marks: convolutions, most
+ * with a bias, no BatchNorm, no Dropout. A network that never had either looks the same: the
+ * note says "looks". */
+static void check_inference_export(struct fm_session *s)
+{
+    const struct fm_graph *g = s->graph;
+    if (s->counts->mode != FM_MODE_TRAIN || fm_zoo_find(s->opts.model))
+        return;
+    size_t conv = 0, biased = 0, bn = 0, dropout = 0;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        if (n->op == FM_OP_CONV) {
+            conv++;
+            biased += n->n_in > 2 && n->in[2] != FM_NONE;
+        }
+        bn += n->op == FM_OP_BATCHNORM;
+        dropout += n->op == FM_OP_DROPOUT;
+    }
+    if (conv == 0 || bn || dropout || 2 * biased < conv)
+        return;
+    snprintf(s->export_note, sizeof(s->export_note),
+             "%s looks exported for inference: %zu of its %zu convolutions carry a bias and it "
+             "has no BatchNorm and no Dropout, as when torch.onnx.export folds BatchNorm into "
+             "the convolutions and drops Dropout. A training count of it leaves out BatchNorm's "
+             "and Dropout's work and memory: export with training=TrainingMode.TRAINING and "
+             "do_constant_folding=False (docs/pytorch.md), or count it with --infer",
+             fm_graph_name(g), biased, conv);
+    fm_log(s->ctx, "%s", s->export_note);
+}
+
 static enum fm_status load_model(struct fm_session *s)
 {
     enum fm_dtype act, param;
@@ -218,6 +250,7 @@ static enum fm_status load_model(struct fm_session *s)
         return st;
     s->storage_activations = common_float(s->graph, false);
     s->storage_parameters = common_float(s->graph, true);
+    check_inference_export(s);
     return FM_OK;
 }
 

@@ -42,6 +42,24 @@ size_t fm_edit_distance(const char *a, const char *b)
     return prev[lb];
 }
 
+const char *fm_nearest_name(const char *typed, const char *const *names, size_t n)
+{
+    if (!typed || !*typed)
+        return NULL;
+    const char *best = NULL;
+    size_t best_d = (size_t)-1, len = strlen(typed);
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i])
+            continue;
+        size_t d = fm_edit_distance(typed, names[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = names[i];
+        }
+    }
+    return best && best_d <= 2 && 2 * best_d < len ? best : NULL;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

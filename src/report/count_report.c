@@ -163,6 +163,18 @@ static void table_by_class(FILE *f, const struct fm_counts *c)
                 si((double)fm_work_flops(&w[FM_PHASE_BWD_WEIGHT]), b[3]),
                 total > 0 ? 100.0 * sum / total : 0.0);
     }
+    double opt = (double)fm_work_flops(&c->total[FM_PHASE_OPTIMIZER]);
+    double opt_bytes = phase_bytes(&c->total[FM_PHASE_OPTIMIZER]), step_bytes = 0;
+    for (int p = 0; p < FM_PHASE_COUNT; p++)
+        step_bytes += phase_bytes(&c->total[p]);
+    if (opt > 0)
+        fprintf(f, "  (share: of forward + backward FLOPs. The optimizer step is in no class: "
+                "%sFLOP and %sB moved, %.1f%% of the step's FLOPs and %.1f%% of its bytes)\n",
+                si(opt, b[0]), si(opt_bytes, b[1]), 100.0 * opt / (opt + total),
+                step_bytes > 0 ? 100.0 * opt_bytes / step_bytes : 0.0);
+    else
+        fprintf(f, "  (share: of %s FLOPs)\n",
+                c->mode == FM_MODE_TRAIN ? "forward + backward" : "forward");
 }
 
 static void input_line(FILE *f, const struct fm_graph *g)
@@ -279,6 +291,8 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
                 si((double)(c->buffer_bytes + c->input_bytes), b[2]), si((double)mem, b[3]));
     }
     fm_report_memory_line(f, o->memory);
+    if (o->export_note && *o->export_note)
+        fprintf(f, "  export         %s\n", o->export_note);
     fprintf(f, "  not counted    ");
     if (!c->n_uncounted) {
         fprintf(f, "none\n");
@@ -431,6 +445,8 @@ static void render_json(FILE *f, const struct fm_graph *g, const struct fm_count
         fm_jw_end(&w);
     }
     fm_report_json_memory(&w, o->memory);
+    if (o->export_note && *o->export_note)
+        fm_jw_string(&w, "export_note", o->export_note);
 
     fm_jw_object(&w, "totals", false);
     fm_jw_u64(&w, "params", c->params);

@@ -1,33 +1,110 @@
-/* The built-in architectures: name, family, default input, parameters (counted, not copied from
- * a table) and a description, one line each. */
+/* The built-in architectures: name, family, default input, parameters and the forward pass's
+ * MACs and FLOPs at batch 1 (counted, not copied from a table) and a description, as a table,
+ * CSV or JSON. */
 #include "report.h"
 
+#include <inttypes.h>
 #include <string.h>
+
+struct model_row {
+    const struct fm_zoo_entry *e;
+    char input[32];
+    bool counted;
+    uint64_t params, macs, flops;
+};
+
+static void count_model(struct fm_ctx *ctx, const struct fm_zoo_entry *e, struct model_row *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->e = e;
+    snprintf(r->input, sizeof(r->input), "3x%lldx%lld", (long long)e->default_hw,
+             (long long)e->default_hw);
+    struct fm_zoo_opts zo;
+    fm_zoo_opts_init(&zo);
+    struct fm_graph *g = NULL;
+    struct fm_counts *c = NULL;
+    struct fm_count_opts co;
+    fm_count_opts_init(&co);
+    co.mode = FM_MODE_INFER;
+    if (fm_zoo_build(ctx, e->name, &zo, &g) == FM_OK && fm_count(ctx, g, &co, &c) == FM_OK) {
+        r->counted = true;
+        r->params = c->params;
+        r->macs = fm_work_macs(&c->total[FM_PHASE_FWD]);
+        r->flops = fm_work_flops(&c->total[FM_PHASE_FWD]);
+    }
+    fm_counts_free(c);
+    fm_graph_free(g);
+}
+
+static void csv_text(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
 
 enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx, const struct fm_report_opts *opts)
 {
-    (void)opts;
-    fprintf(f, "%-20s %-13s %-10s %12s  %s\n", "model", "family", "input", "params",
-            "description");
+    enum fm_format format = opts ? opts->format : FM_FORMAT_TABLE;
+    struct fm_jw w;
+    if (format == FM_FORMAT_TABLE) {
+        fprintf(f, "%-20s %-13s %-10s %12s %9s %9s  %s\n", "model", "family", "input", "params",
+                "fwd MAC", "fwd FLOP", "description");
+    } else if (format == FM_FORMAT_CSV) {
+        fprintf(f, "model,family,input,params,fwd_macs,fwd_flops,description\n");
+    } else {
+        fm_jw_init(&w, f);
+        fm_jw_object(&w, NULL, false);
+        fm_jw_string(&w, "flopmeter", FM_VERSION);
+        fm_jw_string(&w, "counted", "forward pass (inference) at batch 1 and the input shown");
+        fm_jw_array(&w, "models", false);
+    }
     for (size_t i = 0; i < fm_zoo_count(); i++) {
-        const struct fm_zoo_entry *e = fm_zoo_get(i);
-        struct fm_zoo_opts zo;
-        fm_zoo_opts_init(&zo);
-        struct fm_graph *g = NULL;
-        struct fm_counts *c = NULL;
-        struct fm_count_opts co;
-        fm_count_opts_init(&co);
-        co.mode = FM_MODE_INFER;
-        char params[32] = "?";
-        if (fm_zoo_build(ctx, e->name, &zo, &g) == FM_OK && fm_count(ctx, g, &co, &c) == FM_OK)
-            snprintf(params, sizeof(params), "%llu", (unsigned long long)c->params);
-        char input[32];
-        snprintf(input, sizeof(input), "3x%lldx%lld", (long long)e->default_hw,
-                 (long long)e->default_hw);
-        fprintf(f, "%-20s %-13s %-10s %12s  %s\n", e->name, e->family, input, params,
-                e->description);
-        fm_counts_free(c);
-        fm_graph_free(g);
+        struct model_row r;
+        count_model(ctx, fm_zoo_get(i), &r);
+        if (format == FM_FORMAT_TABLE) {
+            char params[32] = "?", macs[FM_FORMAT_SIZE] = "?", flops[FM_FORMAT_SIZE] = "?";
+            if (r.counted) {
+                snprintf(params, sizeof(params), "%" PRIu64, r.params);
+                fm_format_si((double)r.macs, macs);
+                fm_format_si((double)r.flops, flops);
+            }
+            fprintf(f, "%-20s %-13s %-10s %12s %9s %9s  %s\n", r.e->name, r.e->family, r.input,
+                    params, macs, flops, r.e->description);
+        } else if (format == FM_FORMAT_CSV) {
+            fprintf(f, "%s,%s,%s,", r.e->name, r.e->family, r.input);
+            if (r.counted)
+                fprintf(f, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", r.params, r.macs, r.flops);
+            else
+                fprintf(f, ",,,");
+            csv_text(f, r.e->description);
+            fputc('\n', f);
+        } else {
+            fm_jw_object(&w, NULL, true);
+            fm_jw_string(&w, "name", r.e->name);
+            fm_jw_string(&w, "family", r.e->family);
+            fm_jw_string(&w, "input", r.input);
+            if (r.counted) {
+                fm_jw_u64(&w, "params", r.params);
+                fm_jw_u64(&w, "fwd_macs", r.macs);
+                fm_jw_u64(&w, "fwd_flops", r.flops);
+            } else {
+                fm_jw_null(&w, "params");
+                fm_jw_null(&w, "fwd_macs");
+                fm_jw_null(&w, "fwd_flops");
+            }
+            fm_jw_string(&w, "description", r.e->description);
+            fm_jw_end(&w);
+        }
+    }
+    if (format == FM_FORMAT_JSON) {
+        fm_jw_end(&w);
+        fm_jw_end(&w);
+        fm_jw_finish(&w);
     }
     return ferror(f) ? FM_ERR_IO : FM_OK;
 }

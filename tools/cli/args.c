@@ -64,8 +64,7 @@ static int set_value(const char *cmd, const struct cli_opt *o, const char *v)
         *(const char **)o->dest = v;
         return 0;
     case CLI_PARSED:
-        if (!o->parse(v, o->dest))
-        {
+        if (!o->parse(v, o->dest)) {
             char what[160];
             snprintf(what, sizeof(what), "'%s'; expected %s", v, o->metavar ? o->metavar : "?");
             return usage_error(cmd, "--%s: not a valid value: %s", o->name, what);
@@ -108,9 +107,16 @@ int cli_parse(const char *cmd, const char *usage, const char *description,
                     o = p;
             }
             if (!o) {
-                char buf[128];
+                char buf[128], hint[96] = "";
                 snprintf(buf, sizeof(buf), "%.*s", (int)nl, name);
-                return usage_error(cmd, "unknown option --%s%s", buf, "");
+                const char *names[64];
+                size_t n = 0;
+                for (const struct cli_opt *p = opts; p && p->name && n < 64; p++)
+                    names[n++] = p->name;
+                const char *near = fm_nearest_name(buf, names, n);
+                if (near)
+                    snprintf(hint, sizeof(hint), "; did you mean --%s?", near);
+                return usage_error(cmd, "unknown option --%s%s", buf, hint);
             }
             if (o->given)
                 *o->given = true;
@@ -211,7 +217,7 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
     out[n++] = (struct cli_opt){"optimizer", CLI_PARSED, &m->optimizer, cli_parse_optimizer,
                                 "sgd|adam|none",
                                 "optimizer step counted in training (default sgd, with momentum)",
-                                NULL, NULL};
+                                NULL, &m->optimizer_given};
     out[n++] = (struct cli_opt){"dtype", CLI_PARSED, &m->dtype, cli_parse_dtype,
                                 "fp32|fp16|bf16|fp64",
                                 "storage type of every float tensor, activations and parameters "
@@ -307,6 +313,10 @@ int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
     lo->dtype_given = m->dtype_given;
     o->count.mode = m->infer ? FM_MODE_INFER : FM_MODE_TRAIN;
     o->count.optimizer = m->optimizer;
+    if (m->infer && m->optimizer_given)
+        fprintf(stderr, "flopmeter: warning: --optimizer %s is ignored with --infer: inference "
+                        "has no optimizer step (drop --infer to count a training step)\n",
+                fm_optimizer_name(m->optimizer));
     /* one exit path: names copied so far are freed on every error (found by fuzz_args) */
     for (int i = 0; i < m->n_inputs; i++) {
         const char *eq = strchr(m->inputs[i], '=');

@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-/* exit codes (STYLE.md) */
+/* exit codes: 0 success, 1 failure, 2 usage error (the same for every command) */
 enum { FM_EXIT_OK = 0, FM_EXIT_FAIL = 1, FM_EXIT_USAGE = 2 };
 
 struct cli_cmd {
@@ -67,6 +67,7 @@ struct cli_model_opts {
     int64_t batch;
     bool batch_given;
     bool dtype_given;
+    bool optimizer_given;
     const char *inputs[16];     /* CxHxW for built-ins; NAME=DIMS (repeatable) for ONNX */
     int n_inputs;
     int64_t classes;

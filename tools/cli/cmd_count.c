@@ -80,6 +80,7 @@ int cmd_count(int argc, char **argv)
     ro.by_class = by_class;
     ro.loss = &s->loss;
     ro.memory = &s->memory;
+    ro.export_note = s->export_note;
     struct fm_peer_figures pf;
     if (peers) {
         /* from the counted graph as it is: the peers read only what a training count and an

@@ -4,16 +4,26 @@
 int cmd_models(int argc, char **argv)
 {
     const char *pos[1];
-    struct cli_opt opts[] = {{0}};
-    int r = cli_parse("models", "", "Lists the built-in architectures (torchvision definitions).\n"
-                      "Any of them is a MODEL for count, roofline, predict and measure.",
+    enum fm_format format = FM_FORMAT_TABLE;
+    struct cli_opt opts[] = {
+        {"format", CLI_PARSED, &format, cli_parse_format, "table|csv|json",
+         "output format (default table; csv and json print exact integers)", NULL, NULL},
+        {0}};
+    int r = cli_parse("models", "[--format table|csv|json]",
+                      "Lists the built-in architectures (torchvision definitions) with their\n"
+                      "default input, parameters, and the forward pass's MACs and FLOPs at batch 1\n"
+                      "(counted; FLOPs = 2 x MACs + other ops). Any of them is a MODEL for count,\n"
+                      "roofline, predict and measure.",
                       opts, argc, argv, pos, 0, 0);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
     struct fm_ctx *ctx = cli_ctx("models");
     if (!ctx)
         return FM_EXIT_FAIL;
-    fm_report_models(stdout, ctx, NULL);
+    struct fm_report_opts ro;
+    fm_report_opts_init(&ro);
+    ro.format = format;
+    fm_report_models(stdout, ctx, &ro);
     fm_ctx_free(ctx);
     return cli_flush(FM_EXIT_OK);
 }

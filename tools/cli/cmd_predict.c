@@ -37,7 +37,7 @@ int cmd_predict(int argc, char **argv)
     int64_t dataset = 0, gpus = 1;
     double epochs = 1.0;
     const char *interconnect = NULL;
-    bool summary = false;
+    bool summary = false, epochs_given = false;
     struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 8] = {0};
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n,
@@ -47,7 +47,8 @@ int cmd_predict(int argc, char **argv)
                                  "training compute",
                                  NULL, NULL};
     opts[n++] = (struct cli_opt){"epochs", CLI_DOUBLE, &epochs, NULL, "E",
-                                 "epochs of the training run (default 1)", NULL, NULL};
+                                 "epochs of the training run (default 1; needs --dataset-size)",
+                                 NULL, &epochs_given};
     opts[n++] = (struct cli_opt){"gpus", CLI_INT, &gpus, NULL, "N",
                                  "data parallelism over N GPUs (ring all-reduce of the "
                                  "gradients; default 1)",
@@ -64,6 +65,10 @@ int cmd_predict(int argc, char **argv)
                       pos, 1, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
+    if (epochs_given && dataset == 0)
+        fprintf(stderr, "flopmeter predict: warning: --epochs %g is ignored without --dataset-size "
+                        "N (samples per epoch): there is no epoch to repeat, so no training time\n",
+                epochs);
     struct fm_ctx *ctx = cli_ctx("predict");
     if (!ctx)
         return FM_EXIT_FAIL;

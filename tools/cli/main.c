@@ -55,7 +55,14 @@ int main(int argc, char **argv)
         if (strcmp(commands[i].name, cmd) == 0)
             return commands[i].fn(argc - 1, argv + 1);
     }
-    fprintf(stderr, "flopmeter: unknown command '%s'\n\n", cmd);
+    const char *names[sizeof(commands) / sizeof(commands[0])];
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        names[i] = commands[i].name;
+    const char *near = fm_nearest_name(cmd, names, sizeof(names) / sizeof(names[0]));
+    if (near)
+        fprintf(stderr, "flopmeter: unknown command '%s'; did you mean '%s'?\n\n", cmd, near);
+    else
+        fprintf(stderr, "flopmeter: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return FM_EXIT_USAGE;
 }
