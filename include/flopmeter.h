@@ -432,6 +432,9 @@ FM_API enum fm_status fm_graph_add_tensor_unshaped(struct fm_graph *graph, const
 FM_API enum fm_status fm_graph_set_shape(struct fm_graph *graph, fm_tid id,
                                          const struct fm_shape *shape);
 FM_API void fm_graph_set_trainable(struct fm_graph *graph, fm_tid id, bool trainable);
+/* The batch a graph runs: the first dimension of its first float input (images), else of its
+ * first input (token ids); 1 when it has none. */
+FM_API int64_t fm_graph_batch(const struct fm_graph *graph);
 /* Stores every floating-point tensor in one of two types: parameters and buffers (and so their
  * gradients and optimizer state) in parameters, everything else (inputs, activations, float
  * constants) in activations; FM_DTYPE_COUNT leaves that kind as it is. Mixed precision as
@@ -1247,6 +1250,8 @@ struct fm_session {
     struct fm_device named;           /* a table entry with the memory a GPU's name states */
     char named_name[160];
     char device_note[512];            /* what the user should know about the name's match */
+    int64_t batch;                    /* the batch the graph runs (fm_graph_batch): --batch, or
+                                         what --input NAME=DIMS bound */
     struct fm_memory_check memory;    /* count with a device, roofline, predict */
     enum fm_dtype storage_activations;   /* the float types the graph was counted in */
     enum fm_dtype storage_parameters;

@@ -204,6 +204,38 @@ static void test_2_memory(void **state)
         assert_int_equal(m->fits, m->max_batch >= cases[i].batch);
         fm_session_free(s);
     }
+#ifdef FM_HAVE_ONNX
+    /* a file whose batch is bound by name (--input ids=2x16): the batch is the bound one, and
+     * the largest batch scales that binding */
+    {
+        struct fm_input_binding ids = {"ids", {2, {2, 16}}};
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_ROOFLINE);
+        o.model = DATA "gpt2_block_op17.onnx";
+        o.device = "l4";
+        o.load.bindings = &ids;
+        o.load.n_bindings = 1;
+        struct fm_session *s = run_ok(ctx, &o);
+        assert_int_equal(s->batch, 2);
+        assert_int_equal(s->memory.batch, 2);
+        int64_t max = s->memory.max_batch;
+        assert_true(max > 2);
+        for (int k = 0; k < 2; k++) {
+            struct fm_input_binding b = {"ids", {2, {max + k, 16}}};
+            struct fm_session_opts w;
+            fm_session_opts_init(&w, FM_TASK_WORK);
+            w.model = o.model;
+            w.load.bindings = &b;
+            w.load.n_bindings = 1;
+            struct fm_session *t = run_ok(ctx, &w);
+            uint64_t m;
+            FM_ASSERT_OK(ctx, fm_counts_training_memory(t->counts, &m));
+            assert_int_equal((double)m <= s->memory.device_bytes, k == 0);
+            fm_session_free(t);
+        }
+        fm_session_free(s);
+    }
+#endif
     /* no device, no check */
     struct fm_session_opts o;
     fm_session_opts_init(&o, FM_TASK_WORK);

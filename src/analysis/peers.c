@@ -886,16 +886,6 @@ static void run_peer(const struct pc *p, enum fm_peer peer, struct acc *a)
     }
 }
 
-static int64_t graph_batch(const struct fm_graph *g)
-{
-    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
-        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
-        if (t->role == FM_ROLE_INPUT && fm_dtype_is_float(t->dtype) && t->shape.rank > 0)
-            return t->shape.dims[0];
-    }
-    return 1;
-}
-
 enum fm_status fm_peers(struct fm_ctx *ctx, const struct fm_graph *graph,
                         const struct fm_counts *counts, struct fm_peer_figures *out)
 {
@@ -905,7 +895,7 @@ enum fm_status fm_peers(struct fm_ctx *ctx, const struct fm_graph *graph,
         return fm_error(ctx, FM_ERR_INVALID, "fm_peers: the counts are of another graph");
     struct fm_peer_figures r;
     memset(&r, 0, sizeof(r));
-    struct pc p = {ctx, graph, counts, NULL, graph_batch(graph), NULL};
+    struct pc p = {ctx, graph, counts, NULL, fm_graph_batch(graph), NULL};
     size_t n = fm_graph_node_count(graph);
     p.nodes = fm_alloc(ctx, (n ? n : 1) * sizeof(struct pnode));
     if (!p.nodes)

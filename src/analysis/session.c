@@ -248,6 +248,7 @@ static enum fm_status load_model(struct fm_session *s)
                                        &s->graph, &s->loss, &s->counts);
     if (st)
         return st;
+    s->batch = fm_graph_batch(s->graph);
     s->storage_activations = common_float(s->graph, false);
     s->storage_parameters = common_float(s->graph, true);
     check_inference_export(s);
@@ -260,6 +261,18 @@ static enum fm_status load_model(struct fm_session *s)
  * already said what there was to say). */
 static enum fm_status memory_at(struct fm_session *s, int64_t batch, uint64_t *bytes)
 {
+    /* inputs bound by name (--input ids=2x16) carry the batch in their first dimension */
+    struct fm_input_binding bound[32];
+    const struct fm_input_binding *given = s->opts.load.bindings;
+    size_t n = s->opts.load.n_bindings;
+    if (n > sizeof(bound) / sizeof(bound[0]))
+        return FM_ERR_INVALID;
+    for (size_t i = 0; i < n; i++) {
+        bound[i] = given[i];
+        if (bound[i].shape.rank > 0 && bound[i].shape.dims[0] == s->batch)
+            bound[i].shape.dims[0] = batch;
+    }
+    s->opts.load.bindings = bound;
     fm_log_fn log_fn = s->ctx->log_fn;
     s->ctx->log_fn = NULL;
     struct fm_graph *g;
@@ -267,6 +280,7 @@ static enum fm_status memory_at(struct fm_session *s, int64_t batch, uint64_t *b
     struct fm_counts *c;
     enum fm_status st = load_and_count(s, batch, true, &g, &loss, &c);
     s->ctx->log_fn = log_fn;
+    s->opts.load.bindings = given;
     if (st)
         return st;
     st = fm_counts_training_memory(c, bytes);
@@ -323,7 +337,7 @@ static void check_memory(struct fm_session *s)
         return;
     mc->checked = true;
     mc->mode = s->counts->mode;
-    mc->batch = s->opts.load.zoo.batch;
+    mc->batch = s->batch;
     mc->gpus = s->opts.gpus;
     mc->device_bytes = s->device->mem_bytes;
     snprintf(mc->device, sizeof(mc->device), "%s", s->device->name);
@@ -494,7 +508,7 @@ static enum fm_status predict(struct fm_session *s)
     enum fm_status st = fm_predict(s->ctx, s->graph, s->counts, &po, &s->prediction);
     if (st || s->opts.task != FM_TASK_PREDICT)
         return st;
-    st = fm_predict_run(s->ctx, s->prediction, s->counts, s->opts.load.zoo.batch,
+    st = fm_predict_run(s->ctx, s->prediction, s->counts, s->batch,
                         s->opts.dataset_size, s->opts.epochs, &s->run);
     if (st)
         return st;
@@ -521,7 +535,7 @@ static enum fm_status predict(struct fm_session *s)
         snprintf(s->link_name, sizeof(s->link_name), "%s", l->name);
     }
     st = fm_predict_data_parallel(s->ctx, s->graph, s->counts, s->prediction,
-                                  s->opts.load.zoo.batch, s->opts.gpus, link_bw,
+                                  s->batch, s->opts.gpus, link_bw,
                                   s->opts.predict.ppp_comm, &s->dp);
     if (st)
         return st;
@@ -529,7 +543,7 @@ static enum fm_status predict(struct fm_session *s)
     /* the run follows the data-parallel step: batch x N samples a step, so 1/N of the steps */
     s->run_1gpu = s->run;
     return fm_predict_run_data_parallel(s->ctx, s->prediction, s->counts,
-                                        s->opts.load.zoo.batch, &s->dp, s->opts.dataset_size,
+                                        s->batch, &s->dp, s->opts.dataset_size,
                                         s->opts.epochs, &s->run);
 }
 
@@ -616,7 +630,7 @@ static enum fm_status measure(struct fm_session *s)
         set_peak(s, o->spec ? " (--spec)" : "");
     }
     if (o->epoch_samples > 0) {
-        uint64_t batch = (uint64_t)o->load.zoo.batch;
+        uint64_t batch = (uint64_t)s->batch;
         uint64_t steps = (o->epoch_samples + batch - 1) / batch;
         if (steps > 1000000)
             return fm_error(s->ctx, FM_ERR_INVALID, "--epoch-samples gives %" PRIu64 " steps; at "
@@ -636,9 +650,9 @@ static enum fm_status measure(struct fm_session *s)
     }
     if (s->peak > 0) {
         /* an epoch of the samples actually run: whole batches */
-        st = fm_utilization(s->ctx, s->counts, o->load.zoo.batch, s->peak,
+        st = fm_utilization(s->ctx, s->counts, s->batch, s->peak,
                             s->measurement->step_ms_median * 1e-3, s->epoch_s,
-                            s->epoch ? s->epoch_steps * (uint64_t)o->load.zoo.batch : 0,
+                            s->epoch ? s->epoch_steps * (uint64_t)s->batch : 0,
                             &s->util);
         if (st)
             return st;
@@ -694,7 +708,7 @@ enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *
         st = predict(s);
         break;
     case FM_TASK_UTILIZATION:
-        st = fm_utilization(ctx, s->counts, opts->load.zoo.batch, s->peak, opts->step_s,
+        st = fm_utilization(ctx, s->counts, s->batch, s->peak, opts->step_s,
                             opts->epoch_s, opts->dataset_size, &s->util);
         s->have_util = st == FM_OK;
         break;

@@ -243,6 +243,20 @@ void fm_graph_set_trainable(struct fm_graph *g, fm_tid id, bool trainable)
     }
 }
 
+int64_t fm_graph_batch(const struct fm_graph *g)
+{
+    /* the first float input (images, embeddings), else the first input (token ids) */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < g->n_tensors; i++) {
+            const struct fm_tensor *t = &g->tensors[i];
+            if (t->role == FM_ROLE_INPUT && t->shape_known && t->shape.rank > 0 &&
+                (pass == 1 || fm_dtype_is_float(t->dtype)))
+                return t->shape.dims[0];
+        }
+    }
+    return 1;
+}
+
 size_t fm_graph_set_storage(struct fm_graph *g, enum fm_dtype activations,
                             enum fm_dtype parameters)
 {

@@ -17,21 +17,6 @@ void fm_report_opts_init(struct fm_report_opts *o)
 static const char *const convention =
     "FLOP = 2 x MAC + add + mul + div + cmp + special; MAC = multiply-accumulate";
 
-static int64_t graph_batch(const struct fm_graph *g)
-{
-    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
-        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
-        if (t->role == FM_ROLE_INPUT && fm_dtype_is_float(t->dtype) && t->shape.rank > 0)
-            return t->shape.dims[0];
-    }
-    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
-        const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
-        if (t->role == FM_ROLE_INPUT && t->shape.rank > 0)
-            return t->shape.dims[0];
-    }
-    return 1;
-}
-
 static const char *optimizer_long(enum fm_optimizer o)
 {
     switch (o) {
@@ -229,7 +214,7 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
                          const struct fm_report_opts *o)
 {
     bool train = c->mode == FM_MODE_TRAIN;
-    int64_t batch = graph_batch(g);
+    int64_t batch = fm_graph_batch(g);
     char b[8][32];
     fprintf(f, "%s | ", fm_graph_name(g));
     input_line(f, g);
@@ -435,7 +420,7 @@ static void render_json(FILE *f, const struct fm_graph *g, const struct fm_count
         fm_jw_end(&w);
     }
     fm_jw_end(&w);
-    fm_jw_i64(&w, "batch", graph_batch(g));
+    fm_jw_i64(&w, "batch", fm_graph_batch(g));
     fm_jw_string(&w, "mode", fm_mode_name(c->mode));
     fm_jw_string(&w, "optimizer", fm_optimizer_name(c->optimizer));
     fm_jw_string(&w, "convention", convention);

@@ -320,7 +320,7 @@ static void print_plan(FILE *f, const struct fm_session *s, enum fm_format forma
         fm_jw_string(&w, "model", fm_graph_name(s->graph));
         fm_jw_bool(&w, "dry_run", true);
         fm_jw_string(&w, "backend", c->backend);
-        fm_jw_i64(&w, "batch", s->opts.load.zoo.batch);
+        fm_jw_i64(&w, "batch", s->batch);
         fm_jw_string(&w, "mode", train ? "train" : "infer");
         fm_jw_string(&w, "precision", fm_precision_name(s->precision));
         fm_jw_double(&w, "step_flops", flops);
@@ -346,7 +346,7 @@ static void print_plan(FILE *f, const struct fm_session *s, enum fm_format forma
         return;
     }
     fprintf(f, "%s | batch %lld, %s | %s backend, %s | dry run: nothing was run\n",
-            fm_graph_name(s->graph), (long long)s->opts.load.zoo.batch,
+            fm_graph_name(s->graph), (long long)s->batch,
             train ? "training step: forward, loss, backward, SGD" : "inference (forward only)",
             c->backend, fm_precision_name(s->precision));
     fprintf(f, "layers    %zu of %zu the %s backend can run\n", c->n_supported, c->n_nodes,
@@ -383,7 +383,7 @@ enum fm_status fm_report_measure(FILE *f, const struct fm_session *s,
     rep.pred_device = pred ? s->device->name : NULL;
     rep.peak = s->peak;
     rep.peak_source = s->peak_source;
-    rep.batch = s->opts.load.zoo.batch;
+    rep.batch = s->batch;
     rep.warmup = s->opts.run.warmup;
     rep.train = s->counts->mode == FM_MODE_TRAIN;
     rep.have_util = s->have_util;

@@ -15,7 +15,7 @@ static void print_table(FILE *f, const struct fm_session *s, bool summary)
     const struct fm_run_estimate *run = &s->run, *one = &s->run_1gpu;
     const struct fm_dp_estimate *dp = s->have_dp ? &s->dp : NULL;
     const char *link_name = s->link_name;
-    int64_t batch = s->opts.load.zoo.batch;
+    int64_t batch = s->batch;
     const struct fm_device *d = p->opts.device;
     char b[8][32], gpus[24], storage[96];
     snprintf(gpus, sizeof(gpus), "%d x ", run->gpus);
@@ -223,7 +223,7 @@ static void print_json(FILE *f, const struct fm_session *s)
     const struct fm_run_estimate *run = &s->run, *one = &s->run_1gpu;
     const struct fm_dp_estimate *dp = s->have_dp ? &s->dp : NULL;
     const char *link_name = s->link_name;
-    int64_t batch = s->opts.load.zoo.batch;
+    int64_t batch = s->batch;
     struct fm_jw w;
     fm_jw_init(&w, f);
     fm_jw_object(&w, NULL, false);

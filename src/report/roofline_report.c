@@ -34,7 +34,7 @@ static void print_header(FILE *f, const struct fm_session *s, const struct fm_re
     const struct fm_device *d = p->opts.device;
     char b[2][32], storage[96];
     fprintf(f, "%s on %s | batch %lld, %s | precision %s, %s | bandwidth %s/s\n",
-            fm_graph_name(s->graph), d->name, (long long)s->opts.load.zoo.batch,
+            fm_graph_name(s->graph), d->name, (long long)s->batch,
             p->mode == FM_MODE_TRAIN ? "training step" : "inference (forward only)",
             fm_report_precision_label(&p->opts), fm_report_storage(s, storage, sizeof(storage)),
             fm_format_bytes(d->mem_bw, b[0]));
@@ -158,7 +158,7 @@ static void print_json(FILE *f, const struct fm_session *s)
     const struct fm_graph *g = s->graph;
     const struct fm_counts *c = s->counts;
     const struct fm_prediction *p = s->prediction;
-    int64_t batch = s->opts.load.zoo.batch;
+    int64_t batch = s->batch;
     const struct fm_device *d = p->opts.device;
     struct fm_jw w;
     fm_jw_init(&w, f);

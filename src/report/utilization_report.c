@@ -27,7 +27,7 @@ void fm_report_impossible(FILE *f)
 static void print_table(FILE *f, const struct fm_session *s)
 {
     const struct fm_utilization *u = &s->util;
-    int64_t batch = s->opts.load.zoo.batch;
+    int64_t batch = s->batch;
     bool train = s->counts->mode == FM_MODE_TRAIN, given = s->opts.peak > 0;
     char b[6][FM_FORMAT_SIZE];
     fprintf(f, "%s on %s | batch %lld, %s | peak %sFLOP/s (%s%s)\n", fm_graph_name(s->graph),
@@ -84,7 +84,7 @@ static void print_json(FILE *f, const struct fm_session *s)
     fm_jw_string(&w, "flopmeter", FM_VERSION);
     fm_jw_string(&w, "model", fm_graph_name(s->graph));
     fm_jw_string(&w, "device", s->device->name);
-    fm_jw_i64(&w, "batch", s->opts.load.zoo.batch);
+    fm_jw_i64(&w, "batch", s->batch);
     fm_jw_string(&w, "mode", fm_mode_name(s->counts->mode));
     fm_jw_string(&w, "precision", s->opts.peak > 0 ? "peak" : fm_session_precision_label(s));
     fm_jw_double(&w, "peak_flops", u->peak);
