@@ -391,6 +391,8 @@ static enum fm_status session_scenario(struct fm_ctx *ctx, const void *arg, uint
         fm_report_opts_init(&ro);
         ro.format = FM_FORMAT_JSON;
         ro.loss = &s->loss;
+        ro.memory = &s->memory;
+        ro.export_note = s->export_note;
         switch (sc->task) {
         case FM_TASK_WORK: st = fm_report_count(report_sink, s->graph, s->counts, &ro); break;
         case FM_TASK_ROOFLINE: st = fm_report_roofline(report_sink, s, &ro); break;
@@ -400,6 +402,7 @@ static enum fm_status session_scenario(struct fm_ctx *ctx, const void *arg, uint
         }
         *digest = counts_digest(*digest, s->counts);
         *digest = mix(*digest, (uint64_t)s->loss.n);
+        *digest = mix(*digest, (uint64_t)s->memory.max_batch);
         if (s->prediction)
             *digest = mix(*digest, (uint64_t)(s->prediction->step_roofline_s * 1e12));
     }
@@ -545,6 +548,7 @@ static void test_sessions_every_allocation(void **state)
         {FM_TASK_UTILIZATION, "mobilenet_v2", "a100", false},
         {FM_TASK_ROOFLINE, FM_TEST_DATA "/onnx/vit_block_op13.onnx", "v100", false},
         {FM_TASK_WORK, FM_TEST_DATA "/onnx/gpt2_block_op13.onnx", NULL, true},
+        {FM_TASK_WORK, "alexnet", "k80", false},   /* the memory check and its recounts */
     };
     struct outcome o = {0};
     size_t used = 0;

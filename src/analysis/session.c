@@ -292,13 +292,25 @@ static enum fm_status memory_at(struct fm_session *s, int64_t batch, uint64_t *b
 /* The largest batch whose memory fits cap: a straight line through batches 1 and 2 gives the
  * guess (weights are fixed, activations grow with the batch), counts confirm it and step from
  * it where the model is not quite linear. -1 when the model's batch cannot be changed. */
-static int64_t largest_batch(struct fm_session *s, double cap)
+static enum fm_status largest_batch(struct fm_session *s, double cap, int64_t *out)
 {
+    /* running out of memory is an error; a model whose batch cannot be changed is "unknown" */
+#define MEMORY_AT(b, m)                                                                          \
+    do {                                                                                         \
+        enum fm_status st_ = memory_at(s, (b), (m));                                             \
+        if (st_)                                                                                 \
+            return st_ == FM_ERR_NOMEM ? st_ : FM_OK;                                            \
+    } while (0)
+    *out = -1;
     uint64_t m1, m2;
-    if (memory_at(s, 1, &m1) || memory_at(s, 2, &m2) || m2 <= m1)
-        return -1;
-    if ((double)m1 > cap)
-        return 0;
+    MEMORY_AT(1, &m1);
+    MEMORY_AT(2, &m2);
+    if (m2 <= m1)
+        return FM_OK;
+    if ((double)m1 > cap) {
+        *out = 0;
+        return FM_OK;
+    }
     double per = (double)(m2 - m1), fixed = (double)m1 - per;
     double guess = floor((cap - fixed) / per);
     int64_t lo = 1, hi = 0;   /* lo fits; hi, once known, does not */
@@ -306,8 +318,7 @@ static int64_t largest_batch(struct fm_session *s, double cap)
     /* the guess and its neighbour settle a model whose memory is a straight line */
     int64_t b = guess > 1 ? (guess < 1e12 ? (int64_t)guess : (int64_t)1e12) : 1;
     for (int i = 0; i < 2 && b > lo; i++) {
-        if (memory_at(s, b, &m))
-            return -1;
+        MEMORY_AT(b, &m);
         bool fits = (double)m <= cap;
         if (fits)
             lo = b;
@@ -318,23 +329,27 @@ static int64_t largest_batch(struct fm_session *s, double cap)
     /* anything else: doubling until one does not fit, then bisection */
     for (int i = 0; i < 80 && (hi == 0 || hi - lo > 1); i++) {
         b = hi ? lo + (hi - lo) / 2 : lo * 2;
-        if (b > (int64_t)1e12 || memory_at(s, b, &m))
-            return -1;
+        if (b > (int64_t)1e12)
+            return FM_OK;
+        MEMORY_AT(b, &m);
         if ((double)m <= cap)
             lo = b;
         else
             hi = b;
     }
-    return hi && hi - lo <= 1 ? lo : -1;
+#undef MEMORY_AT
+    if (hi && hi - lo <= 1)
+        *out = lo;
+    return FM_OK;
 }
 
-static void check_memory(struct fm_session *s)
+static enum fm_status check_memory(struct fm_session *s)
 {
     struct fm_memory_check *mc = &s->memory;
     memset(mc, 0, sizeof(*mc));
     if (!s->device || !(s->device->mem_bytes > 0) ||
         fm_counts_training_memory(s->counts, &mc->needed_bytes))
-        return;
+        return FM_OK;
     mc->checked = true;
     mc->mode = s->counts->mode;
     mc->batch = s->batch;
@@ -342,7 +357,9 @@ static void check_memory(struct fm_session *s)
     mc->device_bytes = s->device->mem_bytes;
     snprintf(mc->device, sizeof(mc->device), "%s", s->device->name);
     mc->fits = (double)mc->needed_bytes <= mc->device_bytes;
-    mc->max_batch = largest_batch(s, mc->device_bytes);
+    enum fm_status st = largest_batch(s, mc->device_bytes, &mc->max_batch);
+    if (st)
+        return fm_error(s->ctx, st, "out of memory counting the largest batch that fits");
     if (!mc->fits) {
         char need[FM_FORMAT_SIZE], have[FM_FORMAT_SIZE];
         char best[96] = "";
@@ -357,6 +374,7 @@ static void check_memory(struct fm_session *s)
                fm_format_bytes((double)mc->needed_bytes, need), mc->device,
                fm_format_bytes(mc->device_bytes, have), best);
     }
+    return FM_OK;
 }
 
 /* ---- the device ---- */
@@ -700,8 +718,11 @@ enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *
     st = load_model(s);
     if (st)
         goto fail;
-    if (task == FM_TASK_WORK || task == FM_TASK_ROOFLINE || task == FM_TASK_PREDICT)
-        check_memory(s);
+    if (task == FM_TASK_WORK || task == FM_TASK_ROOFLINE || task == FM_TASK_PREDICT) {
+        st = check_memory(s);
+        if (st)
+            goto fail;
+    }
     switch (task) {
     case FM_TASK_ROOFLINE:
     case FM_TASK_PREDICT:
