@@ -64,6 +64,14 @@ static char *slurp(FILE *f)
     return buf;
 }
 
+struct fm_session *test_session_ok(struct fm_ctx *ctx, const struct fm_session_opts *opts)
+{
+    struct fm_session *s = NULL;
+    FM_ASSERT_OK(ctx, fm_session_run(ctx, opts, &s));
+    assert_non_null(s);
+    return s;
+}
+
 int test_run_cli(const char *args, char **out, char **err)
 {
     char errfile[] = "/tmp/fm_test_err_XXXXXX";

@@ -31,6 +31,8 @@ struct fm_ctx *test_ctx(void);
 /* Builds a built-in model (batch, classes; with_loss for training) and counts it. */
 struct fm_counts *test_count_zoo(struct fm_ctx *ctx, const char *name, int64_t batch,
                                  enum fm_mode mode, struct fm_graph **graph_out);
+/* Runs a session that must succeed (failing the test with the context's message if not). */
+struct fm_session *test_session_ok(struct fm_ctx *ctx, const struct fm_session_opts *opts);
 /* Runs the CLI with the given arguments; stdout into *out (malloc'd), returns exit status. */
 int test_run_cli(const char *args, char **out, char **err);
 

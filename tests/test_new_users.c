@@ -21,14 +21,6 @@
 
 #define DATA FM_TEST_DATA "/onnx/"
 
-static struct fm_session *run_ok(struct fm_ctx *ctx, const struct fm_session_opts *o)
-{
-    struct fm_session *s = NULL;
-    FM_ASSERT_OK(ctx, fm_session_run(ctx, o, &s));
-    assert_non_null(s);
-    return s;
-}
-
 static void expect_in(const char *text, const char *word)
 {
     if (!strstr(text, word))
@@ -64,7 +56,7 @@ static void test_1_gpus_epoch(void **state)
     o.gpus = 8;
     o.dataset_size = 1281167;
     o.epochs = 90;
-    struct fm_session *s = run_ok(ctx, &o);
+    struct fm_session *s = test_session_ok(ctx, &o);
     const struct fm_run_estimate *r = &s->run, *one = &s->run_1gpu;
     assert_true(s->have_dp);
     assert_int_equal(r->gpus, 8);
@@ -131,7 +123,7 @@ static void test_1_gpus_epoch(void **state)
     o.device = "h100";
     o.load.zoo.batch = 256;
     o.dataset_size = 1281167;
-    s = run_ok(ctx, &o);
+    s = test_session_ok(ctx, &o);
     assert_int_equal(s->run.steps_per_epoch, 5005);
     assert_int_equal(s->run.global_batch, 256);
     assert_false(s->have_dp);
@@ -150,7 +142,7 @@ static uint64_t memory_of(struct fm_ctx *ctx, const char *model, int64_t batch, 
     o.load.batch_given = true;
     if (infer)
         o.count.mode = FM_MODE_INFER;
-    struct fm_session *s = run_ok(ctx, &o);
+    struct fm_session *s = test_session_ok(ctx, &o);
     uint64_t m = 0;
     FM_ASSERT_OK(ctx, fm_counts_training_memory(s->counts, &m));
     fm_session_free(s);
@@ -185,7 +177,7 @@ static void test_2_memory(void **state)
         o.load.batch_given = true;
         if (cases[i].infer)
             o.count.mode = FM_MODE_INFER;
-        struct fm_session *s = run_ok(ctx, &o);
+        struct fm_session *s = test_session_ok(ctx, &o);
         const struct fm_memory_check *m = &s->memory;
         assert_true(m->checked);
         assert_true(m->device_bytes == cases[i].device_gb * 1e9);
@@ -215,7 +207,7 @@ static void test_2_memory(void **state)
         o.device = "l4";
         o.load.bindings = &ids;
         o.load.n_bindings = 1;
-        struct fm_session *s = run_ok(ctx, &o);
+        struct fm_session *s = test_session_ok(ctx, &o);
         assert_int_equal(s->batch, 2);
         assert_int_equal(s->memory.batch, 2);
         int64_t max = s->memory.max_batch;
@@ -227,7 +219,7 @@ static void test_2_memory(void **state)
             w.model = o.model;
             w.load.bindings = &b;
             w.load.n_bindings = 1;
-            struct fm_session *t = run_ok(ctx, &w);
+            struct fm_session *t = test_session_ok(ctx, &w);
             uint64_t m;
             FM_ASSERT_OK(ctx, fm_counts_training_memory(t->counts, &m));
             assert_int_equal((double)m <= s->memory.device_bytes, k == 0);
@@ -240,7 +232,7 @@ static void test_2_memory(void **state)
     struct fm_session_opts o;
     fm_session_opts_init(&o, FM_TASK_WORK);
     o.model = "alexnet";
-    struct fm_session *s = run_ok(ctx, &o);
+    struct fm_session *s = test_session_ok(ctx, &o);
     assert_false(s->memory.checked);
     fm_session_free(s);
 
@@ -307,7 +299,7 @@ static struct fm_session *storage_session(struct fm_ctx *ctx, const char *model,
         o.load.zoo.dtype = (enum fm_dtype)dtype;
         o.load.dtype_given = true;
     }
-    return run_ok(ctx, &o);
+    return test_session_ok(ctx, &o);
 }
 
 static void test_3_storage(void **state)
@@ -500,7 +492,7 @@ static void test_5_device_names(void **state)
         fm_session_opts_init(&o, FM_TASK_ROOFLINE);
         o.model = "alexnet";
         o.device = cases[i].given;
-        struct fm_session *s = run_ok(ctx, &o);
+        struct fm_session *s = test_session_ok(ctx, &o);
         if (strncmp(s->device->name, cases[i].entry, strlen(cases[i].entry)) != 0)
             fail_msg("'%s' resolved to '%s', expected '%s'", cases[i].given, s->device->name,
                      cases[i].entry);
@@ -664,7 +656,7 @@ static void test_7_by_class_optimizer(void **state)
     fm_session_opts_init(&o, FM_TASK_WORK);
     o.model = "vgg16";
     o.count.optimizer = FM_OPTIM_ADAM;
-    struct fm_session *s = run_ok(ctx, &o);
+    struct fm_session *s = test_session_ok(ctx, &o);
     double opt = (double)fm_work_flops(&s->counts->total[FM_PHASE_OPTIMIZER]), rest = 0;
     for (int ph = 0; ph < FM_PHASE_OPTIMIZER; ph++)
         rest += (double)fm_work_flops(&s->counts->total[ph]);
@@ -710,7 +702,7 @@ static void test_11_inference_export(void **state)
         o.model = cases[i].file;
         if (cases[i].infer)
             o.count.mode = FM_MODE_INFER;
-        struct fm_session *s = run_ok(ctx, &o);
+        struct fm_session *s = test_session_ok(ctx, &o);
         if (cases[i].note)
             expect_in(s->export_note, cases[i].note);
         else if (s->export_note[0])
@@ -729,7 +721,7 @@ static void test_11_inference_export(void **state)
             o.model = pairs[i][k];
             o.load.zoo.batch = 8;
             o.load.batch_given = true;
-            s[k] = run_ok(ctx, &o);
+            s[k] = test_session_ok(ctx, &o);
         }
         for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
             const struct fm_work *a = &s[0]->counts->total[ph], *b = &s[1]->counts->total[ph];

@@ -21,14 +21,6 @@
 
 #define DATA FM_TEST_DATA "/onnx/"
 
-static struct fm_session *run_ok(struct fm_ctx *ctx, const struct fm_session_opts *o)
-{
-    struct fm_session *s = NULL;
-    FM_ASSERT_OK(ctx, fm_session_run(ctx, o, &s));
-    assert_non_null(s);
-    return s;
-}
-
 static uint64_t step_flops(const struct fm_counts *c)
 {
     uint64_t f = 0;
@@ -50,7 +42,7 @@ static void test_loss_classifier_zoo_and_onnx(void **state)
         o.model = models[i];
         o.load.zoo.batch = 3;
         o.load.batch_given = true;
-        struct fm_session *s = run_ok(ctx, &o);
+        struct fm_session *s = test_session_ok(ctx, &o);
         assert_int_equal(s->loss.n, 1);
         const struct fm_loss *l = &s->loss.loss[0];
         assert_int_equal(l->kind, FM_LOSS_CROSS_ENTROPY);
@@ -77,7 +69,7 @@ static void test_loss_language_model(void **state)
     o.model = DATA "gpt2_block_op13.onnx";
     o.load.bindings = &b;
     o.load.n_bindings = 1;
-    struct fm_session *s = run_ok(ctx, &o);
+    struct fm_session *s = test_session_ok(ctx, &o);
     assert_int_equal(s->loss.n, 1);
     const struct fm_loss *l = &s->loss.loss[0];
     /* logits (2, 16, 50) of token ids (2, 16): cross-entropy over 50 words at 32 positions */
@@ -245,7 +237,7 @@ static void test_loss_inference_has_none(void **state)
     fm_session_opts_init(&o, FM_TASK_WORK);
     o.model = "resnet18";
     o.count.mode = FM_MODE_INFER;
-    struct fm_session *s = run_ok(ctx, &o);
+    struct fm_session *s = test_session_ok(ctx, &o);
     assert_int_equal(s->loss.n, 0);
     for (size_t i = 0; i < fm_graph_node_count(s->graph); i++)
         assert_int_not_equal(fm_op_class(fm_graph_node(s->graph, (fm_nid)i)->op), FM_CLASS_LOSS);
@@ -396,7 +388,7 @@ static void test_device_names(void **state)
         fm_session_opts_init(&o, FM_TASK_ROOFLINE);
         o.model = "alexnet";
         o.device = cases[i].given;
-        struct fm_session *s = run_ok(ctx, &o);
+        struct fm_session *s = test_session_ok(ctx, &o);
         if (strcmp(s->device->name, cases[i].entry) != 0)
             fail_msg("'%s' resolved to '%s', expected '%s'", cases[i].given, s->device->name,
                      cases[i].entry);
@@ -459,7 +451,7 @@ static void test_precision_from_dtype(void **state)
         o.model = "alexnet";
         o.device = "h100";
         o.load.zoo.dtype = cases[i].dtype;
-        struct fm_session *s = run_ok(ctx, &o);
+        struct fm_session *s = test_session_ok(ctx, &o);
         assert_int_equal(s->precision, cases[i].expect);
         assert_false(s->torch_default);
         fm_session_free(s);
@@ -470,7 +462,7 @@ static void test_precision_from_dtype(void **state)
     o.device = "a100";
     o.load.zoo.dtype = FM_DTYPE_FP16;
     o.torch_default = true;
-    struct fm_session *s = run_ok(ctx, &o);
+    struct fm_session *s = test_session_ok(ctx, &o);
     assert_true(s->torch_default);
     assert_string_equal(fm_session_precision_label(s), "torch-default");
     fm_session_free(s);
@@ -511,7 +503,7 @@ static void test_one_peak(void **state)
             } else {
                 o.device = "a100";
             }
-            struct fm_session *s = run_ok(ctx, &o);
+            struct fm_session *s = test_session_ok(ctx, &o);
             got[k] = s->peak;
             if (task == FM_TASK_PREDICT)
                 assert_true(s->prediction->peak_ref == s->peak);

@@ -68,6 +68,21 @@ const char *fm_format_time(double s, char *buf)
     return buf;
 }
 
+/* A non-negative finite number at the start of text; *end past it and the spaces after. */
+static bool leading_number(const char *text, double *v, const char **end)
+{
+    if (!text)
+        return false;
+    char *e;
+    *v = strtod(text, &e);
+    if (e == text || !isfinite(*v) || *v < 0)
+        return false;
+    while (*e == ' ')
+        e++;
+    *end = e;
+    return true;
+}
+
 bool fm_duration_parse(const char *text, double *seconds)
 {
     static const struct {
@@ -75,14 +90,10 @@ bool fm_duration_parse(const char *text, double *seconds)
         double scale;
     } units[] = {{"", 1.0},     {"s", 1.0},    {"ms", 1e-3}, {"us", 1e-6},
                  {"min", 60.0}, {"h", 3600.0}, {"d", 86400.0}};
-    if (!text)
+    double v;
+    const char *end;
+    if (!leading_number(text, &v, &end))
         return false;
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || !isfinite(v) || v < 0)
-        return false;
-    while (*end == ' ')
-        end++;
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
         if (strcasecmp(end, units[i].unit) == 0) {
             *seconds = v * units[i].scale;
@@ -100,14 +111,10 @@ bool fm_flops_parse(const char *text, double *flops)
     } prefixes[] = {{'k', 1e3}, {'K', 1e3}, {'M', 1e6}, {'G', 1e9}, {'g', 1e9}, {'T', 1e12},
                     {'t', 1e12}, {'P', 1e15}, {'p', 1e15}, {'E', 1e18}};
     static const char *const units[] = {"", "flop/s", "flops", "flop", "f/s"};
-    if (!text)
+    double v;
+    const char *end;
+    if (!leading_number(text, &v, &end))
         return false;
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || !isfinite(v) || v < 0)
-        return false;
-    while (*end == ' ')
-        end++;
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
         if (*end == prefixes[i].prefix) {
             v *= prefixes[i].scale;

@@ -139,24 +139,18 @@ static void print_table(FILE *f, const struct fm_session *s, bool summary)
             p->kernels);
 }
 
+static void predict_tail(FILE *f, const struct fm_phase_time *t)
+{
+    fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n", t->peak, t->t_compute, t->t_memory,
+            t->t_launch, t->t_roofline, t->t_paleo, t->memory_bound ? "memory" : "compute");
+}
+
 static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
                       const struct fm_prediction *p)
 {
     fprintf(f, "index,name,op,class,phase,precision,unit,flops,bytes,ceiling_flops,t_compute_s,"
             "t_memory_s,t_launch_s,t_roofline_s,t_paleo_s,bound\n");
-    const fm_nid *order = fm_graph_topo_order(g);
-    for (size_t i = 0; i < p->n_nodes; i++) {
-        const struct fm_node *n = fm_graph_node(g, order[i]);
-        for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
-            const struct fm_phase_time *t = &p->nodes[order[i]][ph];
-            const struct fm_work *w = &c->nodes[order[i]].phase[ph];
-            if (t->flops <= 0 && t->bytes <= 0)
-                continue;
-            fm_report_csv_point(f, i + 1, n, (enum fm_phase)ph, t, w);
-            fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n", t->peak, t->t_compute, t->t_memory,
-                    t->t_launch, t->t_roofline, t->t_paleo, t->memory_bound ? "memory" : "compute");
-        }
-    }
+    fm_report_csv_layers(f, g, c, p, predict_tail);
     for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
         const struct fm_phase_time *t = ph < FM_PHASE_COUNT ? &p->total[ph] : &p->step;
         fprintf(f, "total,\"%s\",,,%s,,,%.0f,%.0f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n",

@@ -22,10 +22,12 @@ struct fm_report_ceiling {
 size_t fm_report_ceilings(const struct fm_graph *g, const struct fm_prediction *p,
                           struct fm_report_ceiling *out, size_t max);
 
-/* The columns every per-layer-phase CSV row of a prediction starts with (roofline, predict):
- * index,name,op,class,phase,precision,unit,flops,bytes (no newline). */
-void fm_report_csv_point(FILE *f, size_t index, const struct fm_node *n, enum fm_phase phase,
-                         const struct fm_phase_time *t, const struct fm_work *w);
+/* The per-layer-phase CSV rows of a prediction (roofline, predict): for every node and phase
+ * that does work, index,name,op,class,phase,precision,unit,flops,bytes, then tail() prints the
+ * rest of the row and its newline. */
+void fm_report_csv_layers(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
+                          const struct fm_prediction *p,
+                          void (*tail)(FILE *f, const struct fm_phase_time *t));
 
 /* The loss of a step into the open JSON object: "summary" and "losses" (kind, added, node,
  * output, classes, positions). */

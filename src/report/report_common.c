@@ -68,13 +68,26 @@ void fm_report_json_loss(struct fm_jw *w, const struct fm_graph *g, const struct
     fm_jw_end(w);
 }
 
-void fm_report_csv_point(FILE *f, size_t index, const struct fm_node *n, enum fm_phase phase,
-                         const struct fm_phase_time *t, const struct fm_work *w)
+void fm_report_csv_layers(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
+                          const struct fm_prediction *p,
+                          void (*tail)(FILE *f, const struct fm_phase_time *t))
 {
-    fprintf(f, "%zu,\"%s\",%s,%s,%s,%s,%s,%" PRIu64 ",%" PRIu64, index, n->name, n->op_name,
-            fm_class_name(fm_op_class(n->op)), fm_phase_name(phase),
-            fm_precision_name(t->precision), t->tensor ? "tensor" : "vector", fm_work_flops(w),
-            w->bytes_read + w->bytes_written);
+    const fm_nid *order = fm_graph_topo_order(g);
+    for (size_t i = 0; i < p->n_nodes; i++) {
+        const struct fm_node *n = fm_graph_node(g, order[i]);
+        for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+            const struct fm_phase_time *t = &p->nodes[order[i]][ph];
+            const struct fm_work *w = &c->nodes[order[i]].phase[ph];
+            if (t->flops <= 0 && t->bytes <= 0)
+                continue;
+            fprintf(f, "%zu,\"%s\",%s,%s,%s,%s,%s,%" PRIu64 ",%" PRIu64, i + 1, n->name,
+                    n->op_name, fm_class_name(fm_op_class(n->op)),
+                    fm_phase_name((enum fm_phase)ph), fm_precision_name(t->precision),
+                    t->tensor ? "tensor" : "vector", fm_work_flops(w),
+                    w->bytes_read + w->bytes_written);
+            tail(f, t);
+        }
+    }
 }
 
 void fm_report_memory_line(FILE *f, const struct fm_memory_check *m)

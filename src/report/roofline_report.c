@@ -110,24 +110,18 @@ static void print_table(FILE *f, const struct fm_session *s, bool summary)
             "(no fusion, no cache reuse).\n");
 }
 
+static void roofline_tail(FILE *f, const struct fm_phase_time *t)
+{
+    fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%s\n", t->intensity, t->peak, t->ridge,
+            t->attainable, fm_report_bound(t));
+}
+
 static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
                       const struct fm_prediction *p)
 {
     fprintf(f, "index,name,op,class,phase,precision,unit,flops,bytes,intensity,ceiling_flops,ridge,"
             "attainable_flops,bound\n");
-    const fm_nid *order = fm_graph_topo_order(g);
-    for (size_t i = 0; i < p->n_nodes; i++) {
-        const struct fm_node *n = fm_graph_node(g, order[i]);
-        for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
-            const struct fm_phase_time *t = &p->nodes[order[i]][ph];
-            const struct fm_work *w = &c->nodes[order[i]].phase[ph];
-            if (t->flops <= 0 && t->bytes <= 0)
-                continue;
-            fm_report_csv_point(f, i + 1, n, (enum fm_phase)ph, t, w);
-            fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%s\n", t->intensity, t->peak, t->ridge,
-                    t->attainable, fm_report_bound(t));
-        }
-    }
+    fm_report_csv_layers(f, g, c, p, roofline_tail);
     for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
         const struct fm_phase_time *t = ph < FM_PHASE_COUNT ? &p->total[ph] : &p->step;
         if (t->flops <= 0 && t->bytes <= 0)
