@@ -233,8 +233,9 @@ static void check_inference_export(struct fm_session *s)
     snprintf(s->export_note, sizeof(s->export_note),
              "%s looks exported for inference: %zu of its %zu convolutions carry a bias and it "
              "has no BatchNorm and no Dropout, as when torch.onnx.export folds BatchNorm into "
-             "the convolutions and drops Dropout. A training count of it leaves out BatchNorm's "
-             "and Dropout's work and memory: export with training=TrainingMode.TRAINING and "
+             "the convolutions and drops Dropout. A training count of it leaves out the work and "
+             "memory of any BatchNorm folded away and any Dropout dropped: export with "
+             "training=TrainingMode.TRAINING and "
              "do_constant_folding=False (docs/pytorch.md), or count it with --infer",
              fm_graph_name(g), biased, conv);
     fm_log(s->ctx, "%s", s->export_note);
