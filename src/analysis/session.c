@@ -135,6 +135,11 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
 static void storage_policy(const struct fm_session *s, enum fm_dtype *act, enum fm_dtype *param,
                            char *how, size_t size)
 {
+    char ignored[1];
+    if (!how) {   /* only the types */
+        how = ignored;
+        size = sizeof(ignored);
+    }
     const struct fm_session_opts *o = &s->opts;
     *act = *param = FM_DTYPE_COUNT;
     if (o->load.dtype_given) {
@@ -195,8 +200,7 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
     }
     if (!st) {
         enum fm_dtype act, param;
-        char how[8];
-        storage_policy(s, &act, &param, how, sizeof(how));
+        storage_policy(s, &act, &param, NULL, 0);
         if (act != FM_DTYPE_COUNT || param != FM_DTYPE_COUNT)
             fm_graph_set_storage(*graph, act, param);
         st = fm_count(s->ctx, *graph, &s->opts.count, counts);
