@@ -222,6 +222,61 @@ bool fm_cpu_wants_grad(const struct fm_cpu *s, fm_tid tid);
 /* Node name and op for messages. */
 const char *fm_cpu_node_name(const struct fm_cpu *s, fm_nid id);
 
+/* ---- plain tensors (plain.c): what the hand-written kernels see ----
+ * Float tensors are fp32 in plain row-major order; integer and bool tensors (token ids, masks,
+ * comparison results, indices) are int32 arrays in t->labels, of numel elements, with no
+ * gradient. Function items read float data through fm_cpu_item_f32 and integer data through
+ * pointers kept in their own arg (labels never move once allocated). */
+
+/* Whether tid is held as integers (any non-float dtype). */
+bool fm_cpu_is_int(const struct fm_cpu *s, fm_tid tid);
+/* The int32 values of an integer tensor (allocated by place_sources or fm_cpu_place_out). */
+int32_t *fm_cpu_ints(const struct fm_cpu *s, fm_tid tid);
+/* Places a node's output: an int32 array for a non-float tensor, else plain fp32. */
+enum fm_status fm_cpu_place_out(struct fm_cpu *s, fm_tid tid);
+/* The value (or gradient) of float tensor tid in its plain layout, for node in phase. */
+enum fm_status fm_cpu_input_plain(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,
+                                  bool grad, dnnl_memory_t *out);
+/* fm_cpu_sink_begin in tid's plain layout: the memory the node's backward writes tid's
+ * gradient into (NULL when tid needs none); finish with fm_cpu_sink_end. */
+enum fm_status fm_cpu_sink_plain(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,
+                                 struct fm_cpu_sink *sk, dnnl_memory_t *out);
+/* The phase a gradient of tid belongs to: a parameter's is weight gradient, others data. */
+enum fm_phase fm_cpu_grad_phase(const struct fm_cpu *s, fm_tid tid);
+
+/* Numpy broadcasting of one operand to an output shape: strides of the operand's elements
+ * along the output's dims (0 where the operand is broadcast). */
+struct fm_cpu_bcast {
+    int rank;                        /* the output's */
+    int64_t dims[FM_MAX_DIMS];       /* the output's */
+    int64_t stride[FM_MAX_DIMS];     /* the operand's, 0 on broadcast dims */
+    uint64_t numel;                  /* the output's */
+};
+void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
+                       const struct fm_shape *operand);
+/* The operand's element under output element i (row-major). */
+static inline uint64_t fm_cpu_bcast_at(const struct fm_cpu_bcast *b, uint64_t i)
+{
+    uint64_t off = 0;
+    for (int d = b->rank - 1; d >= 0; d--) {
+        uint64_t q = i / (uint64_t)b->dims[d];
+        off += (i - q * (uint64_t)b->dims[d]) * (uint64_t)b->stride[d];
+        i = q;
+    }
+    return off;
+}
+/* dst (the operand's numel elements) = sum over the output of src at each operand element:
+ * the gradient of a broadcast operand. add: dst += instead of =. */
+void fm_cpu_bcast_sum(const struct fm_cpu_bcast *b, const float *src, float *dst, uint64_t dst_n,
+                      bool add);
+
+/* A loop the kernels run on the step's threads (OpenMP, as oneDNN's); serial without it. */
+#ifdef _OPENMP
+#define FM_CPU_PARALLEL _Pragma("omp parallel for schedule(static)")
+#else
+#define FM_CPU_PARALLEL
+#endif
+
 /* ---- op families: planning of forward and backward items ---- */
 
 typedef enum fm_status (*fm_cpu_plan_fn)(struct fm_cpu *s, fm_nid id);
@@ -272,5 +327,34 @@ enum fm_status fm_cpu_sgd_plan(struct fm_cpu *s, fm_tid param, fm_nid node);
 /* loss.c: MSELoss (mean squared error against a target of the same shape) */
 enum fm_status fm_cpu_mse_fwd(struct fm_cpu *s, fm_nid id);
 enum fm_status fm_cpu_mse_bwd(struct fm_cpu *s, fm_nid id);
+
+/* matmul.c: MatMul (batched, broadcast, 1-D operands), Einsum, Attention, and the Gemm and
+ * Linear forms linear.c does not run */
+enum fm_status fm_cpu_matmul_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                   const struct fm_node *n);
+enum fm_status fm_cpu_matmul_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_matmul_bwd(struct fm_cpu *s, fm_nid id);
+/* norm.c: LayerNorm, GroupNorm, InstanceNorm, Softmax, LogSoftmax */
+enum fm_status fm_cpu_norm_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                 const struct fm_node *n);
+enum fm_status fm_cpu_norm_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_norm_bwd(struct fm_cpu *s, fm_nid id);
+/* reduce.c: ReduceSum/Mean/Max/Min/Prod/L2/SumSquare, CumSum */
+enum fm_status fm_cpu_reduce_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                   const struct fm_node *n);
+enum fm_status fm_cpu_reduce_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_reduce_bwd(struct fm_cpu *s, fm_nid id);
+/* ewise.c: unary math (Erf, Sqrt, Exp, Sin, Floor ...), Sub, Div, Pow, Max, Min, Where, PRelu,
+ * Trilu, comparisons and logic (forward only) */
+enum fm_status fm_cpu_ewise_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                  const struct fm_node *n);
+enum fm_status fm_cpu_ewise_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_ewise_bwd(struct fm_cpu *s, fm_nid id);
+/* move.c: Transpose, Split, Slice, Gather, Embedding, Squeeze, Unsqueeze, Expand, Tile, Pad,
+ * Resize, ConstantOfShape, Range, Cast */
+enum fm_status fm_cpu_move_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                 const struct fm_node *n);
+enum fm_status fm_cpu_move_fwd(struct fm_cpu *s, fm_nid id);
+enum fm_status fm_cpu_move_bwd(struct fm_cpu *s, fm_nid id);
 
 #endif

@@ -45,6 +45,70 @@ static const struct op_impl impls[] = {
     {FM_OP_DROPOUT, fm_cpu_shape_check, fm_cpu_shape_fwd, fm_cpu_shape_bwd},
     {FM_OP_CROSS_ENTROPY, fm_cpu_loss_check, fm_cpu_loss_fwd, fm_cpu_loss_bwd},
     {FM_OP_MSE_LOSS, NULL, fm_cpu_mse_fwd, fm_cpu_mse_bwd},
+    {FM_OP_MATMUL, fm_cpu_matmul_check, fm_cpu_matmul_fwd, fm_cpu_matmul_bwd},
+    {FM_OP_EINSUM, fm_cpu_matmul_check, fm_cpu_matmul_fwd, fm_cpu_matmul_bwd},
+    {FM_OP_ATTENTION, fm_cpu_matmul_check, fm_cpu_matmul_fwd, fm_cpu_matmul_bwd},
+    {FM_OP_CONV_TRANSPOSE, fm_cpu_conv_check, fm_cpu_conv_fwd, fm_cpu_conv_bwd},
+    {FM_OP_LAYERNORM, fm_cpu_norm_check, fm_cpu_norm_fwd, fm_cpu_norm_bwd},
+    {FM_OP_GROUPNORM, fm_cpu_norm_check, fm_cpu_norm_fwd, fm_cpu_norm_bwd},
+    {FM_OP_INSTANCENORM, fm_cpu_norm_check, fm_cpu_norm_fwd, fm_cpu_norm_bwd},
+    {FM_OP_SOFTMAX, fm_cpu_norm_check, fm_cpu_norm_fwd, fm_cpu_norm_bwd},
+    {FM_OP_LOG_SOFTMAX, fm_cpu_norm_check, fm_cpu_norm_fwd, fm_cpu_norm_bwd},
+    {FM_OP_REDUCE_SUM, fm_cpu_reduce_check, fm_cpu_reduce_fwd, fm_cpu_reduce_bwd},
+    {FM_OP_REDUCE_MEAN, fm_cpu_reduce_check, fm_cpu_reduce_fwd, fm_cpu_reduce_bwd},
+    {FM_OP_REDUCE_MAX, fm_cpu_reduce_check, fm_cpu_reduce_fwd, fm_cpu_reduce_bwd},
+    {FM_OP_REDUCE_MIN, fm_cpu_reduce_check, fm_cpu_reduce_fwd, fm_cpu_reduce_bwd},
+    {FM_OP_REDUCE_PROD, fm_cpu_reduce_check, fm_cpu_reduce_fwd, fm_cpu_reduce_bwd},
+    {FM_OP_REDUCE_L2, fm_cpu_reduce_check, fm_cpu_reduce_fwd, fm_cpu_reduce_bwd},
+    {FM_OP_REDUCE_SUM_SQUARE, fm_cpu_reduce_check, fm_cpu_reduce_fwd, fm_cpu_reduce_bwd},
+    {FM_OP_CUMSUM, fm_cpu_reduce_check, fm_cpu_reduce_fwd, fm_cpu_reduce_bwd},
+    {FM_OP_SUB, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_DIV, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_POW, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_MAX, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_MIN, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_WHERE, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_PRELU, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_TRILU, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_ERF, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_SQRT, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_RECIPROCAL, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_NEG, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_EXP, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_LOG, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_ABS, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_SIN, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_COS, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_TAN, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_FLOOR, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_CEIL, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_ROUND, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_SIGN, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    /* comparisons and logic: no gradient flows through them */
+    {FM_OP_EQUAL, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
+    {FM_OP_LESS, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
+    {FM_OP_LESS_EQUAL, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
+    {FM_OP_GREATER, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
+    {FM_OP_GREATER_EQUAL, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
+    {FM_OP_AND, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
+    {FM_OP_OR, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
+    {FM_OP_XOR, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
+    {FM_OP_NOT, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
+    {FM_OP_TRANSPOSE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_SPLIT, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_SLICE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_GATHER, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_EMBEDDING, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_SQUEEZE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_UNSQUEEZE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_EXPAND, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_TILE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_PAD, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_RESIZE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_CAST, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    /* made from attributes alone: nothing to differentiate */
+    {FM_OP_CONSTANT_OF_SHAPE, fm_cpu_move_check, fm_cpu_move_fwd, NULL},
+    {FM_OP_RANGE, fm_cpu_move_check, fm_cpu_move_fwd, NULL},
 };
 
 static const struct op_impl *impl_for(enum fm_op op)
@@ -118,9 +182,8 @@ static enum fm_status cpu_supports(struct fm_ctx *ctx, const struct fm_graph *g,
     const struct op_impl *im = impl_for(n->op);
     if (!im)
         return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                        "layer '%s': op %s is not supported by the CPU backend (it runs Conv, "
-                        "Linear/Gemm, BatchNorm, activations, pooling, Add/Mul, Concat, "
-                        "Flatten/Reshape, Dropout, CrossEntropy and MSELoss); nothing was run",
+                        "layer '%s': op %s is not supported by the CPU backend; nothing was "
+                        "run",
                         n->name, n->op_name);
     return im->check ? im->check(ctx, g, n) : FM_OK;
 }
@@ -340,13 +403,15 @@ static enum fm_status plan(struct fm_cpu *s)
         const struct fm_node *n = fm_graph_node(s->g, id);
         s->pool_used[FM_CPU_POOL_SCRATCH] = 0;
         /* the data input of every op; a parameter there (a test's probe) is read plain */
-        st = s->t[n->in[0]].labels ? FM_OK : fm_cpu_ensure(s, n->in[0]);
+        st = n->n_in == 0 || n->in[0] == FM_NONE || fm_cpu_is_int(s, n->in[0])
+                 ? FM_OK
+                 : fm_cpu_ensure(s, n->in[0]);
         if (!st)
             st = impl_for(n->op)->fwd(s, id);
         if (st)
             return st;
         for (int o = 0; o < n->n_out; o++) {
-            if (!s->t[n->out[o]].placed)
+            if (!s->t[n->out[o]].placed && !s->t[n->out[o]].labels)
                 return fm_error(s->ctx, FM_ERR_GRAPH, "layer '%s': output '%s' was not placed",
                                 n->name, fm_graph_tensor(s->g, n->out[o])->name);
         }
@@ -354,10 +419,7 @@ static enum fm_status plan(struct fm_cpu *s)
     /* parameters and buffers no node reads still get storage (read/write see them) */
     for (size_t i = 0; i < s->nt; i++) {
         if (!s->t[i].placed && !s->t[i].labels) {
-            int64_t dims[FM_MAX_DIMS];
-            dnnl_memory_desc_t md;
-            fm_cpu_md_plain(&md, fm_cpu_dims(fm_graph_tensor(s->g, (fm_tid)i), dims), dims);
-            st = fm_cpu_place(s, (fm_tid)i, &md);
+            st = fm_cpu_place_out(s, (fm_tid)i);
             if (st)
                 return st;
         }

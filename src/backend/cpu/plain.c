@@ -1,0 +1,81 @@
+/* The plain view of tensors that the hand-written kernels share (cpu.h, "plain tensors"):
+ * integer tensors as int32 arrays, float tensors read and written in plain row-major fp32,
+ * and numpy broadcasting by strides. */
+#include "cpu.h"
+
+#include <string.h>
+
+bool fm_cpu_is_int(const struct fm_cpu *s, fm_tid tid)
+{
+    return !fm_dtype_is_float(fm_graph_tensor(s->g, tid)->dtype);
+}
+
+int32_t *fm_cpu_ints(const struct fm_cpu *s, fm_tid tid)
+{
+    return s->t[tid].labels;
+}
+
+enum fm_status fm_cpu_place_out(struct fm_cpu *s, fm_tid tid)
+{
+    struct fm_cpu_tensor *t = &s->t[tid];
+    if (!fm_cpu_is_int(s, tid))
+        return fm_cpu_ensure(s, tid);
+    if (t->labels || t->placed)
+        return fm_error(s->ctx, FM_ERR_GRAPH, "tensor '%s' is produced twice",
+                        fm_graph_tensor(s->g, tid)->name);
+    t->labels = fm_alloc(s->ctx, sizeof(int32_t) * (size_t)(t->numel ? t->numel : 1));
+    if (!t->labels)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory for tensor '%s'",
+                        fm_graph_tensor(s->g, tid)->name);
+    return FM_OK;
+}
+
+enum fm_status fm_cpu_input_plain(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,
+                                  bool grad, dnnl_memory_t *out)
+{
+    int64_t dims[FM_MAX_DIMS];
+    dnnl_memory_desc_t md;
+    fm_cpu_md_plain(&md, fm_cpu_dims(fm_graph_tensor(s->g, tid), dims), dims);
+    return fm_cpu_input(s, node, phase, tid, grad, &md, out);
+}
+
+enum fm_status fm_cpu_sink_plain(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,
+                                 struct fm_cpu_sink *sk, dnnl_memory_t *out)
+{
+    int64_t dims[FM_MAX_DIMS];
+    dnnl_memory_desc_t md;
+    fm_cpu_md_plain(&md, fm_cpu_dims(fm_graph_tensor(s->g, tid), dims), dims);
+    return fm_cpu_sink_begin(s, node, phase, tid, &md, sk, out);
+}
+
+enum fm_phase fm_cpu_grad_phase(const struct fm_cpu *s, fm_tid tid)
+{
+    return fm_graph_tensor(s->g, tid)->role == FM_ROLE_PARAM ? FM_PHASE_BWD_WEIGHT
+                                                             : FM_PHASE_BWD_DATA;
+}
+
+void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
+                       const struct fm_shape *operand)
+{
+    memset(b, 0, sizeof(*b));
+    b->rank = out->rank;
+    b->numel = 1;
+    int64_t stride = 1;
+    for (int d = out->rank - 1; d >= 0; d--) {
+        int k = d - (out->rank - operand->rank);
+        int64_t od = k >= 0 ? operand->dims[k] : 1;
+        b->dims[d] = out->dims[d];
+        b->stride[d] = od == 1 ? 0 : stride;
+        stride *= od;
+        b->numel *= (uint64_t)out->dims[d];
+    }
+}
+
+void fm_cpu_bcast_sum(const struct fm_cpu_bcast *b, const float *src, float *dst, uint64_t dst_n,
+                      bool add)
+{
+    if (!add)
+        memset(dst, 0, sizeof(float) * (size_t)dst_n);
+    for (uint64_t i = 0; i < b->numel; i++)
+        dst[fm_cpu_bcast_at(b, i)] += src[i];
+}
