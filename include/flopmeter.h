@@ -392,7 +392,9 @@ struct fm_tensor {
     bool trainable;          /* parameters only: whether it gets a gradient and an update */
     fm_nid producer;         /* FM_NONE for inputs, parameters, buffers, constants */
     const int64_t *ivalue;   /* small integer contents known at build time (shape vectors), or NULL */
-    uint64_t nvalue;         /* number of elements in ivalue */
+    uint64_t nvalue;         /* number of elements in ivalue (or fvalue) */
+    const double *fvalue;    /* small float contents known at build time (a scale, an epsilon,
+                                a mask fill), or NULL: measurement backends start from them */
 };
 
 struct fm_node {
@@ -444,6 +446,9 @@ FM_API size_t fm_graph_set_storage(struct fm_graph *graph, enum fm_dtype activat
                                    enum fm_dtype parameters);
 /* Attaches integer contents to a tensor (copied into the graph's arena). */
 FM_API enum fm_status fm_graph_set_ivalue(struct fm_graph *graph, fm_tid id, const int64_t *values,
+                                          uint64_t n);
+/* Attaches float contents to a tensor (copied into the graph's arena). */
+FM_API enum fm_status fm_graph_set_fvalue(struct fm_graph *graph, fm_tid id, const double *values,
                                           uint64_t n);
 
 /* Adds a node. inputs are existing tensor ids; n_out output tensors are created with the given
@@ -701,6 +706,10 @@ FM_API bool fm_duration_parse(const char *text, double *seconds);
 /* A FLOP/s figure as people type it: a number with an optional SI prefix and unit, e.g.
  * "312e12", "312T", "312TFLOP/s", "19.5 TFLOPS", "900G". false for anything else. */
 FM_API bool fm_flops_parse(const char *text, double *flops);
+/* A size in bytes as people type it: a number with an optional unit B, K/KB, M/MB, G/GB, T/TB
+ * (SI) or KiB, MiB, GiB, TiB (binary), any case, e.g. "8G", "512MB", "1.5GiB". false for
+ * anything else, or a negative number. */
+FM_API bool fm_bytes_parse(const char *text, double *bytes);
 /* The name of names[0..n) nearest to a mistyped one ("cout" -> "count"), by edit distance
  * (case-insensitive), or NULL when none is close: at most 2 edits, and fewer than half of the
  * typed name's letters. */
@@ -1229,6 +1238,8 @@ struct fm_session_opts {
     struct fm_measure_opts run;    /* measure: warm-up, steps, threads, seed ... (the session
                                       sets device, mode and precision) */
     uint64_t epoch_samples;        /* measure: also time an epoch of this many samples */
+    double memory_cap;             /* measure: bytes a step may take (0: the memory this machine
+                                      has free, MemAvailable) */
     bool dry_run;                  /* measure: resolve and check everything, run nothing */
     fm_progress_fn progress;       /* probes and runs report here ("probe: ...", "steps: ...") */
     void *progress_user;

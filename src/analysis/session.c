@@ -382,6 +382,54 @@ static enum fm_status check_memory(struct fm_session *s)
     return FM_OK;
 }
 
+/* The memory this machine has free for a step: MemAvailable, 0 when unknown. */
+static double mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    bool found = false;
+    while (f && !found && fgets(line, sizeof(line), f))
+        found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+    if (f)
+        fclose(f);
+    return found ? (double)kb * 1024.0 : 0.0;
+}
+
+/* measure on the CPU: the step's working set, planned from the count (weights, gradients,
+ * optimizer state, saved activations) before the backend allocates anything, against the memory
+ * this machine has free or --max-memory. A step that does not fit is an error that names the
+ * largest batch that does, and nothing runs. */
+static enum fm_status check_step_memory(struct fm_session *s, const struct fm_target *t)
+{
+    uint64_t need;
+    if (t->kind != FM_TARGET_CPU || !s->counts || fm_counts_training_memory(s->counts, &need))
+        return FM_OK;
+    double cap = s->opts.memory_cap > 0 ? s->opts.memory_cap : mem_available();
+    if (!(cap > 0) || (double)need <= cap)
+        return FM_OK;
+    int64_t best = -1;
+    enum fm_status st = largest_batch(s, cap, &best);
+    if (st)
+        return fm_error(s->ctx, st, "out of memory counting the largest batch that fits");
+    char needs[FM_FORMAT_SIZE], has[FM_FORMAT_SIZE], fits[96] = "";
+    if (best > 0)
+        snprintf(fits, sizeof(fits), "; the largest batch that fits is %" PRId64 " (--batch)",
+                 best);
+    else if (best == 0)
+        snprintf(fits, sizeof(fits), "; not even one sample fits");
+    return fm_error(s->ctx, FM_ERR_NOMEM,
+                    "%s of %s at batch %" PRId64 " needs %s (weights, gradients, optimizer "
+                    "state and saved activations, counted), more than the %s %s%s; nothing was "
+                    "run",
+                    s->counts->mode == FM_MODE_TRAIN ? "a training step" : "an inference step",
+                    fm_graph_name(s->graph), s->batch, fm_format_bytes((double)need, needs),
+                    fm_format_bytes(cap, has),
+                    s->opts.memory_cap > 0 ? "given by --max-memory"
+                                           : "this machine has free (MemAvailable)",
+                    fits);
+}
+
 /* ---- the device ---- */
 
 static enum fm_status open_devices(struct fm_session *s)
@@ -600,6 +648,8 @@ static enum fm_status measure(struct fm_session *s)
         return st;
     }
     if ((st = fm_measure_check_error(s->ctx, &s->check)))
+        return st;
+    if ((st = check_step_memory(s, &t)))
         return st;
     /* the peak and the prediction's device: --spec, --peak, the GPU's datasheet (matched by the
      * name CUDA reports, after the run) or a short probe of the CPU */

@@ -103,6 +103,27 @@ bool fm_duration_parse(const char *text, double *seconds)
     return false;
 }
 
+bool fm_bytes_parse(const char *text, double *bytes)
+{
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1}, {"b", 1}, {"k", 1e3}, {"kb", 1e3}, {"m", 1e6}, {"mb", 1e6},
+                 {"g", 1e9}, {"gb", 1e9}, {"t", 1e12}, {"tb", 1e12}, {"kib", 1024.0},
+                 {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0}};
+    double v;
+    const char *end;
+    if (!leading_number(text, &v, &end) || v < 0)
+        return false;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcasecmp(end, units[i].unit) == 0) {
+            *bytes = v * units[i].scale;
+            return isfinite(*bytes);
+        }
+    }
+    return false;
+}
+
 bool fm_flops_parse(const char *text, double *flops)
 {
     static const struct {

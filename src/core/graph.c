@@ -294,6 +294,25 @@ enum fm_status fm_graph_set_ivalue(struct fm_graph *g, fm_tid id, const int64_t 
     return FM_OK;
 }
 
+enum fm_status fm_graph_set_fvalue(struct fm_graph *g, fm_tid id, const double *values,
+                                   uint64_t n)
+{
+    if (id < 0 || (size_t)id >= g->n_tensors)
+        return fm_error(g->ctx, FM_ERR_GRAPH, "no tensor with id %d", (int)id);
+    if (n > SIZE_MAX / sizeof(double))
+        return fm_error(g->ctx, FM_ERR_OVERFLOW, "tensor '%s': too many values",
+                        g->tensors[id].name);
+    double *v = fm_arena_alloc(&g->arena, (size_t)(n ? n : 1) * sizeof(double));
+    if (!v)
+        return fm_error(g->ctx, FM_ERR_NOMEM, "out of memory storing values of '%s'",
+                        g->tensors[id].name);
+    if (n)
+        memcpy(v, values, (size_t)n * sizeof(double));
+    g->tensors[id].fvalue = v;
+    g->tensors[id].nvalue = n;
+    return FM_OK;
+}
+
 enum fm_status fm_graph_mark_output(struct fm_graph *g, fm_tid id)
 {
     if (id < 0 || (size_t)id >= g->n_tensors)

@@ -178,6 +178,15 @@ bool cli_parse_flops(const char *text, void *dest)
     return fm_flops_parse(text, dest);
 }
 
+bool cli_parse_bytes(const char *text, void *dest)
+{
+    double b;
+    if (!fm_bytes_parse(text, &b) || !(b > 0))
+        return false;
+    *(double *)dest = b;
+    return true;
+}
+
 bool cli_parse_time(const char *text, void *dest)
 {
     double s;

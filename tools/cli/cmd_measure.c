@@ -29,6 +29,11 @@ static const char description[] =
     "and\n"
     "'one' when --batch is 1. Per-layer timing synchronizes after every layer; the step time\n"
     "includes that small cost (--no-per-layer removes it).\n\n"
+    "Before anything runs, the step's memory (weights, gradients, optimizer state and saved\n"
+    "activations, as count --train counts them) is checked against what the machine has free\n"
+    "(or --max-memory): a step that does not fit runs nothing and names the largest batch that\n"
+    "does. Integer inputs are drawn in range: token ids below the embedding table's rows, class\n"
+    "labels below the class count, attention masks all ones.\n\n"
     "CPU: oneDNN primitives, --threads (default: all CPUs), fp32. CUDA: cuDNN and cuBLASLt,\n"
     "--precision tf32|fp16|bf16 (mixed precision with fp32 master weights), --graph (capture\n"
     "the step in a CUDA graph), --channels-last.\n\n"
@@ -44,7 +49,7 @@ int cmd_measure(int argc, char **argv)
     struct cli_device_opts d;
     const char *spec = NULL;
     int64_t steps = 10, warmup = 3, threads = 0, epoch_samples = 0, seed = 1;
-    double peak = 0;
+    double peak = 0, max_memory = 0;
     bool graph = false, channels_last = false, no_per_layer = false, dry_run = false;
     struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 16] = {0};
     int n = cli_model_opts_declare(&m, opts);
@@ -78,6 +83,10 @@ int cmd_measure(int argc, char **argv)
                                  "a device of the table or --devices FILE for the peak and the "
                                  "prediction",
                                  NULL, NULL};
+    opts[n++] = (struct cli_opt){"max-memory", CLI_PARSED, &max_memory, cli_parse_bytes, "BYTES",
+                                 "CPU: memory a step may take, 8G or 512MB (default: what the "
+                                 "machine has free); a larger step runs nothing",
+                                 NULL, NULL};
     opts[n++] = (struct cli_opt){"seed", CLI_UINT, &seed, NULL, "N",
                                  "seed of weights, inputs and labels (default 1)", NULL, NULL};
     opts[n++] = (struct cli_opt){"dry-run", CLI_FLAG, &dry_run, NULL, NULL,
@@ -102,6 +111,7 @@ int cmd_measure(int argc, char **argv)
     so.spec = spec;
     so.peak = peak;
     so.epoch_samples = (uint64_t)epoch_samples;
+    so.memory_cap = max_memory;
     so.dry_run = dry_run;
     so.run.steps = steps > 1000000 ? 1000001 : (int)steps;
     so.run.warmup = warmup > 1000000 ? 1000001 : (int)warmup;

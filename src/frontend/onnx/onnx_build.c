@@ -218,7 +218,7 @@ enum fm_status ox_set_val(struct ox *ox, fm_tid t, const struct ox_val *v)
             memcpy(p, v->f, (size_t)v->n * sizeof(double));
         d->f = p;
         d->i = NULL;
-        return FM_OK;
+        return fm_graph_set_fvalue(ox->g, t, d->f, d->n);
     }
     if (v->n)
         memcpy(p, v->i, (size_t)v->n * sizeof(int64_t));
