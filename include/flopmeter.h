@@ -1217,6 +1217,8 @@ struct fm_session_opts {
     const char *model;             /* a built-in name or an .onnx file */
     struct fm_load_opts load;      /* batch, input size, classes, storage dtype, bindings */
     struct fm_count_opts count;    /* mode (train/infer) and optimizer */
+    const char *loss_on;           /* training: the output (a tensor name) the loss is added to;
+                                      NULL: the loss policy's choice, one loss per output */
     /* The device. roofline/predict/utilization: a device-table name or alias, a name as
      * nvidia-smi prints it, "cpu" (a short probe of this machine) or "cuda[:N]" (the GPU,
      * probed and matched to the table by its name). measure: where to run, "cpu" or

@@ -3,6 +3,7 @@
  *    class labels below the class count, constants from the file's own contents;
  *  - the memory check before anything runs: a step larger than --max-memory is refused and
  *    names the largest batch that fits, which is checked by counting it and the next;
+ *  - --loss-on, the output a loss is added to when the policy's choice is not wanted;
  *  - sizes as people type them (--max-memory 8G).
  * Without oneDNN in the build the tests that run steps print a skip. */
 #include "support.h"
@@ -136,6 +137,30 @@ static void test_memory_refused(void **unused)
     fm_ctx_free(ctx);
 }
 
+/* --loss-on: the output to train, or an error that lists the outputs */
+static void test_loss_on(void **unused)
+{
+    (void)unused;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_input_binding b = {"ids", {2, {2, 8}}};
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = FM_TEST_DATA "/onnx/gpt2_block_op17.onnx";
+    o.load.bindings = &b;
+    o.load.n_bindings = 1;
+    o.loss_on = "logits";
+    struct fm_session *s = NULL;
+    assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_INVALID);
+    assert_null(s);
+    EXPECT_MESSAGE(ctx, "--loss-on", "'logits'", "its outputs: out");
+    o.loss_on = "out";
+    s = test_session_ok(ctx, &o);
+    assert_int_equal(s->loss.n, 1);
+    assert_int_equal(s->loss.loss[0].kind, FM_LOSS_NEXT_TOKEN);
+    fm_session_free(s);
+    fm_ctx_free(ctx);
+}
+
 static void test_bytes_parse(void **unused)
 {
     (void)unused;
@@ -167,6 +192,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_start_values),
         cmocka_unit_test(test_memory_refused),
+        cmocka_unit_test(test_loss_on),
         cmocka_unit_test(test_bytes_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -193,7 +193,16 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
     if (st)
         return st;
     if (s->opts.count.mode == FM_MODE_TRAIN) {
-        st = fm_graph_add_loss(*graph, FM_NONE, loss);
+        fm_tid on = FM_NONE;
+        if (s->opts.loss_on && (on = fm_graph_find_tensor(*graph, s->opts.loss_on)) == FM_NONE) {
+            char outs[512];
+            fm_graph_outputs_text(*graph, outs, sizeof(outs));
+            fm_graph_free(*graph);
+            *graph = NULL;
+            return fm_error(s->ctx, FM_ERR_INVALID, "--loss-on: '%s' has no tensor named '%s' "
+                            "(its outputs: %s)", s->opts.model, s->opts.loss_on, outs);
+        }
+        st = fm_graph_add_loss(*graph, on, loss);
     } else {
         loss->n = 0;
         snprintf(loss->summary, sizeof(loss->summary), "none (inference)");

@@ -113,4 +113,8 @@ struct fm_graph {
 /* Runs the shape rule of node id (all input shapes must be known). */
 enum fm_status fm_graph_infer_node(struct fm_graph *graph, fm_nid id);
 
+/* The graph's outputs as the loss policy sees them (the marked ones, else float tensors no node
+ * reads), their names joined by ", " into buf (cut with "..." when it is full). loss.c */
+void fm_graph_outputs_text(const struct fm_graph *graph, char *buf, size_t size);
+
 #endif

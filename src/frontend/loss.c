@@ -46,6 +46,36 @@ static bool consumed(const struct fm_graph *g, fm_tid t)
     return false;
 }
 
+/* Whether tensor i is one of the graph's outputs: marked, or (when none is) a float tensor a
+ * node makes and no node reads. */
+static bool is_output(const struct fm_graph *g, size_t i)
+{
+    const struct fm_tensor *t = &g->tensors[i];
+    bool marked = false;
+    for (size_t k = 0; k < g->n_outputs; k++)
+        marked = marked || g->outputs[k] == (fm_tid)i;
+    if (g->n_outputs)
+        return marked;
+    return t->producer != FM_NONE && !consumed(g, (fm_tid)i);
+}
+
+void fm_graph_outputs_text(const struct fm_graph *g, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < g->n_tensors && used + 1 < size; i++) {
+        if (!is_output(g, i))
+            continue;
+        int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", g->tensors[i].name);
+        if (w < 0 || (size_t)w >= size - used) {
+            if (size > 4)
+                snprintf(buf + size - 4, 4, "...");
+            return;
+        }
+        used += (size_t)w;
+    }
+}
+
 /* A name not yet taken: base, else base_2, base_3 ... */
 static void free_name(const struct fm_graph *g, const char *base, char *buf, size_t size)
 {
@@ -176,21 +206,22 @@ enum fm_status fm_graph_add_loss(struct fm_graph *g, fm_tid output, struct fm_lo
     } else {
         for (size_t i = 0; i < g->n_tensors; i++) {
             const struct fm_tensor *t = &g->tensors[i];
-            bool marked = false;
-            for (size_t k = 0; k < g->n_outputs; k++)
-                marked = marked || g->outputs[k] == (fm_tid)i;
-            if (g->n_outputs ? !marked : (t->producer == FM_NONE || consumed(g, (fm_tid)i)))
+            if (!is_output(g, i))
                 continue;
             if (!fm_dtype_is_float(t->dtype) || !t->shape_known)
                 continue;
             /* nothing to train through an output no parameter reaches */
             if (!fm_graph_needs_grad(g, (fm_tid)i))
                 continue;
-            if (n_outs == FM_MAX_LOSSES)
+            if (n_outs == FM_MAX_LOSSES) {
+                char outs[400];
+                fm_graph_outputs_text(g, outs, sizeof(outs));
                 return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                                "'%s' has more than %d outputs to train: flopmeter adds one loss "
-                                "per output and stops there (count it with --infer)",
-                                g->name, FM_MAX_LOSSES);
+                                "'%s' has more than %d outputs to train, and flopmeter adds one "
+                                "loss per output: choose the one to train with --loss-on OUTPUT "
+                                "(its outputs: %s), or count it with --infer",
+                                g->name, FM_MAX_LOSSES, outs);
+            }
             outs[n_outs++] = (fm_tid)i;
         }
     }

@@ -234,6 +234,10 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
                                 "precision: fp16/bf16 activations, fp32 weights; with fp64, "
                                 "fp64); decides bytes, not counts",
                                 NULL, &m->dtype_given};
+    out[n++] = (struct cli_opt){"loss-on", CLI_STRING, &m->loss_on, NULL, "OUTPUT",
+                                "training: add the loss to this output only (default: one loss "
+                                "per output, by the loss policy of flopmeter count --help)",
+                                NULL, NULL};
     out[n++] = (struct cli_opt){"format", CLI_PARSED, &m->format, cli_parse_format,
                                 "table|csv|json",
                                 "output format (default table; csv and json print exact "
@@ -322,6 +326,7 @@ int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
     lo->dtype_given = m->dtype_given;
     o->count.mode = m->infer ? FM_MODE_INFER : FM_MODE_TRAIN;
     o->count.optimizer = m->optimizer;
+    o->loss_on = m->loss_on;
     if (m->infer && m->optimizer_given)
         fprintf(stderr, "flopmeter: warning: --optimizer %s is ignored with --infer: inference "
                         "has no optimizer step (drop --infer to count a training step)\n",

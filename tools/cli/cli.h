@@ -76,8 +76,9 @@ struct cli_model_opts {
     enum fm_optimizer optimizer;
     enum fm_dtype dtype;
     enum fm_format format;
+    const char *loss_on;        /* --loss-on NAME: the output the loss is added to */
 };
-#define CLI_MODEL_OPTS_MAX 10
+#define CLI_MODEL_OPTS_MAX 11
 /* Fills out[] with the model options pointing into m (with defaults set); returns how many. */
 int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out);
 
