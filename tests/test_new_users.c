@@ -699,6 +699,8 @@ static void test_11_inference_export(void **state)
         {DATA "vgg11_train_op17.onnx", false, NULL},
         {DATA "resnet18_op17.onnx", false, NULL},        /* BatchNorm kept */
         {"vgg11", false, NULL},                          /* a built-in is what it says */
+        {DATA "vit_block_op17.onnx", false, NULL},       /* LayerNorm: never had BatchNorm */
+        {DATA "train/convnext_tiny.onnx", false, NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct fm_session_opts o;

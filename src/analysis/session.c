@@ -224,21 +224,23 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
 /* A file exported for inference (PyTorch's default export folds each BatchNorm into the
  * convolution before it, which gains a bias, and drops Dropout) counted as a training step
  * loses BatchNorm's and Dropout's work and memory without a word. Its marks: convolutions, most
- * with a bias, no BatchNorm, no Dropout. A network that never had either looks the same: the
- * note says "looks". */
+ * with a bias, no BatchNorm, no Dropout. A network normalized otherwise (LayerNorm, GroupNorm,
+ * InstanceNorm: ConvNeXt, ViT, Swin) never had BatchNorm to fold, and is left alone; one that
+ * never had either and no other norm (VGG, SqueezeNet) looks the same: the note says "looks". */
 static void check_inference_export(struct fm_session *s)
 {
     const struct fm_graph *g = s->graph;
     if (s->counts->mode != FM_MODE_TRAIN || fm_zoo_find(s->opts.model))
         return;
-    size_t conv = 0, biased = 0, bn = 0, dropout = 0;
+    size_t conv = 0, biased = 0, bn = 0, dropout = 0;   /* bn: any normalization layer */
     for (size_t i = 0; i < fm_graph_node_count(g); i++) {
         const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
         if (n->op == FM_OP_CONV) {
             conv++;
             biased += n->n_in > 2 && n->in[2] != FM_NONE;
         }
-        bn += n->op == FM_OP_BATCHNORM;
+        bn += n->op == FM_OP_BATCHNORM || n->op == FM_OP_LAYERNORM ||
+              n->op == FM_OP_GROUPNORM || n->op == FM_OP_INSTANCENORM;
         dropout += n->op == FM_OP_DROPOUT;
     }
     if (conv == 0 || bn || dropout || 2 * biased < conv)
