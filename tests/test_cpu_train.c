@@ -1,6 +1,11 @@
 /* Training whole networks on the CPU backend (every op the counter knows):
  *  - the starting values a step draws: token ids below the table they index, masks of ones,
  *    class labels below the class count, constants from the file's own contents;
+ *  - every small export of tests/data/onnx/train/ (tools/export_train_models.py: DenseNet,
+ *    MnasNet, ShuffleNet, RegNet, SqueezeNet, ConvNeXt, EfficientNetV2, ViT, GPT-2, BERT,
+ *    LLaMA-style) trains: its loss falls over a few steps on a fixed batch;
+ *  - a whole training step of the GPT-2-like, BERT-like and ViT-like ones against PyTorch
+ *    (tests/data/goldens/train_*.txt, tools/make_train_goldens.py): loss, outputs, gradients;
  *  - the memory check before anything runs: a step larger than --max-memory is refused and
  *    names the largest batch that fits, which is checked by counting it and the next;
  *  - --loss-on, the output a loss is added to when the policy's choice is not wanted;
@@ -91,6 +96,234 @@ static void test_start_values(void **unused)
         assert_true(v[i] >= 0 && v[i] < 5);
     fm_graph_free(g);
     fm_ctx_free(ctx);
+}
+
+/* ---- whole networks ---- */
+
+#define TRAIN_DIR FM_TEST_DATA "/onnx/train/"
+
+static const struct fm_backend *cpu_or_skip(void)
+{
+    const struct fm_backend *be = fm_backend_cpu();
+#ifndef FM_HAVE_ONNX
+    be = NULL;
+#endif
+    if (!be) {
+        printf("skipped: this build has no CPU backend or no ONNX frontend\n");
+        skip();
+    }
+    return be;
+}
+
+/* The bindings a small export needs: token ids (and BERT's mask and token types) of 2 x 16;
+ * images take --batch 2. */
+static size_t bindings_for(const char *name, struct fm_input_binding *b)
+{
+    const struct fm_shape bs = {2, {2, 16}};
+    size_t n = 0;
+    if (strstr(name, "gpt2") || strstr(name, "bert") || strstr(name, "llama"))
+        b[n++] = (struct fm_input_binding){"ids", bs};
+    if (strstr(name, "bert")) {
+        b[n++] = (struct fm_input_binding){"attention_mask", bs};
+        b[n++] = (struct fm_input_binding){"token_type_ids", bs};
+    }
+    return n;
+}
+
+/* Every small export trains: four steps on one fixed batch (SGD, lr 0.01, momentum 0.9) and
+ * the loss of the last is below the first's. Per-layer times are on, so every layer reports
+ * forward time and, where a gradient flows, backward time. */
+static void test_exports_train(void **unused)
+{
+    (void)unused;
+    cpu_or_skip();
+    static const char *const names[] = {
+        "gpt2_small", "bert_small", "llama_small", "vit_small", "convnext_tiny",
+        "densenet121", "mnasnet0_5", "shufflenet_v2_x0_5", "regnet_y_400mf", "squeezenet1_1",
+        "efficientnet_v2_s",
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), TRAIN_DIR "%s.onnx", names[i]);
+        struct fm_input_binding b[3];
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_MEASURE);
+        o.model = path;
+        o.load.bindings = b;
+        o.load.n_bindings = bindings_for(names[i], b);
+        o.load.zoo.batch = 2;
+        o.load.batch_given = o.load.n_bindings == 0;
+        o.peak = 1e11;   /* no probe */
+        o.run.steps = 4;
+        o.run.warmup = 0;
+        o.run.threads = 2;
+        struct fm_session *s = test_session_ok(ctx, &o);
+        const struct fm_measurement *m = s->measurement;
+        printf("%-20s loss %.4f -> %.4f, step %.1f ms\n", names[i], m->loss_first, m->loss_last,
+               m->step_ms_median);
+        if (!(isfinite(m->loss_first) && m->loss_last < m->loss_first))
+            fail_msg("%s: the loss did not fall (%g -> %g)", names[i], m->loss_first,
+                     m->loss_last);
+        fm_session_free(s);
+    }
+    fm_ctx_free(ctx);
+}
+
+/* ---- a whole step against PyTorch ---- */
+
+struct record {
+    char kind[8], name[160];
+    uint64_t n;
+    float *v;
+};
+
+/* Reads "<kind> <name> <count> <values...>" lines; '#' lines are comments. */
+static size_t load_records(const char *path, struct record **out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot open %s (made by tools/make_train_goldens.py)", path);
+    size_t n = 0, cap = 64;
+    struct record *r = calloc(cap, sizeof(*r));
+    char kind[8], name[160];
+    unsigned long long count;
+    int c;
+    while ((c = fgetc(f)) != EOF) {
+        if (c == '#' || c == '\n') {
+            while (c != '\n' && c != EOF)
+                c = fgetc(f);
+            continue;
+        }
+        ungetc(c, f);
+        if (fscanf(f, "%7s %159s %llu", kind, name, &count) != 3)
+            fail_msg("%s: record %zu is malformed", path, n + 1);
+        if (n == cap) {
+            cap *= 2;
+            r = realloc(r, cap * sizeof(*r));
+        }
+        snprintf(r[n].kind, sizeof(r[n].kind), "%s", kind);
+        snprintf(r[n].name, sizeof(r[n].name), "%s", name);
+        r[n].n = count;
+        r[n].v = malloc(sizeof(float) * (count ? count : 1));
+        for (uint64_t k = 0; k < count; k++) {
+            if (fscanf(f, "%f", &r[n].v[k]) != 1)
+                fail_msg("%s: '%s' has fewer than %llu values", path, name, count);
+        }
+        n++;
+    }
+    fclose(f);
+    *out = r;
+    return n;
+}
+
+/* |got - ref| <= atol + rtol |ref| with atol a fraction of the record's largest |ref|: the
+ * networks compute in float32 with sums of up to a few hundred terms in other orders than
+ * PyTorch's (1e-6 relative), and the goldens carry 6 significant digits; a wrong mask, scale,
+ * epsilon or a gradient delivered twice is off by 1e-2 and more. */
+#define STEP_RTOL 1e-3
+#define STEP_ATOL_FRACTION 1e-4
+
+static void compare(const char *net, const struct record *r, const float *got)
+{
+    double big = 0;
+    for (uint64_t k = 0; k < r->n; k++)
+        big = fmax(big, fabs(r->v[k]));
+    double atol = STEP_ATOL_FRACTION * big;
+    for (uint64_t k = 0; k < r->n; k++) {
+        double err = fabs((double)got[k] - r->v[k]);
+        if (err > atol + STEP_RTOL * fabs(r->v[k]))
+            fail_msg("%s: %s '%s'[%llu] = %.7g, PyTorch %.7g (tolerance %.3g)", net, r->kind,
+                     r->name, (unsigned long long)k, got[k], r->v[k],
+                     atol + STEP_RTOL * fabs(r->v[k]));
+    }
+}
+
+static void step_against_pytorch(const char *net)
+{
+    const struct fm_backend *be = cpu_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    char path[512];
+    snprintf(path, sizeof(path), FM_TEST_DATA "/goldens/train_%s.txt", net);
+    struct record *r;
+    size_t nr = load_records(path, &r);
+    snprintf(path, sizeof(path), TRAIN_DIR "%s.onnx", net);
+    struct fm_input_binding b[3];
+    struct fm_load_opts lo;
+    fm_load_opts_init(&lo);
+    lo.bindings = b;
+    lo.n_bindings = bindings_for(net, b);
+    lo.zoo.batch = 2;
+    lo.batch_given = lo.n_bindings == 0;
+    struct fm_graph *g;
+    struct fm_loss_info loss;
+    FM_ASSERT_OK(ctx, fm_model_load(ctx, path, &lo, &g));
+    FM_ASSERT_OK(ctx, fm_graph_add_loss(g, FM_NONE, &loss));
+    assert_int_equal(loss.n, 1);
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.lr = 0.0;   /* the step leaves the weights as they were */
+    o.momentum = 0.0;
+    o.threads = 2;
+    void *state = NULL;
+    FM_ASSERT_OK(ctx, be->prepare(ctx, g, &o, &state));
+    int written = 0, params = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (strcmp(r[i].kind, "init") && strcmp(r[i].kind, "input"))
+            continue;
+        fm_tid t = fm_graph_find_tensor(g, r[i].name);
+        if (t == FM_NONE)
+            fail_msg("%s: the golden's '%s' is not a tensor of the export", net, r[i].name);
+        FM_ASSERT_OK(ctx, be->write(state, t, r[i].v, r[i].n));
+        written++;
+    }
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++)
+        params += fm_graph_tensor(g, (fm_tid)i)->role == FM_ROLE_PARAM;
+    struct fm_step_timing st = {0};
+    FM_ASSERT_OK(ctx, be->step(state, &st));
+    int compared = 0;
+    for (size_t i = 0; i < nr; i++) {
+        float *got = malloc(sizeof(float) * (r[i].n ? r[i].n : 1));
+        if (!strcmp(r[i].kind, "loss")) {
+            got[0] = (float)st.loss;
+            compare(net, &r[i], got);
+            compared++;
+        } else if (!strcmp(r[i].kind, "out") || !strcmp(r[i].kind, "grad")) {
+            fm_tid t = fm_graph_find_tensor(g, r[i].name);
+            assert_int_not_equal(t, FM_NONE);
+            FM_ASSERT_OK(ctx, be->read(state, t, r[i].kind[0] == 'g', got, r[i].n));
+            compare(net, &r[i], got);
+            compared++;
+        }
+        free(got);
+    }
+    printf("%s: %d values written (%d parameters in the graph), %d records match PyTorch\n", net,
+           written, params, compared);
+    assert_true(compared >= 5);
+    be->release(state);
+    fm_graph_free(g);
+    for (size_t i = 0; i < nr; i++)
+        free(r[i].v);
+    free(r);
+    fm_ctx_free(ctx);
+}
+
+static void test_gpt2_step(void **unused)
+{
+    (void)unused;
+    step_against_pytorch("gpt2_small");
+}
+
+static void test_bert_step(void **unused)
+{
+    (void)unused;
+    step_against_pytorch("bert_small");
+}
+
+static void test_vit_step(void **unused)
+{
+    (void)unused;
+    step_against_pytorch("vit_small");
 }
 
 /* ---- memory before anything runs ---- */
@@ -191,6 +424,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_start_values),
+        cmocka_unit_test(test_gpt2_step),
+        cmocka_unit_test(test_bert_step),
+        cmocka_unit_test(test_vit_step),
+        cmocka_unit_test(test_exports_train),
         cmocka_unit_test(test_memory_refused),
         cmocka_unit_test(test_loss_on),
         cmocka_unit_test(test_bytes_parse),

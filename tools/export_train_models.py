@@ -13,7 +13,7 @@ models and the other fixtures do not cover, at a small input (64x64 images; 16 t
 tests/test_cpu_train.c trains each in a few seconds on two cores. The torchvision ones are the
 real architectures (torchvision's own constructors), only the image is small; ViT is a 2-layer
 VisionTransformer (torchvision's class) on 32x32 images. The language models are 2 layers wide
-64 with a 256-word vocabulary.
+32 with a 128-word vocabulary.
 
 --full writes the sizes bench/ times: GPT-2 small (12 layers, 768 wide, 50257 words), BERT-base,
 a LLaMA-style decoder (12 layers, 768 wide, SwiGLU 2048, RoPE, RMSNorm, 32000 words), ViT-B/16,
@@ -213,9 +213,9 @@ SMALL = {
     "convnext_tiny": (lambda: torchvision.models.convnext_tiny(), 64),
     "efficientnet_v2_s": (lambda: torchvision.models.efficientnet_v2_s(), 64),
     "vit_small": (small_vit, 32),
-    "gpt2_small": (lambda: GPT2(256, 64, 2, 4, 64), ("lm", 16, 256)),
-    "bert_small": (lambda: BERT(256, 64, 2, 4, 64), ("lm", 16, 256)),
-    "llama_small": (lambda: LLaMA(256, 64, 2, 4, 172), ("lm", 16, 256)),
+    "gpt2_small": (lambda: GPT2(128, 32, 2, 2, 32), ("lm", 16, 128)),
+    "bert_small": (lambda: BERT(128, 32, 2, 2, 32), ("lm", 16, 128)),
+    "llama_small": (lambda: LLaMA(128, 32, 2, 2, 86), ("lm", 16, 128)),
 }
 FULL = {
     "gpt2": (lambda: GPT2(50257, 768, 12, 12, 1024), ("lm", 128, 50257)),
@@ -256,13 +256,36 @@ def strip(model):
     return model
 
 
+NORMS = (nn.LayerNorm, nn.GroupNorm, nn.BatchNorm2d, RMSNorm)
+
+
+def fill_weights(model):
+    """Distinct random weights (the exporter merges initializers with equal contents: fresh
+    LayerNorms are all ones), of a trainable size: +-0.1, norm scales and BatchNorm variances
+    near 1."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.dtype.is_floating_point:
+                t.copy_((torch.rand_like(t) - 0.5) * 0.2)
+        for m in model.modules():
+            if isinstance(m, NORMS) and getattr(m, "weight", None) is not None:
+                m.weight.add_(1.0)
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_var.abs_().add_(1.0)
+
+
+def build(name, table):
+    builder, spec = table[name]
+    torch.manual_seed(0)
+    model = builder().eval()
+    fill_weights(model)
+    return model, spec
+
+
 def export(name, builder, spec, opset):
     torch.manual_seed(0)
     model = builder().eval()
-    with torch.no_grad():   # distinct weights: the exporter merges equal initializers
-        for t in list(model.parameters()) + list(model.buffers()):
-            if t.dtype.is_floating_point:
-                t.copy_(torch.rand_like(t) * 0.1 + 0.05)
+    fill_weights(model)
     if isinstance(spec, tuple):
         _, seq, vocab = spec
         args, names = lm_inputs(name, seq, vocab)
