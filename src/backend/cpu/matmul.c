@@ -319,14 +319,24 @@ static enum fm_status mm_einsum(struct fm_cpu *s, fm_nid id, enum fm_phase ph, s
     }
     /* M and N: the innermost label of y from a only, from b only; the rest of y is batch */
     int im = -1, in = -1;
-    for (int i = 0; i < y.rank; i++) {
-        if (y.dims[i] <= 1)
-            continue;
-        bool ina = term_find(&a, y.lab[i]) >= 0, inb = term_find(&b, y.lab[i]) >= 0;
-        if (ina && !inb && (im < 0 || y.strides[i] < y.strides[im]))
-            im = i;
-        if (inb && !ina && (in < 0 || y.strides[i] < y.strides[in]))
-            in = i;
+    for (int pass = 0; pass < 2; pass++) {
+        im = in = -1;
+        for (int i = 0; i < y.rank; i++) {
+            if (y.dims[i] <= 1)
+                continue;
+            bool ina = term_find(&a, y.lab[i]) >= 0, inb = term_find(&b, y.lab[i]) >= 0;
+            if (ina && !inb && (im < 0 || y.strides[i] < y.strides[im]))
+                im = i;
+            if (inb && !ina && (in < 0 || y.strides[i] < y.strides[in]))
+                in = i;
+        }
+        /* oneDNN's fast kernels write rows: y's innermost label should be N. The product is
+         * symmetric in a and b, so swapping them transposes the matmul instead of its dst */
+        if (pass || im < 0 || (in >= 0 && y.strides[in] < y.strides[im]))
+            break;
+        struct term t = a;
+        a = b;
+        b = t;
     }
     /* K: the contracted labels, in a's order (outer first); one oneDNN dim must span them */
     int kl[MM_MAXD], nk = 0;
@@ -406,6 +416,16 @@ static enum fm_status mm_einsum(struct fm_cpu *s, fm_nid id, enum fm_phase ph, s
     dd[nd + 1] = nsize;
     ds[nd + 1] = in >= 0 ? y.strides[in] : sy;
     nd += 2;
+    /* a dim of size 1 gets the stride a dense row-major layout would give it, so that the
+     * descriptors read as plain (or plainly transposed) to oneDNN's kernel checks */
+    int64_t *strs[3] = {ss, ws, ds};
+    const int64_t *dms[3] = {sd, wd, dd};
+    for (int o = 0; o < 3; o++) {
+        for (int i = nd - 1; i >= 0; i--) {
+            if (dms[o][i] == 1)
+                strs[o][i] = i == nd - 1 ? 1 : strs[o][i + 1] * dms[o][i + 1];
+        }
+    }
     dnnl_memory_t ms, mw, md;
     st = view_md(s, a.mem, nd, sd, ss, &ms);
     if (!st)
