@@ -25,7 +25,6 @@
 #include "cpu.h"
 
 #include <math.h>
-#include <string.h>
 
 #define MM_MAXD FM_MAX_DIMS
 #define MM_MAX_NDIMS 12   /* oneDNN's DNNL_MAX_NDIMS */
