@@ -1,79 +1,162 @@
-/* Convolution on oneDNN: 2-D, grouped and depthwise (weights seen as (g, Cout/g, Cin/g, kh, kw)),
- * strided, dilated, with or without bias; forward, backward data and backward weights as three
- * primitives, every layout left to oneDNN ("any") and reorders inserted only where a
- * neighbour chose differently. Not here: 1-D and 3-D convolutions, transposed convolutions. */
+/* Convolution and transposed convolution on oneDNN: 1-D (NCW) and 2-D (NCHW), grouped and
+ * depthwise (weights seen as (g, Cout/g, Cin/g, k...)), strided, dilated, with or without bias;
+ * forward, backward data and backward weights as three primitives, every activation layout
+ * left to oneDNN ("any") and reorders inserted only where a neighbour chose differently.
+ *
+ * ConvTranspose runs on oneDNN's deconvolution. Its weight is stored as PyTorch and ONNX keep it,
+ * (Cin, Cout/g, k...), which is oneDNN's deconvolution weight (Cout, Cin, k...) (or
+ * (g, Cout/g, Cin/g, k...)) in the "io" order: the parameter's bytes are described by a strided
+ * view (format iohw / giohw) rather than reshaped, and reordered once per step into the layout
+ * the primitive chose (the forward copy is reused by backward data). output_padding needs no
+ * attribute: oneDNN reads it from the output size. Not here: 3-D convolutions. */
 #include "cpu.h"
 
 struct conv_priv {
     dnnl_primitive_desc_t fwd;
+    bool transposed;
+    int sp;                        /* spatial dims: 1 or 2 */
     dnnl_dims_t strides, dil, pl, pr;
-    int64_t wdims[5];
+    int64_t wdims[6];
     int wrank;
+    int64_t xdims[4], ydims[4];
+    dnnl_memory_desc_t wview;      /* transposed: the parameter's bytes as oneDNN's weights */
+    dnnl_memory_t m_wview;         /* transposed: the parameter seen through wview */
+    dnnl_memory_t m_wei;           /* transposed: the weights in the forward's layout */
 };
 
 enum fm_status fm_cpu_conv_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                  const struct fm_node *n)
 {
     const struct fm_tensor *x = fm_graph_tensor(g, n->in[0]);
-    if (x->shape.rank != 4)
+    if (x->shape.rank != 3 && x->shape.rank != 4)
         return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                        "layer '%s' (Conv): only 2-D convolutions (NCHW input) run on the CPU "
-                        "backend, this input has rank %d",
-                        n->name, x->shape.rank);
+                        "layer '%s' (%s): only 1-D and 2-D convolutions (NCW or NCHW input) run "
+                        "on the CPU backend, this input has rank %d",
+                        n->name, n->op_name, x->shape.rank);
     return FM_OK;
+}
+
+/* The geometry of node n: window attributes (a 1-D op keeps them at index 1) and the weight
+ * dims oneDNN expects. */
+static void conv_geometry(const struct fm_cpu *s, const struct fm_node *n, struct conv_priv *p)
+{
+    const struct fm_tensor *x = fm_graph_tensor(s->g, n->in[0]);
+    const struct fm_tensor *w = fm_graph_tensor(s->g, n->in[1]);
+    const struct fm_tensor *y = fm_graph_tensor(s->g, n->out[0]);
+    const struct fm_attrs *a = &n->attrs;
+    p->transposed = n->op == FM_OP_CONV_TRANSPOSE;
+    p->sp = x->shape.rank - 2;
+    for (int i = 0; i < p->sp; i++) {
+        int ai = 2 - p->sp + i;
+        p->strides[i] = a->stride[ai];
+        p->dil[i] = a->dilation[ai] - 1;   /* oneDNN counts the gaps: 0 = dense */
+        p->pl[i] = a->pad[ai];
+        p->pr[i] = a->pad[ai + 2];
+    }
+    for (int i = 0; i < x->shape.rank; i++) {
+        p->xdims[i] = x->shape.dims[i];
+        p->ydims[i] = y->shape.dims[i];
+    }
+    int64_t g = a->groups, cin = x->shape.dims[1], cout = y->shape.dims[1];
+    int r = 0;
+    if (g > 1)
+        p->wdims[r++] = g;
+    p->wdims[r++] = cout / g;
+    p->wdims[r++] = cin / g;
+    for (int i = 2; i < w->shape.rank; i++)
+        p->wdims[r++] = w->shape.dims[i];
+    p->wrank = r;
+    if (p->transposed) {
+        /* (Cin, Cout/g, k...) in memory: the "io" order of oneDNN's (Cout, Cin, k...) */
+        static const dnnl_format_tag_t tags[2][2] = {{dnnl_bac, dnnl_bacd},
+                                                     {dnnl_acbd, dnnl_acbde}};
+        dnnl_dims_t d;
+        for (int i = 0; i < r; i++)
+            d[i] = p->wdims[i];
+        dnnl_memory_desc_init_by_tag(&p->wview, r, d, dnnl_f32, tags[g > 1][p->sp - 1]);
+    }
+}
+
+static dnnl_alg_kind_t conv_alg(const struct conv_priv *p)
+{
+    return p->transposed ? dnnl_deconvolution_direct : dnnl_convolution_direct;
+}
+
+/* The weights of a transposed convolution in layout want, for phase: the forward's copy when
+ * the layouts agree, else a reorder from the parameter's bytes. */
+static enum fm_status deconv_weights(struct fm_cpu *s, fm_nid id, enum fm_phase phase,
+                                     struct conv_priv *p, const dnnl_memory_desc_t *want,
+                                     dnnl_memory_t *out)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    enum fm_status st = FM_OK;
+    if (!p->m_wview) {
+        dnnl_memory_t plain;
+        st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, n->in[1], false, &plain);
+        if (!st)
+            st = fm_cpu_mem_view(s, plain, &p->wview, &p->m_wview);
+        if (st)
+            return st;
+    }
+    if (p->m_wei && fm_cpu_md_equal(fm_cpu_mem_md(p->m_wei), want)) {
+        *out = p->m_wei;
+        return FM_OK;
+    }
+    if (fm_cpu_md_equal(&p->wview, want)) {
+        *out = p->m_wview;
+        return FM_OK;
+    }
+    st = phase == FM_PHASE_FWD ? fm_cpu_mem_new(s, want, out) : fm_cpu_mem_scratch(s, want, out);
+    if (!st)
+        st = fm_cpu_add_reorder(s, id, phase, p->m_wview, *out, false);
+    return st;
 }
 
 /* Forward (training or inference) and, from it, the geometry the backward reuses. */
 enum fm_status fm_cpu_conv_fwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
-    const struct fm_tensor *x = fm_graph_tensor(s->g, n->in[0]);
-    const struct fm_tensor *w = fm_graph_tensor(s->g, n->in[1]);
-    const struct fm_tensor *y = fm_graph_tensor(s->g, n->out[0]);
     fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;
-    const struct fm_attrs *a = &n->attrs;
     struct conv_priv *p = fm_cpu_buf(s, sizeof(*p));
     if (!p)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
     s->nodes[id].priv = p;
-    int64_t g = a->groups;
-    for (int i = 0; i < 2; i++) {
-        p->strides[i] = a->stride[i];
-        p->dil[i] = a->dilation[i] - 1;   /* oneDNN counts the gaps: 0 = dense */
-        p->pl[i] = a->pad[i];
-        p->pr[i] = a->pad[i + 2];
-    }
-    if (g == 1) {
-        p->wrank = 4;
-        for (int i = 0; i < 4; i++)
-            p->wdims[i] = w->shape.dims[i];
-    } else {
-        p->wrank = 5;
-        p->wdims[0] = g;
-        p->wdims[1] = w->shape.dims[0] / g;
-        for (int i = 1; i < 4; i++)
-            p->wdims[i + 1] = w->shape.dims[i];
-    }
+    conv_geometry(s, n, p);
+    int rank = p->sp + 2;
     dnnl_memory_desc_t src, wei, bmd, dst;
-    int64_t cout = w->shape.dims[0];
-    fm_cpu_md_any(&src, 4, x->shape.dims);
+    int64_t cout = p->ydims[1];
+    fm_cpu_md_any(&src, rank, p->xdims);
     fm_cpu_md_any(&wei, p->wrank, p->wdims);
     fm_cpu_md_plain(&bmd, 1, &cout);
-    fm_cpu_md_any(&dst, 4, y->shape.dims);
-    dnnl_convolution_desc_t cd;
+    fm_cpu_md_any(&dst, rank, p->ydims);
+    dnnl_prop_kind_t prop = s->train ? dnnl_forward_training : dnnl_forward_inference;
+    const dnnl_memory_desc_t *bp = bias != FM_NONE ? &bmd : NULL;
     enum fm_status st = FM_OK;
     dnnl_memory_t m_src, m_wei, m_bias = NULL;
-    FM_DNNL_TRY(s, dnnl_dilated_convolution_forward_desc_init(
-                       &cd, s->train ? dnnl_forward_training : dnnl_forward_inference,
-                       dnnl_convolution_direct, &src, &wei, bias != FM_NONE ? &bmd : NULL, &dst,
-                       p->strides, p->dil, p->pl, p->pr));
-    st = fm_cpu_pd(s, id, &cd, NULL, &p->fwd);
+    if (p->transposed) {
+        dnnl_deconvolution_desc_t dd;
+        FM_DNNL_TRY(s, dnnl_dilated_deconvolution_forward_desc_init(
+                           &dd, prop, conv_alg(p), &src, &wei, bp, &dst, p->strides, p->dil,
+                           p->pl, p->pr));
+        st = fm_cpu_pd(s, id, &dd, NULL, &p->fwd);
+    } else {
+        dnnl_convolution_desc_t cd;
+        FM_DNNL_TRY(s, dnnl_dilated_convolution_forward_desc_init(
+                           &cd, prop, conv_alg(p), &src, &wei, bp, &dst, p->strides, p->dil,
+                           p->pl, p->pr));
+        st = fm_cpu_pd(s, id, &cd, NULL, &p->fwd);
+    }
     if (!st)
         st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[0], false, fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC),
                           &m_src);
-    if (!st)
+    if (!st && p->transposed) {
+        st = deconv_weights(s, id, FM_PHASE_FWD, p, fm_cpu_pd_md(p->fwd, DNNL_ARG_WEIGHTS),
+                            &m_wei);
+        p->m_wei = m_wei;
+    } else if (!st) {
         st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[1], false,
                           fm_cpu_pd_md(p->fwd, DNNL_ARG_WEIGHTS), &m_wei);
+    }
     if (!st && bias != FM_NONE)
         st = fm_cpu_input(s, id, FM_PHASE_FWD, bias, false, fm_cpu_pd_md(p->fwd, DNNL_ARG_BIAS),
                           &m_bias);
@@ -94,24 +177,34 @@ out:
 static enum fm_status conv_bwd_data(struct fm_cpu *s, fm_nid id, struct conv_priv *p)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
-    const struct fm_tensor *x = fm_graph_tensor(s->g, n->in[0]);
-    const struct fm_tensor *y = fm_graph_tensor(s->g, n->out[0]);
+    int rank = p->sp + 2;
     dnnl_memory_desc_t dsrc, wei, ddst;
-    fm_cpu_md_any(&dsrc, 4, x->shape.dims);
+    fm_cpu_md_any(&dsrc, rank, p->xdims);
     fm_cpu_md_any(&wei, p->wrank, p->wdims);
-    fm_cpu_md_any(&ddst, 4, y->shape.dims);
-    dnnl_convolution_desc_t cd;
+    fm_cpu_md_any(&ddst, rank, p->ydims);
     dnnl_primitive_desc_t pd;
     dnnl_memory_t m_wei, m_dd, m_dx;
     struct fm_cpu_sink sk;
     enum fm_status st = FM_OK;
-    FM_DNNL_TRY(s, dnnl_dilated_convolution_backward_data_desc_init(
-                       &cd, dnnl_convolution_direct, &dsrc, &wei, &ddst, p->strides, p->dil,
-                       p->pl, p->pr));
-    st = fm_cpu_pd(s, id, &cd, p->fwd, &pd);
-    if (!st)
-        st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->in[1], false,
-                          fm_cpu_pd_md(pd, DNNL_ARG_WEIGHTS), &m_wei);
+    if (p->transposed) {
+        dnnl_deconvolution_desc_t dd;
+        FM_DNNL_TRY(s, dnnl_dilated_deconvolution_backward_data_desc_init(
+                           &dd, conv_alg(p), &dsrc, &wei, &ddst, p->strides, p->dil, p->pl,
+                           p->pr));
+        st = fm_cpu_pd(s, id, &dd, p->fwd, &pd);
+        if (!st)
+            st = deconv_weights(s, id, FM_PHASE_BWD_DATA, p, fm_cpu_pd_md(pd, DNNL_ARG_WEIGHTS),
+                                &m_wei);
+    } else {
+        dnnl_convolution_desc_t cd;
+        FM_DNNL_TRY(s, dnnl_dilated_convolution_backward_data_desc_init(
+                           &cd, conv_alg(p), &dsrc, &wei, &ddst, p->strides, p->dil, p->pl,
+                           p->pr));
+        st = fm_cpu_pd(s, id, &cd, p->fwd, &pd);
+        if (!st)
+            st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->in[1], false,
+                              fm_cpu_pd_md(pd, DNNL_ARG_WEIGHTS), &m_wei);
+    }
     if (!st)
         st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->out[0], true,
                           fm_cpu_pd_md(pd, DNNL_ARG_DIFF_DST), &m_dd);
@@ -131,25 +224,76 @@ out:
     return st;
 }
 
+/* The weight (and bias) gradient of a transposed convolution: the primitive writes dW in its
+ * own layout; it reaches the parameter's (Cin, Cout/g, k...) gradient through the io view. */
+static enum fm_status deconv_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_priv *p,
+                                         const dnnl_deconvolution_desc_t *dd, fm_tid bias,
+                                         bool want_bias)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    enum fm_phase ph = FM_PHASE_BWD_WEIGHT;
+    dnnl_primitive_desc_t pd;
+    dnnl_memory_t m_src, m_dd, m_dw = NULL, m_sink = NULL, m_view = NULL, m_db = NULL;
+    struct fm_cpu_sink skw, skb = {id, ph, FM_NONE, NULL};
+    enum fm_status st = fm_cpu_pd(s, id, dd, p->fwd, &pd);
+    if (!st)
+        st = fm_cpu_input(s, id, ph, n->in[0], false, fm_cpu_pd_md(pd, DNNL_ARG_SRC), &m_src);
+    if (!st)
+        st = fm_cpu_input(s, id, ph, n->out[0], true, fm_cpu_pd_md(pd, DNNL_ARG_DIFF_DST), &m_dd);
+    if (!st)
+        st = fm_cpu_sink_plain(s, id, ph, n->in[1], &skw, &m_sink);
+    if (!st && m_sink)
+        st = fm_cpu_mem_view(s, m_sink, &p->wview, &m_view);
+    const dnnl_memory_desc_t *dwmd = fm_cpu_pd_md(pd, DNNL_ARG_DIFF_WEIGHTS);
+    if (!st) {
+        if (m_view && fm_cpu_md_equal(dwmd, &p->wview))
+            m_dw = m_view;
+        else   /* another layout, or a frozen weight with a trainable bias */
+            st = fm_cpu_mem_scratch(s, dwmd, &m_dw);
+    }
+    if (!st && want_bias)
+        st = fm_cpu_sink_begin(s, id, ph, bias, fm_cpu_pd_md(pd, DNNL_ARG_DIFF_BIAS), &skb,
+                               &m_db);
+    if (st)
+        return st;
+    struct fm_cpu_arg args[4] = {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_DIFF_DST, m_dd},
+                                 {DNNL_ARG_DIFF_WEIGHTS, m_dw}, {DNNL_ARG_DIFF_BIAS, m_db}};
+    st = fm_cpu_add_prim(s, id, ph, pd, args, want_bias ? 4 : 3);
+    if (!st && m_view && m_dw != m_view)
+        st = fm_cpu_add_reorder(s, id, ph, m_dw, m_view, false);
+    if (!st)
+        st = fm_cpu_sink_end(s, &skw);
+    if (!st)
+        st = fm_cpu_sink_end(s, &skb);
+    return st;
+}
+
 static enum fm_status conv_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_priv *p)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
-    const struct fm_tensor *x = fm_graph_tensor(s->g, n->in[0]);
-    const struct fm_tensor *y = fm_graph_tensor(s->g, n->out[0]);
     fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;
-    int64_t cout = fm_graph_tensor(s->g, n->in[1])->shape.dims[0];
+    int rank = p->sp + 2;
+    int64_t cout = p->ydims[1];
     dnnl_memory_desc_t src, dwei, dbias, ddst;
-    fm_cpu_md_any(&src, 4, x->shape.dims);
+    fm_cpu_md_any(&src, rank, p->xdims);
     fm_cpu_md_any(&dwei, p->wrank, p->wdims);
     fm_cpu_md_plain(&dbias, 1, &cout);
-    fm_cpu_md_any(&ddst, 4, y->shape.dims);
+    fm_cpu_md_any(&ddst, rank, p->ydims);
     bool want_bias = fm_cpu_wants_grad(s, bias);
-    dnnl_convolution_desc_t cd;
     enum fm_status st = FM_OK;
-    FM_DNNL_TRY(s, dnnl_dilated_convolution_backward_weights_desc_init(
-                       &cd, dnnl_convolution_direct, &src, &dwei, want_bias ? &dbias : NULL,
-                       &ddst, p->strides, p->dil, p->pl, p->pr));
-    st = fm_cpu_bwd_weights(s, id, &cd, p->fwd, bias, want_bias);
+    if (p->transposed) {
+        dnnl_deconvolution_desc_t dd;
+        FM_DNNL_TRY(s, dnnl_dilated_deconvolution_backward_weights_desc_init(
+                           &dd, conv_alg(p), &src, &dwei, want_bias ? &dbias : NULL, &ddst,
+                           p->strides, p->dil, p->pl, p->pr));
+        st = deconv_bwd_weights(s, id, p, &dd, bias, want_bias);
+    } else {
+        dnnl_convolution_desc_t cd;
+        FM_DNNL_TRY(s, dnnl_dilated_convolution_backward_weights_desc_init(
+                           &cd, conv_alg(p), &src, &dwei, want_bias ? &dbias : NULL, &ddst,
+                           p->strides, p->dil, p->pl, p->pr));
+        st = fm_cpu_bwd_weights(s, id, &cd, p->fwd, bias, want_bias);
+    }
 out:
     return st;
 }

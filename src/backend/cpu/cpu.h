@@ -241,6 +241,10 @@ enum fm_status fm_cpu_input_plain(struct fm_cpu *s, fm_nid node, enum fm_phase p
  * gradient into (NULL when tid needs none); finish with fm_cpu_sink_end. */
 enum fm_status fm_cpu_sink_plain(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,
                                  struct fm_cpu_sink *sk, dnnl_memory_t *out);
+/* Another memory object over mem's bytes, described by md (a transposed or reshaped view given
+ * by strides); a view of scratch (whose data is bound after planning) is bound with it. */
+enum fm_status fm_cpu_mem_view(struct fm_cpu *s, dnnl_memory_t mem, const dnnl_memory_desc_t *md,
+                               dnnl_memory_t *out);
 /* The phase a gradient of tid belongs to: a parameter's is weight gradient, others data. */
 enum fm_phase fm_cpu_grad_phase(const struct fm_cpu *s, fm_tid tid);
 

@@ -1,61 +1,81 @@
-/* Fully connected layers on oneDNN inner products: Linear (X (M,K), W (N,K), B (N)) and ONNX
+/* Fully connected layers on oneDNN inner products: Linear (X (..., K), W (N,K), B (N)) and ONNX
  * Gemm in the same form (transB = 1, alpha = beta = 1, C a bias of N); forward, backward data
- * and backward weights. Not here: Linear on inputs of rank above 2 (transformers), other Gemm
- * forms, MatMul. */
+ * and backward weights. An input of rank other than 2 (a transformer's (B, S, D)) is viewed as
+ * (rows, K) without a copy: the primitive then works on plain layouts, whose bytes are the
+ * tensors' own. Other Gemm forms (transposed A, alpha, beta, C broadcast to (M, N)) run as
+ * matrix products in matmul.c. */
 #include "cpu.h"
 
 struct linear_priv {
     dnnl_primitive_desc_t fwd;
     int64_t sdims[2], wdims[2], ddims[2];
+    bool flat;   /* the input has rank other than 2: seen as (rows, K) */
 };
+
+/* Whether node n runs as an inner product: Linear, or Gemm in Linear's form. */
+static bool linear_form(const struct fm_graph *g, const struct fm_node *n)
+{
+    if (n->op != FM_OP_GEMM)
+        return true;
+    const struct fm_attrs *a = &n->attrs;
+    bool bias_ok = n->n_in < 3 || n->in[2] == FM_NONE ||
+                   fm_graph_tensor(g, n->in[2])->shape.rank == 1;
+    return !(a->flags & FM_ATTR_TRANS_A) && (a->flags & FM_ATTR_TRANS_B) && a->alpha == 1.0 &&
+           a->beta == 1.0 && bias_ok;
+}
 
 enum fm_status fm_cpu_linear_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                    const struct fm_node *n)
 {
-    const struct fm_tensor *x = fm_graph_tensor(g, n->in[0]);
-    if (x->shape.rank != 2)
-        return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                        "layer '%s' (%s): the CPU backend runs fully connected layers on (batch, "
-                        "features) inputs only; this input has rank %d",
-                        n->name, n->op_name, x->shape.rank);
-    if (n->op == FM_OP_GEMM) {
-        const struct fm_attrs *a = &n->attrs;
-        bool bias_ok = n->n_in < 3 || n->in[2] == FM_NONE ||
-                       fm_graph_tensor(g, n->in[2])->shape.rank == 1;
-        if ((a->flags & FM_ATTR_TRANS_A) || !(a->flags & FM_ATTR_TRANS_B) || a->alpha != 1.0 ||
-            a->beta != 1.0 || !bias_ok)
-            return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                            "layer '%s' (Gemm): the CPU backend runs Gemm only in its Linear form "
-                            "(transB=1, transA=0, alpha=beta=1, C a vector)",
-                            n->name);
-    }
-    return FM_OK;
+    return linear_form(g, n) ? FM_OK : fm_cpu_matmul_check(ctx, g, n);
+}
+
+/* The dims the inner product sees: X (rows, K), W (N, K), Y (rows, N). Inputs of rank above 2
+ * are flattened to rows (a view: the primitive then works in plain layouts). */
+static void linear_dims(const struct fm_cpu *s, const struct fm_node *n, struct linear_priv *p)
+{
+    const struct fm_tensor *x = fm_graph_tensor(s->g, n->in[0]);
+    const struct fm_tensor *w = fm_graph_tensor(s->g, n->in[1]);
+    int64_t rows = 1;
+    for (int i = 0; i < x->shape.rank - 1; i++)
+        rows *= x->shape.dims[i];
+    p->flat = x->shape.rank != 2;
+    p->sdims[0] = rows;
+    p->sdims[1] = w->shape.dims[1];
+    p->wdims[0] = w->shape.dims[0];
+    p->wdims[1] = w->shape.dims[1];
+    p->ddims[0] = rows;
+    p->ddims[1] = w->shape.dims[0];
+}
+
+/* X's and Y's descriptor: oneDNN's choice, or plain for a flattened view. */
+static void act_md(const struct linear_priv *p, dnnl_memory_desc_t *md, const int64_t *dims)
+{
+    if (p->flat)
+        fm_cpu_md_plain(md, 2, dims);
+    else
+        fm_cpu_md_any(md, 2, dims);
 }
 
 enum fm_status fm_cpu_linear_fwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
-    const struct fm_tensor *x = fm_graph_tensor(s->g, n->in[0]);
-    const struct fm_tensor *w = fm_graph_tensor(s->g, n->in[1]);
+    if (!linear_form(s->g, n))
+        return fm_cpu_matmul_fwd(s, id);
     fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;
     struct linear_priv *p = fm_cpu_buf(s, sizeof(*p));
     if (!p)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
     s->nodes[id].priv = p;
-    p->sdims[0] = x->shape.dims[0];
-    p->sdims[1] = x->shape.dims[1];
-    p->wdims[0] = w->shape.dims[0];
-    p->wdims[1] = w->shape.dims[1];
-    p->ddims[0] = x->shape.dims[0];
-    p->ddims[1] = w->shape.dims[0];
+    linear_dims(s, n, p);
     dnnl_memory_desc_t src, wei, bmd, dst;
-    fm_cpu_md_any(&src, 2, p->sdims);
+    act_md(p, &src, p->sdims);
     fm_cpu_md_any(&wei, 2, p->wdims);
     fm_cpu_md_plain(&bmd, 1, &p->wdims[0]);
-    fm_cpu_md_any(&dst, 2, p->ddims);
+    act_md(p, &dst, p->ddims);
     dnnl_inner_product_desc_t d;
     enum fm_status st = FM_OK;
-    dnnl_memory_t m_src, m_wei, m_bias = NULL;
+    dnnl_memory_t m_src, m_wei, m_bias = NULL, m_dst = NULL;
     FM_DNNL_TRY(s, dnnl_inner_product_forward_desc_init(
                        &d, s->train ? dnnl_forward_training : dnnl_forward_inference, &src, &wei,
                        bias != FM_NONE ? &bmd : NULL, &dst));
@@ -69,13 +89,20 @@ enum fm_status fm_cpu_linear_fwd(struct fm_cpu *s, fm_nid id)
     if (!st && bias != FM_NONE)
         st = fm_cpu_input(s, id, FM_PHASE_FWD, bias, false, fm_cpu_pd_md(p->fwd, DNNL_ARG_BIAS),
                           &m_bias);
-    if (!st)
+    if (!st && p->flat) {   /* Y (..., N) placed plain, written as (rows, N) */
+        st = fm_cpu_place_out(s, n->out[0]);
+        if (!st)
+            st = fm_cpu_mem_view(s, s->t[n->out[0]].val_mem, fm_cpu_pd_md(p->fwd, DNNL_ARG_DST),
+                                 &m_dst);
+    } else if (!st) {
         st = fm_cpu_place(s, n->out[0], fm_cpu_pd_md(p->fwd, DNNL_ARG_DST));
+        m_dst = s->t[n->out[0]].val_mem;
+    }
     if (st)
         goto out;
     {
         struct fm_cpu_arg args[4] = {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_WEIGHTS, m_wei},
-                                     {DNNL_ARG_DST, s->t[n->out[0]].val_mem},
+                                     {DNNL_ARG_DST, m_dst},
                                      {DNNL_ARG_BIAS, m_bias}};
         st = fm_cpu_add_prim(s, id, FM_PHASE_FWD, p->fwd, args, bias != FM_NONE ? 4 : 3);
     }
@@ -87,9 +114,9 @@ static enum fm_status linear_bwd_data(struct fm_cpu *s, fm_nid id, struct linear
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
     dnnl_memory_desc_t dsrc, wei, ddst;
-    fm_cpu_md_any(&dsrc, 2, p->sdims);
+    act_md(p, &dsrc, p->sdims);
     fm_cpu_md_any(&wei, 2, p->wdims);
-    fm_cpu_md_any(&ddst, 2, p->ddims);
+    act_md(p, &ddst, p->ddims);
     dnnl_inner_product_desc_t d;
     dnnl_primitive_desc_t pd;
     dnnl_memory_t m_wei, m_dd, m_dx;
@@ -103,9 +130,15 @@ static enum fm_status linear_bwd_data(struct fm_cpu *s, fm_nid id, struct linear
     if (!st)
         st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->out[0], true,
                           fm_cpu_pd_md(pd, DNNL_ARG_DIFF_DST), &m_dd);
-    if (!st)
+    if (!st && p->flat) {   /* dX written as (rows, K) into X's plain gradient */
+        dnnl_memory_t whole;
+        st = fm_cpu_sink_plain(s, id, FM_PHASE_BWD_DATA, n->in[0], &sk, &whole);
+        if (!st)
+            st = fm_cpu_mem_view(s, whole, fm_cpu_pd_md(pd, DNNL_ARG_DIFF_SRC), &m_dx);
+    } else if (!st) {
         st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_DATA, n->in[0],
                                fm_cpu_pd_md(pd, DNNL_ARG_DIFF_SRC), &sk, &m_dx);
+    }
     if (st)
         goto out;
     {
@@ -125,10 +158,10 @@ static enum fm_status linear_bwd_weights(struct fm_cpu *s, fm_nid id, struct lin
     fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;
     bool want_bias = fm_cpu_wants_grad(s, bias);
     dnnl_memory_desc_t src, dwei, dbias, ddst;
-    fm_cpu_md_any(&src, 2, p->sdims);
+    act_md(p, &src, p->sdims);
     fm_cpu_md_any(&dwei, 2, p->wdims);
     fm_cpu_md_plain(&dbias, 1, &p->wdims[0]);
-    fm_cpu_md_any(&ddst, 2, p->ddims);
+    act_md(p, &ddst, p->ddims);
     dnnl_inner_product_desc_t d;
     enum fm_status st = FM_OK;
     FM_DNNL_TRY(s, dnnl_inner_product_backward_weights_desc_init(
@@ -141,6 +174,8 @@ out:
 enum fm_status fm_cpu_linear_bwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
+    if (!linear_form(s->g, n))
+        return fm_cpu_matmul_bwd(s, id);
     struct linear_priv *p = s->nodes[id].priv;
     fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;
     enum fm_status st = FM_OK;

@@ -79,3 +79,23 @@ void fm_cpu_bcast_sum(const struct fm_cpu_bcast *b, const float *src, float *dst
     for (uint64_t i = 0; i < b->numel; i++)
         dst[fm_cpu_bcast_at(b, i)] += src[i];
 }
+
+enum fm_status fm_cpu_mem_view(struct fm_cpu *s, dnnl_memory_t mem, const dnnl_memory_desc_t *md,
+                               dnnl_memory_t *out)
+{
+    for (size_t i = 0; i < s->n_defer; i++) {
+        if (s->defer[i].mem != mem)
+            continue;
+        struct fm_cpu_deferred d = s->defer[i];   /* copied: growing may move the array */
+        enum fm_status st = fm_cpu_mem(s, md, NULL, out);
+        if (!st)
+            st = fm_grow(s->ctx, (void **)&s->defer, &s->cap_defer, s->n_defer + 1,
+                         sizeof(*s->defer));
+        if (st)
+            return st;
+        d.mem = *out;
+        s->defer[s->n_defer++] = d;
+        return FM_OK;
+    }
+    return fm_cpu_mem(s, md, fm_cpu_mem_data(mem), out);
+}
