@@ -472,8 +472,9 @@ static enum fm_status mm_unary(struct fm_cpu *s, fm_nid id, enum fm_phase ph, st
         else
             ky[ny++] = y->lab[i];
     }
-    for (int i = 0; i < nx; i++)
-        same_order &= kx[i] == ky[i];
+    same_order = nx == ny;
+    for (int i = 0; i < nx && same_order; i++)
+        same_order = kx[i] == ky[i];
     enum fm_status st = FM_OK;
     if (any) {
         /* in y's order with nothing to scale or broadcast, the sum lands in y itself */
