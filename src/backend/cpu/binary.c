@@ -2,7 +2,8 @@
  * squeeze-excitation scaling). The operand with the output's shape goes first; the other is
  * broadcast (oneDNN broadcasts the second source only). Backward: the full operand's gradient
  * is dy (Add) or dy * other (Mul); a broadcast operand sums its gradient over the broadcast
- * dims with a reduction primitive. Not here: Sub, Div, or both operands broadcast. */
+ * dims with a reduction primitive. Both operands broadcast (a column plus a row) and integer
+ * operands go to ewise.c's general elementwise path instead. Not here: Sub, Div. */
 #include "cpu.h"
 
 struct binary_priv {
@@ -24,17 +25,25 @@ static bool same_shape(const struct fm_shape *a, const struct fm_shape *b)
     return true;
 }
 
+/* Whether ewise.c runs the node: oneDNN binary broadcasts its second source only, and takes
+ * no int32 operands here. */
+static bool general(const struct fm_graph *g, const struct fm_node *n)
+{
+    const struct fm_tensor *y = fm_graph_tensor(g, n->out[0]);
+    const struct fm_tensor *a = fm_graph_tensor(g, n->in[0]), *b = fm_graph_tensor(g, n->in[1]);
+    return (!same_shape(&a->shape, &y->shape) && !same_shape(&b->shape, &y->shape)) ||
+           !fm_dtype_is_float(a->dtype) || !fm_dtype_is_float(b->dtype);
+}
+
 enum fm_status fm_cpu_binary_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                    const struct fm_node *n)
 {
+    if (n->n_in != 2 || n->in[0] == FM_NONE || n->in[1] == FM_NONE)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (%s): needs two operands", n->name,
+                        n->op_name);
+    if (general(g, n))
+        return fm_cpu_ewise_check(ctx, g, n);
     const struct fm_shape *y = &fm_graph_tensor(g, n->out[0])->shape;
-    const struct fm_shape *a = &fm_graph_tensor(g, n->in[0])->shape;
-    const struct fm_shape *b = &fm_graph_tensor(g, n->in[1])->shape;
-    if (!same_shape(a, y) && !same_shape(b, y))
-        return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                        "layer '%s' (%s): both operands are broadcast; the CPU backend needs one "
-                        "with the output's shape",
-                        n->name, n->op_name);
     if (y->rank == 0 || y->rank > 6)
         return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (%s): rank %d", n->name,
                         n->op_name, y->rank);
@@ -44,6 +53,8 @@ enum fm_status fm_cpu_binary_check(struct fm_ctx *ctx, const struct fm_graph *g,
 enum fm_status fm_cpu_binary_fwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
+    if (general(s->g, n))
+        return fm_cpu_ewise_fwd(s, id);
     const struct fm_shape *y = &fm_graph_tensor(s->g, n->out[0])->shape;
     struct binary_priv *p = fm_cpu_buf(s, sizeof(*p));
     if (!p)
@@ -211,6 +222,8 @@ out:
 enum fm_status fm_cpu_binary_bwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
+    if (general(s->g, n))
+        return fm_cpu_ewise_bwd(s, id);
     struct binary_priv *p = s->nodes[id].priv;
     fm_tid tf = n->in[p->full], to = n->in[p->other];
     dnnl_memory_t dy = s->t[n->out[0]].grad_mem;
