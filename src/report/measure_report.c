@@ -14,7 +14,21 @@ struct layer_row {
     double ms[FM_PHASE_COUNT];
     double measured_ms, predicted_ms, flops;
     bool bwd_split, predicted;
+    bool no_grad;   /* training: no gradient flows back through this layer (comparisons, masks
+                       and tables computed from constants): its backward is not run, not 0 */
 };
+
+/* Whether a gradient flows back through node n in a training step: an input needs one and an
+ * output is a float tensor that carries one. */
+static bool has_gradient(const struct fm_graph *g, const struct fm_node *n)
+{
+    bool in = false, out = false;
+    for (int k = 0; k < n->n_in; k++)
+        in |= n->in[k] != FM_NONE && fm_graph_needs_grad(g, n->in[k]);
+    for (int o = 0; o < n->n_out; o++)
+        out |= fm_graph_needs_grad(g, n->out[o]);
+    return in && (out || fm_op_class(n->op) == FM_CLASS_LOSS);
+}
 
 static double node_flops(const struct fm_counts *c, size_t n)
 {
@@ -94,7 +108,10 @@ static void print_table(FILE *f, const struct report *r)
             const struct layer_row *row = &r->rows[id];
             char bwd[40];
             double bw = row->ms[FM_PHASE_BWD_DATA] + row->ms[FM_PHASE_BWD_WEIGHT];
-            ms_text(bw, bwd);
+            if (row->no_grad)
+                snprintf(bwd, sizeof(bwd), "no grad");
+            else
+                ms_text(bw, bwd);
             char rate[32] = "-", pred[32] = "-", err[32] = "-";
             if (row->flops > 0 && row->measured_ms > 0)
                 snprintf(rate, sizeof(rate), "%sF/s",
@@ -121,7 +138,9 @@ static void print_table(FILE *f, const struct report *r)
         if (r->train)
             fprintf(f,
                     "  bwd ms: input and weight gradients together (per-phase figures in --format "
-                    "csv/json); pred: roofline bound on %s, error = (pred - measured) / measured\n",
+                    "csv/json; 'no grad': no gradient flows back through the layer, its backward "
+                    "does not exist); pred: roofline bound on %s, error = (pred - measured) / "
+                    "measured\n",
                     r->pred_device ? r->pred_device : "?");
     }
     double flops = step_flops(r->c);
@@ -289,6 +308,8 @@ static void print_json(FILE *f, const struct report *r)
                 fm_jw_double(&w, key, row->ms[p]);
             }
             fm_jw_bool(&w, "bwd_split", row->bwd_split);
+            if (r->train)
+                fm_jw_bool(&w, "gradient", !row->no_grad);
             fm_jw_double(&w, "measured_ms", row->measured_ms);
             fm_jw_double(&w, "flops", row->flops);
             if (row->predicted) {
@@ -406,6 +427,8 @@ enum fm_status fm_report_measure(FILE *f, const struct fm_session *s,
                     row->predicted_ms += pred->nodes[i][p].t_roofline * 1e3;
             }
             row->bwd_split = m->nodes[i].bwd_split;
+            row->no_grad = rep.train &&
+                           !has_gradient(s->graph, fm_graph_node(s->graph, (fm_nid)i));
             row->predicted = pred != NULL;
             row->flops = node_flops(s->counts, i);
         }
