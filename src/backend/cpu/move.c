@@ -17,8 +17,8 @@
  *              transposed walk into a zeroed dX
  *   Pad        constant 0 (the rule stores no mode or value): a walk of the kept box into the
  *              output, whose border is zero from allocation; negative pads crop
- *   Expand, Tile   a walk with stride 0 along the copies; backward a oneDNN sum reduction of
- *              dY over the copies
+ *   Expand, Tile   a walk with stride 0 along the copies; backward sums dY over the copies
+ *              (hand-written: oneDNN 2.6's reduction runs its slow reference code on these)
  *   Gather, Embedding  row copies by index (negative indices wrap); backward scatter-adds dY
  *              into dX, parallel over column slabs of the table so no two threads add into the
  *              same element
@@ -636,6 +636,63 @@ static enum fm_status rep_fwd(struct fm_cpu *s, fm_nid id)
     return walk_fwd(s, id, n->in[0], n->out[0], &w);
 }
 
+/* The sum over the copies: dX (x's row-major order: the kept dims of dY) gets, per element,
+ * the sum of dY over every copy index. Tasks own rows (or column slabs of rows) of dX. */
+struct bsum {
+    int nk, nc;
+    int64_t kd[WALK_DIMS], ks[WALK_DIMS];   /* kept dims but the last: sizes, dY strides */
+    int64_t cd[WALK_DIMS], cs[WALK_DIMS];   /* copy dims but an innermost unit-stride run */
+    int64_t n, sk;                /* the last kept dim (dX rows) and its dY stride */
+    int64_t ci;                   /* an innermost copy run of stride 1, summed in the inner loop */
+    int64_t rows, combos, chunk, chunks;
+};
+
+/* memories: dy, dx */
+static enum fm_status bsum_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct bsum *b = arg;
+    const float *dy = fm_cpu_item_f32(it, 0);
+    float *dx = fm_cpu_item_f32(it, 1);
+    const int64_t tasks = b->rows * b->chunks, sk = b->sk, ci = b->ci;
+    FM_CPU_PARALLEL
+    for (int64_t t = 0; t < tasks; t++) {
+        int64_t r = t / b->chunks, c0 = (t - r * b->chunks) * b->chunk;
+        int64_t w = b->n - c0 < b->chunk ? b->n - c0 : b->chunk;
+        int64_t base = c0 * sk, q = r;
+        for (int d = b->nk - 1; d >= 0; d--) {
+            base += (q % b->kd[d]) * b->ks[d];
+            q /= b->kd[d];
+        }
+        float *row = dx + r * b->n + c0;
+        memset(row, 0, sizeof(float) * (size_t)w);
+        for (int64_t c = 0; c < b->combos; c++) {
+            int64_t off = base;
+            q = c;
+            for (int d = b->nc - 1; d >= 0; d--) {
+                off += (q % b->cd[d]) * b->cs[d];
+                q /= b->cd[d];
+            }
+            const float *src = dy + off;
+            if (ci > 1) {
+                for (int64_t j = 0; j < w; j++) {
+                    float acc = 0.0f;
+                    for (int64_t k = 0; k < ci; k++)
+                        acc += src[j * sk + k];
+                    row[j] += acc;
+                }
+            } else if (sk == 1) {
+                for (int64_t j = 0; j < w; j++)
+                    row[j] += src[j];
+            } else {
+                for (int64_t j = 0; j < w; j++)
+                    row[j] += src[j * sk];
+            }
+        }
+    }
+    return FM_OK;
+}
+
 static enum fm_status rep_bwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
@@ -645,56 +702,66 @@ static enum fm_status rep_bwd(struct fm_cpu *s, fm_nid id)
         return view_bwd(s, id);
     struct rep r;
     rep_box(s, n, &r);
-    /* dY as consecutive runs of copy dims and of x's dims (dropping size-1 dims): a sum
-     * reduction over the copy runs leaves dX in x's row-major order */
-    dnnl_dims_t sd, dd;
+    /* dY as consecutive runs of copy dims and of x's dims (size-1 dims dropped) */
+    int64_t sd[WALK_DIMS], st[WALK_DIMS];
+    bool copy[WALK_DIMS];
     int rank = 0;
     for (int d = 0; d < r.rank; d++) {
         if (r.dims[d] == 1)
             continue;
-        bool copy = r.xs[d] == 0;
-        if (rank > 0 && copy == (dd[rank - 1] == 1)) {
+        bool c = r.xs[d] == 0;
+        if (rank > 0 && c == copy[rank - 1]) {
             sd[rank - 1] *= r.dims[d];
             continue;
         }
-        if (rank == DNNL_MAX_NDIMS)
-            return fm_error(s->ctx, FM_ERR_UNSUPPORTED,
-                            "layer '%s' (%s): too many alternating copied dims", n->name,
-                            n->op_name);
         sd[rank] = r.dims[d];
-        dd[rank++] = copy ? 1 : 0;   /* 1 marks a run of copies; kept runs are set below */
+        copy[rank++] = c;
     }
-    for (int d = 0; d < rank; d++)
-        dd[d] = dd[d] == 1 ? 1 : sd[d];
-    dnnl_memory_desc_t smd, dmd;
-    dnnl_reduction_desc_t desc;
-    dnnl_primitive_desc_t pd;
-    dnnl_memory_t m_dy, m_src, m_dx;
+    plain_strides(rank, sd, st);
+    struct bsum *b = priv_new(s, id, sizeof(*b));
+    if (!b)
+        return nomem(s);
+    b->ci = 1;
+    if (rank > 0 && copy[rank - 1])
+        b->ci = sd[--rank];   /* the innermost run is copies: summed in the inner loop */
+    b->n = 1;
+    b->sk = 0;
+    b->rows = b->combos = 1;
+    for (int d = 0; d < rank; d++) {
+        if (copy[d]) {
+            b->cd[b->nc] = sd[d];
+            b->cs[b->nc++] = st[d];
+            b->combos *= sd[d];
+        } else {
+            b->kd[b->nk] = sd[d];
+            b->ks[b->nk++] = st[d];
+            b->rows *= sd[d];
+        }
+    }
+    if (b->nk > 0) {   /* the last kept dim is the row */
+        b->nk--;
+        b->n = b->kd[b->nk];
+        b->sk = b->ks[b->nk];
+        b->rows /= b->n;
+    }
+    if (b->ci > 1 && b->nk == 0 && b->n == 1)
+        b->sk = 0;
+    int64_t want = 2 * (int64_t)(s->threads > 0 ? s->threads : 1);
+    int64_t per = b->rows >= want ? 1 : (want + b->rows - 1) / b->rows;
+    b->chunk = (b->n + per - 1) / per;
+    b->chunk = b->chunk < 16 ? 16 : (b->chunk + 15) / 16 * 16;
+    if (b->chunk > b->n)
+        b->chunk = b->n;
+    b->chunks = (b->n + b->chunk - 1) / b->chunk;
+    dnnl_memory_t mems[2];
     struct fm_cpu_sink sk;
-    void *data;
-    fm_cpu_md_plain(&smd, rank, sd);
-    fm_cpu_md_plain(&dmd, rank, dd);
-    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &m_dy);
-    if (!st)
-        st = real_data(s, id, m_dy, &data);
-    if (!st)
-        st = fm_cpu_mem(s, &smd, data, &m_src);
-    if (st)
-        return st;
-    FM_DNNL_TRY(s, dnnl_reduction_desc_init(&desc, dnnl_reduction_sum, &smd, &dmd, 0.0f, 0.0f));
-    st = fm_cpu_pd(s, id, &desc, NULL, &pd);
-    if (!st)
-        st = fm_cpu_sink_begin(s, id, ph, x, &dmd, &sk, &m_dx);
-    if (st || !m_dx)
-        return st;
-    {
-        struct fm_cpu_arg args[2] = {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_DST, m_dx}};
-        st = fm_cpu_add_prim(s, id, ph, pd, args, 2);
-    }
-    if (!st)
-        st = fm_cpu_sink_end(s, &sk);
-out:
-    return st;
+    enum fm_status st2 = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
+    if (!st2)
+        st2 = fm_cpu_sink_plain(s, id, ph, x, &sk, &mems[1]);
+    if (st2 || !mems[1])
+        return st2;
+    st2 = fm_cpu_add_fn(s, id, ph, bsum_fn, b, mems, 2);
+    return st2 ? st2 : fm_cpu_sink_end(s, &sk);
 }
 
 /* ---- Gather and Embedding ---- */
