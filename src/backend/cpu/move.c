@@ -23,8 +23,9 @@
  *              into dX, parallel over column slabs of the table so no two threads add into the
  *              same element
  *   Squeeze, Unsqueeze, Cast to the same float type  views (no copy)
- *   Resize     oneDNN resampling for linear, and for nearest with integer upsampling factors,
- *              when only spatial dims (2 and up) of a rank 3-5 tensor change; otherwise one
+ *   Resize     in inference oneDNN resampling for linear, and for nearest with integer
+ *              upsampling factors, when only spatial dims (2 and up) of a rank 3-5 tensor change;
+ *              otherwise (and in training: oneDNN 2.6's resampling backward is 2-5x slower) one
  *              hand-written pass per resized axis (nearest, linear, cubic with a = -0.75) with
  *              taps and weights computed at planning. Coordinates are ONNX's defaults,
  *              half_pixel (PyTorch's align_corners=False), nearest rounding half down.
@@ -939,6 +940,20 @@ static enum fm_status rs_fwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, 
     const float *x = fm_cpu_item_f32(it, 0);
     float *y = fm_cpu_item_f32(it, 1);
     const int64_t rows = p->outer * p->out, inner = p->inner;
+    if (inner == 1) {   /* the last axis: one element per output, a row per outer index */
+        FM_CPU_PARALLEL
+        for (int64_t o = 0; o < p->outer; o++) {
+            const float *xr = x + o * p->in;
+            float *yr = y + o * p->out;
+            for (int64_t j = 0; j < p->out; j++) {
+                float acc = 0.0f;
+                for (int k = 0; k < p->taps; k++)
+                    acc += p->w[j * p->taps + k] * xr[p->idx[j * p->taps + k]];
+                yr[j] = acc;
+            }
+        }
+        return FM_OK;
+    }
     FM_CPU_PARALLEL
     for (int64_t t = 0; t < rows; t++) {
         int64_t o = t / p->out, j = t - o * p->out;
@@ -967,6 +982,19 @@ static enum fm_status rs_bwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, 
     const float *dy = fm_cpu_item_f32(it, 0);
     float *dx = fm_cpu_item_f32(it, 1);
     const int64_t tasks = p->outer * p->chunks, inner = p->inner;
+    if (inner == 1) {
+        FM_CPU_PARALLEL
+        for (int64_t o = 0; o < p->outer; o++) {
+            const float *dyr = dy + o * p->out;
+            float *dxr = dx + o * p->in;
+            memset(dxr, 0, sizeof(float) * (size_t)p->in);
+            for (int64_t j = 0; j < p->out; j++) {
+                for (int k = 0; k < p->taps; k++)
+                    dxr[p->idx[j * p->taps + k]] += p->w[j * p->taps + k] * dyr[j];
+            }
+        }
+        return FM_OK;
+    }
     FM_CPU_PARALLEL
     for (int64_t t = 0; t < tasks; t++) {
         int64_t o = t / p->chunks, c0 = (t - o * p->chunks) * p->chunk;
@@ -1070,7 +1098,8 @@ static enum fm_status resize_fwd(struct fm_cpu *s, fm_nid id)
         p->view = true;
         return view_fwd(s, id);
     }
-    if (resize_by_dnnl(mode, rank, xd, yd)) {
+    /* oneDNN's forward is the faster, its backward (2.6) far slower than the passes' */
+    if (!s->train && resize_by_dnnl(mode, rank, xd, yd)) {
         p->dnnl = true;
         p->alg = mode == 0 ? dnnl_resampling_nearest : dnnl_resampling_linear;
         dnnl_resampling_desc_t desc;
