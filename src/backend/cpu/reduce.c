@@ -23,6 +23,7 @@
 #include <math.h>
 
 #define RED_BLOCK 256    /* columns a kept-last reduction or a cumsum handles at a time */
+#define CUMSUM_ROWS 8    /* rows a last-axis cumsum scans together */
 
 enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L2, RED_SUMSQ };
 
@@ -84,44 +85,64 @@ static float red_finish(const struct red_priv *p, float acc)
     return acc;
 }
 
-/* acc combined with n contiguous elements of row */
+#define RED_LANES 16   /* partial results a row keeps: the loops vectorize without fast-math */
+
+/* acc combined with n contiguous elements of row, in RED_LANES independent partial results
+ * (a single accumulator is one long dependency chain that the compiler may not reorder) */
 static float red_row(enum red_kind k, float acc, const float *row, int64_t n)
 {
+    float a[RED_LANES];
+    for (int j = 0; j < RED_LANES; j++)
+        a[j] = red_init(k);
+    int64_t i = 0, m = n - n % RED_LANES;
     switch (k) {
     case RED_MAX:
-        for (int64_t i = 0; i < n; i++)
-            acc = row[i] > acc ? row[i] : acc;
-        break;
+        for (; i < m; i += RED_LANES)
+            for (int j = 0; j < RED_LANES; j++)
+                a[j] = row[i + j] > a[j] ? row[i + j] : a[j];
+        for (; i < n; i++)
+            a[0] = row[i] > a[0] ? row[i] : a[0];
+        for (int j = 0; j < RED_LANES; j++)
+            acc = a[j] > acc ? a[j] : acc;
+        return acc;
     case RED_MIN:
-        for (int64_t i = 0; i < n; i++)
-            acc = row[i] < acc ? row[i] : acc;
-        break;
+        for (; i < m; i += RED_LANES)
+            for (int j = 0; j < RED_LANES; j++)
+                a[j] = row[i + j] < a[j] ? row[i + j] : a[j];
+        for (; i < n; i++)
+            a[0] = row[i] < a[0] ? row[i] : a[0];
+        for (int j = 0; j < RED_LANES; j++)
+            acc = a[j] < acc ? a[j] : acc;
+        return acc;
     case RED_PROD:
-        for (int64_t i = 0; i < n; i++)
-            acc *= row[i];
-        break;
+        for (; i < m; i += RED_LANES)
+            for (int j = 0; j < RED_LANES; j++)
+                a[j] *= row[i + j];
+        for (; i < n; i++)
+            a[0] *= row[i];
+        for (int j = 0; j < RED_LANES; j++)
+            acc *= a[j];
+        return acc;
     case RED_L2:
     case RED_SUMSQ:
-        for (int64_t i = 0; i < n; i++)
-            acc += row[i] * row[i];
+        for (; i < m; i += RED_LANES)
+            for (int j = 0; j < RED_LANES; j++)
+                a[j] += row[i + j] * row[i + j];
+        for (; i < n; i++)
+            a[0] += row[i] * row[i];
         break;
-    default: {
-        /* four partial sums: the loop vectorizes without reassociation flags */
-        float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        int64_t i = 0;
-        for (; i + 4 <= n; i += 4) {
-            a[0] += row[i];
-            a[1] += row[i + 1];
-            a[2] += row[i + 2];
-            a[3] += row[i + 3];
-        }
+    default:
+        for (; i < m; i += RED_LANES)
+            for (int j = 0; j < RED_LANES; j++)
+                a[j] += row[i + j];
         for (; i < n; i++)
             a[0] += row[i];
-        acc += (a[0] + a[1]) + (a[2] + a[3]);
         break;
     }
-    }
-    return acc;
+    for (int w = RED_LANES / 2; w > 0; w /= 2)   /* pairwise: sums of long rows stay accurate */
+        for (int j = 0; j < w; j++)
+            a[j] += a[j + w];
+    return acc + a[0];
 }
 
 /* acc[i] combined with row[i], i < n */
@@ -240,8 +261,10 @@ static void red_stats(enum red_kind kind, const float *row, int64_t n, float v, 
                       float *pnz)
 {
     if (kind == RED_MAX || kind == RED_MIN) {
+        int64_t ties = 0;   /* an integer sum vectorizes, a float one does not */
         for (int64_t i = 0; i < n; i++)
-            *k += row[i] == v ? 1.0f : 0.0f;
+            ties += row[i] == v;
+        *k += (float)ties;
     } else if (kind == RED_PROD) {
         for (int64_t i = 0; i < n; i++) {
             if (row[i] == 0.0f)
@@ -282,29 +305,71 @@ static enum fm_status red_bwd_run(struct fm_cpu *s, const struct fm_cpu_item *it
         int64_t n = p->inner - i0 < RED_BLOCK ? p->inner - i0 : RED_BLOCK;
         int64_t base = red_base(p, q) + i0;
         const float *yb = y + q * p->inner + i0, *dyb = dy + q * p->inner + i0;
-        float k[RED_BLOCK], pnz[RED_BLOCK];
-        if (stats) {
+        /* per column: f multiplies (or, for prod, is divided by) the input, z is prod's
+         * gradient of a zero input */
+        float f[RED_BLOCK], z[RED_BLOCK];
+        for (int64_t i = 0; i < n; i++) {
+            f[i] = p->kind == RED_MEAN ? dyb[i] * inv : p->kind == RED_SUMSQ ? 2.0f * dyb[i]
+                                                                               : dyb[i];
+            z[i] = 0.0f;
+        }
+        if (p->kind == RED_L2) {
+            for (int64_t i = 0; i < n; i++)
+                f[i] = yb[i] > 0.0f ? dyb[i] / yb[i] : 0.0f;
+        } else if (stats) {
+            float k[RED_BLOCK], pnz[RED_BLOCK];
             for (int64_t i = 0; i < n; i++) {
                 k[i] = 0.0f;
                 pnz[i] = 1.0f;
             }
             for (int64_t r = 0; r < p->nro; r++) {
                 const float *row = x + base + p->roff[r];
-                for (int64_t i = 0; i < n; i++)
-                    red_stats(p->kind, row + i, 1, yb[i], &k[i], &pnz[i]);
+                if (p->kind == RED_PROD) {
+                    for (int64_t i = 0; i < n; i++) {
+                        k[i] += row[i] == 0.0f ? 1.0f : 0.0f;
+                        pnz[i] *= row[i] == 0.0f ? 1.0f : row[i];
+                    }
+                } else {
+                    for (int64_t i = 0; i < n; i++)
+                        k[i] += row[i] == yb[i] ? 1.0f : 0.0f;
+                }
+            }
+            for (int64_t i = 0; i < n; i++) {
+                if (p->kind != RED_PROD) {
+                    f[i] = dyb[i] / k[i];
+                } else {
+                    f[i] = k[i] == 0.0f ? dyb[i] * yb[i] : 0.0f;
+                    z[i] = k[i] == 1.0f ? dyb[i] * pnz[i] : 0.0f;
+                }
             }
         }
         for (int64_t r = 0; r < p->nro; r++) {
             const float *row = x + base + p->roff[r];
             float *drow = dx + base + p->roff[r];
-            if (p->kind == RED_SUM) {
+            switch (p->kind) {
+            case RED_SUM:
+            case RED_MEAN:
                 for (int64_t i = 0; i < n; i++)
-                    drow[i] = dyb[i];
-                continue;
+                    drow[i] = f[i];
+                break;
+            case RED_MAX:
+            case RED_MIN:
+                for (int64_t i = 0; i < n; i++)
+                    drow[i] = row[i] == yb[i] ? f[i] : 0.0f;
+                break;
+            case RED_PROD:
+                /* the division outside the condition: a conditional one does not vectorize
+                 * (it might trap) */
+                for (int64_t i = 0; i < n; i++) {
+                    float quot = f[i] / (row[i] != 0.0f ? row[i] : 1.0f);
+                    drow[i] = row[i] != 0.0f ? quot : z[i];
+                }
+                break;
+            default: /* L2, sum square */
+                for (int64_t i = 0; i < n; i++)
+                    drow[i] = row[i] * f[i];
+                break;
             }
-            for (int64_t i = 0; i < n; i++)
-                red_grad_row(p->kind, row + i, drow + i, 1, dyb[i], yb[i], inv,
-                             stats ? k[i] : 0.0f, stats ? pnz[i] : 1.0f);
         }
     }
     return FM_OK;
@@ -428,6 +493,27 @@ struct cumsum_priv {
 /* memories: src, dst; reverse: the backward (a scan from the end) */
 static void cumsum_scan(const struct cumsum_priv *p, const float *x, float *y, bool reverse)
 {
+    if (p->inner == 1) {
+        /* along the last axis: CUMSUM_ROWS rows at once, so the additions of one row, a chain
+         * that cannot be reordered, overlap with the other rows' */
+        int64_t ng = (p->outer + CUMSUM_ROWS - 1) / CUMSUM_ROWS;
+        FM_CPU_PARALLEL
+        for (int64_t gi = 0; gi < ng; gi++) {
+            int64_t r0 = gi * CUMSUM_ROWS;
+            int nr = p->outer - r0 < CUMSUM_ROWS ? (int)(p->outer - r0) : CUMSUM_ROWS;
+            const float *xs = x + r0 * p->len;
+            float *ys = y + r0 * p->len;
+            float acc[CUMSUM_ROWS] = {0.0f};
+            for (int64_t l = 0; l < p->len; l++) {
+                int64_t at = reverse ? p->len - 1 - l : l;
+                for (int r = 0; r < nr; r++) {
+                    acc[r] += xs[r * p->len + at];
+                    ys[r * p->len + at] = acc[r];
+                }
+            }
+        }
+        return;
+    }
     int64_t nb = (p->inner + RED_BLOCK - 1) / RED_BLOCK;
     FM_CPU_PARALLEL
     for (int64_t w = 0; w < p->outer * nb; w++) {
