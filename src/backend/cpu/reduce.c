@@ -16,11 +16,14 @@
  * oneDNN 2.6's reduction primitive is not used: on plain layouts it runs its reference code
  * for most shapes, while these loops vectorize.
  * CumSum along an axis is an (outer, L, inner) scan, parallel over (outer, block of inner); its
- * backward is the same scan in reverse. Not here: ONNX CumSum's exclusive and reverse (the
+ * backward is the same scan in reverse. Integer inputs (a mask's cumsum into position ids, a
+ * count of tokens) are reduced or scanned in 64 bits, forward only, into int32 outputs; their
+ * mean and L2 norm are refused. Not here: ONNX CumSum's exclusive and reverse (the
  * graph does not keep them). */
 #include "cpu.h"
 
 #include <math.h>
+#include <stdint.h>
 
 #define RED_BLOCK 256    /* columns a kept-last reduction or a cumsum handles at a time */
 #define CUMSUM_ROWS 8    /* rows a last-axis cumsum scans together */
@@ -37,6 +40,8 @@ struct red_priv {
     int64_t *roff;
     int nk;               /* kept runs outside the inner run: sizes and input strides */
     int64_t kdim[FM_MAX_DIMS], kstride[FM_MAX_DIMS];
+    const int32_t *xi;    /* an integer input (forward only): its values and the output's */
+    int32_t *yi;
 };
 
 static enum red_kind red_kind_of(enum fm_op op)
@@ -375,6 +380,51 @@ static enum fm_status red_bwd_run(struct fm_cpu *s, const struct fm_cpu_item *it
     return FM_OK;
 }
 
+/* ---- integer inputs (masks, token counts): forward only, exact in 64 bits ---- */
+
+static int64_t red_int_init(enum red_kind k)
+{
+    return k == RED_MAX ? INT64_MIN : k == RED_MIN ? INT64_MAX : k == RED_PROD ? 1 : 0;
+}
+
+static int64_t red_int_add(enum red_kind k, int64_t acc, int64_t v)
+{
+    switch (k) {
+    case RED_MAX:
+        return v > acc ? v : acc;
+    case RED_MIN:
+        return v < acc ? v : acc;
+    case RED_PROD:
+        return acc * v;
+    case RED_SUMSQ:
+        return acc + v * v;
+    default:
+        return acc + v;
+    }
+}
+
+/* no memories: the integer arrays are in the priv (int32 results wrap as ONNX's int32 do) */
+static enum fm_status red_int_run(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    (void)it;
+    const struct red_priv *p = arg;
+    int64_t n = p->nout * (p->last_reduced ? 1 : p->inner);
+    FM_CPU_PARALLEL
+    for (int64_t o = 0; o < n; o++) {
+        /* last run reduced: output o is a row; kept: column o % inner of output row o / inner */
+        int64_t q = p->last_reduced ? o : o / p->inner, col = p->last_reduced ? 0 : o % p->inner;
+        int64_t len = p->last_reduced ? p->inner : 1;
+        const int32_t *xb = p->xi + red_base(p, q) + col;
+        int64_t acc = red_int_init(p->kind);
+        for (int64_t r = 0; r < p->nro; r++)
+            for (int64_t i = 0; i < len; i++)
+                acc = red_int_add(p->kind, acc, xb[p->roff[r] + i]);
+        p->yi[o] = (int32_t)acc;
+    }
+    return FM_OK;
+}
+
 /* Runs of the input's dims after dropping size-1 dims and merging neighbours of one kind. */
 static enum fm_status red_plan(struct fm_cpu *s, const struct fm_node *n, struct red_priv *p)
 {
@@ -453,6 +503,14 @@ static enum fm_status red_fwd(struct fm_cpu *s, fm_nid id)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
     s->nodes[id].priv = p;
     enum fm_status st = red_plan(s, n, p);
+    if (!st && fm_cpu_is_int(s, n->in[0])) {
+        st = fm_cpu_place_out(s, n->out[0]);
+        if (st)
+            return st;
+        p->xi = fm_cpu_ints(s, n->in[0]);
+        p->yi = fm_cpu_ints(s, n->out[0]);
+        return fm_cpu_add_fn(s, id, FM_PHASE_FWD, red_int_run, p, NULL, 0);
+    }
     dnnl_memory_t mems[2];
     if (!st)
         st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, n->in[0], false, &mems[0]);
@@ -488,6 +546,8 @@ static enum fm_status red_bwd(struct fm_cpu *s, fm_nid id)
 
 struct cumsum_priv {
     int64_t outer, len, inner;
+    const int32_t *xi;           /* an integer input (forward only) */
+    int32_t *yi;
 };
 
 /* memories: src, dst; reverse: the backward (a scan from the end) */
@@ -547,6 +607,24 @@ static enum fm_status cumsum_bwd_run(struct fm_cpu *s, const struct fm_cpu_item 
     return FM_OK;
 }
 
+/* no memories: the integer arrays are in the priv */
+static enum fm_status cumsum_int_run(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    (void)it;
+    const struct cumsum_priv *p = arg;
+    FM_CPU_PARALLEL
+    for (int64_t c = 0; c < p->outer * p->inner; c++) {
+        int64_t o = c / p->inner, i = c - o * p->inner;
+        int64_t base = o * p->len * p->inner + i, acc = 0;
+        for (int64_t l = 0; l < p->len; l++) {
+            acc += p->xi[base + l * p->inner];
+            p->yi[base + l * p->inner] = (int32_t)acc;
+        }
+    }
+    return FM_OK;
+}
+
 static enum fm_status cumsum_fwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
@@ -559,6 +637,14 @@ static enum fm_status cumsum_fwd(struct fm_cpu *s, fm_nid id)
     p->outer = p->len = p->inner = 1;
     for (int d = 0; d < xs->rank; d++)
         *(d < axis ? &p->outer : d == axis ? &p->len : &p->inner) *= xs->dims[d];
+    if (fm_cpu_is_int(s, n->in[0])) {
+        enum fm_status st = fm_cpu_place_out(s, n->out[0]);
+        if (st)
+            return st;
+        p->xi = fm_cpu_ints(s, n->in[0]);
+        p->yi = fm_cpu_ints(s, n->out[0]);
+        return fm_cpu_add_fn(s, id, FM_PHASE_FWD, cumsum_int_run, p, NULL, 0);
+    }
     dnnl_memory_t mems[2];
     enum fm_status st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, n->in[0], false, &mems[0]);
     if (!st)
@@ -591,10 +677,11 @@ enum fm_status fm_cpu_reduce_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                    const struct fm_node *n)
 {
     const struct fm_tensor *x = fm_graph_tensor(g, n->in[0]);
-    if (!fm_dtype_is_float(x->dtype))
+    if (!fm_dtype_is_float(x->dtype) &&
+        (n->op == FM_OP_REDUCE_MEAN || n->op == FM_OP_REDUCE_L2))
         return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (%s): %s input; the CPU backend "
-                        "reduces float tensors only", n->name, n->op_name,
-                        fm_dtype_name(x->dtype));
+                        "takes integer inputs only for sums, products, max, min and CumSum",
+                        n->name, n->op_name, fm_dtype_name(x->dtype));
     if (n->n_in > 1 && n->in[1] != FM_NONE)
         return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (%s): the axes come as a tensor; "
                         "the CPU backend needs them as constants in the node's attributes",
