@@ -5,8 +5,10 @@
  * dnnl_use_scale | dnnl_use_shift), none without affine. Forward training keeps mean and
  * variance; one backward primitive gives the input gradient and, when wanted, the scale and
  * shift gradients (reported as bwd_data, as BatchNorm's).
- * Softmax and LogSoftmax: oneDNN softmax_v2 (accurate, log) along one axis of a plain (outer,
- * L[, inner]) view, its backward from the output and its gradient.
+ * Softmax and LogSoftmax: along the last axis (or one followed only by dims of 1), oneDNN
+ * softmax_v2 (accurate, log) on a plain (outer, L) view, its backward from the output and its
+ * gradient; along another axis plain loops over blocks of columns (oneDNN 2.6 has only
+ * reference code there).
  * GroupNorm and InstanceNorm (GroupNorm with one group per channel): oneDNN 2.6 has no group
  * normalization, so plain loops parallel over (sample, group), each group being contiguous in
  * NCHW order; the forward keeps mean and 1/std per group, the backward is exact:
@@ -207,12 +209,109 @@ out:
 
 /* ---- Softmax, LogSoftmax ---- */
 
+#define SM_BLOCK 256   /* columns a strided softmax handles at a time */
+
 struct sm_priv {
-    dnnl_primitive_desc_t fwd;
+    dnnl_primitive_desc_t fwd;           /* oneDNN's, along the last axis; NULL: the loops */
     dnnl_alg_kind_t alg;
-    dnnl_memory_desc_t md;               /* (outer, L) or (outer, L, inner), axis 1 */
+    bool log;
+    int64_t outer, len, inner;
+    dnnl_memory_desc_t md;               /* (outer, L) */
     dnnl_memory_t y;
 };
+
+/* Softmax along an axis that is not the last: oneDNN 2.6 runs its reference code there (half
+ * a second for 768 x 8192), so plain loops over (outer, block of inner columns), each column
+ * a strided row of L. memories: x, y */
+static enum fm_status sm_fwd_run(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct sm_priv *p = arg;
+    const float *x = fm_cpu_item_f32(it, 0);
+    float *y = fm_cpu_item_f32(it, 1);
+    int64_t nb = (p->inner + SM_BLOCK - 1) / SM_BLOCK;
+    FM_CPU_PARALLEL
+    for (int64_t w = 0; w < p->outer * nb; w++) {
+        int64_t o = w / nb, i0 = (w - o * nb) * SM_BLOCK;
+        int64_t n = p->inner - i0 < SM_BLOCK ? p->inner - i0 : SM_BLOCK;
+        int64_t base = o * p->len * p->inner + i0;
+        float m[SM_BLOCK], sum[SM_BLOCK];
+        for (int64_t i = 0; i < n; i++) {
+            m[i] = -INFINITY;
+            sum[i] = 0.0f;
+        }
+        for (int64_t l = 0; l < p->len; l++) {
+            const float *row = x + base + l * p->inner;
+            for (int64_t i = 0; i < n; i++)
+                m[i] = row[i] > m[i] ? row[i] : m[i];
+        }
+        for (int64_t l = 0; l < p->len; l++) {
+            const float *row = x + base + l * p->inner;
+            float *yr = y + base + l * p->inner;
+            for (int64_t i = 0; i < n; i++) {
+                float e = expf(row[i] - m[i]);
+                sum[i] += e;
+                if (!p->log)
+                    yr[i] = e;
+            }
+        }
+        for (int64_t i = 0; i < n; i++)
+            sum[i] = p->log ? m[i] + logf(sum[i]) : 1.0f / sum[i];
+        for (int64_t l = 0; l < p->len; l++) {
+            const float *row = x + base + l * p->inner;
+            float *yr = y + base + l * p->inner;
+            if (p->log) {
+                for (int64_t i = 0; i < n; i++)
+                    yr[i] = row[i] - sum[i];
+            } else {
+                for (int64_t i = 0; i < n; i++)
+                    yr[i] *= sum[i];
+            }
+        }
+    }
+    return FM_OK;
+}
+
+/* softmax: dx = y (dy - sum(dy y)); log: dx = dy - exp(y) sum(dy). memories: y, dy, dx */
+static enum fm_status sm_bwd_run(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct sm_priv *p = arg;
+    const float *y = fm_cpu_item_f32(it, 0), *dy = fm_cpu_item_f32(it, 1);
+    float *dx = fm_cpu_item_f32(it, 2);
+    int64_t nb = (p->inner + SM_BLOCK - 1) / SM_BLOCK;
+    FM_CPU_PARALLEL
+    for (int64_t w = 0; w < p->outer * nb; w++) {
+        int64_t o = w / nb, i0 = (w - o * nb) * SM_BLOCK;
+        int64_t n = p->inner - i0 < SM_BLOCK ? p->inner - i0 : SM_BLOCK;
+        int64_t base = o * p->len * p->inner + i0;
+        float sum[SM_BLOCK];
+        for (int64_t i = 0; i < n; i++)
+            sum[i] = 0.0f;
+        for (int64_t l = 0; l < p->len; l++) {
+            const float *yr = y + base + l * p->inner, *dr = dy + base + l * p->inner;
+            if (p->log) {
+                for (int64_t i = 0; i < n; i++)
+                    sum[i] += dr[i];
+            } else {
+                for (int64_t i = 0; i < n; i++)
+                    sum[i] += dr[i] * yr[i];
+            }
+        }
+        for (int64_t l = 0; l < p->len; l++) {
+            const float *yr = y + base + l * p->inner, *dr = dy + base + l * p->inner;
+            float *xr = dx + base + l * p->inner;
+            if (p->log) {
+                for (int64_t i = 0; i < n; i++)
+                    xr[i] = dr[i] - expf(yr[i]) * sum[i];
+            } else {
+                for (int64_t i = 0; i < n; i++)
+                    xr[i] = yr[i] * (dr[i] - sum[i]);
+            }
+        }
+    }
+    return FM_OK;
+}
 
 static enum fm_status sm_fwd(struct fm_cpu *s, fm_nid id)
 {
@@ -223,25 +322,34 @@ static enum fm_status sm_fwd(struct fm_cpu *s, fm_nid id)
     if (!p)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
     s->nodes[id].priv = p;
-    p->alg = n->op == FM_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate;
+    p->log = n->op == FM_OP_LOG_SOFTMAX;
+    p->alg = p->log ? dnnl_softmax_log : dnnl_softmax_accurate;
     int axis = (int)(n->attrs.axis < 0 ? n->attrs.axis + rank : n->attrs.axis);
-    int64_t dims[3] = {1, xd[axis], 1};
+    p->outer = p->inner = 1;
+    p->len = xd[axis];
     for (int i = 0; i < rank; i++) {
         if (i != axis)
-            dims[i < axis ? 0 : 2] *= xd[i];
+            *(i < axis ? &p->outer : &p->inner) *= xd[i];
     }
-    fm_cpu_md_plain(&p->md, dims[2] == 1 ? 2 : 3, dims);
+    enum fm_status st = fm_cpu_ensure(s, n->out[0]);
+    if (st)
+        return st;
+    if (p->inner > 1) {
+        dnnl_memory_t mems[2] = {NULL, s->t[n->out[0]].val_mem};
+        p->y = mems[1];
+        st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, n->in[0], false, &mems[0]);
+        return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, sm_fwd_run, p, mems, 2);
+    }
+    int64_t dims[2] = {p->outer, p->len};
+    fm_cpu_md_plain(&p->md, 2, dims);
     dnnl_softmax_v2_desc_t d;
     dnnl_memory_t m_x;
-    enum fm_status st = FM_OK;
     FM_DNNL_TRY(s, dnnl_softmax_v2_forward_desc_init(
                        &d, s->train ? dnnl_forward_training : dnnl_forward_inference, p->alg,
                        &p->md, &p->md, 1));
     st = fm_cpu_pd(s, id, &d, NULL, &p->fwd);
     if (!st)
         st = plain_as(s, id, FM_PHASE_FWD, n->in[0], false, &p->md, &m_x);
-    if (!st)
-        st = fm_cpu_ensure(s, n->out[0]);
     if (!st)
         st = plain_as(s, id, FM_PHASE_FWD, n->out[0], false, &p->md, &p->y);
     if (st)
@@ -263,6 +371,16 @@ static enum fm_status sm_bwd(struct fm_cpu *s, fm_nid id)
     dnnl_memory_t m_dd, m_dx;
     struct fm_cpu_sink sk;
     enum fm_status st = FM_OK;
+    if (!p->fwd) {
+        st = fm_cpu_input_plain(s, id, FM_PHASE_BWD_DATA, n->out[0], true, &m_dd);
+        if (!st)
+            st = fm_cpu_sink_plain(s, id, FM_PHASE_BWD_DATA, n->in[0], &sk, &m_dx);
+        if (st || !m_dx)
+            return st;
+        dnnl_memory_t mems[3] = {p->y, m_dd, m_dx};
+        st = fm_cpu_add_fn(s, id, FM_PHASE_BWD_DATA, sm_bwd_run, p, mems, 3);
+        return st ? st : fm_cpu_sink_end(s, &sk);
+    }
     FM_DNNL_TRY(s, dnnl_softmax_v2_backward_desc_init(&d, p->alg, &p->md, &p->md, &p->md, 1));
     st = fm_cpu_pd(s, id, &d, p->fwd, &pd);
     if (!st)
