@@ -13,8 +13,9 @@
  *   max and min dy / k on the k elements equal to the extreme, 0 elsewhere (torch.amax),
  *   prod dy * (product of the others): dy y / x without zeros, with one zero only that
  *   element gets dy * (product of the rest), with more nothing.
- * oneDNN 2.6's reduction primitive is not used: on plain layouts it runs its reference code
- * for most shapes, while these loops vectorize.
+ * oneDNN 2.6's reduction primitive is not used: measured on (8192, 768) fp32, its jit code
+ * takes 17 ms for a sum over the last axis (these loops 1 to 1.5 ms on one thread), and it runs
+ * reference code (130 to 190 ms) for a sum over the first axis or a sum of squares.
  * CumSum along an axis is an (outer, L, inner) scan, parallel over (outer, block of inner); its
  * backward is the same scan in reverse. Integer inputs (a mask's cumsum into position ids, a
  * count of tokens) are reduced or scanned in 64 bits, forward only, into int32 outputs; their
