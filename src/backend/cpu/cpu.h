@@ -11,7 +11,7 @@
 #include "../backend.h"
 #include "../../core/internal.h"
 
-#define FM_CPU_MAX_ARGS 16
+#define FM_CPU_MAX_ARGS 66   /* a Concat of DenseNet-201 reads 49 inputs */
 #define FM_CPU_CACHE 8    /* adapted inputs remembered per node */
 
 struct fm_cpu;
