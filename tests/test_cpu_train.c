@@ -170,6 +170,55 @@ static void test_exports_train(void **unused)
     fm_ctx_free(ctx);
 }
 
+/* The per-layer report of a transformer: every layer timed forward; backward timed where a
+ * gradient flows, "no grad" (JSON: gradient false) where none does, never a zero time: the
+ * causal mask (Trilu of ones, its Cast to bool) and the position ids (Range) have no backward,
+ * the attention MatMuls do. */
+static void test_no_grad_layers(void **unused)
+{
+    (void)unused;
+    cpu_or_skip();
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli("measure " TRAIN_DIR "gpt2_small.onnx --input ids=2x16 --steps 1 "
+                          "--warmup 0 --peak 1e11 --format json",
+                          &out, &err);
+    if (rc != 0)
+        fail_msg("measure failed (%d): %s", rc, err);
+    int with = 0, without = 0;
+    for (const char *p = strstr(out, "\"layers\""); p && (p = strstr(p, "\"name\": \"")); p++) {
+        const char *end = strchr(p, '}');
+        const char *g = strstr(p, "\"gradient\": ");
+        assert_non_null(g);
+        assert_true(g < end);
+        bool has = strncmp(g + strlen("\"gradient\": "), "true", 4) == 0;
+        const char *bwd = strstr(p, "\"bwd_data_ms\": ");
+        double bwd_ms = strtod(bwd + strlen("\"bwd_data_ms\": "), NULL);
+        const char *op = strstr(p, "\"op\": \"") + strlen("\"op\": \"");
+        if (has) {
+            with++;
+        } else {
+            without++;
+            assert_true(bwd_ms == 0.0);   /* nothing ran, and the report says why */
+            if (strncmp(op, "MatMul", 6) == 0 || strncmp(op, "LayerNorm", 9) == 0)
+                fail_msg("a %.9s layer has no gradient", op);
+        }
+        if (strncmp(op, "Range", 5) == 0 || strncmp(op, "Trilu", 5) == 0)
+            assert_false(has);
+    }
+    assert_true(with >= 20);
+    assert_true(without >= 2);
+    free(out);
+    free(err);
+    /* the table says it in words */
+    rc = test_run_cli("measure " TRAIN_DIR "gpt2_small.onnx --input ids=2x16 --steps 1 "
+                      "--warmup 0 --peak 1e11",
+                      &out, &err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "no grad"));
+    free(out);
+    free(err);
+}
+
 /* ---- a whole step against PyTorch ---- */
 
 struct record {
@@ -432,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_bert_step),
         cmocka_unit_test(test_vit_step),
         cmocka_unit_test(test_exports_train),
+        cmocka_unit_test(test_no_grad_layers),
         cmocka_unit_test(test_memory_refused),
         cmocka_unit_test(test_loss_on),
         cmocka_unit_test(test_bytes_parse),
