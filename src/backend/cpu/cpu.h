@@ -258,22 +258,6 @@ struct fm_cpu_bcast {
 };
 void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
                        const struct fm_shape *operand);
-/* The operand's element under output element i (row-major). */
-static inline uint64_t fm_cpu_bcast_at(const struct fm_cpu_bcast *b, uint64_t i)
-{
-    uint64_t off = 0;
-    for (int d = b->rank - 1; d >= 0; d--) {
-        uint64_t q = i / (uint64_t)b->dims[d];
-        off += (i - q * (uint64_t)b->dims[d]) * (uint64_t)b->stride[d];
-        i = q;
-    }
-    return off;
-}
-/* dst (the operand's numel elements) = sum over the output of src at each operand element:
- * the gradient of a broadcast operand. add: dst += instead of =. */
-void fm_cpu_bcast_sum(const struct fm_cpu_bcast *b, const float *src, float *dst, uint64_t dst_n,
-                      bool add);
-
 /* A loop the kernels run on the step's threads (OpenMP, as oneDNN's); serial without it. */
 #ifdef _OPENMP
 #define FM_CPU_PARALLEL _Pragma("omp parallel for schedule(static)")

@@ -71,15 +71,6 @@ void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
     }
 }
 
-void fm_cpu_bcast_sum(const struct fm_cpu_bcast *b, const float *src, float *dst, uint64_t dst_n,
-                      bool add)
-{
-    if (!add)
-        memset(dst, 0, sizeof(float) * (size_t)dst_n);
-    for (uint64_t i = 0; i < b->numel; i++)
-        dst[fm_cpu_bcast_at(b, i)] += src[i];
-}
-
 enum fm_status fm_cpu_mem_view(struct fm_cpu *s, dnnl_memory_t mem, const dnnl_memory_desc_t *md,
                                dnnl_memory_t *out)
 {
