@@ -140,7 +140,7 @@ static void test_exports_train(void **unused)
     static const char *const names[] = {
         "gpt2_small", "bert_small", "llama_small", "vit_small", "convnext_tiny",
         "densenet121", "mnasnet0_5", "shufflenet_v2_x0_5", "regnet_y_400mf", "squeezenet1_1",
-        "efficientnet_v2_s",
+        "efficientnet_v2_s", "swin_t",
     };
     struct fm_ctx *ctx = test_ctx();
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -423,6 +423,8 @@ static void test_bad_files(void **state)
     expect_fail(ctx, "bad_dim_negative.onnx", FM_ERR_PARSE, "initializer 'w'", "dim 0 is -4");
     expect_fail(ctx, "bad_absurd_dims.onnx", FM_ERR_PARSE, "input 'x'", "absurd");
     expect_fail(ctx, "bad_attr_type.onnx", FM_ERR_PARSE, "'conv_g'", "'group' is FLOAT");
+    expect_fail(ctx, "bad_scatter_index.onnx", FM_ERR_SHAPE, "'scatter' (ScatterND)",
+                "index 3 is out of range for size 3");
     /* the CLI: exit 1 and the message on stderr */
     char *out = NULL, *err = NULL;
     int rc = test_run_cli("count " DATA "bad_cyclic.onnx", &out, &err);
@@ -430,6 +432,32 @@ static void test_bad_files(void **state)
     assert_non_null(strstr(err, "cycle"));
     free(out);
     free(err);
+    fm_ctx_free(ctx);
+}
+
+/* Shapes computed in the graph are evaluated at load time: the Slice of x.shape[2:] on a 2-D x
+ * is empty and adds nothing to a Concat (PyTorch exports write this; Swin's does), and ScatterND
+ * writes [2, 12] (or adds [1, 11]) at positions 0 and 2 of [1, 1, 1]. Both Reshape targets are
+ * therefore [2, 1, 12], and only the two Reshapes are layers. */
+static void test_folded_shapes(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = DATA "shape_scatter.onnx";
+    struct fm_session *s = test_session_ok(ctx, &o);
+    assert_int_equal(fm_graph_node_count(s->graph), 2);
+    for (int i = 0; i < 2; i++) {
+        const struct fm_node *n = fm_graph_node(s->graph, i);
+        assert_int_equal(n->op, FM_OP_RESHAPE);
+        const struct fm_shape *y = &fm_graph_tensor(s->graph, n->out[0])->shape;
+        assert_int_equal(y->rank, 3);
+        assert_int_equal(y->dims[0], 2);
+        assert_int_equal(y->dims[1], 1);
+        assert_int_equal(y->dims[2], 12);
+    }
+    fm_session_free(s);
     fm_ctx_free(ctx);
 }
 
@@ -554,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_corrupted_never_crash),
         cmocka_unit_test(test_node_tests_trig),
+        cmocka_unit_test(test_folded_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -212,6 +212,7 @@ SMALL = {
     "squeezenet1_1": (lambda: torchvision.models.squeezenet1_1(), 64),
     "convnext_tiny": (lambda: torchvision.models.convnext_tiny(), 64),
     "efficientnet_v2_s": (lambda: torchvision.models.efficientnet_v2_s(), 64),
+    "swin_t": (lambda: torchvision.models.swin_t(), 64),
     "vit_small": (small_vit, 32),
     "gpt2_small": (lambda: GPT2(128, 32, 2, 2, 32), ("lm", 16, 128)),
     "bert_small": (lambda: BERT(128, 32, 2, 2, 32), ("lm", 16, 128)),

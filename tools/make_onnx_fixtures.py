@@ -203,6 +203,29 @@ def hand_made():
          helper.make_node("Gelu", ["g"], ["out"], name="gelu", approximate="tanh")],
         [vi("x", F32, [1, 4, 3, 3])], [vi("out", F32, [1, 4, 3, 3])],
         [weight("gs", [4]), weight("gb", [4])], opset=21)
+    # shapes computed in the graph (folded at load time): x.shape[2:] of a 2-D x is empty and
+    # concatenates to nothing; ScatterND writes (or adds) updates into a constant, as Swin's
+    # shifted-window mask is built. Both Reshape targets come out as [2, 1, 12].
+    i64 = lambda name, dims, vals: helper.make_tensor(name, I64, dims, vals)
+    m["shape_scatter"] = model(
+        [helper.make_node("Shape", ["x"], ["shp"], name="shape"),
+         helper.make_node("Slice", ["shp", "two", "big"], ["tail"], name="tail"),
+         helper.make_node("ConstantOfShape", ["three"], ["ones"], name="ones",
+                          value=helper.make_tensor("v", I64, [1], [1])),
+         helper.make_node("ScatterND", ["ones", "at", "put"], ["t1"], name="scatter"),
+         helper.make_node("ScatterND", ["ones", "at", "add"], ["t2"], name="scatter_add",
+                          reduction="add"),
+         helper.make_node("Concat", ["t1", "tail"], ["target1"], name="cat1", axis=0),
+         helper.make_node("Concat", ["tail", "t2"], ["target2"], name="cat2", axis=0),
+         helper.make_node("Reshape", ["x", "target1"], ["out"], name="reshape1"),
+         helper.make_node("Reshape", ["x", "target2"], ["out2"], name="reshape2")],
+        [vi("x", F32, [2, 12])], [vi("out", F32, None), vi("out2", F32, None)],
+        [i64("two", [1], [2]), i64("big", [1], [1 << 40]), i64("three", [1], [3]),
+         i64("at", [2, 1], [0, 2]), i64("put", [2], [2, 12]), i64("add", [2], [1, 11])])
+    bad = onnx.ModelProto()
+    bad.CopyFrom(m["shape_scatter"])
+    bad.graph.initializer[3].CopyFrom(i64("at", [2, 1], [0, 3]))
+    m["bad_scatter_index"] = bad
     # bad files
     relu = lambda i, o, n: helper.make_node("Relu", [i], [o], name=n)
     m["bad_cyclic"] = model(
@@ -230,8 +253,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests",
                                                   "data", "onnx"))
+    ap.add_argument("names", nargs="*", help="write only these hand-made fixtures")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.names:
+        made = hand_made()
+        for name in args.names:
+            onnx.save(made[name], os.path.join(args.out, name + ".onnx"))
+        return 0
     torch.manual_seed(0)
     out = {}
     ids = torch.randint(0, V, (2, 8))

@@ -434,6 +434,70 @@ static enum fm_status fold_gather(struct fold *f)
     return FM_OK;
 }
 
+/* ScatterND: a copy of data with the slices that indices name replaced by (or, with a reduction,
+ * combined with) updates. Swin's shifted-window mask is built this way from shapes alone. */
+static enum fm_status fold_scatter_nd(struct fold *f)
+{
+    const struct tv *x = &f->in[0], *idx = &f->in[1], *up = &f->in[2];
+    if (f->n_in != 3 || idx->n == UINT64_MAX || up->n == UINT64_MAX || idx->is_float ||
+        idx->shape.rank < 1)
+        return FOLD_NO;
+    char red[16];
+    enum fm_status st = ox_attr_string(f->ox, f->node, "reduction", "none", red, sizeof(red));
+    if (st)
+        return st;
+    int mode = !strcmp(red, "none") ? 0 : !strcmp(red, "add") ? 1 : !strcmp(red, "mul") ? 2
+             : !strcmp(red, "max") ? 3 : !strcmp(red, "min") ? 4 : -1;
+    if (mode < 0)
+        return bad(f, "has reduction '%s' (none, add, mul, max and min are defined)", red);
+    int q = idx->shape.rank, r = x->shape.rank;
+    int64_t k = idx->shape.dims[q - 1];
+    if (k < 1 || k > r || q - 1 + r - k != up->shape.rank)
+        return bad(f, "has indices and updates whose shapes do not fit %s", "data");
+    for (int d = 0; d < q - 1; d++) {
+        if (up->shape.dims[d] != idx->shape.dims[d])
+            return bad(f, "has indices and updates whose shapes do not fit %s", "data");
+    }
+    uint64_t inner = 1;
+    for (int d = (int)k; d < r; d++) {
+        if (up->shape.dims[q - 1 + d - (int)k] != x->shape.dims[d])
+            return bad(f, "has indices and updates whose shapes do not fit %s", "data");
+        inner *= (uint64_t)x->shape.dims[d];
+    }
+    st = result_alloc(f, &x->shape, x->dtype);
+    if (st)
+        return st;
+    for (uint64_t j = 0; j < f->n; j++)
+        copy_el(f, j, x, j);
+    uint64_t n_upd = idx->n / (uint64_t)k;
+    for (uint64_t u = 0; u < n_upd; u++) {
+        uint64_t off = 0;
+        for (int64_t d = 0; d < k; d++) {
+            int64_t v = idx->i[u * (uint64_t)k + (uint64_t)d], len = x->shape.dims[d];
+            if (v < 0)
+                v += len;
+            if (v < 0 || v >= len)
+                return ox_node_error(f->ox, f->node, FM_ERR_SHAPE,
+                                     "index %lld is out of range for size %lld",
+                                     (long long)idx->i[u * (uint64_t)k + (uint64_t)d],
+                                     (long long)len);
+            off = off * (uint64_t)len + (uint64_t)v;
+        }
+        for (uint64_t e = 0; e < inner; e++) {
+            uint64_t j = off * inner + e, from = u * inner + e;
+            double a = f->is_float ? f->rf[j] : (double)f->ri[j], b = tv_f(up, from);
+            if (mode == 0 && !f->is_float) {
+                put(f, j, 0, tv_i(up, from), false);
+                continue;
+            }
+            double v = mode == 0 ? b : mode == 1 ? a + b : mode == 2 ? a * b
+                     : mode == 3 ? (a > b ? a : b) : (a < b ? a : b);
+            put(f, j, v, 0, true);
+        }
+    }
+    return FM_OK;
+}
+
 /* Normalized slice: clamps like the ONNX spec (and numpy). */
 enum fm_status ox_slice_params(struct ox *ox, const Onnx__NodeProto *node,
                                const struct fm_shape *x, const int64_t *starts,
@@ -529,9 +593,7 @@ static enum fm_status fold_slice(struct fold *f)
         int64_t len = k > 0 ? (b > a ? (b - a - 1) / k + 1 : 0)
                             : (a > b ? (int64_t)((uint64_t)(a - b - 1) / (0 - (uint64_t)k)) + 1
                                      : 0);
-        if (len <= 0)
-            return FOLD_NO;   /* empty: the Slice rule reports it */
-        s.dims[d] = len;
+        s.dims[d] = len;   /* 0: an empty result (x.shape[2:] of a 2-D x), no elements */
     }
     st = result_alloc(f, &s, x->dtype);
     if (st)
@@ -848,7 +910,7 @@ enum fm_status ox_fold(struct ox *ox, const Onnx__NodeProto *node, const fm_tid 
                                          "ReduceMin"};
     static const char *const others[] = {
         "Identity", "Cast", "Reshape", "Flatten", "Unsqueeze", "Squeeze", "Concat", "Gather",
-        "Slice", "Transpose", "Expand", "Tile", "Range", "ConstantOfShape"};
+        "Slice", "Transpose", "Expand", "Tile", "Range", "ConstantOfShape", "ScatterND"};
     *done = false;
     const char *op = ox_str(node->op_type);
     struct fold f;
@@ -946,6 +1008,8 @@ enum fm_status ox_fold(struct ox *ox, const Onnx__NodeProto *node, const fm_tid 
         st = n_in == 2 ? fold_expand(&f, !strcmp(op, "Tile")) : FOLD_NO;
     else if (!strcmp(op, "Range"))
         st = fold_range(&f);
+    else if (!strcmp(op, "ScatterND"))
+        st = fold_scatter_nd(&f);
     else
         st = fold_constant_of_shape(&f);
     if (st == FOLD_NO)
