@@ -2,9 +2,10 @@
  *  - the starting values a step draws: token ids below the table they index, masks of ones,
  *    class labels below the class count, constants from the file's own contents;
  *  - every small export of tests/data/onnx/train/ (tools/export_train_models.py: DenseNet,
- *    MnasNet, ShuffleNet, RegNet, SqueezeNet, ConvNeXt, EfficientNetV2, ViT, GPT-2, BERT,
+ *    MnasNet, ShuffleNet, RegNet, SqueezeNet, ConvNeXt, EfficientNetV2, Swin, ViT, GPT-2, BERT,
  *    LLaMA-style) trains: its loss falls over a few steps on a fixed batch;
- *  - a whole training step of the GPT-2-like, BERT-like and ViT-like ones against PyTorch
+ *  - a whole training step of the GPT-2-like, BERT-like, ViT-like and LLaMA-like ones against
+ *    PyTorch
  *    (tests/data/goldens/train_*.txt, tools/make_train_goldens.py): loss, outputs, gradients;
  *  - the memory check before anything runs: a step larger than --max-memory is refused and
  *    names the largest batch that fits, which is checked by counting it and the next;
@@ -379,6 +380,13 @@ static void test_vit_step(void **unused)
     step_against_pytorch("vit_small");
 }
 
+/* RMSNorm, rotary embeddings (the cos/sin tables built in the graph), SwiGLU, causal mask. */
+static void test_llama_step(void **unused)
+{
+    (void)unused;
+    step_against_pytorch("llama_small");
+}
+
 /* ---- memory before anything runs ---- */
 
 static uint64_t train_memory(struct fm_ctx *ctx, const char *model, int64_t batch)
@@ -480,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_gpt2_step),
         cmocka_unit_test(test_bert_step),
         cmocka_unit_test(test_vit_step),
+        cmocka_unit_test(test_llama_step),
         cmocka_unit_test(test_exports_train),
         cmocka_unit_test(test_no_grad_layers),
         cmocka_unit_test(test_memory_refused),

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Golden data for tests/test_cpu_train.c: one training step of the GPT-2-like, BERT-like and
-ViT-like networks of tools/export_train_models.py (the committed small exports in
+"""Golden data for tests/test_cpu_train.c: one training step of the GPT-2-like, BERT-like,
+ViT-like and LLaMA-like networks of tools/export_train_models.py (the committed small exports in
 tests/data/onnx/train/), in PyTorch, from the same weights and inputs.
 
 For each network the model is built exactly as export_train_models.py builds it (same seed,
@@ -72,7 +72,7 @@ def few(params):
 
 def main():
     torch.manual_seed(1234)
-    for name in ("gpt2_small", "bert_small", "vit_small"):
+    for name in ("gpt2_small", "bert_small", "vit_small", "llama_small"):
         model, spec = build(name)
         # the ONNX names of the weights: the export of etm.export, kept unstripped
         if isinstance(spec, tuple):
