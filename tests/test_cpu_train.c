@@ -5,8 +5,8 @@
  *    MnasNet, ShuffleNet, RegNet, SqueezeNet, ConvNeXt, EfficientNetV2, Swin, ViT, GPT-2, BERT,
  *    LLaMA-style) trains: its loss falls over a few steps on a fixed batch;
  *  - a whole training step of the GPT-2-like, BERT-like, ViT-like and LLaMA-like ones against
- *    PyTorch
- *    (tests/data/goldens/train_*.txt, tools/make_train_goldens.py): loss, outputs, gradients;
+ *    PyTorch (tests/data/goldens/train_*.txt, tools/make_train_goldens.py): loss, outputs,
+ *    gradients;
  *  - the memory check before anything runs: a step larger than --max-memory is refused and
  *    names the largest batch that fits, which is checked by counting it and the next;
  *  - --loss-on, the output a loss is added to when the policy's choice is not wanted;
