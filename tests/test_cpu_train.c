@@ -431,6 +431,25 @@ static void test_memory_refused(void **unused)
     fm_ctx_free(ctx);
 }
 
+/* A constant index past the end of a table (Gather of a 4-row embedding at [0, 5]) is refused
+ * when the step is prepared, naming the layer, the constant and the table's size; no step runs
+ * (the report would print a step time). */
+static void test_index_out_of_range(void **unused)
+{
+    (void)unused;
+    cpu_or_skip();
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli("measure " FM_TEST_DATA "/onnx/bad_token_ids.onnx --steps 1 "
+                          "--warmup 0 --peak 1e11",
+                          &out, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "layer 'embed': index 5 (constant 'ids', element 1) is outside "
+                                "[-4, 4): the table has 4 rows"));
+    assert_null(strstr(out, "step "));
+    free(out);
+    free(err);
+}
+
 /* --loss-on: the output to train, or an error that lists the outputs */
 static void test_loss_on(void **unused)
 {
@@ -489,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_bert_step),
         cmocka_unit_test(test_vit_step),
         cmocka_unit_test(test_llama_step),
+        cmocka_unit_test(test_index_out_of_range),
         cmocka_unit_test(test_exports_train),
         cmocka_unit_test(test_no_grad_layers),
         cmocka_unit_test(test_memory_refused),

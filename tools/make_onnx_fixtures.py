@@ -226,6 +226,12 @@ def hand_made():
     bad.CopyFrom(m["shape_scatter"])
     bad.graph.initializer[3].CopyFrom(i64("at", [2, 1], [0, 3]))
     m["bad_scatter_index"] = bad
+    # a constant index past the end of an embedding table (4 rows): measure refuses it
+    m["bad_token_ids"] = model(
+        [helper.make_node("Gather", ["emb", "ids"], ["e"], name="embed"),
+         helper.make_node("MatMul", ["e", "w"], ["out"], name="proj")],
+        [], [vi("out", F32, [1, 2, 2])],
+        [weight("emb", [4, 8]), i64("ids", [1, 2], [0, 5]), weight("w", [8, 2])])
     # bad files
     relu = lambda i, o, n: helper.make_node("Relu", [i], [o], name=n)
     m["bad_cyclic"] = model(

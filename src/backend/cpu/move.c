@@ -782,7 +782,7 @@ static enum fm_status gather_check_idx(struct fm_cpu *s, const struct gather_arg
     for (int64_t k = 0; k < g->k; k++) {
         int64_t j = g->idx[k];
         if (j < -g->a || j >= g->a)
-            return fm_error(s->ctx, FM_ERR_INVALID, "layer '%s': index %lld is outside [%lld, "
+            return fm_error(s->ctx, FM_ERR_GRAPH, "layer '%s': index %lld is outside [%lld, "
                             "%lld)", g->layer, (long long)j, (long long)-g->a, (long long)g->a);
     }
     return FM_OK;
@@ -875,6 +875,15 @@ static enum fm_status gather_fwd(struct fm_cpu *s, fm_nid id)
     if (g->chunk > g->inner)
         g->chunk = g->inner;
     g->chunks = (g->inner + g->chunk - 1) / g->chunk;
+    /* indices the file states (a constant) are checked now, before anything runs */
+    const struct fm_tensor *it = fm_graph_tensor(s->g, idx);
+    for (uint64_t k = 0; it->ivalue && k < it->nvalue; k++) {
+        if (it->ivalue[k] < -g->a || it->ivalue[k] >= g->a)
+            return fm_error(s->ctx, FM_ERR_GRAPH, "layer '%s': index %lld (constant '%s', "
+                            "element %llu) is outside [%lld, %lld): the table has %lld rows",
+                            n->name, (long long)it->ivalue[k], it->name, (unsigned long long)k,
+                            (long long)-g->a, (long long)g->a, (long long)g->a);
+    }
     enum fm_status st = ints_in(s, idx, &g->idx);
     if (!st)
         st = fm_cpu_place_out(s, y);
