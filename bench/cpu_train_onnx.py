@@ -5,6 +5,10 @@ DenseNet-121, with the same thread count, warm-up and timed steps on both sides.
 
     /usr/bin/python3 bench/cpu_train_onnx.py [--flopmeter build/flopmeter] [--threads T]
                                              [--steps S] [--warmup W] [--only NAME ...]
+                                             [--rows NAME:BATCH ...]
+
+--rows replaces the table of rows (e.g. `--rows gpt2:2 vit_b_16:2`): the slow PyTorch rows
+take minutes per step on a 2-core machine.
 
 The networks are the ones tools/export_train_models.py --full writes (exported here into a
 temporary folder): the same PyTorch module is timed by PyTorch and, through its ONNX export, by
@@ -92,8 +96,17 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--rows", nargs="*", metavar="NAME:BATCH")
     args = ap.parse_args()
-    rows = [r for r in ROWS if not args.only or r[0] in args.only]
+    table = ROWS
+    if args.rows:
+        table = []
+        for r in args.rows:
+            name, _, b = r.partition(":")
+            if name not in etm.FULL or not b.isdigit() or int(b) < 1:
+                ap.error(f"--rows {r}: want NAME:BATCH with NAME one of {', '.join(etm.FULL)}")
+            table.append((name, int(b)))
+    rows = [r for r in table if not args.only or r[0] in args.only]
     with tempfile.TemporaryDirectory() as tmp:
         for name in sorted({r[0] for r in rows}):
             m = etm.export(name, *etm.FULL[name], 17)
