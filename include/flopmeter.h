@@ -897,6 +897,8 @@ FM_API const struct fm_link *fm_link_find(const char *name);
  * Analyses (src/analysis/): roofline and PALEO-style prediction
  * ------------------------------------------------------------------------------------------ */
 
+struct fm_calibration;   /* below */
+
 struct fm_predict_opts {
     const struct fm_device *device;
     enum fm_precision precision;   /* compute precision for conv/matmul/attention */
@@ -906,6 +908,8 @@ struct fm_predict_opts {
     double launch_overhead_us;     /* per kernel (per node and phase that does work) */
     /* Added with the analyses (set by fm_predict_opts_init): */
     double ppp_comm;               /* platform percent of peak, interconnect (default 0.72) */
+    /* Added with calibration: NULL for the cold (PALEO/roofline) prediction only. */
+    const struct fm_calibration *calibration;
 };
 FM_API void fm_predict_opts_init(struct fm_predict_opts *opts);
 
@@ -925,7 +929,79 @@ struct fm_phase_time {
     enum fm_precision precision;   /* the precision of the ceiling that applied (fp16 work on a
                                       device without fp16 units: fp32) */
     bool tensor;                   /* the ceiling is a matrix-unit (tensor core) one */
+    /* Added with calibration (opts.calibration set): the fitted time of this node-phase, or
+     * t_paleo (the cold rule) where the calibration has no entry for its class and phase. */
+    double t_calibrated;
+    bool calibrated;               /* t_calibrated came from the calibration, not the cold rule */
 };
+
+/* ---- Calibration (src/analysis/calibration.c, docs/calibration.md) ----
+ * A device's time model fitted from timings of single layers (`flopmeter calibrate`), per op
+ * class, kind and phase:
+ *     t = fixed_s + flops x s_per_flop + bytes x s_per_byte
+ * (a PALEO sum whose rates and per-kernel overhead are measured, not assumed), fitted by
+ * non-negative least squares. Kinds split a class where one rule would not fit: convolutions
+ * are "dense", "pointwise" (1x1), "depthwise" or "grouped"; other classes have kind "". */
+#define FM_CALIB_VERSION 1
+#define FM_CALIB_KIND_MAX 16
+
+struct fm_calib_sample {
+    enum fm_class cls;
+    char kind[FM_CALIB_KIND_MAX];
+    enum fm_phase phase;
+    double flops, bytes;           /* the layer's counted work in that phase */
+    double seconds;                /* its measured time */
+};
+
+struct fm_calib_entry {
+    enum fm_class cls;
+    char kind[FM_CALIB_KIND_MAX];
+    enum fm_phase phase;
+    double fixed_s, s_per_flop, s_per_byte;
+    int points;                    /* samples it was fitted on */
+    double rel_rms;                /* RMS of (fitted - measured) / measured over those samples */
+};
+
+struct fm_calibration {
+    struct fm_ctx *ctx;
+    int version;                   /* FM_CALIB_VERSION */
+    char device[128];              /* the device as measure names it ("AMD EPYC 9R14") */
+    char backend[16];              /* "cpu" or "cuda" */
+    int threads;                   /* CPU threads; 0 on a GPU */
+    enum fm_precision precision;
+    char date[32];                 /* when it was made, ISO 8601 UTC */
+    double peak, bandwidth;        /* the device's probed FLOP/s and bytes/s */
+    double step_overhead_s;        /* per training step, outside every layer */
+    size_t n;
+    struct fm_calib_entry *entries;
+};
+
+/* Fits one entry per (class, kind, phase) present in samples (at least one sample each; with
+ * fewer than 3, only the terms the samples can tell apart). meta gives the header fields
+ * (device, backend, threads, precision, date, peak, bandwidth, step_overhead_s). */
+FM_API enum fm_status fm_calibration_fit(struct fm_ctx *ctx, const struct fm_calib_sample *samples,
+                                         size_t n, const struct fm_calibration *meta,
+                                         struct fm_calibration **out);
+FM_API enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_calibration *c,
+                                          const char *path);
+/* Reads a file fm_calibration_save wrote; a malformed one is FM_ERR_PARSE naming the line and
+ * the field. */
+FM_API enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
+                                          struct fm_calibration **out);
+FM_API void fm_calibration_free(struct fm_calibration *c);
+/* The kind of node in graph ("depthwise" ...; "" for classes that are not split). */
+FM_API void fm_calib_kind(const struct fm_graph *graph, fm_nid node,
+                          char kind[FM_CALIB_KIND_MAX]);
+/* The fitted seconds of one node-phase: the entry of (cls, kind, phase), else of (cls, "",
+ * phase); false when neither exists. */
+FM_API bool fm_calibration_time(const struct fm_calibration *c, enum fm_class cls,
+                                const char *kind, enum fm_phase phase, double flops,
+                                double bytes, double *seconds);
+/* Whether c was made where it is used: a different device, backend, thread count or precision
+ * is FM_ERR_INVALID naming the field and both values, unless force. */
+FM_API enum fm_status fm_calibration_check(struct fm_ctx *ctx, const struct fm_calibration *c,
+                                           const char *device, const char *backend, int threads,
+                                           enum fm_precision precision, bool force);
 
 struct fm_prediction {
     struct fm_ctx *ctx;            /* the context it was made on: fm_prediction_free uses it */
@@ -942,6 +1018,9 @@ struct fm_prediction {
                                       ceiling of conv/matmul at the chosen precision */
     double bandwidth;              /* device memory bandwidth used, bytes/s (at 100%) */
     struct fm_predict_opts opts;   /* a copy of the options it was made with */
+    /* Added with calibration: node-phases doing work that fell back to the cold rule (no
+     * entry of their class and phase); step.t_calibrated includes the per-step overhead. */
+    size_t uncalibrated;
 };
 
 FM_API enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
@@ -985,6 +1064,8 @@ struct fm_run_estimate {
     double samples_per_s[FM_BOUND_COUNT];
     double epoch_s[FM_BOUND_COUNT], total_s[FM_BOUND_COUNT];
     double utilization[FM_BOUND_COUNT];  /* step_flops / (step_s x gpus x peak_ref) */
+    /* Added with calibration: the same from the calibrated step (0 without a calibration). */
+    double step_calibrated_s, samples_calibrated_per_s, epoch_calibrated_s, total_calibrated_s;
 };
 /* One GPU: the step is the prediction's. */
 FM_API enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
