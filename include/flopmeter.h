@@ -1127,6 +1127,9 @@ struct fm_dp_estimate {
     double efficiency_serial[FM_BOUND_COUNT];  /* step_1 / step_N (weak scaling) */
     double efficiency_overlap[FM_BOUND_COUNT];
     double samples_per_s_serial[FM_BOUND_COUNT], samples_per_s_overlap[FM_BOUND_COUNT];
+    /* Added with calibration: step_overlap from the calibrated times, the per-step overhead
+     * included (0 when the prediction has no calibration). */
+    double step_overlap_calibrated;
 };
 /* Weak scaling: every GPU keeps the batch of the prediction. Training counts only. */
 FM_API enum fm_status fm_predict_data_parallel(struct fm_ctx *ctx, const struct fm_graph *graph,
