@@ -908,7 +908,8 @@ struct fm_predict_opts {
     double launch_overhead_us;     /* per kernel (per node and phase that does work) */
     /* Added with the analyses (set by fm_predict_opts_init): */
     double ppp_comm;               /* platform percent of peak, interconnect (default 0.72) */
-    /* Added with calibration: NULL for the cold (PALEO/roofline) prediction only. */
+    /* Added with calibration: NULL for the cold (PALEO/roofline) prediction only. Like device,
+     * it must outlive the predictions made with it. */
     const struct fm_calibration *calibration;
 };
 FM_API void fm_predict_opts_init(struct fm_predict_opts *opts);
@@ -974,6 +975,7 @@ struct fm_calibration {
     double step_overhead_s;        /* per training step, outside every layer */
     size_t n;
     struct fm_calib_entry *entries;
+    char source[512];              /* the file it was loaded from, for messages ("" when fitted) */
 };
 
 /* Fits one entry per (class, kind, phase) present in samples (at least one sample each; with
@@ -985,20 +987,22 @@ FM_API enum fm_status fm_calibration_fit(struct fm_ctx *ctx, const struct fm_cal
 FM_API enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_calibration *c,
                                           const char *path);
 /* Reads a file fm_calibration_save wrote; a malformed one is FM_ERR_PARSE naming the line and
- * the field. */
+ * the field, a build without cJSON FM_ERR_UNSUPPORTED. Save refuses (FM_ERR_INVALID) what load
+ * would refuse: no entries, a negative coefficient, an unknown class, kind or phase. */
 FM_API enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
                                           struct fm_calibration **out);
 FM_API void fm_calibration_free(struct fm_calibration *c);
 /* The kind of node in graph ("depthwise" ...; "" for classes that are not split). */
 FM_API void fm_calib_kind(const struct fm_graph *graph, fm_nid node,
                           char kind[FM_CALIB_KIND_MAX]);
-/* The fitted seconds of one node-phase: the entry of (cls, kind, phase), else of (cls, "",
- * phase); false when neither exists. */
+/* The fitted seconds of one node-phase that does work: the entry of (cls, kind, phase), else
+ * of (cls, "", phase); false when neither exists. */
 FM_API bool fm_calibration_time(const struct fm_calibration *c, enum fm_class cls,
                                 const char *kind, enum fm_phase phase, double flops,
                                 double bytes, double *seconds);
 /* Whether c was made where it is used: a different device, backend, thread count or precision
- * is FM_ERR_INVALID naming the field and both values, unless force. */
+ * is FM_ERR_INVALID naming the field and both values, unless force (then a warning through
+ * fm_log and FM_OK). Threads are compared only for the "cpu" backend. */
 FM_API enum fm_status fm_calibration_check(struct fm_ctx *ctx, const struct fm_calibration *c,
                                            const char *device, const char *backend, int threads,
                                            enum fm_precision precision, bool force);
@@ -1123,6 +1127,9 @@ struct fm_dp_estimate {
     double efficiency_serial[FM_BOUND_COUNT];  /* step_1 / step_N (weak scaling) */
     double efficiency_overlap[FM_BOUND_COUNT];
     double samples_per_s_serial[FM_BOUND_COUNT], samples_per_s_overlap[FM_BOUND_COUNT];
+    /* Added with calibration: step_overlap from the calibrated times, the per-step overhead
+     * included (0 when the prediction has no calibration). */
+    double step_overlap_calibrated;
 };
 /* Weak scaling: every GPU keeps the batch of the prediction. Training counts only. */
 FM_API enum fm_status fm_predict_data_parallel(struct fm_ctx *ctx, const struct fm_graph *graph,

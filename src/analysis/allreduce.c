@@ -20,9 +20,34 @@ double fm_ring_allreduce_s(double bytes, int gpus, double link_bw_bidir, double 
     return 2.0 * (double)(gpus - 1) / (double)gpus * bytes / (per_direction * ppp_comm);
 }
 
+/* A node-phase's time by one bound, or (b = CALIBRATED) its calibrated time. */
+enum { CALIBRATED = FM_BOUND_COUNT };
+
 static double bound_time(const struct fm_phase_time *t, int b)
 {
-    return b == FM_BOUND_ROOFLINE ? t->t_roofline : t->t_paleo;
+    return b == CALIBRATED ? t->t_calibrated : b == FM_BOUND_ROOFLINE ? t->t_roofline : t->t_paleo;
+}
+
+/* Overlap, as DDP does it: backward runs the nodes in reverse order; a node's gradients can be
+ * reduced once its backward is done; the link reduces one piece at a time, in the order they
+ * become ready. Returns when both backward and the last reduction are done, from the start of
+ * backward. */
+static double backward_with_reduction(const struct fm_counts *counts, const fm_nid *order,
+                                      const struct fm_prediction *p, int b, int gpus,
+                                      double link_bw, double ppp_comm, double per_param)
+{
+    double t = 0.0, link_free = 0.0;
+    for (size_t i = counts->n_nodes; i-- > 0;) {
+        fm_nid id = order[i];
+        t += bound_time(&p->nodes[id][FM_PHASE_BWD_DATA], b) +
+             bound_time(&p->nodes[id][FM_PHASE_BWD_WEIGHT], b);
+        double piece = (double)counts->nodes[id].trainable_params * per_param;
+        if (piece > 0 && gpus > 1) {
+            double start = link_free > t ? link_free : t;
+            link_free = start + fm_ring_allreduce_s(piece, gpus, link_bw, ppp_comm);
+        }
+    }
+    return t > link_free ? t : link_free;
 }
 
 enum fm_status fm_predict_data_parallel(struct fm_ctx *ctx, const struct fm_graph *graph,
@@ -61,27 +86,24 @@ enum fm_status fm_predict_data_parallel(struct fm_ctx *ctx, const struct fm_grap
         double opt = bound_time(&p->total[FM_PHASE_OPTIMIZER], b);
         out->step_1[b] = fwd + bwd + opt;
         out->step_serial[b] = out->step_1[b] + out->t_allreduce;
-        /* Overlap, as DDP does it: backward runs the nodes in reverse order; a node's gradients
-         * can be reduced once its backward is done; the link reduces one piece at a time, in
-         * the order they become ready. The step ends when both backward and the last
-         * reduction are done, then the optimizer runs. */
-        double t = 0.0, link_free = 0.0;
-        for (size_t i = counts->n_nodes; i-- > 0;) {
-            fm_nid id = order[i];
-            t += bound_time(&p->nodes[id][FM_PHASE_BWD_DATA], b) +
-                 bound_time(&p->nodes[id][FM_PHASE_BWD_WEIGHT], b);
-            double piece = (double)counts->nodes[id].trainable_params * per_param;
-            if (piece > 0 && gpus > 1) {
-                double start = link_free > t ? link_free : t;
-                link_free = start + fm_ring_allreduce_s(piece, gpus, link_bw, ppp_comm);
-            }
-        }
-        double bwd_end = t > link_free ? t : link_free;
+        /* the step: forward, backward overlapped with the reductions, then the optimizer */
+        double bwd_end =
+            backward_with_reduction(counts, order, p, b, gpus, link_bw, ppp_comm, per_param);
         out->step_overlap[b] = fwd + bwd_end + opt;
         out->efficiency_serial[b] = out->step_1[b] / out->step_serial[b];
         out->efficiency_overlap[b] = out->step_1[b] / out->step_overlap[b];
         out->samples_per_s_serial[b] = (double)gpus * (double)batch / out->step_serial[b];
         out->samples_per_s_overlap[b] = (double)gpus * (double)batch / out->step_overlap[b];
+    }
+    if (p->opts.calibration) {
+        /* the same overlapped step from the calibrated times, plus the per-step overhead that
+         * p->step.t_calibrated holds beyond its phases */
+        double fwd = p->total[FM_PHASE_FWD].t_calibrated;
+        double opt = p->total[FM_PHASE_OPTIMIZER].t_calibrated;
+        double bwd_end = backward_with_reduction(counts, order, p, CALIBRATED, gpus, link_bw,
+                                                 ppp_comm, per_param);
+        out->step_overlap_calibrated =
+            fwd + bwd_end + opt + p->opts.calibration->step_overhead_s;
     }
     return FM_OK;
 }

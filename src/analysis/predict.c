@@ -1,7 +1,8 @@
 /* PALEO-style time prediction and roofline placement: per node and phase, compute time on the
  * ceiling that applies and memory time on the device's bandwidth, combined as the roofline
  * bound max() (perfect overlap) and PALEO's sum() (no overlap), plus a launch overhead per
- * kernel. It reads counts and device figures only; it runs nothing and fits nothing. */
+ * kernel. With a calibration (calibration.c), each node-phase also gets its fitted time. It
+ * reads counts, device figures and a calibration only; it runs nothing and fits nothing. */
 #include "../core/internal.h"
 
 #include <math.h>
@@ -83,6 +84,23 @@ void fm_phase_time_eval(double flops, double bytes, double peak, double bandwidt
     out->memory_bound = bytes > 0 && out->intensity < out->ridge;
 }
 
+/* The calibrated time of one node-phase that does work: the entry of its class, kind and phase
+ * (then of its class and phase); the optimizer's update, an elementwise kernel whatever the
+ * layer, also falls back to the elementwise optimizer entry. Else the cold PALEO time, and the
+ * node-phase is counted as uncalibrated. */
+static void calibrate(const struct fm_calibration *cal, enum fm_class cls, const char *kind,
+                      enum fm_phase phase, struct fm_phase_time *t, size_t *uncalibrated)
+{
+    double s = 0;
+    bool hit = fm_calibration_time(cal, cls, kind, phase, t->flops, t->bytes, &s) ||
+               (phase == FM_PHASE_OPTIMIZER &&
+                fm_calibration_time(cal, FM_CLASS_ELEMENTWISE, "", phase, t->flops, t->bytes, &s));
+    t->calibrated = hit;
+    t->t_calibrated = hit ? s : t->t_paleo;
+    if (!hit)
+        ++*uncalibrated;
+}
+
 /* Adds one node-phase into a running total; the total's derived fields are set by finish(). */
 static void accumulate(struct fm_phase_time *sum, const struct fm_phase_time *x)
 {
@@ -93,6 +111,7 @@ static void accumulate(struct fm_phase_time *sum, const struct fm_phase_time *x)
     sum->t_launch += x->t_launch;
     sum->t_roofline += x->t_roofline;
     sum->t_paleo += x->t_paleo;
+    sum->t_calibrated += x->t_calibrated;
 }
 
 /* A sum of kernels seen as one point: its ceiling is the work-weighted harmonic mean of the
@@ -143,6 +162,7 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
         return fm_error(ctx, FM_ERR_INVALID, "counts (%zu nodes) are not of this graph (%zu)",
                         counts->n_nodes, fm_graph_node_count(graph));
     const struct fm_device *dev = opts->device;
+    const struct fm_calibration *cal = opts->calibration;
     struct fm_prediction *p = fm_alloc(ctx, sizeof(*p));
     if (!p)
         return fm_error(ctx, FM_ERR_NOMEM, "out of memory for the prediction");
@@ -158,9 +178,14 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
             goto fail;
         }
     }
+    /* per phase: node-phases with work that fell back to the cold rule */
+    size_t fallback[FM_PHASE_COUNT] = {0};
     for (size_t id = 0; id < p->n_nodes; id++) {
         const struct fm_node *node = fm_graph_node(graph, (fm_nid)id);
         enum fm_class cls = fm_op_class(node->op);
+        char kind[FM_CALIB_KIND_MAX] = "";
+        if (cal)
+            fm_calib_kind(graph, (fm_nid)id, kind);
         for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
             const struct fm_work *w = &counts->nodes[id].phase[ph];
             double flops = (double)fm_work_flops(w);
@@ -184,6 +209,8 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
             fm_phase_time_eval(flops, bytes, peak, dev->mem_bw, opts, t);
             t->precision = prec;
             t->tensor = tensor;
+            if (cal)
+                calibrate(cal, cls, kind, (enum fm_phase)ph, t, &fallback[ph]);
             accumulate(&p->total[ph], t);
             accumulate(&p->step, t);
             p->kernels++;
@@ -195,6 +222,17 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
     }
     finish(&p->step, dev->mem_bw, opts->ppp_compute);
     p->step.precision = opts->precision;
+    if (cal) {
+        /* a sum is "calibrated" when every node-phase in it is; the per-step overhead (the
+         * framework's work between steps, outside every layer) is a training step's */
+        for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+            p->total[ph].calibrated = fallback[ph] == 0;
+            p->uncalibrated += fallback[ph];
+        }
+        p->step.calibrated = p->uncalibrated == 0;
+        if (p->mode == FM_MODE_TRAIN)
+            p->step.t_calibrated += cal->step_overhead_s;
+    }
     p->step_roofline_s = p->step.t_roofline;
     p->step_paleo_s = p->step.t_paleo;
     /* Utilization is quoted against the headline ceiling of the chosen precision: the matrix
@@ -222,7 +260,8 @@ void fm_prediction_free(struct fm_prediction *p)
 /* The run of a prediction on gpus replicas, each taking batch samples a step in step_s[]. */
 static enum fm_status run_estimate(struct fm_ctx *ctx, const struct fm_prediction *p,
                                    const struct fm_counts *counts, int64_t batch, int gpus,
-                                   const double *step_s, uint64_t dataset_size, double epochs,
+                                   const double *step_s, double step_calibrated_s,
+                                   uint64_t dataset_size, double epochs,
                                    struct fm_run_estimate *out)
 {
     memset(out, 0, sizeof(*out));
@@ -259,6 +298,12 @@ static enum fm_status run_estimate(struct fm_ctx *ctx, const struct fm_predictio
         out->total_s[b] = out->epoch_s[b] * epochs;
         out->utilization[b] = s > 0 && peak > 0 ? out->step_flops / (s * peak) : 0;
     }
+    /* the calibrated step, the same way (0 without a calibration) */
+    double s = step_calibrated_s;
+    out->step_calibrated_s = s;
+    out->samples_calibrated_per_s = s > 0 ? (double)out->global_batch / s : 0.0;
+    out->epoch_calibrated_s = s * (double)out->steps_per_epoch;
+    out->total_calibrated_s = out->epoch_calibrated_s * epochs;
     return FM_OK;
 }
 
@@ -269,7 +314,8 @@ enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
     double step[FM_BOUND_COUNT];
     step[FM_BOUND_ROOFLINE] = p->step_roofline_s;
     step[FM_BOUND_PALEO] = p->step_paleo_s;
-    return run_estimate(ctx, p, counts, batch, 1, step, dataset_size, epochs, out);
+    double calibrated = p->opts.calibration ? p->step.t_calibrated : 0.0;
+    return run_estimate(ctx, p, counts, batch, 1, step, calibrated, dataset_size, epochs, out);
 }
 
 enum fm_status fm_predict_run_data_parallel(struct fm_ctx *ctx, const struct fm_prediction *p,
@@ -280,6 +326,6 @@ enum fm_status fm_predict_run_data_parallel(struct fm_ctx *ctx, const struct fm_
 {
     if (!dp || dp->gpus < 1)
         return fm_error(ctx, FM_ERR_INVALID, "no data-parallel estimate to run");
-    return run_estimate(ctx, p, counts, batch, dp->gpus, dp->step_overlap, dataset_size, epochs,
-                        out);
+    return run_estimate(ctx, p, counts, batch, dp->gpus, dp->step_overlap,
+                        dp->step_overlap_calibrated, dataset_size, epochs, out);
 }

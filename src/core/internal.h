@@ -83,6 +83,14 @@ size_t fm_edit_distance(const char *a, const char *b);
 /* Sorts v (n values) in place and reads off its min, median and max (all 0 when n is 0). */
 void fm_stats_summary(double *v, size_t n, double *min, double *median, double *max);
 
+/* ---- files (file.c) ---- */
+
+/* Reads the file at path into *out (NUL-terminated, *len bytes before the NUL; free with
+ * fm_dealloc). what names the kind of file in messages ("device file"): FM_ERR_IO when it
+ * cannot be read, FM_ERR_PARSE past 64 MB, FM_ERR_NOMEM. */
+enum fm_status fm_read_text(struct fm_ctx *ctx, const char *path, const char *what, char **out,
+                            size_t *len);
+
 /* ---- graph ---- */
 
 struct fm_node_rec {

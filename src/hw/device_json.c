@@ -139,55 +139,11 @@ enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *d
 
 /* ---- reading ---- */
 
-static enum fm_status read_text(struct fm_ctx *ctx, const char *path, char **out, size_t *len)
-{
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fm_error(ctx, FM_ERR_IO, "cannot read device file %s: %s", path, strerror(errno));
-    enum fm_status st = FM_OK;
-    size_t cap = 4096, n = 0;
-    char *buf = fm_alloc(ctx, cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-        if (cap - n < 2) {
-            if (cap > ((size_t)64 << 20)) {
-                st = fm_error(ctx, FM_ERR_PARSE, "%s: larger than 64 MB; not a device file", path);
-                goto out;
-            }
-            char *nb = fm_realloc(ctx, buf, cap * 2);
-            if (!nb)
-                break;
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    if (!buf || (cap - n < 2 && !feof(f))) {
-        st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", path);
-        goto out;
-    }
-    if (ferror(f)) {
-        st = fm_error(ctx, FM_ERR_IO, "error reading %s", path);
-        goto out;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    buf = NULL;
-out:
-    fm_dealloc(ctx, buf);
-    fclose(f);
-    return st;
-}
-
 enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path)
 {
     char *text = NULL;
     size_t len = 0;
-    enum fm_status st = read_text(devs->ctx, path, &text, &len);
+    enum fm_status st = fm_read_text(devs->ctx, path, "device file", &text, &len);
     if (st)
         return st;
     st = fm_devices_add_json(devs, text, len, path);

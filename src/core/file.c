@@ -1,0 +1,54 @@
+/* Reading a whole text file into memory through the context's allocator, for the readers of
+ * JSON files (device files in src/hw, calibration files in src/analysis): one loop, one size
+ * limit and the same messages for every kind of file. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+enum fm_status fm_read_text(struct fm_ctx *ctx, const char *path, const char *what, char **out,
+                            size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fm_error(ctx, FM_ERR_IO, "cannot read %s %s: %s", what, path, strerror(errno));
+    enum fm_status st = FM_OK;
+    size_t cap = 4096, n = 0;
+    char *buf = fm_alloc(ctx, cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+        if (cap - n < 2) {
+            if (cap > ((size_t)64 << 20)) {
+                st = fm_error(ctx, FM_ERR_PARSE, "%s: larger than 64 MB; not a %s", path, what);
+                goto out;
+            }
+            char *nb = fm_realloc(ctx, buf, cap * 2);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (!buf || (cap - n < 2 && !feof(f))) {
+        st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", path);
+        goto out;
+    }
+    if (ferror(f)) {
+        st = fm_error(ctx, FM_ERR_IO, "error reading %s", path);
+        goto out;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    buf = NULL;
+out:
+    fm_dealloc(ctx, buf);
+    fclose(f);
+    return st;
+}
