@@ -1263,6 +1263,51 @@ FM_API enum fm_status fm_probe(struct fm_ctx *ctx, const struct fm_probe_opts *o
 /* A measured device entry from a probe (strings point into out's storage or are static). */
 FM_API enum fm_status fm_probe_to_device(const struct fm_probe_result *r, struct fm_device *out);
 
+/* ---- Calibration runs (see the calibration API above) ---- */
+/* Times single layers on a device (never whole networks: sweeps of shapes per op class, every
+ * phase of a training step) and fits the model to them (src/analysis/calibrate.c). A short
+ * probe first gives the file the device's peak and bandwidth. samples_out (may be NULL) gets
+ * every timed node-phase, to be freed with fm_dealloc. */
+struct fm_calibrate_opts {
+    const char *device;            /* "cpu" (default) or "cuda[:N]" */
+    int threads;                   /* CPU threads (0 = all) */
+    enum fm_precision precision;   /* default fp32 */
+    bool quick;                    /* every other shape and fewer steps: about a minute */
+    fm_progress_fn progress;       /* "<class>: layers", once per shape */
+    void *progress_user;
+};
+FM_API void fm_calibrate_opts_init(struct fm_calibrate_opts *opts);
+FM_API enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *opts,
+                                   struct fm_calibration **out,
+                                   struct fm_calib_sample **samples_out, size_t *n_samples_out);
+
+
+/* ---- Where a measured step's time goes (src/analysis/breakdown.c) ----
+ * Against the ideal step (every FLOP at the peak), each timed layer phase splits exactly into
+ * its ideal time, the memory-bound part (bytes / bandwidth beyond FLOPs / peak), the per-kernel
+ * overhead a calibration fitted (0 without one) and the rest, below the ceilings; the step's
+ * time beyond its layers is the per-step overhead. By op class and for the layers that lose
+ * the most. */
+enum { FM_LOSS_IDEAL = 0, FM_LOSS_MEMORY, FM_LOSS_OVERHEAD, FM_LOSS_BELOW, FM_LOSS_PARTS };
+#define FM_LOSS_TOP 5
+struct fm_time_loss {
+    double peak, bandwidth;        /* the ceilings it is measured against */
+    double step_s, layers_s;       /* the measured step; the sum of its timed layer phases */
+    double parts[FM_LOSS_PARTS];   /* seconds, summed over layer phases (sum = layers_s) */
+    double step_overhead_s;        /* step_s - layers_s (not below 0) */
+    double by_class[FM_CLASS_COUNT][FM_LOSS_PARTS];
+    double class_time_s[FM_CLASS_COUNT];
+    struct {
+        fm_nid node;
+        double lost_s;             /* memory + overhead + below-peak time of the layer */
+    } top[FM_LOSS_TOP];
+    int n_top;
+};
+FM_API enum fm_status fm_time_loss(struct fm_ctx *ctx, const struct fm_graph *graph,
+                                   const struct fm_counts *counts,
+                                   const struct fm_measurement *m, double peak, double bandwidth,
+                                   const struct fm_calibration *cal, struct fm_time_loss *out);
+
 /* ---------------------------------------------------------------------------------------------
  * The session (src/analysis/session.c): what every command resolves, in one call
  *
@@ -1333,6 +1378,9 @@ struct fm_session_opts {
     bool dry_run;                  /* measure: resolve and check everything, run nothing */
     fm_progress_fn progress;       /* probes and runs report here ("probe: ...", "steps: ...") */
     void *progress_user;
+    /* Added with calibration: predict.calibration made on another device, backend, thread
+     * count or precision is refused unless this is set. */
+    bool force_calibration;
 };
 FM_API void fm_session_opts_init(struct fm_session_opts *opts, enum fm_task task);
 
@@ -1378,6 +1426,9 @@ struct fm_session {
     uint64_t epoch_steps;
     double epoch_s;
     bool epoch_running;               /* internal: which run reports progress */
+    struct fm_time_loss time_loss;    /* measure: where the step's time goes, when the device's
+                                         peak and bandwidth are known and layers were timed */
+    bool have_time_loss;
 };
 
 /* Resolves and runs a task. A bad option (an unknown device, an impossible value) is

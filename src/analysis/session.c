@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const task_names[] = {
     [FM_TASK_WORK] = "count",          [FM_TASK_ROOFLINE] = "roofline",
@@ -587,7 +588,15 @@ static enum fm_status predict(struct fm_session *s)
     po.device = s->device;
     po.precision = s->precision;
     po.torch_default = s->torch_default;
-    enum fm_status st = fm_predict(s->ctx, s->graph, s->counts, &po, &s->prediction);
+    enum fm_status st;
+    /* a calibration predicts the device it was made on: its name and precision must match
+     * (measure checks backend and threads before it runs) */
+    const struct fm_calibration *cal = po.calibration;
+    if (cal && s->opts.task != FM_TASK_MEASURE &&
+        (st = fm_calibration_check(s->ctx, cal, s->device->name, cal->backend, cal->threads,
+                                   s->precision, s->opts.force_calibration)))
+        return st;
+    st = fm_predict(s->ctx, s->graph, s->counts, &po, &s->prediction);
     if (st || s->opts.task != FM_TASK_PREDICT)
         return st;
     st = fm_predict_run(s->ctx, s->prediction, s->counts, s->batch,
@@ -682,6 +691,17 @@ static enum fm_status measure(struct fm_session *s)
     mo.device = o->device ? o->device : "cpu";
     mo.mode = o->count.mode;
     mo.precision = s->precision;
+    const struct fm_calibration *cal = o->predict.calibration;
+    if (cal) {
+        bool cuda = t.kind == FM_TARGET_CUDA;
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        int threads = cuda ? 0 : mo.threads > 0 ? mo.threads : (int)(cpus > 0 ? cpus : 1);
+        st = fm_calibration_check(s->ctx, cal, s->device ? s->device->name : cal->device,
+                                  cuda ? "cuda" : "cpu", threads, s->precision,
+                                  o->force_calibration);
+        if (st)
+            return st;
+    }
     if (o->progress) {
         mo.progress = run_progress;
         mo.progress_user = s;
@@ -742,7 +762,17 @@ static enum fm_status measure(struct fm_session *s)
             return st;
         s->have_util = true;
     }
-    return s->device ? predict(s) : FM_OK;
+    if (s->device && (st = predict(s)))
+        return st;
+    /* where the time goes: needs layer timings, the peak and the bandwidth */
+    if (s->measurement->nodes && s->peak > 0 && s->device && s->device->mem_bw > 0) {
+        st = fm_time_loss(s->ctx, s->graph, s->counts, s->measurement, s->peak,
+                          s->device->mem_bw, o->predict.calibration, &s->time_loss);
+        if (st)
+            return st;
+        s->have_time_loss = true;
+    }
+    return FM_OK;
 }
 
 /* ---- the session ---- */

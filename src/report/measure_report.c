@@ -13,7 +13,9 @@
 struct layer_row {
     double ms[FM_PHASE_COUNT];
     double measured_ms, predicted_ms, flops;
+    double calibrated_ms;   /* with a calibration: the fitted time of the layer's phases */
     bool bwd_split, predicted;
+    bool cold;              /* some phase of it had no fit: the cold time stands in */
     bool no_grad;   /* training: no gradient flows back through this layer (comparisons, masks
                        and tables computed from constants): its backward is not run, not 0 */
 };
@@ -76,6 +78,8 @@ struct report {
     const struct fm_measurement *epoch;      /* NULL without --epoch-samples */
     const struct fm_prediction *pred;        /* NULL without a device */
     const char *pred_device;
+    const struct fm_calibration *cal;        /* NULL without --calibration */
+    const struct fm_time_loss *loss_t;       /* where the time goes (NULL: unknown) */
     double peak;
     const char *peak_source;
     struct layer_row *rows;                  /* NULL without per-layer timing */
@@ -88,6 +92,88 @@ struct report {
     double epoch_s;
 };
 
+/* The op classes that take most of one part of the lost time, in words: "norm 41%, activation
+ * 30%" (at most three, each at least 5% of the part). */
+static void top_classes(const struct fm_time_loss *t, int part, char *buf, size_t size)
+{
+    double total = t->parts[part];
+    buf[0] = '\0';
+    bool used[FM_CLASS_COUNT] = {false};
+    size_t len = 0;
+    for (int k = 0; k < 3 && total > 0; k++) {
+        int best = -1;
+        for (int c = 0; c < FM_CLASS_COUNT; c++) {
+            if (!used[c] && (best < 0 || t->by_class[c][part] > t->by_class[best][part]))
+                best = c;
+        }
+        if (best < 0 || t->by_class[best][part] < 0.05 * total)
+            break;
+        used[best] = true;
+        len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s %.0f%%",
+                                k ? ", " : "", fm_class_name((enum fm_class)best),
+                                100.0 * t->by_class[best][part] / total);
+    }
+}
+
+/* Where the step's time goes, against every FLOP at the peak (fm_time_loss). */
+static void print_time_loss(FILE *f, const struct report *r)
+{
+    const struct fm_time_loss *t = r->loss_t;
+    char b[4][32], who[160];
+    double step = t->step_s;
+    fprintf(f, "where the time goes (ideal: every counted FLOP at the peak, %sFLOP/s; memory at "
+            "%s/s)\n",
+            fm_format_si(t->peak, b[0]), fm_format_bytes(t->bandwidth, b[1]));
+    static const char *const what[FM_LOSS_PARTS] = {
+        [FM_LOSS_IDEAL] = "ideal: the layers' FLOPs at the peak",
+        [FM_LOSS_MEMORY] = "memory-bound: bytes take longer than FLOPs at the peak",
+        [FM_LOSS_OVERHEAD] = "per-kernel overhead: the fixed cost a calibration fitted",
+        [FM_LOSS_BELOW] = "below the ceilings: slower than both the peak and the bandwidth",
+    };
+    static const char *const label[FM_LOSS_PARTS] = {"ideal", "memory-bound", "per-kernel",
+                                                     "below peak"};
+    for (int k = 0; k < FM_LOSS_PARTS; k++) {
+        top_classes(t, k, who, sizeof(who));
+        const char *note = k == FM_LOSS_OVERHEAD && !r->cal ? " (needs --calibration FILE)" : "";
+        fprintf(f, "  %-13s %9s ms %5.1f%%  %s%s%s%s%s\n", label[k],
+                ms_text(t->parts[k] * 1e3, b[0]), step > 0 ? 100 * t->parts[k] / step : 0.0,
+                what[k], note, who[0] ? " [" : "", who, who[0] ? "]" : "");
+    }
+    fprintf(f, "  %-13s %9s ms %5.1f%%  per-step overhead: the step beyond its layers\n",
+            "per-step", ms_text(t->step_overhead_s * 1e3, b[0]),
+            step > 0 ? 100 * t->step_overhead_s / step : 0.0);
+    if (t->n_top > 0) {
+        fprintf(f, "  losing most:");
+        for (int i = 0; i < t->n_top; i++) {
+            const struct fm_node *n = fm_graph_node(r->g, t->top[i].node);
+            fprintf(f, "%s %s (%s) %s ms", i ? "," : "", n->name, n->op_name,
+                    ms_text(t->top[i].lost_s * 1e3, b[0]));
+        }
+        fputc('\n', f);
+    }
+    /* in words: the largest part beyond the ideal names the reason */
+    int worst = FM_LOSS_MEMORY;
+    for (int k = FM_LOSS_MEMORY; k < FM_LOSS_PARTS; k++) {
+        if (t->parts[k] > t->parts[worst])
+            worst = k;
+    }
+    double ideal_share = step > 0 ? t->parts[FM_LOSS_IDEAL] / step : 0.0;
+    top_classes(t, worst, who, sizeof(who));
+    if (t->step_overhead_s > t->parts[worst]) {
+        fprintf(f, "  in short: only %.0f%% of the step is work at the peak; the largest loss is "
+                "the per-step overhead outside the layers (%.0f%%)\n",
+                100 * ideal_share, 100 * t->step_overhead_s / step);
+    } else {
+        fprintf(f, "  in short: only %.0f%% of the step is work at the peak; the largest loss is "
+                "%s (%.0f%% of the step%s%s%s)\n",
+                100 * ideal_share,
+                worst == FM_LOSS_MEMORY     ? "layers bound by memory bandwidth"
+                : worst == FM_LOSS_OVERHEAD ? "the fixed cost of many small kernels"
+                                            : "layers computing below the peak",
+                100 * t->parts[worst] / step, who[0] ? ", mostly " : "", who, "");
+    }
+}
+
 static void print_table(FILE *f, const struct report *r)
 {
     const struct fm_measurement *m = r->m;
@@ -99,8 +185,9 @@ static void print_table(FILE *f, const struct report *r)
             r->train ? "training step: forward, loss, backward, SGD" : "inference (forward only)",
             m->device_name, m->backend, thr, fm_precision_name(m->precision));
     if (r->rows) {
-        fprintf(f, "  %3s  %-34s %-15s %9s %9s %9s %9s %10s %10s %7s\n", "#", "layer", "op",
-                "fwd ms", "bwd ms", "opt ms", "total ms", "FLOP/s", "pred ms", "error");
+        fprintf(f, "  %3s  %-34s %-15s %9s %9s %9s %9s %10s %10s %7s%s\n", "#", "layer", "op",
+                "fwd ms", "bwd ms", "opt ms", "total ms", "FLOP/s", "pred ms", "error",
+                r->cal ? "    cal ms   error" : "");
         const fm_nid *topo = fm_graph_topo_order(r->g);
         for (size_t i = 0; i < m->n_nodes; i++) {
             fm_nid id = topo[i];
@@ -121,20 +208,42 @@ static void print_table(FILE *f, const struct report *r)
                 if (row->measured_ms > 0 && row->predicted_ms > 0)
                     pct((row->predicted_ms - row->measured_ms) / row->measured_ms, err);
             }
-            fprintf(f, "  %3zu  %-34.34s %-15.15s %9s %9s %9s %9s %10s %10s %7s\n", i + 1, n->name,
-                    n->op_name, ms_text(row->ms[FM_PHASE_FWD], b[1]), bwd,
+            char calt[48] = "";
+            if (r->cal) {
+                char e2[32] = "-";
+                if (row->measured_ms > 0 && row->calibrated_ms > 0)
+                    pct((row->calibrated_ms - row->measured_ms) / row->measured_ms, e2);
+                snprintf(calt, sizeof(calt), " %9s%s %6s", ms_text(row->calibrated_ms, b[4]),
+                         row->cold ? "*" : " ", e2);
+            }
+            fprintf(f, "  %3zu  %-34.34s %-15.15s %9s %9s %9s %9s %10s %10s %7s%s\n", i + 1,
+                    n->name, n->op_name, ms_text(row->ms[FM_PHASE_FWD], b[1]), bwd,
                     ms_text(row->ms[FM_PHASE_OPTIMIZER], b[2]), ms_text(row->measured_ms, b[3]),
-                    rate, pred, err);
+                    rate, pred, err, calt);
         }
-        double sum = 0, psum = 0;
+        double sum = 0, psum = 0, csum = 0;
         for (size_t i = 0; i < m->n_nodes; i++) {
             sum += r->rows[i].measured_ms;
             psum += r->rows[i].predicted_ms;
+            csum += r->rows[i].calibrated_ms;
         }
-        fprintf(f, "  the layers' medians add up to %s ms, the step's median is %s ms%s%s%s\n",
+        fprintf(f, "  the layers' medians add up to %s ms, the step's median is %s ms%s%s%s",
                 ms_text(sum, b[0]), ms_text(m->step_ms_median, b[1]),
                 r->pred ? "; predicted: " : "", r->pred ? ms_text(psum, b[2]) : "",
                 r->pred ? " ms" : "");
+        if (r->cal && r->pred) {
+            double step_cal = r->pred->step.t_calibrated * 1e3;
+            char e[32];
+            fprintf(f, "; calibrated: %s ms (the step with its overhead %s ms, %s)",
+                    ms_text(csum, b[3]), ms_text(step_cal, b[4]),
+                    pct((step_cal - m->step_ms_median) / m->step_ms_median, e));
+        }
+        fputc('\n', f);
+        if (r->cal)
+            fprintf(f, "  cal ms: the calibrated time (flopmeter calibrate on %s, %s, %d threads, "
+                    "%s), error = (cal - measured) / measured; '*': a phase the calibration has "
+                    "no fit for, timed by the cold rule\n",
+                    r->cal->device, r->cal->backend, r->cal->threads, r->cal->date);
         if (r->train)
             fprintf(f,
                     "  bwd ms: input and weight gradients together (per-phase figures in --format "
@@ -195,13 +304,15 @@ static void print_table(FILE *f, const struct report *r)
     if (r->train)
         fprintf(f, "loss      %.4f (first timed step) -> %.4f (last): %s\n", m->loss_first,
                 m->loss_last, r->loss->summary);
+    if (r->loss_t)
+        print_time_loss(f, r);
 }
 
 static void print_csv(FILE *f, const struct report *r)
 {
     const struct fm_measurement *m = r->m;
     fprintf(f, "layer,op,fwd_ms,bwd_data_ms,bwd_weight_ms,optimizer_ms,bwd_split,measured_ms,flops,"
-            "predicted_ms,error\n");
+            "predicted_ms,error%s\n", r->cal ? ",calibrated_ms,calibrated_error" : "");
     if (r->rows) {
         const fm_nid *topo = fm_graph_topo_order(r->g);
         for (size_t i = 0; i < m->n_nodes; i++) {
@@ -213,10 +324,16 @@ static void print_csv(FILE *f, const struct report *r)
                     row->ms[FM_PHASE_BWD_WEIGHT], row->ms[FM_PHASE_OPTIMIZER], row->bwd_split,
                     row->measured_ms, row->flops);
             if (row->predicted && row->measured_ms > 0 && row->predicted_ms > 0)
-                fprintf(f, "%.6f,%.6f\n", row->predicted_ms,
+                fprintf(f, "%.6f,%.6f", row->predicted_ms,
                         (row->predicted_ms - row->measured_ms) / row->measured_ms);
             else
-                fprintf(f, ",\n");
+                fprintf(f, ",");
+            if (r->cal && row->measured_ms > 0 && row->calibrated_ms > 0)
+                fprintf(f, ",%.6f,%.6f", row->calibrated_ms,
+                        (row->calibrated_ms - row->measured_ms) / row->measured_ms);
+            else if (r->cal)
+                fprintf(f, ",,");
+            fputc('\n', f);
         }
     }
     double flops = step_flops(r->c), step_s = m->step_ms_median * 1e-3;
@@ -292,6 +409,42 @@ static void print_json(FILE *f, const struct report *r)
     }
     if (r->pred_device)
         fm_jw_string(&w, "prediction_device", r->pred_device);
+    if (r->cal && r->pred) {
+        fm_jw_double(&w, "calibrated_step_ms", r->pred->step.t_calibrated * 1e3);
+        fm_jw_string(&w, "calibration_date", r->cal->date);
+    }
+    if (r->loss_t) {
+        static const char *const keys[FM_LOSS_PARTS] = {"ideal_s", "memory_bound_s",
+                                                        "kernel_overhead_s", "below_peak_s"};
+        const struct fm_time_loss *t = r->loss_t;
+        fm_jw_object(&w, "time_loss", false);
+        fm_jw_double(&w, "peak_flops", t->peak);
+        fm_jw_double(&w, "bandwidth_bytes_per_s", t->bandwidth);
+        fm_jw_double(&w, "step_s", t->step_s);
+        for (int k = 0; k < FM_LOSS_PARTS; k++)
+            fm_jw_double(&w, keys[k], t->parts[k]);
+        fm_jw_double(&w, "step_overhead_s", t->step_overhead_s);
+        fm_jw_object(&w, "by_class", false);
+        for (int c = 0; c < FM_CLASS_COUNT; c++) {
+            if (!(t->class_time_s[c] > 0))
+                continue;
+            fm_jw_object(&w, fm_class_name((enum fm_class)c), true);
+            fm_jw_double(&w, "time_s", t->class_time_s[c]);
+            for (int k = 0; k < FM_LOSS_PARTS; k++)
+                fm_jw_double(&w, keys[k], t->by_class[c][k]);
+            fm_jw_end(&w);
+        }
+        fm_jw_end(&w);
+        fm_jw_array(&w, "top_layers", true);
+        for (int i = 0; i < t->n_top; i++) {
+            fm_jw_object(&w, NULL, true);
+            fm_jw_string(&w, "name", fm_graph_node(r->g, t->top[i].node)->name);
+            fm_jw_double(&w, "lost_s", t->top[i].lost_s);
+            fm_jw_end(&w);
+        }
+        fm_jw_end(&w);
+        fm_jw_end(&w);
+    }
     if (r->rows) {
         fm_jw_array(&w, "layers", false);
         const fm_nid *topo = fm_graph_topo_order(r->g);
@@ -317,6 +470,13 @@ static void print_json(FILE *f, const struct report *r)
                 if (row->measured_ms > 0 && row->predicted_ms > 0)
                     fm_jw_double(&w, "error", (row->predicted_ms - row->measured_ms) /
                                                   row->measured_ms);
+            }
+            if (r->cal) {
+                fm_jw_double(&w, "calibrated_ms", row->calibrated_ms);
+                fm_jw_bool(&w, "calibrated", !row->cold);
+                if (row->measured_ms > 0 && row->calibrated_ms > 0)
+                    fm_jw_double(&w, "calibrated_error",
+                                 (row->calibrated_ms - row->measured_ms) / row->measured_ms);
             }
             fm_jw_end(&w);
         }
@@ -402,6 +562,8 @@ enum fm_status fm_report_measure(FILE *f, const struct fm_session *s,
     rep.epoch = s->epoch;
     rep.pred = pred;
     rep.pred_device = pred ? s->device->name : NULL;
+    rep.cal = pred ? pred->opts.calibration : NULL;
+    rep.loss_t = s->have_time_loss ? &s->time_loss : NULL;
     rep.peak = s->peak;
     rep.peak_source = s->peak_source;
     rep.batch = s->batch;
@@ -425,6 +587,11 @@ enum fm_status fm_report_measure(FILE *f, const struct fm_session *s,
                 row->measured_ms += m->nodes[i].ms[p];
                 if (pred)
                     row->predicted_ms += pred->nodes[i][p].t_roofline * 1e3;
+                if (rep.cal) {
+                    const struct fm_phase_time *t = &pred->nodes[i][p];
+                    row->calibrated_ms += t->t_calibrated * 1e3;
+                    row->cold |= (t->flops > 0 || t->bytes > 0) && !t->calibrated;
+                }
             }
             row->bwd_split = m->nodes[i].bwd_split;
             row->no_grad = rep.train &&

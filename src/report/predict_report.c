@@ -27,10 +27,16 @@ static void print_table(FILE *f, const struct fm_session *s, bool summary)
             train ? "training step" : "inference (forward only)",
             fm_report_precision_label(&p->opts), fm_report_storage(s, storage, sizeof(storage)),
             p->opts.ppp_compute, p->opts.ppp_memory, p->opts.launch_overhead_us);
+    const struct fm_calibration *cal = p->opts.calibration;
+    if (cal)
+        fprintf(f, "calibrated: %s, %s, %d threads, %s, %s (flopmeter calibrate); '*' marks a "
+                "layer phase the calibration has no fit for: the cold PALEO time stands in\n",
+                cal->device, cal->backend, cal->threads, fm_precision_name(cal->precision),
+                cal->date);
     if (!summary) {
-        fprintf(f, "  %4s  %-26s %-10s %9s %9s %10s %10s %10s %10s %7s  %s\n", "#", "layer",
-                "phase", "FLOP", "bytes", "compute", "memory", "roofline", "paleo", "share",
-                "bound");
+        fprintf(f, "  %4s  %-26s %-10s %9s %9s %10s %10s %10s %10s %7s  %-7s %s\n", "#",
+                "layer", "phase", "FLOP", "bytes", "compute", "memory", "roofline", "paleo",
+                "share", "bound", cal ? " calibrated" : "");
         const fm_nid *order = fm_graph_topo_order(g);
         for (size_t i = 0; i < p->n_nodes; i++) {
             const struct fm_node *n = fm_graph_node(g, order[i]);
@@ -41,29 +47,35 @@ static void print_table(FILE *f, const struct fm_session *s, bool summary)
                     continue;
                 char idx[24];
                 snprintf(idx, sizeof(idx), "%zu", i + 1);
-                fprintf(f, "  %4s  %-26.26s %-10s %9s %9s %10s %10s %10s %10s %6.2f%%  %s\n",
+                char ct[40] = "";
+                if (cal)
+                    snprintf(ct, sizeof(ct), "%11s%s", fm_format_time(t->t_calibrated, b[6]),
+                             t->calibrated ? "" : "*");
+                fprintf(f, "  %4s  %-26.26s %-10s %9s %9s %10s %10s %10s %10s %6.2f%%  %-7s %s\n",
                         first ? idx : "", first ? n->name : "", fm_phase_name((enum fm_phase)ph),
                         fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]),
                         fm_format_time(t->t_compute, b[2]), fm_format_time(t->t_memory, b[3]),
                         fm_format_time(t->t_roofline, b[4]), fm_format_time(t->t_paleo, b[5]),
                         p->step_roofline_s > 0 ? 100 * t->t_roofline / p->step_roofline_s : 0.0,
-                        t->memory_bound ? "memory" : "compute");
+                        t->memory_bound ? "memory" : "compute", ct);
                 first = false;
             }
         }
     }
-    fprintf(f, "by phase\n  %-10s %9s %9s %10s %10s %10s %10s %10s\n", "phase", "FLOP", "bytes",
-            "compute", "memory", "launch", "roofline", "paleo");
+    fprintf(f, "by phase\n  %-10s %9s %9s %10s %10s %10s %10s %10s %s\n", "phase", "FLOP",
+            "bytes", "compute", "memory", "launch", "roofline", "paleo",
+            cal ? " calibrated" : "");
     for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
         const struct fm_phase_time *t = ph < FM_PHASE_COUNT ? &p->total[ph] : &p->step;
         if (t->flops <= 0 && t->bytes <= 0)
             continue;
-        fprintf(f, "  %-10s %9s %9s %10s %10s %10s %10s %10s\n",
+        fprintf(f, "  %-10s %9s %9s %10s %10s %10s %10s %10s %11s\n",
                 ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "step",
                 fm_format_si(t->flops, b[0]), fm_format_si(t->bytes, b[1]),
                 fm_format_time(t->t_compute, b[2]), fm_format_time(t->t_memory, b[3]),
                 fm_format_time(t->t_launch, b[4]), fm_format_time(t->t_roofline, b[5]),
-                fm_format_time(t->t_paleo, b[6]));
+                fm_format_time(t->t_paleo, b[6]),
+                cal ? fm_format_time(t->t_calibrated, b[7]) : "");
     }
     if (dp) {
         fprintf(f,
@@ -107,6 +119,18 @@ static void print_table(FILE *f, const struct fm_session *s, bool summary)
             fm_report_pct(run->utilization[1], b[1]), fm_format_si(run->step_flops, b[2]),
             run->gpus > 1 ? gpus : "", fm_format_si(p->peak_ref, b[3]),
             fm_report_precision_label(&p->opts));
+    if (cal) {
+        fprintf(f, "  %-22s %12s   (%.1f samples/s; fitted layer times%s%s",
+                train ? "calibrated step" : "calibrated latency",
+                fm_format_time(run->step_calibrated_s, b[0]), run->samples_calibrated_per_s,
+                train ? " + the per-step overhead" : "", p->uncalibrated ? "" : ")\n");
+        if (p->uncalibrated)
+            fprintf(f, "; %zu layer phases cold, marked '*')\n", p->uncalibrated);
+        if (run->dataset_size)
+            fprintf(f, "  %-22s %12s   (training time %s)\n", "calibrated epoch",
+                    fm_format_time(run->epoch_calibrated_s, b[0]),
+                    fm_format_time(run->total_calibrated_s, b[1]));
+    }
     if (run->dataset_size) {
         fprintf(f,
                 "  %-22s %12s | %s   (%" PRIu64 " %s of %lld; the last partial batch timed as "
@@ -145,23 +169,37 @@ static void predict_tail(FILE *f, const struct fm_phase_time *t)
             t->t_launch, t->t_roofline, t->t_paleo, t->memory_bound ? "memory" : "compute");
 }
 
+/* With a calibration: two more columns, the calibrated time and whether it was fitted. */
+static void predict_tail_calibrated(FILE *f, const struct fm_phase_time *t)
+{
+    fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g,%s\n", t->peak, t->t_compute, t->t_memory,
+            t->t_launch, t->t_roofline, t->t_paleo, t->memory_bound ? "memory" : "compute",
+            t->t_calibrated, t->calibrated ? "fitted" : "cold");
+}
+
 static void print_csv(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
                       const struct fm_prediction *p)
 {
+    bool cal = p->opts.calibration != NULL;
     fprintf(f, "index,name,op,class,phase,precision,unit,flops,bytes,ceiling_flops,t_compute_s,"
-            "t_memory_s,t_launch_s,t_roofline_s,t_paleo_s,bound\n");
-    fm_report_csv_layers(f, g, c, p, predict_tail);
+            "t_memory_s,t_launch_s,t_roofline_s,t_paleo_s,bound%s\n",
+            cal ? ",t_calibrated_s,calibration" : "");
+    fm_report_csv_layers(f, g, c, p, cal ? predict_tail_calibrated : predict_tail);
     for (int ph = 0; ph <= FM_PHASE_COUNT; ph++) {
         const struct fm_phase_time *t = ph < FM_PHASE_COUNT ? &p->total[ph] : &p->step;
-        fprintf(f, "total,\"%s\",,,%s,,,%.0f,%.0f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n",
+        fprintf(f, "total,\"%s\",,,%s,,,%.0f,%.0f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s",
                 ph < FM_PHASE_COUNT ? "total" : "step",
                 ph < FM_PHASE_COUNT ? fm_phase_name((enum fm_phase)ph) : "all", t->flops, t->bytes,
                 t->peak, t->t_compute, t->t_memory, t->t_launch, t->t_roofline, t->t_paleo,
                 t->memory_bound ? "memory" : "compute");
+        if (cal)
+            fprintf(f, ",%.9g,", t->t_calibrated);
+        fputc('\n', f);
     }
 }
 
-static void json_times(struct fm_jw *w, const char *key, const struct fm_phase_time *t)
+static void json_times(struct fm_jw *w, const char *key, const struct fm_phase_time *t,
+                       bool cal)
 {
     fm_jw_object(w, key, true);
     fm_jw_double(w, "flops", t->flops);
@@ -173,14 +211,21 @@ static void json_times(struct fm_jw *w, const char *key, const struct fm_phase_t
     fm_jw_double(w, "t_roofline_s", t->t_roofline);
     fm_jw_double(w, "t_paleo_s", t->t_paleo);
     fm_jw_string(w, "bound", t->memory_bound ? "memory" : "compute");
+    if (cal) {
+        fm_jw_double(w, "t_calibrated_s", t->t_calibrated);
+        fm_jw_bool(w, "calibrated", t->calibrated);
+    }
     fm_jw_end(w);
 }
 
-static void json_pair(struct fm_jw *w, const char *key, const double *v)
+/* roofline and PALEO; with a calibration (calibrated >= 0) also the calibrated figure */
+static void json_pair(struct fm_jw *w, const char *key, const double *v, double calibrated)
 {
     fm_jw_object(w, key, true);
     fm_jw_double(w, "roofline", v[FM_BOUND_ROOFLINE]);
     fm_jw_double(w, "paleo", v[FM_BOUND_PALEO]);
+    if (calibrated >= 0)
+        fm_jw_double(w, "calibrated", calibrated);
     fm_jw_end(w);
 }
 
@@ -195,15 +240,16 @@ static void json_run(struct fm_jw *w, const struct fm_prediction *p, const struc
         step_flops += fm_work_flops(&c->total[ph]);
     fm_jw_u64(w, "step_flops", step_flops * (uint64_t)run->gpus);
     fm_jw_double(w, "peak_ref_flops", p->peak_ref);
-    json_pair(w, "step_s", run->step_s);
-    json_pair(w, "samples_per_s", run->samples_per_s);
-    json_pair(w, "utilization", run->utilization);
+    bool cal = p->opts.calibration != NULL;
+    json_pair(w, "step_s", run->step_s, cal ? run->step_calibrated_s : -1);
+    json_pair(w, "samples_per_s", run->samples_per_s, cal ? run->samples_calibrated_per_s : -1);
+    json_pair(w, "utilization", run->utilization, -1);
     if (run->dataset_size) {
         fm_jw_u64(w, "dataset_size", run->dataset_size);
         fm_jw_u64(w, "steps_per_epoch", run->steps_per_epoch);
         fm_jw_double(w, "epochs", run->epochs);
-        json_pair(w, "epoch_s", run->epoch_s);
-        json_pair(w, "total_s", run->total_s);
+        json_pair(w, "epoch_s", run->epoch_s, cal ? run->epoch_calibrated_s : -1);
+        json_pair(w, "total_s", run->total_s, cal ? run->total_calibrated_s : -1);
         fm_jw_double(w, "epoch_flops", run->epoch_flops);
         fm_jw_double(w, "total_flops", run->total_flops);
     }
@@ -234,6 +280,17 @@ static void print_json(FILE *f, const struct fm_session *s)
     fm_jw_double(&w, "ppp_comm", p->opts.ppp_comm);
     fm_jw_double(&w, "launch_overhead_us", p->opts.launch_overhead_us);
     fm_jw_end(&w);
+    const struct fm_calibration *cal = p->opts.calibration;
+    if (cal) {
+        fm_jw_object(&w, "calibration", true);
+        fm_jw_string(&w, "device", cal->device);
+        fm_jw_string(&w, "backend", cal->backend);
+        fm_jw_i64(&w, "threads", cal->threads);
+        fm_jw_string(&w, "precision", fm_precision_name(cal->precision));
+        fm_jw_string(&w, "date", cal->date);
+        fm_jw_u64(&w, "uncalibrated_layer_phases", p->uncalibrated);
+        fm_jw_end(&w);
+    }
     fm_jw_array(&w, "layers", false);
     const fm_nid *order = fm_graph_topo_order(g);
     for (size_t i = 0; i < p->n_nodes; i++) {
@@ -245,16 +302,16 @@ static void print_json(FILE *f, const struct fm_session *s)
         for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
             const struct fm_phase_time *t = &p->nodes[order[i]][ph];
             if (t->flops > 0 || t->bytes > 0)
-                json_times(&w, fm_phase_name((enum fm_phase)ph), t);
+                json_times(&w, fm_phase_name((enum fm_phase)ph), t, cal != NULL);
         }
         fm_jw_end(&w);
     }
     fm_jw_end(&w);
     fm_jw_object(&w, "phases", false);
     for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
-        json_times(&w, fm_phase_name((enum fm_phase)ph), &p->total[ph]);
+        json_times(&w, fm_phase_name((enum fm_phase)ph), &p->total[ph], cal != NULL);
     fm_jw_end(&w);
-    json_times(&w, "step", &p->step);
+    json_times(&w, "step", &p->step, cal != NULL);
     fm_jw_u64(&w, "kernels", p->kernels);
     fm_jw_object(&w, "run", false);
     json_run(&w, p, c, run);
@@ -271,13 +328,13 @@ static void print_json(FILE *f, const struct fm_session *s)
         fm_jw_double(&w, "link_bw_bytes_per_s", dp->link_bw);
         fm_jw_double(&w, "grad_bytes", dp->grad_bytes);
         fm_jw_double(&w, "t_allreduce_s", dp->t_allreduce);
-        json_pair(&w, "step_1gpu_s", dp->step_1);
-        json_pair(&w, "step_serial_s", dp->step_serial);
-        json_pair(&w, "step_overlap_s", dp->step_overlap);
-        json_pair(&w, "efficiency_serial", dp->efficiency_serial);
-        json_pair(&w, "efficiency_overlap", dp->efficiency_overlap);
-        json_pair(&w, "samples_per_s_serial", dp->samples_per_s_serial);
-        json_pair(&w, "samples_per_s_overlap", dp->samples_per_s_overlap);
+        json_pair(&w, "step_1gpu_s", dp->step_1, -1);
+        json_pair(&w, "step_serial_s", dp->step_serial, -1);
+        json_pair(&w, "step_overlap_s", dp->step_overlap, -1);
+        json_pair(&w, "efficiency_serial", dp->efficiency_serial, -1);
+        json_pair(&w, "efficiency_overlap", dp->efficiency_overlap, -1);
+        json_pair(&w, "samples_per_s_serial", dp->samples_per_s_serial, -1);
+        json_pair(&w, "samples_per_s_overlap", dp->samples_per_s_overlap, -1);
         fm_jw_end(&w);
     }
     fm_report_json_memory(&w, &s->memory);

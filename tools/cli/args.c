@@ -97,6 +97,8 @@ int cli_parse(const char *cmd, const char *usage, const char *description,
             print_help(stdout, cmd, usage, description, opts);
             return -1;
         }
+        if (!only_pos && strcmp(a, "-o") == 0)
+            a = "--output";   /* the one short option: where a command writes its file */
         if (!only_pos && a[0] == '-' && a[1] == '-') {
             const char *name = a + 2;
             const char *eq = strchr(name, '=');

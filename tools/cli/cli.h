@@ -136,5 +136,6 @@ int cmd_predict(int argc, char **argv);      /* cmd_predict.c */
 int cmd_utilization(int argc, char **argv);  /* cmd_utilization.c */
 int cmd_probe(int argc, char **argv);        /* cmd_probe.c */
 int cmd_measure(int argc, char **argv);      /* cmd_measure.c */
+int cmd_calibrate(int argc, char **argv);    /* cmd_calibrate.c */
 
 #endif

@@ -24,11 +24,18 @@ static const char description[] =
     "own from flopmeter measure. csv: one row per layer and phase, then phase totals.\n"
     "json: options, layers, phases, step, run, data-parallel and memory figures\n"
     "(docs/json.md).\n\n"
+    "--calibration FILE (from flopmeter calibrate) adds each layer phase's calibrated time,\n"
+    "fitted from single layers timed on that device, beside the cold figures: table column\n"
+    "'calibrated' ('*' where the file has no fit for the layer's op class and phase, so the\n"
+    "cold PALEO time stands in), CSV columns t_calibrated_s and calibration, JSON keys\n"
+    "t_calibrated_s per layer phase and step, and run.step_s.calibrated. Without --device the\n"
+    "device is the file's (this machine: cpu or cuda).\n\n"
     "examples:\n"
     "  flopmeter predict resnet50 --device a100 --batch 256 --dataset-size 1281167 --epochs 90\n"
     "  flopmeter predict vgg16 --device k80 --infer --precision fp32 --ppp-compute 1 "
     "--ppp-memory 1\n"
-    "  flopmeter predict resnet50 --device h100 --batch 128 --gpus 8 --interconnect nvlink4";
+    "  flopmeter predict resnet50 --device h100 --batch 128 --gpus 8 --interconnect nvlink4\n"
+    "  flopmeter predict mobilenet_v2 --batch 8 --calibration cpu.calib.json";
 
 int cmd_predict(int argc, char **argv)
 {
@@ -36,9 +43,9 @@ int cmd_predict(int argc, char **argv)
     struct cli_device_opts d;
     int64_t dataset = 0, gpus = 1;
     double epochs = 1.0;
-    const char *interconnect = NULL;
-    bool summary = false, epochs_given = false;
-    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 8] = {0};
+    const char *interconnect = NULL, *calibration = NULL;
+    bool summary = false, epochs_given = false, force_calibration = false;
+    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 10] = {0};
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n,
                                  CLI_DEV_DEVICE | CLI_DEV_PRECISION | CLI_DEV_PPP | CLI_DEV_COMM);
@@ -57,6 +64,13 @@ int cmd_predict(int argc, char **argv)
                                  "nvlink2|nvlink3|nvlink4|nvlink5|pcie3|pcie4|pcie5",
                                  "the link of the all-reduce (default: the device's own)", NULL,
                                  NULL};
+    opts[n++] = (struct cli_opt){"calibration", CLI_STRING, &calibration, NULL, "FILE",
+                                 "a file of flopmeter calibrate: each layer phase also gets its "
+                                 "calibrated time (the device defaults to the file's)",
+                                 NULL, NULL};
+    opts[n++] = (struct cli_opt){"force-calibration", CLI_FLAG, &force_calibration, NULL, NULL,
+                                 "use a calibration made on another device or precision anyway",
+                                 NULL, NULL};
     opts[n++] = (struct cli_opt){"summary", CLI_FLAG, &summary, NULL, NULL,
                                  "table: phase totals and the prediction only, no layers", NULL,
                                  NULL};
@@ -73,8 +87,18 @@ int cmd_predict(int argc, char **argv)
     if (!ctx)
         return FM_EXIT_FAIL;
     struct fm_session *s = NULL;
+    struct fm_calibration *cal = NULL;
     struct fm_session_opts so;
     struct cli_bindings b;
+    if (calibration) {
+        enum fm_status cst = fm_calibration_load(ctx, calibration, &cal);
+        if (cst) {
+            r = cli_fail(ctx, cst);
+            goto out;
+        }
+        if (!d.device)   /* the device the file was made on: this machine's CPU or GPU */
+            d.device = cal->backend;
+    }
     fm_session_opts_init(&so, FM_TASK_PREDICT);
     so.model = pos[0];
     so.dataset_size = (uint64_t)dataset;
@@ -85,6 +109,8 @@ int cmd_predict(int argc, char **argv)
     so.progress_user = cli_progress_user(pos[0]);
     if ((r = cli_session_opts(ctx, &m, &d, &b, &so)))
         goto out;
+    so.predict.calibration = cal;
+    so.force_calibration = force_calibration;
     enum fm_status st = fm_session_run(ctx, &so, &s);
     cli_bindings_free(&b);
     if (st) {
@@ -99,6 +125,7 @@ int cmd_predict(int argc, char **argv)
     r = cli_flush(r);
 out:
     fm_session_free(s);
+    fm_calibration_free(cal);
     fm_ctx_free(ctx);
     return r;
 }

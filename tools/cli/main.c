@@ -13,6 +13,7 @@ static const struct cli_cmd commands[] = {
     {"utilization", cmd_utilization, "utilization from a measured step or epoch time"},
     {"probe", cmd_probe, "measure this machine's (or a GPU's) peak FLOP/s and bandwidth"},
     {"measure", cmd_measure, "run and time real training or inference steps (CPU or CUDA)"},
+    {"calibrate", cmd_calibrate, "time single layers on a device and fit its time model"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,442 @@
+/* flopmeter calibrate: times single layers on a device, never whole networks, and fits the
+ * calibration model (calibration.c) to them. Each sweep point is a graph of three layers: a
+ * trainable per-channel scale of the input (so that the layer under test computes its input
+ * gradient, as it does inside a network), the layer, and the loss the policy adds. Every
+ * node-phase that does work and was timed is one sample: the scale gives elementwise samples,
+ * the loss loss samples, every parameter optimizer samples. The per-step overhead is what a
+ * step takes beyond its layers. */
+#include "../core/internal.h"
+#include "../frontend/zoo/nn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum pt_kind {
+    PT_CONV,        /* a: N, b: C, c: H (= W), d: K out, e: kernel, f: stride, g: groups */
+    PT_LINEAR,      /* a: rows, b: in, c: out */
+    PT_MATMUL,      /* a: batch, b: M, c: K, d: N */
+    PT_BN,          /* a: N, b: C, c: H */
+    PT_LN,          /* a: rows, b: width */
+    PT_ACT,         /* a: N, b: C, c: H, op */
+    PT_SOFTMAX,     /* a: rows, b: width */
+    PT_MAXPOOL,     /* a: N, b: C, c: H, e: kernel, f: stride */
+    PT_GAP,         /* a: N, b: C, c: H */
+    PT_ADD,         /* a: N, b: C, c: H */
+    PT_EMBED,       /* a: tokens, b: rows of the table, c: width */
+    PT_ATTN,        /* a: batch, b: sequence, c: width, d: heads */
+    PT_TRANSPOSE,   /* a: batch, b: heads, c: sequence, d: head width */
+    PT_REDUCE       /* a: N, b: C, c: H */
+};
+
+struct point {
+    const char *cls;   /* progress label */
+    enum pt_kind kind;
+    int64_t a, b, c, d, e, f, g;
+    enum fm_op op;
+};
+
+/* The sweep: shapes of the layers the zoo and common exports are made of, small to large, so
+ * each fit sees both the fixed cost of small layers and the rate of large ones. */
+static const struct point sweep[] = {
+    {"conv dense", PT_CONV, 2, 32, 56, 32, 3, 1, 1, 0},
+    {"conv dense", PT_CONV, 2, 64, 56, 64, 3, 1, 1, 0},
+    {"conv dense", PT_CONV, 4, 64, 28, 128, 3, 1, 1, 0},
+    {"conv dense", PT_CONV, 2, 128, 28, 128, 3, 1, 1, 0},
+    {"conv dense", PT_CONV, 4, 256, 14, 256, 3, 1, 1, 0},
+    {"conv dense", PT_CONV, 8, 512, 7, 512, 3, 1, 1, 0},
+    {"conv dense", PT_CONV, 2, 16, 112, 32, 3, 1, 1, 0},
+    {"conv dense", PT_CONV, 8, 128, 14, 128, 3, 1, 1, 0},
+    {"conv dense", PT_CONV, 2, 3, 112, 64, 7, 2, 1, 0},
+    {"conv dense", PT_CONV, 4, 64, 56, 128, 3, 2, 1, 0},
+    {"conv dense", PT_CONV, 2, 3, 96, 32, 3, 2, 1, 0},
+    {"conv pointwise", PT_CONV, 2, 64, 56, 256, 1, 1, 1, 0},
+    {"conv pointwise", PT_CONV, 4, 256, 28, 64, 1, 1, 1, 0},
+    {"conv pointwise", PT_CONV, 8, 512, 14, 128, 1, 1, 1, 0},
+    {"conv pointwise", PT_CONV, 2, 96, 112, 24, 1, 1, 1, 0},
+    {"conv pointwise", PT_CONV, 8, 1024, 7, 256, 1, 1, 1, 0},
+    {"conv pointwise", PT_CONV, 4, 32, 56, 16, 1, 1, 1, 0},
+    {"conv pointwise", PT_CONV, 8, 160, 7, 960, 1, 1, 1, 0},
+    {"conv depthwise", PT_CONV, 2, 32, 112, 32, 3, 1, 32, 0},
+    {"conv depthwise", PT_CONV, 4, 96, 56, 96, 3, 1, 96, 0},
+    {"conv depthwise", PT_CONV, 4, 144, 56, 144, 3, 2, 144, 0},
+    {"conv depthwise", PT_CONV, 8, 192, 28, 192, 3, 1, 192, 0},
+    {"conv depthwise", PT_CONV, 8, 384, 14, 384, 3, 1, 384, 0},
+    {"conv depthwise", PT_CONV, 8, 960, 7, 960, 3, 1, 960, 0},
+    {"conv depthwise", PT_CONV, 4, 240, 28, 240, 5, 1, 240, 0},
+    {"conv depthwise", PT_CONV, 8, 672, 14, 672, 5, 1, 672, 0},
+    {"conv grouped", PT_CONV, 4, 128, 56, 128, 3, 1, 32, 0},
+    {"conv grouped", PT_CONV, 8, 256, 28, 256, 3, 1, 32, 0},
+    {"conv grouped", PT_CONV, 4, 512, 14, 512, 3, 1, 32, 0},
+    {"conv grouped", PT_CONV, 8, 448, 14, 448, 3, 1, 56, 0},
+    {"conv grouped", PT_CONV, 2, 64, 56, 64, 3, 1, 8, 0},
+    {"matmul", PT_LINEAR, 32, 512, 1000, 0, 0, 0, 0, 0},
+    {"matmul", PT_LINEAR, 128, 768, 768, 0, 0, 0, 0, 0},
+    {"matmul", PT_LINEAR, 256, 768, 3072, 0, 0, 0, 0, 0},
+    {"matmul", PT_LINEAR, 64, 2048, 1000, 0, 0, 0, 0, 0},
+    {"matmul", PT_LINEAR, 512, 256, 256, 0, 0, 0, 0, 0},
+    {"matmul", PT_LINEAR, 8, 4096, 4096, 0, 0, 0, 0, 0},
+    {"matmul", PT_LINEAR, 1024, 384, 1536, 0, 0, 0, 0, 0},
+    {"matmul", PT_MATMUL, 24, 128, 64, 128, 0, 0, 0, 0},
+    {"matmul", PT_MATMUL, 48, 64, 32, 64, 0, 0, 0, 0},
+    {"matmul", PT_MATMUL, 12, 256, 64, 256, 0, 0, 0, 0},
+    {"norm", PT_BN, 2, 64, 112, 0, 0, 0, 0, 0},
+    {"norm", PT_BN, 8, 256, 28, 0, 0, 0, 0, 0},
+    {"norm", PT_BN, 8, 1024, 7, 0, 0, 0, 0, 0},
+    {"norm", PT_BN, 4, 32, 56, 0, 0, 0, 0, 0},
+    {"norm", PT_LN, 256, 768, 0, 0, 0, 0, 0, 0},
+    {"norm", PT_LN, 1024, 384, 0, 0, 0, 0, 0, 0},
+    {"norm", PT_LN, 64, 2048, 0, 0, 0, 0, 0, 0},
+    {"activation", PT_ACT, 2, 64, 112, 0, 0, 0, 0, FM_OP_RELU},
+    {"activation", PT_ACT, 8, 256, 14, 0, 0, 0, 0, FM_OP_RELU},
+    {"activation", PT_ACT, 4, 512, 7, 0, 0, 0, 0, FM_OP_RELU},
+    {"activation", PT_ACT, 4, 96, 56, 0, 0, 0, 0, FM_OP_SILU},
+    {"activation", PT_ACT, 8, 384, 14, 0, 0, 0, 0, FM_OP_HARDSWISH},
+    {"activation", PT_ACT, 4, 768, 16, 0, 0, 0, 0, FM_OP_GELU},
+    {"activation", PT_SOFTMAX, 3072, 128, 0, 0, 0, 0, 0, 0},
+    {"activation", PT_SOFTMAX, 256, 1000, 0, 0, 0, 0, 0, 0},
+    {"pool", PT_MAXPOOL, 2, 64, 112, 0, 3, 2, 0, 0},
+    {"pool", PT_MAXPOOL, 8, 128, 56, 0, 3, 2, 0, 0},
+    {"pool", PT_MAXPOOL, 8, 256, 28, 0, 2, 2, 0, 0},
+    {"pool", PT_GAP, 8, 1280, 7, 0, 0, 0, 0, 0},
+    {"pool", PT_GAP, 8, 2048, 7, 0, 0, 0, 0, 0},
+    {"pool", PT_GAP, 8, 256, 28, 0, 0, 0, 0, 0},
+    {"elementwise", PT_ADD, 2, 64, 56, 0, 0, 0, 0, 0},
+    {"elementwise", PT_ADD, 8, 512, 7, 0, 0, 0, 0, 0},
+    {"elementwise", PT_ADD, 4, 256, 28, 0, 0, 0, 0, 0},
+    {"embedding", PT_EMBED, 512, 8192, 512, 0, 0, 0, 0, 0},
+    {"embedding", PT_EMBED, 2048, 32000, 256, 0, 0, 0, 0, 0},
+    {"embedding", PT_EMBED, 256, 1024, 768, 0, 0, 0, 0, 0},
+    {"attention", PT_ATTN, 2, 128, 768, 12, 0, 0, 0, 0},
+    {"attention", PT_ATTN, 4, 64, 256, 4, 0, 0, 0, 0},
+    {"attention", PT_ATTN, 1, 256, 512, 8, 0, 0, 0, 0},
+    {"data movement", PT_TRANSPOSE, 8, 12, 128, 64, 0, 0, 0, 0},
+    {"data movement", PT_TRANSPOSE, 2, 4, 256, 32, 0, 0, 0, 0},
+    {"data movement", PT_TRANSPOSE, 4, 8, 512, 64, 0, 0, 0, 0},
+    {"reduction", PT_REDUCE, 8, 512, 14, 0, 0, 0, 0, 0},
+    {"reduction", PT_REDUCE, 4, 64, 56, 0, 0, 0, 0, 0},
+};
+#define N_SWEEP (sizeof(sweep) / sizeof(sweep[0]))
+
+void fm_calibrate_opts_init(struct fm_calibrate_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->device = "cpu";
+    o->precision = FM_PREC_FP32;
+}
+
+/* x * s with s a trainable per-channel (axis 1) or per-column scale. */
+static fm_tid prescale(struct fm_nn *nn, fm_tid x, int64_t ch, int rank)
+{
+    if (nn->st)
+        return FM_NONE;
+    struct fm_shape s = {rank - 1, {ch, 1, 1}};
+    if (rank == 2 || rank == 3)
+        s = (struct fm_shape){1, {ch}};
+    fm_tid p;
+    nn->st = fm_graph_add_tensor(nn->g, "scale.weight", FM_ROLE_PARAM, nn->dtype, &s, &p);
+    return nn->st ? FM_NONE : fm_nn_mul(nn, "scale", x, p);
+}
+
+static fm_tid input(struct fm_nn *nn, const char *name, enum fm_dtype dt, int rank,
+                    const int64_t *dims)
+{
+    if (nn->st)
+        return FM_NONE;
+    struct fm_shape s = {rank, {0}};
+    memcpy(s.dims, dims, sizeof(int64_t) * (size_t)rank);
+    fm_tid t;
+    nn->st = fm_graph_add_tensor(nn->g, name, FM_ROLE_INPUT, dt, &s, &t);
+    return nn->st ? FM_NONE : t;
+}
+
+static fm_tid node1(struct fm_nn *nn, enum fm_op op, const char *name, const struct fm_attrs *a,
+                    const fm_tid *in, int n_in)
+{
+    if (nn->st)
+        return FM_NONE;
+    fm_tid y;
+    nn->st = fm_graph_add_node(nn->g, op, name, a, in, n_in, NULL, 1, &y);
+    return nn->st ? FM_NONE : y;
+}
+
+static fm_tid param(struct fm_nn *nn, const char *name, int rank, const int64_t *dims)
+{
+    if (nn->st)
+        return FM_NONE;
+    struct fm_shape s = {rank, {0}};
+    memcpy(s.dims, dims, sizeof(int64_t) * (size_t)rank);
+    fm_tid t;
+    nn->st = fm_graph_add_tensor(nn->g, name, FM_ROLE_PARAM, nn->dtype, &s, &t);
+    return nn->st ? FM_NONE : t;
+}
+
+/* The graph of one sweep point, its loss added. */
+static enum fm_status build(struct fm_ctx *ctx, const struct point *p, struct fm_graph **out)
+{
+    struct fm_graph *g;
+    enum fm_status st = fm_graph_new(ctx, "calibrate", &g);
+    if (st)
+        return st;
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    fm_tid x, y = FM_NONE;
+    switch (p->kind) {
+    case PT_CONV: {
+        int64_t d[4] = {p->a, p->b, p->c, p->c};
+        x = prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 4, d), p->b, 4);
+        y = fm_nn_conv(&nn, "layer", x, p->d, p->e, p->f, p->e / 2, p->g, false);
+        break;
+    }
+    case PT_LINEAR: {
+        int64_t d[2] = {p->a, p->b};
+        x = prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 2, d), p->b, 2);
+        y = fm_nn_linear(&nn, "layer", x, p->c, true);
+        break;
+    }
+    case PT_MATMUL: {
+        int64_t da[3] = {p->a, p->b, p->c}, db[3] = {p->a, p->c, p->d};
+        fm_tid in[2] = {prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 3, da), p->c, 3),
+                        param(&nn, "layer.b", 3, db)};
+        y = node1(&nn, FM_OP_MATMUL, "layer", NULL, in, 2);
+        break;
+    }
+    case PT_BN:
+    case PT_ACT:
+    case PT_MAXPOOL:
+    case PT_GAP:
+    case PT_ADD:
+    case PT_REDUCE: {
+        int64_t d[4] = {p->a, p->b, p->c, p->c};
+        x = prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 4, d), p->b, 4);
+        if (p->kind == PT_BN) {
+            y = fm_nn_bn(&nn, "layer", x, 1e-5);
+        } else if (p->kind == PT_ACT) {
+            y = fm_nn_act(&nn, "layer", p->op, x);
+        } else if (p->kind == PT_MAXPOOL) {
+            y = fm_nn_maxpool(&nn, "layer", x, p->e, p->f, p->e / 2, false);
+        } else if (p->kind == PT_GAP) {
+            y = node1(&nn, FM_OP_GLOBAL_AVGPOOL, "layer", NULL, &x, 1);
+        } else if (p->kind == PT_ADD) {
+            int64_t one[3] = {p->b, 1, 1};
+            fm_tid in[2] = {x, param(&nn, "layer.bias", 3, one)};
+            y = node1(&nn, FM_OP_ADD, "layer", NULL, in, 2);
+        } else {
+            a.ints[0] = 2;
+            a.ints[1] = 3;
+            a.nints = 2;
+            a.flags |= FM_ATTR_KEEPDIMS;
+            y = node1(&nn, FM_OP_REDUCE_MEAN, "layer", &a, &x, 1);
+        }
+        break;
+    }
+    case PT_LN:
+    case PT_SOFTMAX: {
+        int64_t d[2] = {p->a, p->b};
+        x = prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 2, d), p->b, 2);
+        if (p->kind == PT_LN) {
+            int64_t w[1] = {p->b};
+            fm_tid in[3] = {x, param(&nn, "layer.weight", 1, w), param(&nn, "layer.bias", 1, w)};
+            a.axis = -1;
+            a.eps = 1e-5;
+            y = node1(&nn, FM_OP_LAYERNORM, "layer", &a, in, 3);
+        } else {
+            a.axis = -1;
+            y = node1(&nn, FM_OP_SOFTMAX, "layer", &a, &x, 1);
+        }
+        break;
+    }
+    case PT_EMBED: {
+        int64_t d[2] = {1, p->a}, w[2] = {p->b, p->c};
+        fm_tid in[2] = {input(&nn, "ids", FM_DTYPE_INT64, 2, d), param(&nn, "layer.weight", 2, w)};
+        y = node1(&nn, FM_OP_EMBEDDING, "layer", NULL, in, 2);
+        break;
+    }
+    case PT_ATTN: {   /* Q = K = V, (batch, heads, sequence, width / heads) */
+        int64_t d[4] = {p->a, p->d, p->b, p->c / p->d};
+        x = prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 4, d), p->d, 4);
+        fm_tid in[3] = {x, x, x};
+        y = node1(&nn, FM_OP_ATTENTION, "layer", &a, in, 3);
+        break;
+    }
+    case PT_TRANSPOSE: {
+        int64_t d[4] = {p->a, p->b, p->c, p->d};
+        x = prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 4, d), p->b, 4);
+        int64_t perm[4] = {0, 2, 1, 3};
+        memcpy(a.ints, perm, sizeof(perm));
+        a.nints = 4;
+        y = node1(&nn, FM_OP_TRANSPOSE, "layer", &a, &x, 1);
+        break;
+    }
+    }
+    st = nn.st;
+    if (!st)
+        st = fm_graph_finalize(g);
+    struct fm_loss_info loss;
+    if (!st)
+        st = fm_graph_add_loss(g, y, &loss);
+    if (st) {
+        fm_graph_free(g);
+        return st;
+    }
+    *out = g;
+    return FM_OK;
+}
+
+struct samples {
+    struct fm_calib_sample *v;
+    size_t n, cap;
+};
+
+static enum fm_status push(struct fm_ctx *ctx, struct samples *s, const struct fm_calib_sample *x)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 256;
+        void *p = fm_realloc(ctx, s->v, cap * sizeof(*s->v));
+        if (!p)
+            return fm_error(ctx, FM_ERR_NOMEM, "out of memory keeping calibration samples");
+        s->v = p;
+        s->cap = cap;
+    }
+    s->v[s->n++] = *x;
+    return FM_OK;
+}
+
+/* Times one point; adds its samples; *overhead_s gets step time minus the layers' times. */
+static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
+                                const struct point *p, struct samples *out, double *overhead_s,
+                                char *device, size_t device_size, int *threads)
+{
+    struct fm_graph *g;
+    enum fm_status st = build(ctx, p, &g);
+    if (st)
+        return st;
+    struct fm_count_opts co;
+    fm_count_opts_init(&co);
+    struct fm_counts *counts = NULL;
+    struct fm_measurement *m = NULL;
+    st = fm_count(ctx, g, &co, &counts);
+    struct fm_measure_opts mo;
+    fm_measure_opts_init(&mo);
+    mo.device = o->device;
+    mo.precision = o->precision;
+    mo.threads = o->threads;
+    mo.warmup = 1;
+    mo.steps = o->quick ? 2 : 3;
+    mo.per_layer = true;
+    if (!st)
+        st = fm_measure(ctx, g, &mo, &m);
+    double layers_ms = 0;
+    for (size_t id = 0; !st && id < counts->n_nodes; id++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)id);
+        struct fm_calib_sample x;
+        memset(&x, 0, sizeof(x));
+        x.cls = fm_op_class(n->op);
+        fm_calib_kind(g, (fm_nid)id, x.kind);
+        const struct fm_node_timing *t = &m->nodes[id];
+        for (int ph = 0; ph < FM_PHASE_COUNT && !st; ph++) {
+            layers_ms += t->ms[ph];
+            const struct fm_work *w = &counts->nodes[id].phase[ph];
+            double flops = (double)fm_work_flops(w);
+            double bytes = (double)(w->bytes_read + w->bytes_written);
+            if (ph == FM_PHASE_BWD_DATA && !t->bwd_split) {
+                const struct fm_work *w2 = &counts->nodes[id].phase[FM_PHASE_BWD_WEIGHT];
+                flops += (double)fm_work_flops(w2);
+                bytes += (double)(w2->bytes_read + w2->bytes_written);
+            } else if (ph == FM_PHASE_BWD_WEIGHT && !t->bwd_split) {
+                continue;
+            }
+            if ((flops <= 0 && bytes <= 0) || !(t->ms[ph] > 0))
+                continue;
+            x.phase = (enum fm_phase)ph;
+            x.flops = flops;
+            x.bytes = bytes;
+            x.seconds = t->ms[ph] * 1e-3;
+            st = push(ctx, out, &x);
+        }
+    }
+    if (!st) {
+        *overhead_s = fmax(0.0, (m->step_ms_median - layers_ms) * 1e-3);
+        snprintf(device, device_size, "%s", m->device_name);
+        *threads = m->threads;
+    }
+    fm_measurement_free(m);
+    fm_counts_free(counts);
+    fm_graph_free(g);
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
+                            struct fm_calibration **out, struct fm_calib_sample **samples_out,
+                            size_t *n_samples_out)
+{
+    if (!o || !out)
+        return fm_error(ctx, FM_ERR_INVALID, "fm_calibrate: no options or no result");
+    struct fm_calibration meta;
+    memset(&meta, 0, sizeof(meta));
+    /* the probe's figures name the device's ceilings in the file */
+    struct fm_probe_opts po;
+    fm_probe_opts_init(&po);
+    po.device = o->device;
+    po.threads = o->threads;
+    po.repetitions = 3;
+    po.progress = o->progress;
+    po.progress_user = o->progress_user;
+    struct fm_probe_result pr;
+    enum fm_status st = fm_probe(ctx, &po, &pr);
+    if (st)
+        return st;
+    enum fm_precision pp = o->precision == FM_PREC_TF32 ? FM_PREC_FP32 : o->precision;
+    meta.peak = pr.gemm[pp].median > pr.fma_all[pp].median ? pr.gemm[pp].median
+                                                           : pr.fma_all[pp].median;
+    meta.bandwidth = pr.bw_triad.median;
+    struct samples s = {0};
+    double overheads[N_SWEEP];
+    size_t n_pts = 0;
+    char device[128] = "";
+    int threads = 0;
+    for (size_t i = 0; i < N_SWEEP && !st; i++) {
+        if (o->quick && i % 2)
+            continue;
+        if (o->progress) {
+            char what[64];
+            snprintf(what, sizeof(what), "%s: layers", sweep[i].cls);
+            o->progress(o->progress_user, what, (int)i, (int)N_SWEEP);
+        }
+        st = run_point(ctx, o, &sweep[i], &s, &overheads[n_pts], device, sizeof(device),
+                       &threads);
+        n_pts++;
+    }
+    if (o->progress)
+        o->progress(o->progress_user, "done: layers", (int)N_SWEEP, (int)N_SWEEP);
+    if (!st) {
+        qsort(overheads, n_pts, sizeof(double), cmp_double);
+        meta.step_overhead_s = n_pts ? overheads[n_pts / 2] : 0.0;
+        snprintf(meta.device, sizeof(meta.device), "%s", device);
+        snprintf(meta.backend, sizeof(meta.backend), "%s",
+                 strncmp(o->device, "cuda", 4) == 0 ? "cuda" : "cpu");
+        meta.threads = strcmp(meta.backend, "cpu") == 0 ? threads : 0;
+        meta.precision = o->precision;
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(meta.date, sizeof(meta.date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        st = fm_calibration_fit(ctx, s.v, s.n, &meta, out);
+    }
+    if (!st && samples_out) {
+        *samples_out = s.v;
+        *n_samples_out = s.n;
+    } else {
+        fm_dealloc(ctx, s.v);
+    }
+    return st;
+}

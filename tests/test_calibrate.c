@@ -1,0 +1,277 @@
+/* flopmeter calibrate and what uses its file (the fit and the file format themselves are
+ * tests/test_calibration.c):
+ *  - where a measured step's time goes (fm_time_loss), exactly, from chosen timings, peak and
+ *    bandwidth: ideal, memory-bound, per-kernel overhead (with a calibration), below the
+ *    ceilings, per-step overhead; a layer faster than its roofline;
+ *  - `calibrate --quick` on this machine's CPU writes a file that loads, with a fit for every
+ *    op class it times and no negative coefficient, and its samples as CSV;
+ *  - `predict --calibration FILE` shows calibrated times (JSON keys), `measure --calibration`
+ *    shows calibrated times and errors per layer, and a file made elsewhere is refused with the
+ *    field named unless --force-calibration.
+ * The CLI tests skip with a message when the build has no CPU backend. */
+#include "support.h"
+
+#include "backend/backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* |a - b| <= tol, with both values in the message */
+#define assert_double_equal(a, b, tol)                                                       \
+    do {                                                                                     \
+        double a_ = (a), b_ = (b);                                                           \
+        if (!(fabs(a_ - b_) <= (tol)))                                                       \
+            fail_msg("%s = %.17g, expected %.17g", #a, a_, b_);                              \
+    } while (0)
+
+/* x (1, 1000) -> ReLU: forward 1000 comparisons, 8000 bytes (fp32 read and written). At a peak
+ * of 1e6 FLOP/s that is 1 ms; at 1e6 bytes/s, 8 ms. */
+static void test_time_loss_exact(void **unused)
+{
+    (void)unused;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "relu", &g));
+    struct fm_shape s = {2, {1, 1000}};
+    fm_tid x, y;
+    FM_ASSERT_OK(ctx, fm_graph_add_tensor(g, "x", FM_ROLE_INPUT, FM_DTYPE_FP32, &s, &x));
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_RELU, "relu", NULL, &x, 1, NULL, 1, &y));
+    FM_ASSERT_OK(ctx, fm_graph_finalize(g));
+    struct fm_count_opts co;
+    fm_count_opts_init(&co);
+    co.mode = FM_MODE_INFER;
+    struct fm_counts *c;
+    FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &c));
+    assert_int_equal(fm_work_flops(&c->nodes[0].phase[FM_PHASE_FWD]), 1000);
+    assert_int_equal(c->nodes[0].phase[FM_PHASE_FWD].bytes_read +
+                         c->nodes[0].phase[FM_PHASE_FWD].bytes_written,
+                     8000);
+    struct fm_node_timing nt = {{10.0, 0, 0, 0}, true};   /* 10 ms forward */
+    struct fm_measurement m;
+    memset(&m, 0, sizeof(m));
+    m.n_nodes = 1;
+    m.nodes = &nt;
+    m.step_ms_median = 12.0;
+    struct fm_time_loss t;
+    FM_ASSERT_OK(ctx, fm_time_loss(ctx, g, c, &m, 1e6, 1e6, NULL, &t));
+    assert_double_equal(t.parts[FM_LOSS_IDEAL], 1e-3, 1e-15);
+    assert_double_equal(t.parts[FM_LOSS_MEMORY], 7e-3, 1e-15);
+    assert_double_equal(t.parts[FM_LOSS_OVERHEAD], 0.0, 0.0);
+    assert_double_equal(t.parts[FM_LOSS_BELOW], 2e-3, 1e-15);
+    assert_double_equal(t.step_overhead_s, 2e-3, 1e-15);
+    assert_double_equal(t.layers_s, 10e-3, 1e-15);
+    assert_double_equal(t.by_class[FM_CLASS_ACTIVATION][FM_LOSS_MEMORY], 7e-3, 1e-15);
+    assert_int_equal(t.n_top, 1);
+    assert_double_equal(t.top[0].lost_s, 9e-3, 1e-15);
+    /* a calibration with a fixed cost of 0.5 ms for activations' forward takes it out of the
+     * below-peak part */
+    struct fm_calib_entry e = {FM_CLASS_ACTIVATION, "", FM_PHASE_FWD, 0.5e-3, 1e-9, 0, 4, 0};
+    struct fm_calibration cal;
+    memset(&cal, 0, sizeof(cal));
+    cal.n = 1;
+    cal.entries = &e;
+    FM_ASSERT_OK(ctx, fm_time_loss(ctx, g, c, &m, 1e6, 1e6, &cal, &t));
+    assert_double_equal(t.parts[FM_LOSS_OVERHEAD], 0.5e-3, 1e-15);
+    assert_double_equal(t.parts[FM_LOSS_BELOW], 1.5e-3, 1e-15);
+    /* faster than its roofline (0.5 ms against 1 ms at the peak): all ideal, and the
+     * difference is negative below-peak time, not hidden */
+    nt.ms[FM_PHASE_FWD] = 0.5;
+    m.step_ms_median = 0.5;
+    FM_ASSERT_OK(ctx, fm_time_loss(ctx, g, c, &m, 1e6, 1e6, NULL, &t));
+    assert_double_equal(t.parts[FM_LOSS_IDEAL], 0.5e-3, 1e-15);
+    assert_double_equal(t.parts[FM_LOSS_MEMORY], 0.0, 0.0);
+    assert_double_equal(t.parts[FM_LOSS_BELOW], -0.5e-3, 1e-15);
+    /* no layer timings, or no bandwidth: an error that says what is missing */
+    m.nodes = NULL;
+    assert_int_equal(fm_time_loss(ctx, g, c, &m, 1e6, 1e6, NULL, &t), FM_ERR_INVALID);
+    EXPECT_MESSAGE(ctx, "per-layer timing", "--no-per-layer");
+    m.nodes = &nt;
+    assert_int_equal(fm_time_loss(ctx, g, c, &m, 1e6, 0, NULL, &t), FM_ERR_INVALID);
+    EXPECT_MESSAGE(ctx, "bandwidth");
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+static bool have_cpu_backend(void)
+{
+    return fm_backend_cpu() != NULL;
+}
+
+static char cal_path[256], csv_path[256];
+
+/* One quick calibration of this machine shared by the CLI tests below. */
+static int make_calibration(void **unused)
+{
+    (void)unused;
+    snprintf(cal_path, sizeof(cal_path), "/tmp/fm_test_calib_%d.json", (int)getpid());
+    snprintf(csv_path, sizeof(csv_path), "/tmp/fm_test_calib_%d.csv", (int)getpid());
+    if (!have_cpu_backend())
+        return 0;
+    char args[700], *out = NULL, *err = NULL;
+    snprintf(args, sizeof(args), "calibrate --quick --threads 2 -o %s --samples %s", cal_path,
+             csv_path);
+    int rc = test_run_cli(args, &out, &err);
+    if (rc != 0)
+        fprintf(stderr, "calibrate failed (%d): %s\n", rc, err ? err : "");
+    free(out);
+    free(err);
+    return 0;
+}
+
+static int remove_calibration(void **unused)
+{
+    (void)unused;
+    unlink(cal_path);
+    unlink(csv_path);
+    return 0;
+}
+
+static void cal_or_skip(void)
+{
+    if (!have_cpu_backend()) {
+        printf("skipped: this build has no CPU backend to calibrate\n");
+        skip();
+    }
+    if (access(cal_path, R_OK) != 0)
+        fail_msg("calibrate --quick wrote no file (its error is printed above)");
+}
+
+/* The file loads; every class the sweep times has a forward fit, convolutions of all four
+ * kinds; no coefficient is negative; the CSV has a row per timed layer phase. */
+static void test_calibrate_file(void **unused)
+{
+    (void)unused;
+    cal_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_calibration *cal;
+    FM_ASSERT_OK(ctx, fm_calibration_load(ctx, cal_path, &cal));
+    assert_string_equal(cal->backend, "cpu");
+    assert_int_equal(cal->threads, 2);
+    assert_int_equal(cal->precision, FM_PREC_FP32);
+    assert_true(cal->peak > 0 && cal->bandwidth > 0);
+    static const struct {
+        enum fm_class cls;
+        const char *kind;
+    } want[] = {
+        {FM_CLASS_CONV, "dense"},      {FM_CLASS_CONV, "pointwise"},
+        {FM_CLASS_CONV, "depthwise"},  {FM_CLASS_CONV, "grouped"},
+        {FM_CLASS_MATMUL, ""},         {FM_CLASS_NORM, ""},
+        {FM_CLASS_ACTIVATION, ""},     {FM_CLASS_POOL, ""},
+        {FM_CLASS_ELEMENTWISE, ""},    {FM_CLASS_EMBEDDING, ""},
+        {FM_CLASS_ATTENTION, ""},      {FM_CLASS_DATA_MOVEMENT, ""},
+        {FM_CLASS_LOSS, ""},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        bool found = false;
+        for (size_t k = 0; k < cal->n; k++) {
+            const struct fm_calib_entry *e = &cal->entries[k];
+            found |= e->cls == want[i].cls && !strcmp(e->kind, want[i].kind) &&
+                     e->phase == FM_PHASE_FWD;
+        }
+        if (!found)
+            fail_msg("no forward fit for %s '%s'", fm_class_name(want[i].cls), want[i].kind);
+    }
+    bool optimizer = false;
+    size_t points = 0;
+    for (size_t k = 0; k < cal->n; k++) {
+        const struct fm_calib_entry *e = &cal->entries[k];
+        assert_true(e->fixed_s >= 0 && e->s_per_flop >= 0 && e->s_per_byte >= 0);
+        assert_true(e->points >= 1);
+        optimizer |= e->phase == FM_PHASE_OPTIMIZER;
+        points += (size_t)e->points;
+    }
+    assert_true(optimizer);
+    FILE *f = fopen(csv_path, "r");
+    assert_non_null(f);
+    char line[512];
+    size_t rows = 0;
+    assert_non_null(fgets(line, sizeof(line), f));
+    assert_string_equal(line, "class,kind,phase,flops,bytes,seconds\n");
+    while (fgets(line, sizeof(line), f))
+        rows++;
+    fclose(f);
+    assert_int_equal(rows, points);   /* every sample went into exactly one fit */
+    fm_calibration_free(cal);
+    fm_ctx_free(ctx);
+}
+
+/* predict --calibration: JSON has t_calibrated_s per layer phase and for the step, and
+ * run.step_s.calibrated; the calibrated step is the sum of the layers' plus the overhead. */
+static void test_predict_calibrated(void **unused)
+{
+    (void)unused;
+    cal_or_skip();
+    char args[600], *out = NULL, *err = NULL;
+    snprintf(args, sizeof(args), "predict mobilenet_v2 --batch 2 --calibration %s --format json",
+             cal_path);
+    int rc = test_run_cli(args, &out, &err);
+    if (rc != 0)
+        fail_msg("predict --calibration failed (%d): %s", rc, err);
+    assert_non_null(strstr(out, "\"t_calibrated_s\""));
+    assert_non_null(strstr(out, "\"calibration\": {"));
+    const char *run = strstr(out, "\"run\"");
+    assert_non_null(run);
+    const char *cal = strstr(run, "\"calibrated\": ");
+    assert_non_null(cal);
+    double step = strtod(cal + strlen("\"calibrated\": "), NULL);
+    assert_true(step > 0);
+    free(out);
+    free(err);
+    /* the table marks it and names the file's device */
+    snprintf(args, sizeof(args), "predict mobilenet_v2 --batch 2 --calibration %s --summary",
+             cal_path);
+    rc = test_run_cli(args, &out, &err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "calibrated step"));
+    free(out);
+    free(err);
+}
+
+/* measure --calibration: per layer calibrated time and error, where the time goes. */
+static void test_measure_calibrated(void **unused)
+{
+    (void)unused;
+    cal_or_skip();
+    char args[600], *out = NULL, *err = NULL;
+    snprintf(args, sizeof(args), "measure mobilenet_v2 --batch 2 --steps 2 --warmup 1 "
+             "--threads 2 --calibration %s", cal_path);
+    int rc = test_run_cli(args, &out, &err);
+    if (rc != 0)
+        fail_msg("measure --calibration failed (%d): %s", rc, err);
+    assert_non_null(strstr(out, "cal ms"));
+    assert_non_null(strstr(out, "where the time goes"));
+    assert_non_null(strstr(out, "memory-bound"));
+    assert_non_null(strstr(out, "in short:"));
+    free(out);
+    free(err);
+    /* another thread count than the file's: refused, naming the field, before anything runs */
+    snprintf(args, sizeof(args), "measure mobilenet_v2 --batch 2 --steps 1 --warmup 0 "
+             "--threads 1 --calibration %s", cal_path);
+    rc = test_run_cli(args, &out, &err);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "threads"));
+    assert_non_null(strstr(err, "--force-calibration"));
+    assert_null(strstr(out, "step "));
+    free(out);
+    free(err);
+    strcat(args, " --force-calibration");
+    rc = test_run_cli(args, &out, &err);
+    assert_int_equal(rc, 0);
+    free(out);
+    free(err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_time_loss_exact),
+        cmocka_unit_test(test_calibrate_file),
+        cmocka_unit_test(test_predict_calibrated),
+        cmocka_unit_test(test_measure_calibrated),
+    };
+    return cmocka_run_group_tests(tests, make_calibration, remove_calibration);
+}

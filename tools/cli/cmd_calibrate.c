@@ -1,0 +1,150 @@
+/* flopmeter calibrate: times single layers on this machine's CPU (or a GPU) and writes the
+ * fitted time model as a calibration file that predict and measure read with --calibration. */
+#include "cli.h"
+
+#include <string.h>
+#include <unistd.h>
+
+static const char description[] =
+    "Times single layers on --device (never whole networks): sweeps of shapes for every op class\n"
+    "the counter knows (dense, pointwise, depthwise and grouped convolutions, matmuls, norms,\n"
+    "activations, softmax, pooling, elementwise, embedding, attention, transposes, reductions),\n"
+    "each in every phase of a training step (forward, input gradients, weight gradients, the\n"
+    "SGD update), and the per-step overhead outside the layers. Then it fits, per op class, kind\n"
+    "and phase, the model\n"
+    "    t = fixed + flops x s_per_flop + bytes x s_per_byte\n"
+    "(a PALEO sum whose rates and per-kernel cost are measured instead of assumed) and writes it\n"
+    "to -o FILE (JSON, docs/calibration.md), naming the device, backend, threads, precision and\n"
+    "date. A short probe runs first for the device's peak and bandwidth.\n\n"
+    "The default run takes a few minutes on a 2-core machine; --quick about a minute (half the\n"
+    "shapes, fewer steps). Progress: a bar on a terminal, a line per op class otherwise.\n"
+    "--samples FILE.csv also writes every timed layer-phase (class, kind, phase, flops, bytes,\n"
+    "seconds), so the fit can be studied or re-run elsewhere.\n\n"
+    "Use it with: flopmeter predict MODEL --calibration FILE (and measure --calibration FILE).\n\n"
+    "examples:\n"
+    "  flopmeter calibrate -o cpu.calib.json\n"
+    "  flopmeter calibrate --threads 2 --quick -o cpu2.calib.json --samples cpu2.csv";
+
+struct line_progress {
+    bool tty;
+    char last[64];
+};
+
+/* A bar on a terminal (cli_progress); off one, a line when the op class changes. */
+static void progress(void *user, const char *what, int done, int total)
+{
+    struct line_progress *lp = user;
+    if (lp->tty) {
+        cli_progress((void *)"calibrate", what, done, total);
+        return;
+    }
+    const char *colon = strchr(what, ':');
+    if (done >= total)
+        return;
+    if (!colon) {   /* the probe's figures: "fp32 FMA, all threads" */
+        fprintf(stderr, "calibrate: probing %s (%d/%d)\n", what, done + 1, total);
+        return;
+    }
+    size_t len = (size_t)(colon - what);
+    if (len >= sizeof(lp->last))
+        return;
+    if (strlen(lp->last) == len && strncmp(lp->last, what, len) == 0)
+        return;
+    memcpy(lp->last, what, len);
+    lp->last[len] = '\0';
+    fprintf(stderr, "calibrate: timing %s layers (%d/%d shapes done)\n", lp->last, done, total);
+}
+
+static int write_samples(const char *path, const struct fm_calib_sample *s, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "flopmeter: cannot write %s\n", path);
+        return FM_EXIT_FAIL;
+    }
+    fprintf(f, "class,kind,phase,flops,bytes,seconds\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s,%s,%s,%.17g,%.17g,%.17g\n", fm_class_name(s[i].cls), s[i].kind,
+                fm_phase_name(s[i].phase), s[i].flops, s[i].bytes, s[i].seconds);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "flopmeter: cannot write %s\n", path);
+        return FM_EXIT_FAIL;
+    }
+    return FM_EXIT_OK;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    const char *device = "cpu", *output = NULL, *samples_path = NULL;
+    int64_t threads = 0;
+    bool quick = false;
+    struct cli_precision prec = {FM_PREC_FP32, false, false};
+    struct cli_opt opts[] = {
+        {"device", CLI_STRING, &device, NULL, "cpu|cuda|cuda:N", "where to time (default cpu)",
+         NULL, NULL},
+        {"threads", CLI_UINT, &threads, NULL, "T", "CPU threads (default 0: all CPUs)", NULL,
+         NULL},
+        {"precision", CLI_PARSED, &prec, cli_parse_precision, "fp32|tf32|fp16|bf16",
+         "compute precision (default fp32)", NULL, NULL},
+        {"quick", CLI_FLAG, &quick, NULL, NULL, "about a minute: half the shapes, fewer steps",
+         NULL, NULL},
+        {"output", CLI_STRING, &output, NULL, "FILE",
+         "the calibration file to write (required; also -o FILE)", NULL, NULL},
+        {"samples", CLI_STRING, &samples_path, NULL, "FILE.csv",
+         "also write every timed layer-phase as CSV", NULL, NULL},
+        {0},
+    };
+    int r = cli_parse("calibrate", "-o FILE [options]", description, opts, argc, argv, NULL, 0, 0);
+    if (r)
+        return r < 0 ? FM_EXIT_OK : r;
+    if (!output) {
+        fprintf(stderr, "flopmeter calibrate: -o FILE is required (where to write the "
+                        "calibration)\n(see flopmeter calibrate --help)\n");
+        return FM_EXIT_USAGE;
+    }
+    struct fm_ctx *ctx = cli_ctx("calibrate");
+    if (!ctx)
+        return FM_EXIT_FAIL;
+    struct line_progress lp = {isatty(2) != 0, ""};
+    struct fm_calibrate_opts co;
+    fm_calibrate_opts_init(&co);
+    co.device = device;
+    co.threads = threads > 100000 ? 100001 : (int)threads;
+    co.precision = prec.precision;
+    co.quick = quick;
+    co.progress = progress;
+    co.progress_user = &lp;
+    struct fm_calibration *cal = NULL;
+    struct fm_calib_sample *samples = NULL;
+    size_t n_samples = 0;
+    enum fm_status st = fm_calibrate(ctx, &co, &cal, &samples, &n_samples);
+    if (!st)
+        st = fm_calibration_save(ctx, cal, output);
+    if (st) {
+        r = cli_fail(ctx, st);
+    } else {
+        r = samples_path ? write_samples(samples_path, samples, n_samples) : FM_EXIT_OK;
+        printf("%s: %zu fits from %zu timed layer-phases on %s (%s, %d threads, %s)\n", output,
+               cal->n, n_samples, cal->device, cal->backend, cal->threads,
+               fm_precision_name(cal->precision));
+        for (size_t i = 0; i < cal->n; i++) {
+            const struct fm_calib_entry *e = &cal->entries[i];
+            char kind[FM_CALIB_KIND_MAX + 3] = "";
+            if (e->kind[0])
+                snprintf(kind, sizeof(kind), " %s", e->kind);
+            printf("  %-13s%-12s %-10s fixed %8.1f us  %8.2f GFLOP/s  %8.2f GB/s  (%d points, "
+                   "rms %.0f%%)\n",
+                   fm_class_name(e->cls), kind, fm_phase_name(e->phase), e->fixed_s * 1e6,
+                   e->s_per_flop > 0 ? 1e-9 / e->s_per_flop : 0.0,
+                   e->s_per_byte > 0 ? 1e-9 / e->s_per_byte : 0.0, e->points,
+                   100.0 * e->rel_rms);
+        }
+        printf("  per-step overhead outside the layers: %.1f us\n",
+               cal->step_overhead_s * 1e6);
+        r = cli_flush(r);
+    }
+    fm_dealloc(ctx, samples);
+    fm_calibration_free(cal);
+    fm_ctx_free(ctx);
+    return r;
+}
