@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""Accuracy of flopmeter's time prediction on this machine's CPU, cold and calibrated, against
+measured training steps of networks the calibration never ran: calibrate once (single layers
+only), then for every (network, batch) pair predict the step (cold: PALEO's sum and the
+roofline bound with PALEO's fixed 62%/72% of peak; calibrated: the fitted layer times plus
+the per-step overhead) and measure it, with the same thread count.
+
+    /usr/bin/python3 bench/calibration_accuracy.py [--flopmeter build/flopmeter] [--threads 2]
+                     [--calibration FILE (skip calibrating)] [--quick] [--steps 5]
+                     [--only NAME ...]
+
+Output: a Markdown table for bench/RESULTS.md, one row per pair with the measured step and the
+signed error (predicted - measured) / measured of each prediction, then the median and the
+largest |error| of each. No PyTorch needed: the networks are the built-in ones and the small
+ONNX exports committed in tests/data/onnx/train/.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "..", "tests", "data", "onnx", "train")
+
+# (label, model, extra arguments)
+PAIRS = [
+    ("resnet18 b8", "resnet18", ["--batch", "8"]),
+    ("resnet50 b4", "resnet50", ["--batch", "4"]),
+    ("resnext50_32x4d b4", "resnext50_32x4d", ["--batch", "4"]),
+    ("vgg11 b2", "vgg11", ["--batch", "2"]),
+    ("alexnet b16", "alexnet", ["--batch", "16"]),
+    ("googlenet b4", "googlenet", ["--batch", "4"]),
+    ("mobilenet_v2 b8", "mobilenet_v2", ["--batch", "8"]),
+    ("mobilenet_v3_large b8", "mobilenet_v3_large", ["--batch", "8"]),
+    ("mobilenet_v3_small b16", "mobilenet_v3_small", ["--batch", "16"]),
+    ("efficientnet_b0 b4", "efficientnet_b0", ["--batch", "4"]),
+    ("ConvNeXt-T 64x64 b8 (ONNX)", os.path.join(TRAIN, "convnext_tiny.onnx"), ["--batch", "8"]),
+    ("DenseNet-121 64x64 b8 (ONNX)", os.path.join(TRAIN, "densenet121.onnx"), ["--batch", "8"]),
+    ("ShuffleNetV2 64x64 b16 (ONNX)", os.path.join(TRAIN, "shufflenet_v2_x0_5.onnx"),
+     ["--batch", "16"]),
+    ("RegNetY-400MF 64x64 b16 (ONNX)", os.path.join(TRAIN, "regnet_y_400mf.onnx"),
+     ["--batch", "16"]),
+    ("Swin-T 64x64 b4 (ONNX)", os.path.join(TRAIN, "swin_t.onnx"), ["--batch", "4"]),
+    ("ViT 2x32 32x32 b64 (ONNX)", os.path.join(TRAIN, "vit_small.onnx"), ["--batch", "64"]),
+    ("GPT-2 2x32 b16x32 (ONNX)", os.path.join(TRAIN, "gpt2_small.onnx"),
+     ["--input", "ids=16x32"]),
+]
+
+
+def run_json(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()[-300:]}")
+    return json.loads(r.stdout)
+
+
+def err(pred, meas):
+    return (pred - meas) / meas
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--flopmeter", default=os.path.join(HERE, "..", "build", "flopmeter"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--calibration")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--only", nargs="*")
+    args = ap.parse_args()
+    exe, thr = args.flopmeter, str(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        cal = args.calibration
+        if not cal:
+            cal = os.path.join(tmp, "cpu.calib.json")
+            cmd = [exe, "calibrate", "--threads", thr, "-o", cal]
+            if args.quick:
+                cmd.append("--quick")
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        print(f"command: {' '.join(sys.argv)}\n")
+        print("| network, batch | measured ms | PALEO | roofline | calibrated |")
+        print("|---|---:|---:|---:|---:|")
+        errs = {"paleo": [], "roofline": [], "calibrated": []}
+        for label, model, extra in PAIRS:
+            if args.only and not any(o in label for o in args.only):
+                continue
+            try:
+                p = run_json([exe, "predict", model, *extra, "--calibration", cal, "--format",
+                              "json"])
+                m = run_json([exe, "measure", model, *extra, "--threads", thr, "--steps",
+                              str(args.steps), "--warmup", "2", "--no-per-layer", "--peak",
+                              "1e12", "--format", "json"])
+            except RuntimeError as e:
+                print(f"| {label} | failed: {e} | | | |", flush=True)
+                continue
+            meas = m["step_ms"]["median"] * 1e-3
+            step = p["run"]["step_s"]
+            row = {"paleo": err(step["paleo"], meas), "roofline": err(step["roofline"], meas),
+                   "calibrated": err(step["calibrated"], meas)}
+            for k, v in row.items():
+                errs[k].append(v)
+            print(f"| {label} | {meas * 1e3:.1f} | {row['paleo']:+.0%} | {row['roofline']:+.0%} "
+                  f"| {row['calibrated']:+.0%} |", flush=True)
+        if errs["calibrated"]:
+            med = {k: statistics.median(abs(x) for x in v) for k, v in errs.items()}
+            mx = {k: max(abs(x) for x in v) for k, v in errs.items()}
+            print(f"| median abs error ({len(errs['calibrated'])} pairs) | | {med['paleo']:.0%} "
+                  f"| {med['roofline']:.0%} | {med['calibrated']:.0%} |")
+            print(f"| largest abs error | | {mx['paleo']:.0%} | {mx['roofline']:.0%} "
+                  f"| {mx['calibrated']:.0%} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
