@@ -28,10 +28,10 @@ files are kilobytes. Language models take int64 token ids (batch, seq), BERT als
 mask and token types.
 """
 import argparse
-import io
 import math
 import os
 import sys
+import tempfile
 
 import onnx
 import torch
@@ -295,11 +295,14 @@ def export(name, builder, spec, opset):
         args, names = (torch.randn(1, 3, spec, spec),), ["input"]
         dyn = {"input": {0: "batch"}}
     dyn["out"] = {0: "batch"}
-    f = io.BytesIO()
-    torch.onnx.export(model, args, f, opset_version=opset, input_names=names,
-                      output_names=["out"], dynamic_axes=dyn, do_constant_folding=False,
-                      training=TrainingMode.PRESERVE)
-    return strip(onnx.load_from_string(f.getvalue()))
+    # into a file, not memory: a model over protobuf's 2 GB (RegNetY-128GF, ViT-H/14) is written
+    # with its weights in external files, which strip() drops anyway
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        torch.onnx.export(model, args, path, opset_version=opset, input_names=names,
+                          output_names=["out"], dynamic_axes=dyn, do_constant_folding=False,
+                          training=TrainingMode.PRESERVE)
+        return strip(onnx.load(path, load_external_data=False))
 
 
 def main():

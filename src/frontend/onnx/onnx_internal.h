@@ -21,8 +21,10 @@
 #include "onnx/onnx.pb-c.h"
 
 /* Largest constant, in elements, that is evaluated at load time (shape vectors, index lists,
- * small masks). Anything larger stays a layer of the graph and is counted like one. */
-#define OX_FOLD_MAX 4096
+ * masks built from shapes: Swin's shifted-window mask at 224x224 scatters 49 x 56 index pairs,
+ * 5488 elements, into a 56 x 56 map). Anything larger stays a layer of the graph and is
+ * counted like one. */
+#define OX_FOLD_MAX 65536
 /* Dims beyond this are absurd (the CLI's --input accepts the same bound). */
 #define OX_DIM_MAX ((int64_t)1 << 40)
 
