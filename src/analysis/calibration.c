@@ -798,22 +798,6 @@ static enum fm_status bad(const struct where *w, const char *field, const char *
     return fm_error(w->ctx, FM_ERR_PARSE, "%s, line %d: %s", w->path, line, what);
 }
 
-static const char *type_name(const cJSON *v)
-{
-    if (cJSON_IsString(v))
-        return "a string";
-    if (cJSON_IsNumber(v))
-        return "a number";
-    if (cJSON_IsBool(v))
-        return "true/false";
-    if (cJSON_IsNull(v))
-        return "null";
-    if (cJSON_IsArray(v))
-        return "an array";
-    if (cJSON_IsObject(v))
-        return "an object";
-    return "something else";
-}
 
 /* A string field into buf (size bytes with the NUL); empty refused unless allow_empty. */
 static enum fm_status get_string(const struct where *w, const cJSON *v, char *buf, size_t size,
@@ -821,7 +805,7 @@ static enum fm_status get_string(const struct where *w, const cJSON *v, char *bu
 {
     if (!cJSON_IsString(v))
         return bad(w, v->string, "field \"%s\" must be a string, got %s", v->string,
-                   type_name(v));
+                   fm_json_type_name(v));
     size_t len = strlen(v->valuestring);
     if (len >= size)
         return bad(w, v->string, "field \"%s\" is %zu characters long; at most %zu fit",
@@ -838,7 +822,7 @@ static enum fm_status get_number(const struct where *w, const cJSON *v, const ch
 {
     if (!cJSON_IsNumber(v))
         return bad(w, v->string, "field \"%s\" must be a number (%s), got %s", v->string, unit,
-                   type_name(v));
+                   fm_json_type_name(v));
     if (!isfinite(v->valuedouble) || v->valuedouble < 0)
         return bad(w, v->string, "field \"%s\" must be >= 0 (%s), got %g%s", v->string, unit,
                    v->valuedouble,
@@ -855,7 +839,7 @@ static enum fm_status get_count(const struct where *w, const cJSON *v, const cha
 {
     if (!cJSON_IsNumber(v))
         return bad(w, v->string, "field \"%s\" must be a whole number >= 0 (%s), got %s",
-                   v->string, unit, type_name(v));
+                   v->string, unit, fm_json_type_name(v));
     if (!(v->valuedouble >= 0) || v->valuedouble > INT_MAX ||
         v->valuedouble != floor(v->valuedouble))
         return bad(w, v->string, "field \"%s\" must be a whole number >= 0 (%s), got %g",
@@ -875,7 +859,7 @@ static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_ca
     if (!cJSON_IsObject(obj))
         return bad(w, NULL, "expected an entry object {\"class\": ..., \"phase\": ..., ...}, "
                             "got %s",
-                   type_name(obj));
+                   fm_json_type_name(obj));
     enum { F_CLASS = 1, F_PHASE = 2, F_FIXED = 4, F_FLOP = 8, F_BYTE = 16 };
     unsigned seen = 0;
     enum fm_status st = FM_OK;
@@ -888,7 +872,7 @@ static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_ca
                 return bad(w, k, "field \"class\" must be one of conv, matmul, norm, "
                                  "activation, pool, elementwise, reduction, data_movement, "
                                  "embedding, attention, loss, other; got %s%s%s",
-                           cJSON_IsString(v) ? "\"" : type_name(v),
+                           cJSON_IsString(v) ? "\"" : fm_json_type_name(v),
                            cJSON_IsString(v) ? v->valuestring : "",
                            cJSON_IsString(v) ? "\"" : "");
             seen |= F_CLASS;
@@ -901,7 +885,7 @@ static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_ca
             if (!cJSON_IsString(v) || !phase_parse(v->valuestring, &e->phase))
                 return bad(w, k, "field \"phase\" must be one of fwd, bwd_data, bwd_weight, "
                                  "optimizer; got %s%s%s",
-                           cJSON_IsString(v) ? "\"" : type_name(v),
+                           cJSON_IsString(v) ? "\"" : fm_json_type_name(v),
                            cJSON_IsString(v) ? v->valuestring : "",
                            cJSON_IsString(v) ? "\"" : "");
             seen |= F_PHASE;
@@ -967,7 +951,7 @@ static enum fm_status read_header(struct where *w, const cJSON *root, struct fm_
             if (!cJSON_IsString(v) || !precision_parse_exact(v->valuestring, &c->precision))
                 return bad(w, k, "field \"precision\" must be one of fp64, fp32, tf32, fp16, "
                                  "bf16, fp8, int8; got %s%s%s",
-                           cJSON_IsString(v) ? "\"" : type_name(v),
+                           cJSON_IsString(v) ? "\"" : fm_json_type_name(v),
                            cJSON_IsString(v) ? v->valuestring : "",
                            cJSON_IsString(v) ? "\"" : "");
             seen |= H_PRECISION;
@@ -982,7 +966,7 @@ static enum fm_status read_header(struct where *w, const cJSON *root, struct fm_
         } else if (strcmp(k, "entries") == 0) {
             if (!cJSON_IsArray(v))
                 return bad(w, k, "field \"entries\" must be an array of entry objects, got %s",
-                           type_name(v));
+                           fm_json_type_name(v));
             *entries = v;
             seen |= H_ENTRIES;
         } else {
@@ -1018,7 +1002,7 @@ static enum fm_status read_format(struct where *w, const cJSON *root)
     if (!cJSON_IsString(f) || strcmp(f->valuestring, CALIB_FORMAT) != 0)
         return bad(w, "format", "not a flopmeter calibration file (field \"format\" is %s%s%s, "
                                 "expected \"%s\")",
-                   cJSON_IsString(f) ? "\"" : type_name(f),
+                   cJSON_IsString(f) ? "\"" : fm_json_type_name(f),
                    cJSON_IsString(f) ? f->valuestring : "", cJSON_IsString(f) ? "\"" : "",
                    CALIB_FORMAT);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "version");
@@ -1027,7 +1011,7 @@ static enum fm_status read_format(struct where *w, const cJSON *root)
                    FM_CALIB_VERSION);
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1)
         return bad(w, "version", "field \"version\" must be a whole number >= 1, got %s",
-                   cJSON_IsNumber(v) ? "a fraction or a number below 1" : type_name(v));
+                   cJSON_IsNumber(v) ? "a fraction or a number below 1" : fm_json_type_name(v));
     if (v->valuedouble > FM_CALIB_VERSION)
         return bad(w, "version", "calibration format version %.0f is newer than this flopmeter "
                                  "reads (version %d): update flopmeter, or recalibrate with "
@@ -1072,7 +1056,7 @@ enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
     struct where w = {ctx, path, text, text + len, skip_ws(start, text + len), -1};
     if (!cJSON_IsObject(root)) {
         st = bad(&w, NULL, "not a flopmeter calibration file (expected an object, got %s)",
-                 type_name(root));
+                 fm_json_type_name(root));
         goto out;
     }
     if ((st = read_format(&w, root)))

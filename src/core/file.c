@@ -7,6 +7,28 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef FM_HAVE_CJSON
+#include <cjson/cJSON.h>
+
+const char *fm_json_type_name(const void *cjson_item)
+{
+    const cJSON *v = cjson_item;
+    if (cJSON_IsString(v))
+        return "a string";
+    if (cJSON_IsNumber(v))
+        return "a number";
+    if (cJSON_IsBool(v))
+        return "true/false";
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsArray(v))
+        return "an array";
+    if (cJSON_IsObject(v))
+        return "an object";
+    return "something else";
+}
+#endif
+
 enum fm_status fm_read_text(struct fm_ctx *ctx, const char *path, const char *what, char **out,
                             size_t *len)
 {

@@ -90,6 +90,9 @@ void fm_stats_summary(double *v, size_t n, double *min, double *median, double *
  * cannot be read, FM_ERR_PARSE past 64 MB, FM_ERR_NOMEM. */
 enum fm_status fm_read_text(struct fm_ctx *ctx, const char *path, const char *what, char **out,
                             size_t *len);
+/* What a cJSON item is, for messages ("a string", "an array"); the readers of JSON files share
+ * it. Takes a const cJSON * (void here, so this header needs no cJSON). */
+const char *fm_json_type_name(const void *cjson_item);
 
 /* ---- graph ---- */
 

@@ -193,28 +193,12 @@ static enum fm_status bad(const struct where *w, const char *fmt, ...)
     return fm_error(w->ctx, FM_ERR_PARSE, "%s: devices[%zu]: %s", w->origin, w->index, what);
 }
 
-static const char *type_name(const cJSON *v)
-{
-    if (cJSON_IsString(v))
-        return "a string";
-    if (cJSON_IsNumber(v))
-        return "a number";
-    if (cJSON_IsBool(v))
-        return "true/false";
-    if (cJSON_IsNull(v))
-        return "null";
-    if (cJSON_IsArray(v))
-        return "an array";
-    if (cJSON_IsObject(v))
-        return "an object";
-    return "something else";
-}
 
 static enum fm_status get_string(const struct where *w, const cJSON *v, struct fm_arena *arena,
                                  const char **out)
 {
     if (!cJSON_IsString(v))
-        return bad(w, "field \"%s\" must be a string, got %s", v->string, type_name(v));
+        return bad(w, "field \"%s\" must be a string, got %s", v->string, fm_json_type_name(v));
     const char *s = fm_arena_strdup(arena, v->valuestring);
     if (!s)
         return fm_error(w->ctx, FM_ERR_NOMEM, "out of memory reading %s", w->origin);
@@ -227,7 +211,7 @@ static enum fm_status get_number(const struct where *w, const cJSON *v, const ch
 {
     if (!cJSON_IsNumber(v))
         return bad(w, "field \"%s\" must be a number (%s), got %s", v->string, unit,
-                   type_name(v));
+                   fm_json_type_name(v));
     if (!isfinite(v->valuedouble) || v->valuedouble < 0) {
         return bad(w, "field \"%s\" must be >= 0 (%s), got %g", v->string, unit, v->valuedouble);
     }
@@ -239,7 +223,7 @@ static enum fm_status get_peaks(const struct where *w, const cJSON *v, double *p
 {
     if (!cJSON_IsObject(v))
         return bad(w, "field \"%s\" must be an object of precision: FLOP/s, got %s", v->string,
-                   type_name(v));
+                   fm_json_type_name(v));
     for (const cJSON *e = v->child; e; e = e->next) {
         enum fm_precision p;
         if (!fm_precision_parse(e->string, &p) || strcmp(e->string, fm_precision_name(p)) != 0) {
@@ -249,7 +233,7 @@ static enum fm_status get_peaks(const struct where *w, const cJSON *v, double *p
         }
         if (!cJSON_IsNumber(e)) {
             return bad(w, "field \"%s.%s\" must be a number (FLOP/s), got %s", v->string,
-                       e->string, type_name(e));
+                       e->string, fm_json_type_name(e));
         }
         if (!isfinite(e->valuedouble) || e->valuedouble < 0) {
             return bad(w, "field \"%s.%s\" must be >= 0 (FLOP/s), got %g", v->string, e->string,
@@ -264,11 +248,11 @@ static enum fm_status get_unverified(const struct where *w, const cJSON *v, stru
 {
     if (!cJSON_IsArray(v))
         return bad(w, "field \"%s\" must be an array of strings, got %s", v->string,
-                   type_name(v));
+                   fm_json_type_name(v));
     unsigned flags = 0, vec = 0, ten = 0;
     for (const cJSON *e = v->child; e; e = e->next) {
         if (!cJSON_IsString(e))
-            return bad(w, "field \"unverified\" must hold strings, got %s", type_name(e));
+            return bad(w, "field \"unverified\" must hold strings, got %s", fm_json_type_name(e));
         const char *s = e->valuestring;
         unsigned bit;
         enum fm_precision p;
@@ -314,7 +298,7 @@ static enum fm_status apply_fields(struct where *w, const cJSON *obj, struct fm_
                 for (const cJSON *e = v->child; e; e = e->next) {
                     if (!cJSON_IsString(e))
                         return bad(w, "field \"aliases\" must hold strings, got %s",
-                                   type_name(e));
+                                   fm_json_type_name(e));
                     total += strlen(e->valuestring) + 1;
                 }
                 char *s = fm_arena_alloc(arena, total);
@@ -331,7 +315,7 @@ static enum fm_status apply_fields(struct where *w, const cJSON *obj, struct fm_
             } else {
                 return bad(w, "field \"aliases\" must be a string (\"a,b\") or an array of "
                               "strings, got %s",
-                           type_name(v));
+                           fm_json_type_name(v));
             }
         } else if (strcmp(k, "kind") == 0) {
             st = get_string(w, v, arena, &d->kind);
@@ -368,7 +352,7 @@ static enum fm_status apply_fields(struct where *w, const cJSON *obj, struct fm_
             st = get_unverified(w, v, d);
         } else if (strcmp(k, "measured") == 0) {
             if (!cJSON_IsBool(v))
-                return bad(w, "field \"measured\" must be true or false, got %s", type_name(v));
+                return bad(w, "field \"measured\" must be true or false, got %s", fm_json_type_name(v));
             d->measured = cJSON_IsTrue(v);
         } else if (strcmp(k, "flopmeter") == 0 || strcmp(k, "comment") == 0) {
             continue;
@@ -421,7 +405,7 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
             if (!cJSON_IsArray(d)) {
                 st = fm_error(ctx, FM_ERR_PARSE,
                               "%s: field \"devices\" must be an array of device objects, got %s",
-                              org, type_name(d));
+                              org, fm_json_type_name(d));
                 goto out;
             }
         }
@@ -429,7 +413,7 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
         st = fm_error(ctx, FM_ERR_PARSE,
                       "%s: expected an object {\"devices\": [...]}, one device object or an array "
                       "of device objects, got %s",
-                      org, type_name(root));
+                      org, fm_json_type_name(root));
         goto out;
     }
     size_t count = cJSON_IsArray(list) ? (size_t)cJSON_GetArraySize(list) : 1;
@@ -442,7 +426,7 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
     for (; entry; entry = cJSON_IsArray(list) ? entry->next : NULL, n++) {
         struct where w = {ctx, org, n, NULL};
         if (!cJSON_IsObject(entry)) {
-            st = bad(&w, "expected a device object, got %s", type_name(entry));
+            st = bad(&w, "expected a device object, got %s", fm_json_type_name(entry));
             goto out;
         }
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(entry, "name");
@@ -452,7 +436,7 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
         }
         if (!cJSON_IsString(name) || !*name->valuestring) {
             st = bad(&w, "field \"name\" must be a non-empty string, got %s",
-                     cJSON_IsString(name) ? "\"\"" : type_name(name));
+                     cJSON_IsString(name) ? "\"\"" : fm_json_type_name(name));
             goto out;
         }
         w.name = name->valuestring;
