@@ -210,7 +210,7 @@ enum fm_status fm_graph_add_tensor(struct fm_graph *g, const char *name, enum fm
 enum fm_status fm_graph_add_tensor_unshaped(struct fm_graph *g, const char *name,
                                             enum fm_role role, enum fm_dtype dtype, fm_tid *out)
 {
-    fm_tid id;
+    fm_tid id = FM_NONE;
     enum fm_status st = tensor_new(g, name, role, dtype, &id);
     if (st)
         return st;

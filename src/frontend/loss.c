@@ -214,13 +214,13 @@ enum fm_status fm_graph_add_loss(struct fm_graph *g, fm_tid output, struct fm_lo
             if (!fm_graph_needs_grad(g, (fm_tid)i))
                 continue;
             if (n_outs == FM_MAX_LOSSES) {
-                char outs[400];
-                fm_graph_outputs_text(g, outs, sizeof(outs));
+                char listed[400];
+                fm_graph_outputs_text(g, listed, sizeof(listed));
                 return fm_error(ctx, FM_ERR_UNSUPPORTED,
                                 "'%s' has more than %d outputs to train, and flopmeter adds one "
                                 "loss per output: choose the one to train with --loss-on OUTPUT "
                                 "(its outputs: %s), or count it with --infer",
-                                g->name, FM_MAX_LOSSES, outs);
+                                g->name, FM_MAX_LOSSES, listed);
             }
             outs[n_outs++] = (fm_tid)i;
         }

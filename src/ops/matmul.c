@@ -201,7 +201,7 @@ static enum fm_status mm_dims_get(struct fm_ctx *ctx, const struct fm_node *node
 
 static enum fm_status matmul_shape(struct fm_shape_call *call)
 {
-    struct mm_dims d;
+    struct mm_dims d = {0};
     enum fm_status st = mm_dims_get(call->ctx, call->node, &call->in[0]->shape,
                                     &call->in[1]->shape, &d);
     if (st)
@@ -212,7 +212,7 @@ static enum fm_status matmul_shape(struct fm_shape_call *call)
 
 static enum fm_status matmul_cost(struct fm_cost_call *call)
 {
-    struct mm_dims d;
+    struct mm_dims d = {0};
     enum fm_status st = mm_dims_get(call->ctx, call->node, &call->in[0]->shape,
                                     &call->in[1]->shape, &d);
     if (st)

@@ -63,7 +63,7 @@ static fm_tid param(struct fm_nn *nn, const char *layer, const char *suffix, enu
 {
     if (nn->st)
         return FM_NONE;
-    char name[512];
+    char name[640];   /* layer names are at most 511 bytes, suffixes a dozen */
     snprintf(name, sizeof(name), "%s.%s", layer, suffix);
     struct fm_shape s = {rank, {0}};
     memcpy(s.dims, dims, sizeof(int64_t) * (size_t)rank);
