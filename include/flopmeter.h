@@ -1170,6 +1170,10 @@ struct fm_measure_opts {
     double lr, momentum;           /* SGD (defaults 0.01, 0.9) */
     fm_progress_fn progress;
     void *progress_user;
+    /* Added with the memory check: bytes the backend's buffers may take (0: no limit). The CPU
+     * backend refuses a step whose buffers grow past it while it plans, before anything is
+     * written or run. */
+    double memory_limit;
 };
 FM_API void fm_measure_opts_init(struct fm_measure_opts *opts);
 

@@ -691,6 +691,10 @@ static enum fm_status measure(struct fm_session *s)
     mo.device = o->device ? o->device : "cpu";
     mo.mode = o->count.mode;
     mo.precision = s->precision;
+    /* the counted step memory is what the check above compares; the backend's buffers are more
+     * (oneDNN's blocked layouts, both gradients of a residual, scratch): it checks those too */
+    if (t.kind == FM_TARGET_CPU)
+        mo.memory_limit = o->memory_cap > 0 ? o->memory_cap : mem_available();
     const struct fm_calibration *cal = o->predict.calibration;
     if (cal) {
         bool cuda = t.kind == FM_TARGET_CUDA;

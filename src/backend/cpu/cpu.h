@@ -88,6 +88,8 @@ struct fm_cpu {
     struct fm_ctx *ctx;
     const struct fm_graph *g;
     struct fm_measure_opts opts;
+    double planned_bytes;             /* every buffer fm_cpu_buf gave out */
+    bool over_limit;                  /* a buffer would have passed opts.memory_limit */
     bool train;
     int threads;
     char name[128];

@@ -552,6 +552,17 @@ static enum fm_status cpu_prepare(struct fm_ctx *ctx, const struct fm_graph *g,
         st = init_values(s);
 out:
     omp_pop(prev_threads);
+    if (st && s->over_limit) {
+        char has[FM_FORMAT_SIZE], got[FM_FORMAT_SIZE];
+        st = fm_error(ctx, FM_ERR_NOMEM,
+                      "the CPU backend's buffers for this step (activations and their "
+                      "gradients, weights, gradients and momentum, the layouts oneDNN picks, "
+                      "scratch) grow past the %s it may use (%s planned when the next buffer "
+                      "did not fit); nothing was run: lower --batch, or give --max-memory if "
+                      "more memory is free than the check sees",
+                      fm_format_bytes(opts->memory_limit, has),
+                      fm_format_bytes(s->planned_bytes, got));
+    }
     if (st) {
         cpu_release(s);
         return st;

@@ -29,6 +29,13 @@ void *fm_cpu_buf(struct fm_cpu *s, size_t size)
         return NULL;
     if (size > SIZE_MAX - 64)
         return NULL;
+    /* the limit is checked before the bytes are taken: fm_alloc zeroes them, which commits
+     * them, and past what the machine has the kernel kills the process instead of failing */
+    if (s->opts.memory_limit > 0 && s->planned_bytes + (double)size > s->opts.memory_limit) {
+        s->over_limit = true;
+        return NULL;
+    }
+    s->planned_bytes += (double)size;
     void *raw = fm_alloc(s->ctx, size + 64);
     if (!raw)
         return NULL;
