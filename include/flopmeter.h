@@ -942,9 +942,13 @@ struct fm_phase_time {
  *     t = fixed_s + flops x s_per_flop + bytes x s_per_byte
  * (a PALEO sum whose rates and per-kernel overhead are measured, not assumed), fitted by
  * non-negative least squares. Kinds split a class where one rule would not fit: convolutions
- * are "dense", "pointwise" (1x1), "depthwise" or "grouped"; other classes have kind "". */
+ * are "dense", "pointwise" (1x1), "depthwise" or "grouped"; other ops are their op's name
+ * ("BatchNorm", "GELU"); "" is the whole class, every sample of the class fitted together. */
 #define FM_CALIB_VERSION 1
 #define FM_CALIB_KIND_MAX 16
+/* An op's own kind ("LayerNorm") is fitted from at least this many samples; with fewer, its
+ * samples count for its class only. The convolutions' four kinds have no minimum. */
+#define FM_CALIB_MIN_OP_POINTS 4
 
 struct fm_calib_sample {
     enum fm_class cls;

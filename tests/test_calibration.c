@@ -184,7 +184,10 @@ static void test_fit_recovers_parameters(void **state)
     struct fm_calibration m = meta();
     struct fm_calibration *c = NULL;
     FM_ASSERT_OK(ctx, fm_calibration_fit(ctx, s, n, &m, &c));
-    assert_int_equal(c->n, 6);
+    /* 6 groups, and the whole class of the convolutions' forward (its dense and depthwise
+     * samples together), the fallback for a kind without a fit */
+    assert_int_equal(c->n, 7);
+    assert_int_equal(entry(c, FM_CLASS_CONV, "", FM_PHASE_FWD)->points, 11);
     /* header copied */
     assert_int_equal(c->version, FM_CALIB_VERSION);
     assert_string_equal(c->device, m.device);
@@ -394,9 +397,9 @@ static void test_fit_errors(void **state)
     assert_int_equal(fm_calibration_fit(ctx, s, 4, &m, &c), FM_ERR_INVALID);
     EXPECT_MESSAGE(ctx, "sample 1");
     s[1].bytes = 1e6;
-    snprintf(s[0].kind, sizeof(s[0].kind), "%s", "winograd");
+    snprintf(s[0].kind, sizeof(s[0].kind), "%s", "wino grad");
     assert_int_equal(fm_calibration_fit(ctx, s, 4, &m, &c), FM_ERR_INVALID);
-    EXPECT_MESSAGE(ctx, "sample 0", "winograd");
+    EXPECT_MESSAGE(ctx, "sample 0", "wino grad");
     snprintf(s[0].kind, sizeof(s[0].kind), "%s", "dense");
     s[0].cls = FM_CLASS_COUNT;
     assert_int_equal(fm_calibration_fit(ctx, s, 4, &m, &c), FM_ERR_INVALID);
@@ -456,7 +459,7 @@ static void test_save_load_round_trip(void **state)
     m.precision = FM_PREC_BF16;
     struct fm_calibration *c = NULL;
     FM_ASSERT_OK(ctx, fm_calibration_fit(ctx, s, sizeof(s) / sizeof(s[0]), &m, &c));
-    assert_int_equal(c->n, 5);
+    assert_int_equal(c->n, 7);   /* 5 groups and the two whole-class conv entries */
     c->entries[1].fixed_s = 1.0 / 3.0;
     c->entries[1].s_per_flop = 4.9406564584124654e-324;
     c->entries[1].s_per_byte = nextafter(1e-10, 1.0);
@@ -619,8 +622,8 @@ static void test_load_errors(void **state)
     expect_refused(ctx, path, "\"class\": \"matmul\"", "\"class\": \"gemm\"", "\"class\"",
                    line_of(good_file, "\"class\": \"matmul\""), "\"gemm\"");
     EXPECT_MESSAGE(ctx, "entries[2]");
-    expect_refused(ctx, path, "\"kind\": \"dense\"", "\"kind\": \"winograd\"", "\"kind\"",
-                   line_of(good_file, "\"kind\": \"dense\""), "winograd");
+    expect_refused(ctx, path, "\"kind\": \"dense\"", "\"kind\": \"wino-grad\"", "\"kind\"",
+                   line_of(good_file, "\"kind\": \"dense\""), "wino-grad");
     expect_refused(ctx, path, "\"phase\": \"bwd_data\"", "\"phase\": \"backward\"", "\"phase\"",
                    line_of(good_file, "\"phase\": \"bwd_data\""), "backward");
     expect_refused(ctx, path, "\"precision\": \"fp32\"", "\"precision\": \"float\"",
@@ -792,7 +795,7 @@ static void test_kinds(void **state)
     (void)state;
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = convnet(ctx, 2);
-    const char *expect[][2] = {{"dense", "dense"},         {"relu", ""},
+    const char *expect[][2] = {{"dense", "dense"},         {"relu", "ReLU"},
                                {"depthwise", "depthwise"}, {"pointwise", "pointwise"},
                                {"grouped", "grouped"},     {"up", "depthwise"}};
     for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {

@@ -26,8 +26,10 @@ enum pt_kind {
     PT_ADD,         /* a: N, b: C, c: H */
     PT_EMBED,       /* a: tokens, b: rows of the table, c: width */
     PT_ATTN,        /* a: batch, b: sequence, c: width, d: heads */
-    PT_TRANSPOSE,   /* a: batch, b: heads, c: sequence, d: head width */
-    PT_REDUCE       /* a: N, b: C, c: H */
+    PT_TRANSPOSE,   /* a: batch, b: heads, c: sequence, d: head width; e: 1 = NCHW to NHWC */
+    PT_REDUCE,      /* a: N, b: C, c: H */
+    PT_SE           /* a: N, b: C, c: H: x * sigmoid(global average of x), squeeze-excitation's
+                       gate without its two small convolutions */
 };
 
 struct point {
@@ -66,11 +68,20 @@ static const struct point sweep[] = {
     {"conv depthwise", PT_CONV, 8, 960, 7, 960, 3, 1, 960, 0},
     {"conv depthwise", PT_CONV, 4, 240, 28, 240, 5, 1, 240, 0},
     {"conv depthwise", PT_CONV, 8, 672, 14, 672, 5, 1, 672, 0},
+    {"conv depthwise", PT_CONV, 8, 96, 56, 96, 7, 1, 96, 0},
+    {"conv depthwise", PT_CONV, 8, 192, 16, 192, 7, 1, 192, 0},
+    {"conv depthwise", PT_CONV, 8, 384, 8, 384, 7, 1, 384, 0},
+    {"conv depthwise", PT_CONV, 16, 32, 112, 32, 3, 2, 32, 0},
     {"conv grouped", PT_CONV, 4, 128, 56, 128, 3, 1, 32, 0},
     {"conv grouped", PT_CONV, 8, 256, 28, 256, 3, 1, 32, 0},
     {"conv grouped", PT_CONV, 4, 512, 14, 512, 3, 1, 32, 0},
     {"conv grouped", PT_CONV, 8, 448, 14, 448, 3, 1, 56, 0},
     {"conv grouped", PT_CONV, 2, 64, 56, 64, 3, 1, 8, 0},
+    {"conv grouped", PT_CONV, 8, 48, 56, 48, 3, 1, 6, 0},
+    {"conv grouped", PT_CONV, 8, 104, 28, 104, 3, 1, 13, 0},
+    {"conv grouped", PT_CONV, 8, 208, 14, 208, 3, 1, 26, 0},
+    {"conv grouped", PT_CONV, 8, 440, 7, 440, 3, 1, 55, 0},
+    {"conv grouped", PT_CONV, 16, 104, 8, 104, 3, 1, 13, 0},
     {"matmul", PT_LINEAR, 32, 512, 1000, 0, 0, 0, 0, 0},
     {"matmul", PT_LINEAR, 128, 768, 768, 0, 0, 0, 0, 0},
     {"matmul", PT_LINEAR, 256, 768, 3072, 0, 0, 0, 0, 0},
@@ -94,6 +105,22 @@ static const struct point sweep[] = {
     {"activation", PT_ACT, 4, 96, 56, 0, 0, 0, 0, FM_OP_SILU},
     {"activation", PT_ACT, 8, 384, 14, 0, 0, 0, 0, FM_OP_HARDSWISH},
     {"activation", PT_ACT, 4, 768, 16, 0, 0, 0, 0, FM_OP_GELU},
+    {"activation", PT_ACT, 8, 240, 28, 0, 0, 0, 0, FM_OP_SILU},
+    {"activation", PT_ACT, 16, 32, 112, 0, 0, 0, 0, FM_OP_SILU},
+    {"activation", PT_ACT, 8, 960, 7, 0, 0, 0, 0, FM_OP_HARDSWISH},
+    {"activation", PT_ACT, 8, 72, 56, 0, 0, 0, 0, FM_OP_HARDSWISH},
+    {"activation", PT_ACT, 8, 192, 16, 0, 0, 0, 0, FM_OP_GELU},
+    {"activation", PT_ACT, 2, 3072, 16, 0, 0, 0, 0, FM_OP_GELU},
+    {"activation", PT_ACT, 8, 96, 56, 0, 0, 0, 0, FM_OP_RELU},
+    {"activation", PT_ACT, 8, 32, 112, 0, 0, 0, 0, FM_OP_CLIP},
+    {"activation", PT_ACT, 8, 144, 56, 0, 0, 0, 0, FM_OP_CLIP},
+    {"activation", PT_ACT, 8, 384, 14, 0, 0, 0, 0, FM_OP_CLIP},
+    {"activation", PT_ACT, 8, 960, 7, 0, 0, 0, 0, FM_OP_CLIP},
+    {"activation", PT_SE, 8, 96, 56, 0, 0, 0, 0, 0},
+    {"activation", PT_SE, 8, 240, 28, 0, 0, 0, 0, 0},
+    {"activation", PT_SE, 8, 672, 14, 0, 0, 0, 0, 0},
+    {"activation", PT_SE, 16, 960, 7, 0, 0, 0, 0, 0},
+    {"activation", PT_SE, 16, 32, 112, 0, 0, 0, 0, 0},
     {"activation", PT_SOFTMAX, 3072, 128, 0, 0, 0, 0, 0, 0},
     {"activation", PT_SOFTMAX, 256, 1000, 0, 0, 0, 0, 0, 0},
     {"pool", PT_MAXPOOL, 2, 64, 112, 0, 3, 2, 0, 0},
@@ -114,6 +141,9 @@ static const struct point sweep[] = {
     {"data movement", PT_TRANSPOSE, 8, 12, 128, 64, 0, 0, 0, 0},
     {"data movement", PT_TRANSPOSE, 2, 4, 256, 32, 0, 0, 0, 0},
     {"data movement", PT_TRANSPOSE, 4, 8, 512, 64, 0, 0, 0, 0},
+    {"data movement", PT_TRANSPOSE, 8, 96, 16, 16, 1, 0, 0, 0},
+    {"data movement", PT_TRANSPOSE, 8, 384, 4, 4, 1, 0, 0, 0},
+    {"data movement", PT_TRANSPOSE, 4, 96, 56, 56, 1, 0, 0, 0},
     {"reduction", PT_REDUCE, 8, 512, 14, 0, 0, 0, 0, 0},
     {"reduction", PT_REDUCE, 4, 64, 56, 0, 0, 0, 0, 0},
 };
@@ -204,6 +234,14 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *p, struct fm
         y = node1(&nn, FM_OP_MATMUL, "layer", NULL, in, 2);
         break;
     }
+    case PT_SE: {
+        int64_t d[4] = {p->a, p->b, p->c, p->c};
+        x = prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 4, d), p->b, 4);
+        fm_tid gap = node1(&nn, FM_OP_GLOBAL_AVGPOOL, "pool", NULL, &x, 1);
+        fm_tid gate = fm_nn_act(&nn, "gate", FM_OP_SIGMOID, gap);
+        y = fm_nn_mul(&nn, "layer", x, gate);
+        break;
+    }
     case PT_BN:
     case PT_ACT:
     case PT_MAXPOOL:
@@ -214,8 +252,8 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *p, struct fm
         x = prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 4, d), p->b, 4);
         if (p->kind == PT_BN) {
             y = fm_nn_bn(&nn, "layer", x, 1e-5);
-        } else if (p->kind == PT_ACT) {
-            y = fm_nn_act(&nn, "layer", p->op, x);
+        } else if (p->kind == PT_ACT) {   /* Clip is ReLU6 (MobileNetV2) */
+            y = p->op == FM_OP_CLIP ? fm_nn_relu6(&nn, "layer", x) : fm_nn_act(&nn, "layer", p->op, x);
         } else if (p->kind == PT_MAXPOOL) {
             y = fm_nn_maxpool(&nn, "layer", x, p->e, p->f, p->e / 2, false);
         } else if (p->kind == PT_GAP) {
@@ -266,6 +304,11 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *p, struct fm
         int64_t d[4] = {p->a, p->b, p->c, p->d};
         x = prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 4, d), p->b, 4);
         int64_t perm[4] = {0, 2, 1, 3};
+        if (p->e == 1) {   /* NCHW to NHWC, as ConvNeXt's LayerNorm and Linear layers want */
+            perm[1] = 2;
+            perm[2] = 3;
+            perm[3] = 1;
+        }
         memcpy(a.ints, perm, sizeof(perm));
         a.nints = 4;
         y = node1(&nn, FM_OP_TRANSPOSE, "layer", &a, &x, 1);

@@ -26,18 +26,17 @@
 
 /* ---- kinds ---- */
 
-/* The kinds fm_calib_kind gives; "" (the whole class) is valid too. */
+/* The kinds of convolutions fm_calib_kind gives; every other op's kind is its display name
+ * ("BatchNorm", "LayerNorm", "GELU"), and "" is the whole class. */
 enum { KIND_DENSE, KIND_POINTWISE, KIND_DEPTHWISE, KIND_GROUPED };
 static const char *const kinds[] = {[KIND_DENSE] = "dense", [KIND_POINTWISE] = "pointwise",
                                     [KIND_DEPTHWISE] = "depthwise", [KIND_GROUPED] = "grouped"};
-static const char known_kinds[] = "\"\", dense, pointwise, depthwise or grouped";
+static const char known_kinds[] =
+    "\"\", dense, pointwise, depthwise, grouped or an op's name: letters, digits and _";
 
-static bool kind_valid(const char *kind)
+/* One of the convolutions' kinds. */
+static bool conv_kind(const char *kind)
 {
-    if (!memchr(kind, '\0', FM_CALIB_KIND_MAX))
-        return false;
-    if (!*kind)
-        return true;
     for (size_t i = 0; i < FM_COUNT_OF(kinds); i++) {
         if (strcmp(kind, kinds[i]) == 0)
             return true;
@@ -45,12 +44,34 @@ static bool kind_valid(const char *kind)
     return false;
 }
 
+static bool kind_valid(const char *kind)
+{
+    if (!memchr(kind, '\0', FM_CALIB_KIND_MAX))
+        return false;
+    for (const char *p = kind; *p; p++) {
+        bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                  (*p >= '0' && *p <= '9') || *p == '_';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 void fm_calib_kind(const struct fm_graph *graph, fm_nid node, char kind[FM_CALIB_KIND_MAX])
 {
     kind[0] = '\0';
     const struct fm_node *n = graph ? fm_graph_node(graph, node) : NULL;
-    if (!n || (n->op != FM_OP_CONV && n->op != FM_OP_CONV_TRANSPOSE))
+    if (!n)
         return;
+    if (n->op != FM_OP_CONV && n->op != FM_OP_CONV_TRANSPOSE) {
+        /* the op's own fit where the sweep timed it (BatchNorm and LayerNorm, ReLU and GELU
+         * cost differently per byte); the class's where it did not */
+        const char *name = n->op == FM_OP_UNKNOWN ? "" : fm_op_name(n->op);
+        snprintf(kind, FM_CALIB_KIND_MAX, "%s", name ? name : "");
+        if (!kind_valid(kind))
+            kind[0] = '\0';
+        return;
+    }
     const struct fm_tensor *x = n->n_in > 0 ? fm_graph_tensor(graph, n->in[0]) : NULL;
     const struct fm_tensor *w = n->n_in > 1 ? fm_graph_tensor(graph, n->in[1]) : NULL;
     bool w_known = w && w->shape_known && w->shape.rank >= 3;
@@ -375,12 +396,43 @@ enum fm_status fm_calibration_fit(struct fm_ctx *ctx, const struct fm_calib_samp
         if (st)
             return st;
     }
-    const struct fm_calib_sample **rows = fm_alloc(ctx, n * sizeof(*rows));
-    if (!rows)
-        return fm_error(ctx, FM_ERR_NOMEM, "out of memory fitting the calibration");
+    /* every sample of a kind also counts for its whole class (kind ""): the fallback of an op
+     * of the class that the samples have no kind for */
+    size_t n_kinded = 0;
     for (size_t i = 0; i < n; i++)
+        n_kinded += samples[i].kind[0] != '\0';
+    struct fm_calib_sample *whole = n_kinded ? fm_alloc(ctx, n_kinded * sizeof(*whole)) : NULL;
+    const struct fm_calib_sample **rows = fm_alloc(ctx, (n + n_kinded) * sizeof(*rows));
+    if (!rows || (n_kinded && !whole)) {
+        fm_dealloc(ctx, rows);
+        fm_dealloc(ctx, whole);
+        return fm_error(ctx, FM_ERR_NOMEM, "out of memory fitting the calibration");
+    }
+    for (size_t i = 0, k = 0; i < n; i++) {
         rows[i] = &samples[i];
+        if (samples[i].kind[0]) {
+            whole[k] = samples[i];
+            whole[k].kind[0] = '\0';
+            rows[n + k] = &whole[k];
+            k++;
+        }
+    }
+    n += n_kinded;
     qsort(rows, n, sizeof(*rows), sample_cmp);
+    /* an op's own kind (not one of the convolutions' four) is fitted only from enough samples
+     * to leave the fit a degree of freedom: from three, a three-term fit is exact and
+     * extrapolates anywhere; such an op falls back to its whole class */
+    size_t kept = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && same_key(rows[i], rows[j]))
+            j++;
+        bool op_kind = rows[i]->kind[0] && !conv_kind(rows[i]->kind);
+        for (size_t k = i; k < j && !(op_kind && j - i < FM_CALIB_MIN_OP_POINTS); k++)
+            rows[kept++] = rows[k];
+        i = j;
+    }
+    n = kept;
     size_t groups = 0;
     for (size_t i = 0; i < n; i++)
         groups += i == 0 || !same_key(rows[i - 1], rows[i]);
@@ -388,6 +440,7 @@ enum fm_status fm_calibration_fit(struct fm_ctx *ctx, const struct fm_calib_samp
     enum fm_status st = calib_new(ctx, meta, groups, &c);
     if (st) {
         fm_dealloc(ctx, rows);
+        fm_dealloc(ctx, whole);
         return st;
     }
     c->source[0] = '\0';   /* fitted, not read from a file */
@@ -404,6 +457,7 @@ enum fm_status fm_calibration_fit(struct fm_ctx *ctx, const struct fm_calib_samp
         i = j;
     }
     fm_dealloc(ctx, rows);
+    fm_dealloc(ctx, whole);
     *out = c;
     return FM_OK;
 }
