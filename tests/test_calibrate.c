@@ -267,6 +267,43 @@ static void test_measure_calibrated(void **unused)
     free(err);
 }
 
+/* A calibration file is a device file too: `device NAME --devices FILE` shows the machine with
+ * the probed peak and bandwidth the file states and says where it came from, and `predict
+ * --devices FILE` with no --device predicts on it, calibrated, without a probe. */
+static void test_calibration_is_a_device(void **unused)
+{
+    (void)unused;
+    cal_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_calibration *cal;
+    FM_ASSERT_OK(ctx, fm_calibration_load(ctx, cal_path, &cal));
+    struct fm_devices *devs;
+    FM_ASSERT_OK(ctx, fm_devices_load(ctx, cal_path, &devs));
+    const struct fm_device *d = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, cal->device, &d));
+    assert_string_equal(d->name, cal->device);
+    assert_string_equal(d->kind, "cpu");
+    assert_true(d->peak_vector[FM_PREC_FP32] == cal->peak);
+    assert_true(d->mem_bw == cal->bandwidth);
+    assert_non_null(strstr(d->source, "flopmeter calibrate"));
+    char args[600], *out = NULL, *err = NULL;
+    snprintf(args, sizeof(args), "predict resnet18 --batch 2 --devices %s --format json",
+             cal_path);
+    int rc = test_run_cli(args, &out, &err);
+    if (rc != 0)
+        fail_msg("predict --devices CALIBRATION failed (%d): %s", rc, err);
+    char want[200];
+    snprintf(want, sizeof(want), "\"device\": \"%s\"", cal->device);
+    assert_non_null(strstr(out, want));
+    assert_non_null(strstr(out, "\"calibration\": {"));
+    assert_non_null(strstr(out, "\"t_calibrated_s\""));
+    free(out);
+    free(err);
+    fm_devices_free(devs);
+    fm_calibration_free(cal);
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_calibrate_file),
         cmocka_unit_test(test_predict_calibrated),
         cmocka_unit_test(test_measure_calibrated),
+        cmocka_unit_test(test_calibration_is_a_device),
     };
     return cmocka_run_group_tests(tests, make_calibration, remove_calibration);
 }

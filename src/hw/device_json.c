@@ -139,6 +139,38 @@ enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *d
 
 /* ---- reading ---- */
 
+/* A calibration file (flopmeter calibrate) read as a device file is one device: the machine it
+ * was made on, with the peak and bandwidth its probe measured. */
+static enum fm_status add_calibration(struct fm_devices *devs, const char *path)
+{
+    struct fm_calibration *cal = NULL;
+    enum fm_status st = fm_calibration_load(devs->ctx, path, &cal);
+    if (st)
+        return st;
+    char source[400];
+    snprintf(source, sizeof(source), "flopmeter calibrate on %s (%s, %d threads, %s): peak and "
+             "bandwidth as its probe measured them",
+             cal->date[0] ? cal->date : "an unknown date", cal->backend, cal->threads,
+             fm_precision_name(cal->precision));
+    struct fm_device d;
+    memset(&d, 0, sizeof(d));
+    d.name = cal->device;
+    d.aliases = "";
+    d.kind = strcmp(cal->backend, "cpu") == 0 ? "cpu" : "gpu";
+    d.peak_vector[cal->precision] = cal->peak;
+    d.peak_vector[FM_PREC_FP32] = d.peak_vector[FM_PREC_FP32] > 0 ? d.peak_vector[FM_PREC_FP32]
+                                                                    : cal->peak;
+    d.mem_bw = cal->bandwidth;
+    d.source = source;
+    d.measured = true;
+    struct fm_device owned;
+    st = fm_hw_copy(&devs->arena, &d, path, &owned);
+    if (!st)
+        st = fm_hw_put(devs, fm_hw_lookup(devs, cal->device), &owned);
+    fm_calibration_free(cal);
+    return st;
+}
+
 enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path)
 {
     char *text = NULL;
@@ -146,7 +178,10 @@ enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path)
     enum fm_status st = fm_read_text(devs->ctx, path, "device file", &text, &len);
     if (st)
         return st;
-    st = fm_devices_add_json(devs, text, len, path);
+    if (strstr(text, "\"flopmeter-calibration\""))
+        st = add_calibration(devs, path);
+    else
+        st = fm_devices_add_json(devs, text, len, path);
     fm_dealloc(devs->ctx, text);
     return st;
 }

@@ -3,6 +3,9 @@
  * data parallelism. It runs nothing: flopmeter measure times the real thing. */
 #include "cli.h"
 
+#include <stdio.h>
+#include <string.h>
+
 static const char description[] =
     "Predicts the time of every layer's phases from its counted FLOPs and bytes (PALEO, Qi et\n"
     "al. 2017): t_compute = FLOPs / (ceiling x PPP_compute), t_memory = bytes / (bandwidth x\n"
@@ -29,7 +32,9 @@ static const char description[] =
     "'calibrated' ('*' where the file has no fit for the layer's op class and phase, so the\n"
     "cold PALEO time stands in), CSV columns t_calibrated_s and calibration, JSON keys\n"
     "t_calibrated_s per layer phase and step, and run.step_s.calibrated. Without --device the\n"
-    "device is the file's (this machine: cpu or cuda).\n\n"
+    "device is the file's (this machine: cpu or cuda). A calibration file is also a device\n"
+    "file: --devices FILE adds its device (named as the file says, with its probed peak and\n"
+    "bandwidth) and calibrates the prediction.\n\n"
     "examples:\n"
     "  flopmeter predict resnet50 --device a100 --batch 256 --dataset-size 1281167 --epochs 90\n"
     "  flopmeter predict vgg16 --device k80 --infer --precision fp32 --ppp-compute 1 "
@@ -90,14 +95,31 @@ int cmd_predict(int argc, char **argv)
     struct fm_calibration *cal = NULL;
     struct fm_session_opts so;
     struct cli_bindings b;
+    /* a calibration file is also a device: --devices FILE names its device and, without
+     * --calibration, calibrates the prediction */
+    bool cal_as_devices = false;
+    if (!calibration && d.devices_file) {
+        FILE *f = fopen(d.devices_file, "r");
+        char head[4096] = "";
+        if (f) {
+            head[fread(head, 1, sizeof(head) - 1, f)] = '\0';
+            fclose(f);
+        }
+        if (strstr(head, "\"flopmeter-calibration\"")) {
+            calibration = d.devices_file;
+            cal_as_devices = true;
+        }
+    }
     if (calibration) {
         enum fm_status cst = fm_calibration_load(ctx, calibration, &cal);
         if (cst) {
             r = cli_fail(ctx, cst);
             goto out;
         }
-        if (!d.device)   /* the device the file was made on: this machine's CPU or GPU */
-            d.device = cal->backend;
+        /* the device the file was made on: its entry when the file is also --devices, else
+         * this machine's CPU or GPU, probed */
+        if (!d.device)
+            d.device = cal_as_devices ? cal->device : cal->backend;
     }
     fm_session_opts_init(&so, FM_TASK_PREDICT);
     so.model = pos[0];
