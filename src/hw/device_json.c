@@ -139,38 +139,6 @@ enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *d
 
 /* ---- reading ---- */
 
-/* A calibration file (flopmeter calibrate) read as a device file is one device: the machine it
- * was made on, with the peak and bandwidth its probe measured. */
-static enum fm_status add_calibration(struct fm_devices *devs, const char *path)
-{
-    struct fm_calibration *cal = NULL;
-    enum fm_status st = fm_calibration_load(devs->ctx, path, &cal);
-    if (st)
-        return st;
-    char source[400];
-    snprintf(source, sizeof(source), "flopmeter calibrate on %s (%s, %d threads, %s): peak and "
-             "bandwidth as its probe measured them",
-             cal->date[0] ? cal->date : "an unknown date", cal->backend, cal->threads,
-             fm_precision_name(cal->precision));
-    struct fm_device d;
-    memset(&d, 0, sizeof(d));
-    d.name = cal->device;
-    d.aliases = "";
-    d.kind = strcmp(cal->backend, "cpu") == 0 ? "cpu" : "gpu";
-    d.peak_vector[cal->precision] = cal->peak;
-    d.peak_vector[FM_PREC_FP32] = d.peak_vector[FM_PREC_FP32] > 0 ? d.peak_vector[FM_PREC_FP32]
-                                                                    : cal->peak;
-    d.mem_bw = cal->bandwidth;
-    d.source = source;
-    d.measured = true;
-    struct fm_device owned;
-    st = fm_hw_copy(&devs->arena, &d, path, &owned);
-    if (!st)
-        st = fm_hw_put(devs, fm_hw_lookup(devs, cal->device), &owned);
-    fm_calibration_free(cal);
-    return st;
-}
-
 enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path)
 {
     char *text = NULL;
@@ -178,10 +146,7 @@ enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path)
     enum fm_status st = fm_read_text(devs->ctx, path, "device file", &text, &len);
     if (st)
         return st;
-    if (strstr(text, "\"flopmeter-calibration\""))
-        st = add_calibration(devs, path);
-    else
-        st = fm_devices_add_json(devs, text, len, path);
+    st = fm_devices_add_json(devs, text, len, path);
     fm_dealloc(devs->ctx, text);
     return st;
 }
@@ -407,6 +372,52 @@ static bool any_peak(const struct fm_device *d)
     return false;
 }
 
+/* A calibration file (flopmeter calibrate, docs/calibration.md) read as a device file is one
+ * device: the machine it was made on, with the peak and bandwidth its probe measured. Only the
+ * header is read here; using the file as a calibration reads (and checks) all of it. */
+static enum fm_status add_calibration(struct fm_devices *devs, const cJSON *root,
+                                      const char *org)
+{
+    struct fm_ctx *ctx = devs->ctx;
+    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
+    const cJSON *backend = cJSON_GetObjectItemCaseSensitive(root, "backend");
+    const cJSON *threads = cJSON_GetObjectItemCaseSensitive(root, "threads");
+    const cJSON *prec = cJSON_GetObjectItemCaseSensitive(root, "precision");
+    const cJSON *date = cJSON_GetObjectItemCaseSensitive(root, "date");
+    const cJSON *peak = cJSON_GetObjectItemCaseSensitive(root, "peak_flops");
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(root, "bandwidth_bytes_per_s");
+    enum fm_precision p = FM_PREC_FP32;
+    if (!cJSON_IsString(dev) || !*dev->valuestring || !cJSON_IsString(backend) ||
+        !cJSON_IsNumber(threads) || !cJSON_IsString(prec) ||
+        !fm_precision_parse(prec->valuestring, &p))
+        return fm_error(ctx, FM_ERR_PARSE, "%s: a calibration file needs \"device\", "
+                        "\"backend\" and \"precision\" strings and a \"threads\" number to be "
+                        "read as a device (docs/calibration.md)", org);
+    if (!cJSON_IsNumber(peak) || !(peak->valuedouble > 0) || !cJSON_IsNumber(bw) ||
+        !(bw->valuedouble > 0))
+        return fm_error(ctx, FM_ERR_PARSE, "%s: a calibration file read as a device needs "
+                        "\"peak_flops\" and \"bandwidth_bytes_per_s\" above 0 (the probe's "
+                        "figures flopmeter calibrate writes)", org);
+    char source[400];
+    snprintf(source, sizeof(source), "flopmeter calibrate on %s (%s, %d threads, %s): peak and "
+             "bandwidth as its probe measured them",
+             cJSON_IsString(date) ? date->valuestring : "an unknown date", backend->valuestring,
+             (int)threads->valuedouble, fm_precision_name(p));
+    struct fm_device d;
+    memset(&d, 0, sizeof(d));
+    d.name = dev->valuestring;
+    d.aliases = "";
+    d.kind = strcmp(backend->valuestring, "cpu") == 0 ? "cpu" : "gpu";
+    d.peak_vector[p] = peak->valuedouble;
+    d.peak_vector[FM_PREC_FP32] = peak->valuedouble;
+    d.mem_bw = bw->valuedouble;
+    d.source = source;
+    d.measured = true;
+    struct fm_device owned;
+    enum fm_status st = fm_hw_copy(&devs->arena, &d, org, &owned);
+    return st ? st : fm_hw_put(devs, fm_hw_lookup(devs, d.name), &owned);
+}
+
 enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, size_t len,
                                    const char *origin)
 {
@@ -431,6 +442,11 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
                         "%s: not valid JSON (the error is on or before line %d); a device file "
                         "is {\"devices\": [{\"name\": ...}, ...]}, see docs/devices.md",
                         org, line);
+    }
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (cJSON_IsString(fmt) && strcmp(fmt->valuestring, "flopmeter-calibration") == 0) {
+        st = add_calibration(devs, root, org);
+        goto out;
     }
     const cJSON *list = root;
     if (cJSON_IsObject(root)) {
