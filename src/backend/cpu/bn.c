@@ -129,6 +129,31 @@ out:
     return st;
 }
 
+/* The backward primitive of a normalization (BatchNorm's, LayerNorm's: the same arguments) and
+ * the ends of its three gradient sinks (input, scale, shift). */
+enum fm_status fm_cpu_norm_bwd_add(struct fm_cpu *s, fm_nid id, dnnl_primitive_desc_t pd,
+                                   const struct fm_cpu_norm_bwd *b, struct fm_cpu_sink *sinks[3])
+{
+    struct fm_cpu_arg args[9] = {{DNNL_ARG_SRC, b->x},
+                                 {DNNL_ARG_MEAN, b->mean},
+                                 {DNNL_ARG_VARIANCE, b->var},
+                                 {DNNL_ARG_DIFF_DST, b->dy},
+                                 {DNNL_ARG_DIFF_SRC, b->dx}};
+    int na = 5;
+    if (b->scale)
+        args[na++] = (struct fm_cpu_arg){DNNL_ARG_SCALE, b->scale};
+    if (b->shift)
+        args[na++] = (struct fm_cpu_arg){DNNL_ARG_SHIFT, b->shift};
+    if (b->dscale)
+        args[na++] = (struct fm_cpu_arg){DNNL_ARG_DIFF_SCALE, b->dscale};
+    if (b->dshift)
+        args[na++] = (struct fm_cpu_arg){DNNL_ARG_DIFF_SHIFT, b->dshift};
+    enum fm_status st = fm_cpu_add_prim(s, id, FM_PHASE_BWD_DATA, pd, args, na);
+    for (int k = 0; k < 3 && !st; k++)
+        st = fm_cpu_sink_end(s, sinks[k]);
+    return st;
+}
+
 enum fm_status fm_cpu_bn_bwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
@@ -170,28 +195,10 @@ enum fm_status fm_cpu_bn_bwd(struct fm_cpu *s, fm_nid id)
     if (st)
         goto out;
     {
-        struct fm_cpu_arg args[10] = {{DNNL_ARG_SRC, s->t[n->in[0]].val_mem},
-                                      {DNNL_ARG_MEAN, p->mean},
-                                      {DNNL_ARG_VARIANCE, p->var},
-                                      {DNNL_ARG_DIFF_DST, m_dd},
-                                      {DNNL_ARG_DIFF_SRC, m_dx}};
-        int na = 5;
-        if (p->scale)
-            args[na++] = (struct fm_cpu_arg){DNNL_ARG_SCALE, p->scale};
-        if (p->shift)
-            args[na++] = (struct fm_cpu_arg){DNNL_ARG_SHIFT, p->shift};
-        if (m_ds)
-            args[na++] = (struct fm_cpu_arg){DNNL_ARG_DIFF_SCALE, m_ds};
-        if (m_dh)
-            args[na++] = (struct fm_cpu_arg){DNNL_ARG_DIFF_SHIFT, m_dh};
-        st = fm_cpu_add_prim(s, id, FM_PHASE_BWD_DATA, pd, args, na);
+        const struct fm_cpu_norm_bwd b = {s->t[n->in[0]].val_mem, p->mean, p->var, p->scale,
+                                          p->shift, m_dd, m_dx, m_ds, m_dh};
+        st = fm_cpu_norm_bwd_add(s, id, pd, &b, (struct fm_cpu_sink *[]){&skx, &sks, &skh});
     }
-    if (!st)
-        st = fm_cpu_sink_end(s, &skx);
-    if (!st)
-        st = fm_cpu_sink_end(s, &sks);
-    if (!st)
-        st = fm_cpu_sink_end(s, &skh);
 out:
     return st;
 }

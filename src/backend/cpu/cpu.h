@@ -206,6 +206,13 @@ enum fm_status fm_cpu_sink_begin(struct fm_cpu *s, fm_nid node, enum fm_phase ph
                                  const dnnl_memory_desc_t *md, struct fm_cpu_sink *sk,
                                  dnnl_memory_t *out);
 enum fm_status fm_cpu_sink_end(struct fm_cpu *s, struct fm_cpu_sink *sk);
+/* The memories of a normalization's backward (bn.c): NULL scale/shift and their gradients are
+ * left out of the primitive's arguments. */
+struct fm_cpu_norm_bwd {
+    dnnl_memory_t x, mean, var, scale, shift, dy, dx, dscale, dshift;
+};
+enum fm_status fm_cpu_norm_bwd_add(struct fm_cpu *s, fm_nid id, dnnl_primitive_desc_t pd,
+                                   const struct fm_cpu_norm_bwd *b, struct fm_cpu_sink *sinks[3]);
 /* Adds (or copies, for the first delivery) src into tid's gradient; src may have other dims
  * with the same element count (row-major order). */
 enum fm_status fm_cpu_sink_from(struct fm_cpu *s, fm_nid node, enum fm_phase phase, fm_tid tid,

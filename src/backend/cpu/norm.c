@@ -181,28 +181,10 @@ static enum fm_status ln_bwd(struct fm_cpu *s, fm_nid id)
     if (st)
         goto out;
     {
-        struct fm_cpu_arg args[10] = {{DNNL_ARG_SRC, p->x},
-                                      {DNNL_ARG_MEAN, p->mean},
-                                      {DNNL_ARG_VARIANCE, p->var},
-                                      {DNNL_ARG_DIFF_DST, m_dd},
-                                      {DNNL_ARG_DIFF_SRC, m_dx}};
-        int na = 5;
-        if (p->scale)
-            args[na++] = (struct fm_cpu_arg){DNNL_ARG_SCALE, p->scale};
-        if (p->shift)
-            args[na++] = (struct fm_cpu_arg){DNNL_ARG_SHIFT, p->shift};
-        if (m_ds)
-            args[na++] = (struct fm_cpu_arg){DNNL_ARG_DIFF_SCALE, m_ds};
-        if (m_dh)
-            args[na++] = (struct fm_cpu_arg){DNNL_ARG_DIFF_SHIFT, m_dh};
-        st = fm_cpu_add_prim(s, id, FM_PHASE_BWD_DATA, pd, args, na);
+        const struct fm_cpu_norm_bwd b = {p->x, p->mean, p->var, p->scale,
+                                          p->shift, m_dd, m_dx, m_ds, m_dh};
+        st = fm_cpu_norm_bwd_add(s, id, pd, &b, (struct fm_cpu_sink *[]){&skx, &sks, &skh});
     }
-    if (!st)
-        st = fm_cpu_sink_end(s, &skx);
-    if (!st)
-        st = fm_cpu_sink_end(s, &sks);
-    if (!st)
-        st = fm_cpu_sink_end(s, &skh);
 out:
     return st;
 }
