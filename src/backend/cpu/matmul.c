@@ -623,19 +623,20 @@ static enum fm_status input_term(struct fm_cpu *s, fm_nid id, enum fm_phase ph, 
     return fm_cpu_input_plain(s, id, ph, tid, grad, &t->mem);
 }
 
-static enum fm_status product_fwd(struct fm_cpu *s, fm_nid id)
+/* The labelled terms of a product (t[0], t[1] the operands, t[2] the result; Gemm's C in *c),
+ * its scale (Gemm's alpha) and operand count (an Einsum may have one). */
+static int product_terms(struct fm_cpu *s, const struct fm_node *n, struct term t[3],
+                         struct term *c, float *scale, bool *has_c)
 {
-    const struct fm_node *n = fm_graph_node(s->g, id);
-    struct term t[3], c;   /* operands, result */
-    float scale = 1.0f;
     int nops = 2;
-    bool has_c = false;
+    *scale = 1.0f;
+    *has_c = false;
     if (n->op == FM_OP_MATMUL) {
         matmul_labels(s, n, &t[0], &t[1], &t[2]);
     } else if (n->op == FM_OP_GEMM) {
-        gemm_labels(s, n, &t[0], &t[1], &c, &t[2]);
-        scale = (float)n->attrs.alpha;
-        has_c = n->n_in > 2 && n->in[2] != FM_NONE;
+        gemm_labels(s, n, &t[0], &t[1], c, &t[2]);
+        *scale = (float)n->attrs.alpha;
+        *has_c = n->n_in > 2 && n->in[2] != FM_NONE;
     } else {
         int lab[3][MM_MAXD], rank[3];
         nops = einsum_labels(n, lab, rank);
@@ -643,6 +644,16 @@ static enum fm_status product_fwd(struct fm_cpu *s, fm_nid id)
             term_of(s, n->in[o], lab[o], NULL, &t[o]);
         term_of(s, n->out[0], lab[2], NULL, &t[2]);
     }
+    return nops;
+}
+
+static enum fm_status product_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    struct term t[3], c;   /* operands, result */
+    float scale;
+    bool has_c;
+    int nops = product_terms(s, n, t, &c, &scale, &has_c);
     enum fm_status st = FM_OK;
     for (int o = 0; o < nops && !st; o++)
         st = input_term(s, id, FM_PHASE_FWD, n->in[o], false, &t[o]);
@@ -665,22 +676,9 @@ static enum fm_status product_bwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
     struct term t[3], c, dy;
-    float scale = 1.0f;
-    int nops = 2;
-    bool has_c = false;
-    if (n->op == FM_OP_MATMUL) {
-        matmul_labels(s, n, &t[0], &t[1], &t[2]);
-    } else if (n->op == FM_OP_GEMM) {
-        gemm_labels(s, n, &t[0], &t[1], &c, &t[2]);
-        scale = (float)n->attrs.alpha;
-        has_c = n->n_in > 2 && n->in[2] != FM_NONE;
-    } else {
-        int lab[3][MM_MAXD], rank[3];
-        nops = einsum_labels(n, lab, rank);
-        for (int o = 0; o < nops; o++)
-            term_of(s, n->in[o], lab[o], NULL, &t[o]);
-        term_of(s, n->out[0], lab[2], NULL, &t[2]);
-    }
+    float scale;
+    bool has_c;
+    int nops = product_terms(s, n, t, &c, &scale, &has_c);
     dy = t[2];
     enum fm_status st = FM_OK;
     for (int o = 0; o < nops; o++) {
