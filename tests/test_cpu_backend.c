@@ -247,6 +247,18 @@ static fm_tid b_conv_dw(struct fm_nn *nn, fm_tid x)
 {
     return fm_nn_conv(nn, "dw", x, 8, 3, 1, 1, 8, false);
 }
+static fm_tid b_conv_dw_large(struct fm_nn *nn, fm_tid x)
+{   /* 20 channels in oneDNN's blocked layout (padded to the block), then depthwise 5x3 strided
+     * and 5x5 dilated filters with biases: flopmeter's own weight gradient */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 20, 1, 1, 0, 1, false);
+    fm_tid a = fm_nn_conv_full(nn, "dw5x3", c, 20, 5, 3, 2, 1, 2, 1, 1, 20, true);
+    return fm_nn_conv_full(nn, "dw5", a, 20, 5, 5, 1, 1, 3, 3, 2, 20, true);
+}
+static fm_tid b_hardswish_padded(struct fm_nn *nn, fm_tid x)
+{   /* Hardswish over 24 channels padded to the 16-channel block: its backward runs over the
+     * whole buffer seen as one vector */
+    return fm_nn_act(nn, "hs", FM_OP_HARDSWISH, fm_nn_conv(nn, "conv", x, 24, 3, 1, 1, 1, true));
+}
 static fm_tid b_conv_1x1(struct fm_nn *nn, fm_tid x)
 {   /* asymmetric kernel and stride */
     return fm_nn_conv_full(nn, "conv", x, 16, 1, 3, 2, 1, 0, 1, 1, 1, false);
@@ -343,6 +355,12 @@ static fm_tid b_add_bcast(struct fm_nn *nn, fm_tid x)
     fm_tid b = add_param(nn->ctx, nn->g, "b", SHAPE(4, 1, 1));
     return fm_nn_add(nn, "add", x, b);
 }
+static fm_tid b_add_mul_rows(struct fm_nn *nn, fm_tid x)
+{   /* (N,C,H,W) + b (W), then * g (H,W): gradients summed over the leading dims */
+    fm_tid b = add_param(nn->ctx, nn->g, "b", SHAPE(3));
+    fm_tid g = add_param(nn->ctx, nn->g, "g", SHAPE(3, 3));
+    return fm_nn_mul(nn, "mul", fm_nn_add(nn, "add", x, b), g);
+}
 static fm_tid b_add_self(struct fm_nn *nn, fm_tid x)
 {   /* one tensor twice: its gradient is delivered twice and must add up */
     return fm_nn_add(nn, "add", x, x);
@@ -351,6 +369,14 @@ static fm_tid b_mul_se(struct fm_nn *nn, fm_tid x)
 {   /* squeeze-excitation: s (N,C,1,1) first, broadcast over x's H and W */
     fm_tid s = add_param(nn->ctx, nn->g, "s", SHAPE(2, 4, 1, 1));
     return fm_nn_mul(nn, "mul", s, x);
+}
+static fm_tid b_mul_se_blocked(struct fm_nn *nn, fm_tid x)
+{   /* x * s with s (N,C,1,1) from the block itself, x a 20-channel convolution's output in
+     * oneDNN's blocked layout (channels padded to the block): flopmeter's own plane scaling */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 20, 3, 1, 1, 1, true);
+    fm_tid p = fm_nn_adaptive_avgpool(nn, "pool", c, 1, 1);
+    fm_tid e = fm_nn_act(nn, "sig", FM_OP_SIGMOID, fm_nn_conv(nn, "fc", p, 20, 1, 1, 0, 1, true));
+    return fm_nn_mul(nn, "mul", c, e);
 }
 static fm_tid b_mul_same(struct fm_nn *nn, fm_tid x)
 {
@@ -390,6 +416,7 @@ static fm_tid b_flatten_linear(struct fm_nn *nn, fm_tid x)
 
 FD_TEST(fd_conv_grouped_strided_dilated, VAL_NORMAL, b_conv, 2, 4, 9, 9)
 FD_TEST(fd_conv_depthwise, VAL_NORMAL, b_conv_dw, 2, 8, 6, 6)
+FD_TEST(fd_conv_depthwise_large, VAL_NORMAL, b_conv_dw_large, 2, 3, 7, 6)
 FD_TEST(fd_conv_asymmetric, VAL_NORMAL, b_conv_1x1, 2, 3, 5, 6)
 FD_TEST(fd_linear, VAL_NORMAL, b_linear, 3, 12)
 FD_TEST(fd_batchnorm, VAL_NORMAL, b_bn, 2, 3, 4, 4)
@@ -403,6 +430,7 @@ FD_TEST(fd_silu, VAL_NORMAL, b_silu, 2, 3, 4, 4)
 FD_TEST(fd_gelu, VAL_NORMAL, b_gelu, 2, 3, 4, 4)
 FD_TEST(fd_gelu_tanh, VAL_NORMAL, b_gelu_tanh, 2, 3, 4, 4)
 FD_TEST(fd_hardswish, VAL_AWAY_FROM_KINKS, b_hardswish, 2, 3, 4, 4)
+FD_TEST(fd_hardswish_padded, VAL_AWAY_FROM_KINKS, b_hardswish_padded, 2, 3, 4, 4)
 FD_TEST(fd_hardsigmoid, VAL_AWAY_FROM_KINKS, b_hardsigmoid, 2, 3, 4, 4)
 FD_TEST(fd_maxpool_ceil, VAL_DISTINCT, b_maxpool, 2, 3, 7, 7)
 FD_TEST(fd_avgpool_count_pad, VAL_NORMAL, b_avgpool_pad, 2, 3, 7, 7)
@@ -412,8 +440,10 @@ FD_TEST(fd_adaptive_avgpool_even, VAL_NORMAL, b_adaptive_even, 2, 3, 6, 6)
 FD_TEST(fd_global_avgpool, VAL_NORMAL, b_global_avg, 2, 3, 4, 5)
 FD_TEST(fd_global_maxpool, VAL_DISTINCT, b_global_max, 2, 3, 4, 5)
 FD_TEST(fd_add_broadcast, VAL_NORMAL, b_add_bcast, 2, 4, 3, 3)
+FD_TEST(fd_add_mul_rows, VAL_NORMAL, b_add_mul_rows, 2, 4, 3, 3)
 FD_TEST(fd_add_self, VAL_NORMAL, b_add_self, 2, 4, 3, 3)
 FD_TEST(fd_mul_squeeze_excitation, VAL_NORMAL, b_mul_se, 2, 4, 3, 3)
+FD_TEST(fd_mul_se_blocked, VAL_NORMAL, b_mul_se_blocked, 3, 3, 5, 5)
 FD_TEST(fd_mul_same_shape, VAL_NORMAL, b_mul_same, 2, 4, 3, 3)
 FD_TEST(fd_two_users, VAL_NORMAL, b_two_users, 2, 4, 3, 3)
 FD_TEST(fd_concat_plain, VAL_NORMAL, b_concat_plain, 2, 4, 3, 3)
@@ -1010,6 +1040,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fd_conv_grouped_strided_dilated),
         cmocka_unit_test(fd_conv_depthwise),
+        cmocka_unit_test(fd_conv_depthwise_large),
         cmocka_unit_test(fd_conv_asymmetric),
         cmocka_unit_test(fd_linear),
         cmocka_unit_test(fd_batchnorm),
@@ -1023,6 +1054,7 @@ int main(void)
         cmocka_unit_test(fd_gelu),
         cmocka_unit_test(fd_gelu_tanh),
         cmocka_unit_test(fd_hardswish),
+        cmocka_unit_test(fd_hardswish_padded),
         cmocka_unit_test(fd_hardsigmoid),
         cmocka_unit_test(fd_maxpool_ceil),
         cmocka_unit_test(fd_avgpool_count_pad),
@@ -1032,8 +1064,10 @@ int main(void)
         cmocka_unit_test(fd_global_avgpool),
         cmocka_unit_test(fd_global_maxpool),
         cmocka_unit_test(fd_add_broadcast),
+        cmocka_unit_test(fd_add_mul_rows),
         cmocka_unit_test(fd_add_self),
         cmocka_unit_test(fd_mul_squeeze_excitation),
+        cmocka_unit_test(fd_mul_se_blocked),
         cmocka_unit_test(fd_mul_same_shape),
         cmocka_unit_test(fd_two_users),
         cmocka_unit_test(fd_concat_plain),
