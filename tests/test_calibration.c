@@ -1037,6 +1037,82 @@ static void test_predict_calibrated_batch(void **state)
     fm_ctx_free(ctx);
 }
 
+/* A backend that computes both gradients of a normalization in one kernel reports their time
+ * as input gradients, and calibrate fits that entry on the work of both: a calibration with a
+ * bwd_data entry and no bwd_weight one for a class times both there, and weight gradients get
+ * no time of their own (all of it when the layer has no input gradient). */
+static void test_predict_merged_backward(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "bn2", &g));
+    fm_tid x = tensor(ctx, g, "x", FM_ROLE_INPUT, 4, (const int64_t[]){2, 4, 5, 5});
+    fm_tid y[2];
+    for (int i = 0; i < 2; i++) {
+        char name[16];
+        fm_tid in[5] = {i ? y[0] : x};
+        for (int k = 1; k < 5; k++) {
+            snprintf(name, sizeof(name), "p%d%d", i, k);
+            in[k] = tensor(ctx, g, name, k < 3 ? FM_ROLE_PARAM : FM_ROLE_BUFFER, 1,
+                           (const int64_t[]){4});
+        }
+        struct fm_attrs a;
+        fm_attrs_init(&a);
+        a.eps = 1e-5;
+        snprintf(name, sizeof(name), "bn%d", i);
+        FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_BATCHNORM, name, &a, in, 5, NULL, 1, &y[i]));
+    }
+    FM_ASSERT_OK(ctx, fm_graph_finalize(g));
+    struct fm_counts *c = count(ctx, g, FM_MODE_TRAIN);
+    fm_nid first = node_id(g, "bn0"), second = node_id(g, "bn1");
+    /* the first reads the input, which needs no gradient; both have scale and shift gradients */
+    assert_true(work_flops(c, first, FM_PHASE_BWD_DATA) == 0 &&
+                work_bytes(c, first, FM_PHASE_BWD_DATA) == 0);
+    assert_true(work_flops(c, second, FM_PHASE_BWD_DATA) > 0);
+    assert_true(work_flops(c, first, FM_PHASE_BWD_WEIGHT) > 0);
+    assert_true(work_flops(c, second, FM_PHASE_BWD_WEIGHT) > 0);
+
+    static const struct fm_calib_entry entries[] = {
+        {FM_CLASS_NORM, "", FM_PHASE_FWD, 2e-6, 3e-10, 4e-11, 4, 0.0},
+        {FM_CLASS_NORM, "", FM_PHASE_BWD_DATA, 5e-6, 6e-10, 7e-11, 4, 0.0},
+    };
+    struct fm_calibration cal = meta();
+    cal.version = FM_CALIB_VERSION;
+    cal.n = 2;
+    cal.entries = (struct fm_calib_entry *)entries;
+    struct fm_device dev = test_device();
+    struct fm_predict_opts o;
+    fm_predict_opts_init(&o);
+    o.device = &dev;
+    o.calibration = &cal;
+    struct fm_prediction *p = NULL;
+    FM_ASSERT_OK(ctx, fm_predict(ctx, g, c, &o, &p));
+    const struct fm_calib_entry *e = &entries[1];
+    double both = model(e->fixed_s, e->s_per_flop, e->s_per_byte,
+                        work_flops(c, second, FM_PHASE_BWD_DATA) +
+                            work_flops(c, second, FM_PHASE_BWD_WEIGHT),
+                        work_bytes(c, second, FM_PHASE_BWD_DATA) +
+                            work_bytes(c, second, FM_PHASE_BWD_WEIGHT));
+    assert_true(p->nodes[second][FM_PHASE_BWD_DATA].calibrated);
+    assert_true(p->nodes[second][FM_PHASE_BWD_DATA].t_calibrated == both);
+    assert_true(p->nodes[second][FM_PHASE_BWD_WEIGHT].calibrated);
+    assert_true(p->nodes[second][FM_PHASE_BWD_WEIGHT].t_calibrated == 0);
+    double alone = model(e->fixed_s, e->s_per_flop, e->s_per_byte,
+                         work_flops(c, first, FM_PHASE_BWD_WEIGHT),
+                         work_bytes(c, first, FM_PHASE_BWD_WEIGHT));
+    assert_true(p->nodes[first][FM_PHASE_BWD_WEIGHT].calibrated);
+    assert_true(p->nodes[first][FM_PHASE_BWD_WEIGHT].t_calibrated == alone);
+    /* nothing fell back to the cold rule but the optimizer, which has no entry here */
+    assert_true(p->nodes[first][FM_PHASE_FWD].calibrated);
+    assert_false(p->nodes[first][FM_PHASE_OPTIMIZER].calibrated);
+    assert_int_equal(p->uncalibrated, 2);
+    fm_prediction_free(p);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
 static void test_lookup(void **state)
 {
     (void)state;
@@ -1070,6 +1146,7 @@ int main(void)
         cmocka_unit_test(test_lookup),
         cmocka_unit_test(test_predict_calibrated),
         cmocka_unit_test(test_predict_calibrated_batch),
+        cmocka_unit_test(test_predict_merged_backward),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,10 +88,39 @@ void fm_phase_time_eval(double flops, double bytes, double peak, double bandwidt
  * (then of its class and phase); the optimizer's update, an elementwise kernel whatever the
  * layer, also falls back to the elementwise optimizer entry. Else the cold PALEO time, and the
  * node-phase is counted as uncalibrated. */
-static void calibrate(const struct fm_calibration *cal, enum fm_class cls, const char *kind,
-                      enum fm_phase phase, struct fm_phase_time *t, size_t *uncalibrated)
+/* Whether the calibration timed the two gradients of this class and kind as one kernel: a
+ * backend that computes them together (oneDNN's normalizations) reports their time under input
+ * gradients, and calibrate fits that entry on the work of both; there is then no entry for
+ * weight gradients. */
+static bool merged_bwd(const struct fm_calibration *cal, enum fm_class cls, const char *kind)
 {
-    double s = 0;
+    double s;
+    return fm_calibration_time(cal, cls, kind, FM_PHASE_BWD_DATA, 0, 0, &s) &&
+           !fm_calibration_time(cal, cls, kind, FM_PHASE_BWD_WEIGHT, 0, 0, &s);
+}
+
+/* work: the node's work per phase. A merged entry (merged_bwd) times both gradients under the
+ * input gradients' phase, and the weight gradients then take no time of their own (unless the
+ * node has no input gradients: they then take the time). */
+static void calibrate(const struct fm_calibration *cal, enum fm_class cls, const char *kind,
+                      enum fm_phase phase, const struct fm_work *work, struct fm_phase_time *t,
+                      size_t *uncalibrated)
+{
+    double s = 0, f[2], b[2];
+    for (int k = 0; k < 2; k++) {
+        const struct fm_work *w = &work[k ? FM_PHASE_BWD_WEIGHT : FM_PHASE_BWD_DATA];
+        f[k] = (double)fm_work_flops(w);
+        b[k] = (double)w->bytes_read + (double)w->bytes_written;
+    }
+    if ((phase == FM_PHASE_BWD_DATA || phase == FM_PHASE_BWD_WEIGHT) &&
+        (f[1] > 0 || b[1] > 0) && merged_bwd(cal, cls, kind)) {
+        t->calibrated = true;
+        t->t_calibrated = 0;
+        if (phase == FM_PHASE_BWD_DATA || (f[0] == 0 && b[0] == 0))
+            fm_calibration_time(cal, cls, kind, FM_PHASE_BWD_DATA, f[0] + f[1], b[0] + b[1],
+                                &t->t_calibrated);
+        return;
+    }
     bool hit = fm_calibration_time(cal, cls, kind, phase, t->flops, t->bytes, &s) ||
                (phase == FM_PHASE_OPTIMIZER &&
                 fm_calibration_time(cal, FM_CLASS_ELEMENTWISE, "", phase, t->flops, t->bytes, &s));
@@ -210,7 +239,8 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
             t->precision = prec;
             t->tensor = tensor;
             if (cal)
-                calibrate(cal, cls, kind, (enum fm_phase)ph, t, &fallback[ph]);
+                calibrate(cal, cls, kind, (enum fm_phase)ph,
+                          counts->nodes[id].phase, t, &fallback[ph]);
             accumulate(&p->total[ph], t);
             accumulate(&p->step, t);
             p->kernels++;
