@@ -1281,6 +1281,10 @@ struct fm_calibrate_opts {
     int threads;                   /* CPU threads (0 = all) */
     enum fm_precision precision;   /* default fp32 */
     bool quick;                    /* every other shape and fewer steps: about a minute */
+    const char *leave_out;         /* comma-separated network families whose layer shapes the
+                                      sweep drops (to test accuracy on networks the calibration
+                                      never saw); NULL: none. A family no shape is taken from
+                                      is an error naming those that are. */
     fm_progress_fn progress;       /* "<class>: layers", once per shape */
     void *progress_user;
 };

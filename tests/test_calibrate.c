@@ -201,6 +201,55 @@ static void test_calibrate_file(void **unused)
     fm_ctx_free(ctx);
 }
 
+/* Rows of a samples CSV whose line starts with prefix. */
+static size_t csv_rows(const char *path, const char *prefix)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[512];
+    size_t n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strncmp(line, prefix, strlen(prefix)) == 0;
+    fclose(f);
+    return n;
+}
+
+/* --leave-out drops the sweep shapes taken from the named families: the quick sweep has five
+ * grouped convolutions (two from ResNeXt, two from RegNetY, one generic), each timed in four
+ * phases; without ResNeXt and RegNetY one is left. A family no shape comes from is refused,
+ * naming those that are, before anything runs. */
+static void test_leave_out(void **unused)
+{
+    (void)unused;
+    cal_or_skip();
+    assert_int_equal(csv_rows(csv_path, "conv,grouped,"), 5 * 4);
+    char path[256], csv[256], args[700], *out = NULL, *err = NULL;
+    snprintf(path, sizeof(path), "/tmp/fm_test_leave_out_%d.json", (int)getpid());
+    snprintf(csv, sizeof(csv), "/tmp/fm_test_leave_out_%d.csv", (int)getpid());
+    snprintf(args, sizeof(args),
+             "calibrate --quick --threads 2 --leave-out regnet,resnext -o %s --samples %s", path,
+             csv);
+    int rc = test_run_cli(args, &out, &err);
+    if (rc != 0)
+        fail_msg("calibrate --leave-out: exit %d: %s", rc, err ? err : "");
+    free(out);
+    free(err);
+    assert_int_equal(csv_rows(csv, "conv,grouped,"), 1 * 4);
+    /* the other kinds keep their shapes but those of the two families */
+    assert_int_equal(csv_rows(csv, "conv,dense,"), csv_rows(csv_path, "conv,dense,"));
+    unlink(path);
+    unlink(csv);
+
+    snprintf(args, sizeof(args), "calibrate --leave-out regnet,googlenet -o %s", path);
+    rc = test_run_cli(args, &out, &err);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "no sweep shape is taken from 'googlenet'"));
+    assert_non_null(strstr(err, "mobilenet_v3"));
+    assert_int_equal(access(path, F_OK), -1);
+    free(out);
+    free(err);
+}
+
 /* predict --calibration: JSON has t_calibrated_s per layer phase and for the step, and
  * run.step_s.calibrated; the calibrated step is the sum of the layers' plus the overhead. */
 static void test_predict_calibrated(void **unused)
@@ -309,6 +358,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_time_loss_exact),
         cmocka_unit_test(test_calibrate_file),
+        cmocka_unit_test(test_leave_out),
         cmocka_unit_test(test_predict_calibrated),
         cmocka_unit_test(test_measure_calibrated),
         cmocka_unit_test(test_calibration_is_a_device),

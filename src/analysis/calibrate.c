@@ -37,115 +37,118 @@ struct point {
     enum pt_kind kind;
     int64_t a, b, c, d, e, f, g;
     enum fm_op op;
+    const char *from;  /* the network families the shape is taken from (comma-separated), or
+                          NULL for a generic one: what --leave-out drops */
 };
 
 /* The sweep: shapes of the layers the zoo and common exports are made of, small to large, so
- * each fit sees both the fixed cost of small layers and the rate of large ones. */
+ * each fit sees both the fixed cost of small layers and the rate of large ones. A shape taken
+ * from a family's layers names it, so that an accuracy test can calibrate without them. */
 static const struct point sweep[] = {
-    {"conv dense", PT_CONV, 2, 32, 56, 32, 3, 1, 1, 0},
-    {"conv dense", PT_CONV, 2, 64, 56, 64, 3, 1, 1, 0},
-    {"conv dense", PT_CONV, 4, 64, 28, 128, 3, 1, 1, 0},
-    {"conv dense", PT_CONV, 2, 128, 28, 128, 3, 1, 1, 0},
-    {"conv dense", PT_CONV, 4, 256, 14, 256, 3, 1, 1, 0},
-    {"conv dense", PT_CONV, 8, 512, 7, 512, 3, 1, 1, 0},
-    {"conv dense", PT_CONV, 2, 16, 112, 32, 3, 1, 1, 0},
-    {"conv dense", PT_CONV, 8, 128, 14, 128, 3, 1, 1, 0},
-    {"conv dense", PT_CONV, 2, 3, 112, 64, 7, 2, 1, 0},
-    {"conv dense", PT_CONV, 4, 64, 56, 128, 3, 2, 1, 0},
-    {"conv dense", PT_CONV, 2, 3, 96, 32, 3, 2, 1, 0},
-    {"conv pointwise", PT_CONV, 2, 64, 56, 256, 1, 1, 1, 0},
-    {"conv pointwise", PT_CONV, 4, 256, 28, 64, 1, 1, 1, 0},
-    {"conv pointwise", PT_CONV, 8, 512, 14, 128, 1, 1, 1, 0},
-    {"conv pointwise", PT_CONV, 2, 96, 112, 24, 1, 1, 1, 0},
-    {"conv pointwise", PT_CONV, 8, 1024, 7, 256, 1, 1, 1, 0},
-    {"conv pointwise", PT_CONV, 4, 32, 56, 16, 1, 1, 1, 0},
-    {"conv pointwise", PT_CONV, 8, 160, 7, 960, 1, 1, 1, 0},
-    {"conv depthwise", PT_CONV, 2, 32, 112, 32, 3, 1, 32, 0},
-    {"conv depthwise", PT_CONV, 4, 96, 56, 96, 3, 1, 96, 0},
-    {"conv depthwise", PT_CONV, 4, 144, 56, 144, 3, 2, 144, 0},
-    {"conv depthwise", PT_CONV, 8, 192, 28, 192, 3, 1, 192, 0},
-    {"conv depthwise", PT_CONV, 8, 384, 14, 384, 3, 1, 384, 0},
-    {"conv depthwise", PT_CONV, 8, 960, 7, 960, 3, 1, 960, 0},
-    {"conv depthwise", PT_CONV, 4, 240, 28, 240, 5, 1, 240, 0},
-    {"conv depthwise", PT_CONV, 8, 672, 14, 672, 5, 1, 672, 0},
-    {"conv depthwise", PT_CONV, 8, 96, 56, 96, 7, 1, 96, 0},
-    {"conv depthwise", PT_CONV, 8, 192, 16, 192, 7, 1, 192, 0},
-    {"conv depthwise", PT_CONV, 8, 384, 8, 384, 7, 1, 384, 0},
-    {"conv depthwise", PT_CONV, 16, 32, 112, 32, 3, 2, 32, 0},
-    {"conv grouped", PT_CONV, 4, 128, 56, 128, 3, 1, 32, 0},
-    {"conv grouped", PT_CONV, 8, 256, 28, 256, 3, 1, 32, 0},
-    {"conv grouped", PT_CONV, 4, 512, 14, 512, 3, 1, 32, 0},
-    {"conv grouped", PT_CONV, 8, 448, 14, 448, 3, 1, 56, 0},
-    {"conv grouped", PT_CONV, 2, 64, 56, 64, 3, 1, 8, 0},
-    {"conv grouped", PT_CONV, 8, 48, 56, 48, 3, 1, 6, 0},
-    {"conv grouped", PT_CONV, 8, 104, 28, 104, 3, 1, 13, 0},
-    {"conv grouped", PT_CONV, 8, 208, 14, 208, 3, 1, 26, 0},
-    {"conv grouped", PT_CONV, 8, 440, 7, 440, 3, 1, 55, 0},
-    {"conv grouped", PT_CONV, 16, 104, 8, 104, 3, 1, 13, 0},
-    {"matmul", PT_LINEAR, 32, 512, 1000, 0, 0, 0, 0, 0},
-    {"matmul", PT_LINEAR, 128, 768, 768, 0, 0, 0, 0, 0},
-    {"matmul", PT_LINEAR, 256, 768, 3072, 0, 0, 0, 0, 0},
-    {"matmul", PT_LINEAR, 64, 2048, 1000, 0, 0, 0, 0, 0},
-    {"matmul", PT_LINEAR, 512, 256, 256, 0, 0, 0, 0, 0},
-    {"matmul", PT_LINEAR, 8, 4096, 4096, 0, 0, 0, 0, 0},
-    {"matmul", PT_LINEAR, 1024, 384, 1536, 0, 0, 0, 0, 0},
-    {"matmul", PT_MATMUL, 24, 128, 64, 128, 0, 0, 0, 0},
-    {"matmul", PT_MATMUL, 48, 64, 32, 64, 0, 0, 0, 0},
-    {"matmul", PT_MATMUL, 12, 256, 64, 256, 0, 0, 0, 0},
-    {"norm", PT_BN, 2, 64, 112, 0, 0, 0, 0, 0},
-    {"norm", PT_BN, 8, 256, 28, 0, 0, 0, 0, 0},
-    {"norm", PT_BN, 8, 1024, 7, 0, 0, 0, 0, 0},
-    {"norm", PT_BN, 4, 32, 56, 0, 0, 0, 0, 0},
-    {"norm", PT_LN, 256, 768, 0, 0, 0, 0, 0, 0},
-    {"norm", PT_LN, 1024, 384, 0, 0, 0, 0, 0, 0},
-    {"norm", PT_LN, 64, 2048, 0, 0, 0, 0, 0, 0},
-    {"activation", PT_ACT, 2, 64, 112, 0, 0, 0, 0, FM_OP_RELU},
-    {"activation", PT_ACT, 8, 256, 14, 0, 0, 0, 0, FM_OP_RELU},
-    {"activation", PT_ACT, 4, 512, 7, 0, 0, 0, 0, FM_OP_RELU},
-    {"activation", PT_ACT, 4, 96, 56, 0, 0, 0, 0, FM_OP_SILU},
-    {"activation", PT_ACT, 8, 384, 14, 0, 0, 0, 0, FM_OP_HARDSWISH},
-    {"activation", PT_ACT, 4, 768, 16, 0, 0, 0, 0, FM_OP_GELU},
-    {"activation", PT_ACT, 8, 240, 28, 0, 0, 0, 0, FM_OP_SILU},
-    {"activation", PT_ACT, 16, 32, 112, 0, 0, 0, 0, FM_OP_SILU},
-    {"activation", PT_ACT, 8, 960, 7, 0, 0, 0, 0, FM_OP_HARDSWISH},
-    {"activation", PT_ACT, 8, 72, 56, 0, 0, 0, 0, FM_OP_HARDSWISH},
-    {"activation", PT_ACT, 8, 192, 16, 0, 0, 0, 0, FM_OP_GELU},
-    {"activation", PT_ACT, 2, 3072, 16, 0, 0, 0, 0, FM_OP_GELU},
-    {"activation", PT_ACT, 8, 96, 56, 0, 0, 0, 0, FM_OP_RELU},
-    {"activation", PT_ACT, 8, 32, 112, 0, 0, 0, 0, FM_OP_CLIP},
-    {"activation", PT_ACT, 8, 144, 56, 0, 0, 0, 0, FM_OP_CLIP},
-    {"activation", PT_ACT, 8, 384, 14, 0, 0, 0, 0, FM_OP_CLIP},
-    {"activation", PT_ACT, 8, 960, 7, 0, 0, 0, 0, FM_OP_CLIP},
-    {"activation", PT_SE, 8, 96, 56, 0, 0, 0, 0, 0},
-    {"activation", PT_SE, 8, 240, 28, 0, 0, 0, 0, 0},
-    {"activation", PT_SE, 8, 672, 14, 0, 0, 0, 0, 0},
-    {"activation", PT_SE, 16, 960, 7, 0, 0, 0, 0, 0},
-    {"activation", PT_SE, 16, 32, 112, 0, 0, 0, 0, 0},
-    {"activation", PT_SOFTMAX, 3072, 128, 0, 0, 0, 0, 0, 0},
-    {"activation", PT_SOFTMAX, 256, 1000, 0, 0, 0, 0, 0, 0},
-    {"pool", PT_MAXPOOL, 2, 64, 112, 0, 3, 2, 0, 0},
-    {"pool", PT_MAXPOOL, 8, 128, 56, 0, 3, 2, 0, 0},
-    {"pool", PT_MAXPOOL, 8, 256, 28, 0, 2, 2, 0, 0},
-    {"pool", PT_GAP, 8, 1280, 7, 0, 0, 0, 0, 0},
-    {"pool", PT_GAP, 8, 2048, 7, 0, 0, 0, 0, 0},
-    {"pool", PT_GAP, 8, 256, 28, 0, 0, 0, 0, 0},
-    {"elementwise", PT_ADD, 2, 64, 56, 0, 0, 0, 0, 0},
-    {"elementwise", PT_ADD, 8, 512, 7, 0, 0, 0, 0, 0},
-    {"elementwise", PT_ADD, 4, 256, 28, 0, 0, 0, 0, 0},
-    {"embedding", PT_EMBED, 512, 8192, 512, 0, 0, 0, 0, 0},
-    {"embedding", PT_EMBED, 2048, 32000, 256, 0, 0, 0, 0, 0},
-    {"embedding", PT_EMBED, 256, 1024, 768, 0, 0, 0, 0, 0},
-    {"attention", PT_ATTN, 2, 128, 768, 12, 0, 0, 0, 0},
-    {"attention", PT_ATTN, 4, 64, 256, 4, 0, 0, 0, 0},
-    {"attention", PT_ATTN, 1, 256, 512, 8, 0, 0, 0, 0},
-    {"data movement", PT_TRANSPOSE, 8, 12, 128, 64, 0, 0, 0, 0},
-    {"data movement", PT_TRANSPOSE, 2, 4, 256, 32, 0, 0, 0, 0},
-    {"data movement", PT_TRANSPOSE, 4, 8, 512, 64, 0, 0, 0, 0},
-    {"data movement", PT_TRANSPOSE, 8, 96, 16, 16, 1, 0, 0, 0},
-    {"data movement", PT_TRANSPOSE, 8, 384, 4, 4, 1, 0, 0, 0},
-    {"data movement", PT_TRANSPOSE, 4, 96, 56, 56, 1, 0, 0, 0},
-    {"reduction", PT_REDUCE, 8, 512, 14, 0, 0, 0, 0, 0},
-    {"reduction", PT_REDUCE, 4, 64, 56, 0, 0, 0, 0, 0},
+    {"conv dense", PT_CONV, 2, 32, 56, 32, 3, 1, 1, 0, NULL},
+    {"conv dense", PT_CONV, 2, 64, 56, 64, 3, 1, 1, 0, "resnet"},
+    {"conv dense", PT_CONV, 4, 64, 28, 128, 3, 1, 1, 0, NULL},
+    {"conv dense", PT_CONV, 2, 128, 28, 128, 3, 1, 1, 0, "resnet,vgg"},
+    {"conv dense", PT_CONV, 4, 256, 14, 256, 3, 1, 1, 0, "resnet,vgg"},
+    {"conv dense", PT_CONV, 8, 512, 7, 512, 3, 1, 1, 0, "resnet,vgg"},
+    {"conv dense", PT_CONV, 2, 16, 112, 32, 3, 1, 1, 0, NULL},
+    {"conv dense", PT_CONV, 8, 128, 14, 128, 3, 1, 1, 0, NULL},
+    {"conv dense", PT_CONV, 2, 3, 112, 64, 7, 2, 1, 0, "resnet"},
+    {"conv dense", PT_CONV, 4, 64, 56, 128, 3, 2, 1, 0, "resnet"},
+    {"conv dense", PT_CONV, 2, 3, 96, 32, 3, 2, 1, 0, "mobilenet_v2,efficientnet"},
+    {"conv pointwise", PT_CONV, 2, 64, 56, 256, 1, 1, 1, 0, "resnet50,resnext"},
+    {"conv pointwise", PT_CONV, 4, 256, 28, 64, 1, 1, 1, 0, "resnet50,resnext"},
+    {"conv pointwise", PT_CONV, 8, 512, 14, 128, 1, 1, 1, 0, "resnet50,resnext"},
+    {"conv pointwise", PT_CONV, 2, 96, 112, 24, 1, 1, 1, 0, "mobilenet_v2"},
+    {"conv pointwise", PT_CONV, 8, 1024, 7, 256, 1, 1, 1, 0, "resnet50,resnext"},
+    {"conv pointwise", PT_CONV, 4, 32, 56, 16, 1, 1, 1, 0, "mobilenet_v2"},
+    {"conv pointwise", PT_CONV, 8, 160, 7, 960, 1, 1, 1, 0, "mobilenet_v2,mobilenet_v3"},
+    {"conv depthwise", PT_CONV, 2, 32, 112, 32, 3, 1, 32, 0, "mobilenet_v2,efficientnet"},
+    {"conv depthwise", PT_CONV, 4, 96, 56, 96, 3, 1, 96, 0, "mobilenet_v2"},
+    {"conv depthwise", PT_CONV, 4, 144, 56, 144, 3, 2, 144, 0, "mobilenet_v2,efficientnet"},
+    {"conv depthwise", PT_CONV, 8, 192, 28, 192, 3, 1, 192, 0, "mobilenet_v2"},
+    {"conv depthwise", PT_CONV, 8, 384, 14, 384, 3, 1, 384, 0, "mobilenet_v2"},
+    {"conv depthwise", PT_CONV, 8, 960, 7, 960, 3, 1, 960, 0, "mobilenet_v2"},
+    {"conv depthwise", PT_CONV, 4, 240, 28, 240, 5, 1, 240, 0, "efficientnet"},
+    {"conv depthwise", PT_CONV, 8, 672, 14, 672, 5, 1, 672, 0, "efficientnet,mobilenet_v3"},
+    {"conv depthwise", PT_CONV, 8, 96, 56, 96, 7, 1, 96, 0, "convnext"},
+    {"conv depthwise", PT_CONV, 8, 192, 16, 192, 7, 1, 192, 0, "convnext"},
+    {"conv depthwise", PT_CONV, 8, 384, 8, 384, 7, 1, 384, 0, "convnext"},
+    {"conv depthwise", PT_CONV, 16, 32, 112, 32, 3, 2, 32, 0, NULL},
+    {"conv grouped", PT_CONV, 4, 128, 56, 128, 3, 1, 32, 0, "resnext"},
+    {"conv grouped", PT_CONV, 8, 256, 28, 256, 3, 1, 32, 0, "resnext"},
+    {"conv grouped", PT_CONV, 4, 512, 14, 512, 3, 1, 32, 0, "resnext"},
+    {"conv grouped", PT_CONV, 8, 448, 14, 448, 3, 1, 56, 0, "regnet"},
+    {"conv grouped", PT_CONV, 2, 64, 56, 64, 3, 1, 8, 0, NULL},
+    {"conv grouped", PT_CONV, 8, 48, 56, 48, 3, 1, 6, 0, "regnet"},
+    {"conv grouped", PT_CONV, 8, 104, 28, 104, 3, 1, 13, 0, "regnet"},
+    {"conv grouped", PT_CONV, 8, 208, 14, 208, 3, 1, 26, 0, "regnet"},
+    {"conv grouped", PT_CONV, 8, 440, 7, 440, 3, 1, 55, 0, "regnet"},
+    {"conv grouped", PT_CONV, 16, 104, 8, 104, 3, 1, 13, 0, "regnet"},
+    {"matmul", PT_LINEAR, 32, 512, 1000, 0, 0, 0, 0, 0, "resnet"},
+    {"matmul", PT_LINEAR, 128, 768, 768, 0, 0, 0, 0, 0, "vit,gpt2,bert"},
+    {"matmul", PT_LINEAR, 256, 768, 3072, 0, 0, 0, 0, 0, "vit,gpt2,bert"},
+    {"matmul", PT_LINEAR, 64, 2048, 1000, 0, 0, 0, 0, 0, "resnet50,resnext"},
+    {"matmul", PT_LINEAR, 512, 256, 256, 0, 0, 0, 0, 0, NULL},
+    {"matmul", PT_LINEAR, 8, 4096, 4096, 0, 0, 0, 0, 0, "vgg,alexnet"},
+    {"matmul", PT_LINEAR, 1024, 384, 1536, 0, 0, 0, 0, 0, "convnext,swin"},
+    {"matmul", PT_MATMUL, 24, 128, 64, 128, 0, 0, 0, 0, "vit,gpt2,bert"},
+    {"matmul", PT_MATMUL, 48, 64, 32, 64, 0, 0, 0, 0, NULL},
+    {"matmul", PT_MATMUL, 12, 256, 64, 256, 0, 0, 0, 0, "vit,gpt2,bert"},
+    {"norm", PT_BN, 2, 64, 112, 0, 0, 0, 0, 0, "resnet"},
+    {"norm", PT_BN, 8, 256, 28, 0, 0, 0, 0, 0, NULL},
+    {"norm", PT_BN, 8, 1024, 7, 0, 0, 0, 0, 0, NULL},
+    {"norm", PT_BN, 4, 32, 56, 0, 0, 0, 0, 0, NULL},
+    {"norm", PT_LN, 256, 768, 0, 0, 0, 0, 0, 0, "vit,gpt2,bert"},
+    {"norm", PT_LN, 1024, 384, 0, 0, 0, 0, 0, 0, "convnext,swin"},
+    {"norm", PT_LN, 64, 2048, 0, 0, 0, 0, 0, 0, NULL},
+    {"activation", PT_ACT, 2, 64, 112, 0, 0, 0, 0, FM_OP_RELU, "resnet"},
+    {"activation", PT_ACT, 8, 256, 14, 0, 0, 0, 0, FM_OP_RELU, NULL},
+    {"activation", PT_ACT, 4, 512, 7, 0, 0, 0, 0, FM_OP_RELU, NULL},
+    {"activation", PT_ACT, 4, 96, 56, 0, 0, 0, 0, FM_OP_SILU, "efficientnet"},
+    {"activation", PT_ACT, 8, 384, 14, 0, 0, 0, 0, FM_OP_HARDSWISH, "mobilenet_v3"},
+    {"activation", PT_ACT, 4, 768, 16, 0, 0, 0, 0, FM_OP_GELU, "convnext,swin"},
+    {"activation", PT_ACT, 8, 240, 28, 0, 0, 0, 0, FM_OP_SILU, "efficientnet"},
+    {"activation", PT_ACT, 16, 32, 112, 0, 0, 0, 0, FM_OP_SILU, "efficientnet"},
+    {"activation", PT_ACT, 8, 960, 7, 0, 0, 0, 0, FM_OP_HARDSWISH, "mobilenet_v3"},
+    {"activation", PT_ACT, 8, 72, 56, 0, 0, 0, 0, FM_OP_HARDSWISH, "mobilenet_v3"},
+    {"activation", PT_ACT, 8, 192, 16, 0, 0, 0, 0, FM_OP_GELU, "convnext,swin"},
+    {"activation", PT_ACT, 2, 3072, 16, 0, 0, 0, 0, FM_OP_GELU, "vit,gpt2,bert"},
+    {"activation", PT_ACT, 8, 96, 56, 0, 0, 0, 0, FM_OP_RELU, NULL},
+    {"activation", PT_ACT, 8, 32, 112, 0, 0, 0, 0, FM_OP_CLIP, "mobilenet_v2"},
+    {"activation", PT_ACT, 8, 144, 56, 0, 0, 0, 0, FM_OP_CLIP, "mobilenet_v2"},
+    {"activation", PT_ACT, 8, 384, 14, 0, 0, 0, 0, FM_OP_CLIP, "mobilenet_v2"},
+    {"activation", PT_ACT, 8, 960, 7, 0, 0, 0, 0, FM_OP_CLIP, "mobilenet_v2"},
+    {"activation", PT_SE, 8, 96, 56, 0, 0, 0, 0, 0, NULL},
+    {"activation", PT_SE, 8, 240, 28, 0, 0, 0, 0, 0, "efficientnet"},
+    {"activation", PT_SE, 8, 672, 14, 0, 0, 0, 0, 0, "efficientnet,mobilenet_v3"},
+    {"activation", PT_SE, 16, 960, 7, 0, 0, 0, 0, 0, "mobilenet_v3"},
+    {"activation", PT_SE, 16, 32, 112, 0, 0, 0, 0, 0, "efficientnet"},
+    {"activation", PT_SOFTMAX, 3072, 128, 0, 0, 0, 0, 0, 0, "vit,gpt2,bert"},
+    {"activation", PT_SOFTMAX, 256, 1000, 0, 0, 0, 0, 0, 0, NULL},
+    {"pool", PT_MAXPOOL, 2, 64, 112, 0, 3, 2, 0, 0, "resnet"},
+    {"pool", PT_MAXPOOL, 8, 128, 56, 0, 3, 2, 0, 0, NULL},
+    {"pool", PT_MAXPOOL, 8, 256, 28, 0, 2, 2, 0, 0, "vgg"},
+    {"pool", PT_GAP, 8, 1280, 7, 0, 0, 0, 0, 0, "mobilenet_v2,efficientnet"},
+    {"pool", PT_GAP, 8, 2048, 7, 0, 0, 0, 0, 0, "resnet50,resnext"},
+    {"pool", PT_GAP, 8, 256, 28, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_ADD, 2, 64, 56, 0, 0, 0, 0, 0, "resnet"},
+    {"elementwise", PT_ADD, 8, 512, 7, 0, 0, 0, 0, 0, "resnet"},
+    {"elementwise", PT_ADD, 4, 256, 28, 0, 0, 0, 0, 0, NULL},
+    {"embedding", PT_EMBED, 512, 8192, 512, 0, 0, 0, 0, 0, NULL},
+    {"embedding", PT_EMBED, 2048, 32000, 256, 0, 0, 0, 0, 0, "llama"},
+    {"embedding", PT_EMBED, 256, 1024, 768, 0, 0, 0, 0, 0, "gpt2,bert"},
+    {"attention", PT_ATTN, 2, 128, 768, 12, 0, 0, 0, 0, "vit,gpt2,bert"},
+    {"attention", PT_ATTN, 4, 64, 256, 4, 0, 0, 0, 0, NULL},
+    {"attention", PT_ATTN, 1, 256, 512, 8, 0, 0, 0, 0, NULL},
+    {"data movement", PT_TRANSPOSE, 8, 12, 128, 64, 0, 0, 0, 0, "vit,gpt2,bert"},
+    {"data movement", PT_TRANSPOSE, 2, 4, 256, 32, 0, 0, 0, 0, NULL},
+    {"data movement", PT_TRANSPOSE, 4, 8, 512, 64, 0, 0, 0, 0, NULL},
+    {"data movement", PT_TRANSPOSE, 8, 96, 16, 16, 1, 0, 0, 0, "convnext,swin"},
+    {"data movement", PT_TRANSPOSE, 8, 384, 4, 4, 1, 0, 0, 0, "convnext,swin"},
+    {"data movement", PT_TRANSPOSE, 4, 96, 56, 56, 1, 0, 0, 0, "convnext,swin"},
+    {"reduction", PT_REDUCE, 8, 512, 14, 0, 0, 0, 0, 0, NULL},
+    {"reduction", PT_REDUCE, 4, 64, 56, 0, 0, 0, 0, 0, NULL},
 };
 #define N_SWEEP (sizeof(sweep) / sizeof(sweep[0]))
 
@@ -412,6 +415,61 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
     return st;
 }
 
+/* Whether the comma-separated list has name (the whole of one of its items). */
+static bool in_list(const char *list, const char *name, size_t len)
+{
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (n == len && strncmp(p, name, len) == 0)
+            return true;
+        p = comma ? comma + 1 : NULL;
+    }
+    return false;
+}
+
+/* Whether point p is taken from a family in the leave-out list. */
+static bool left_out(const struct point *p, const char *leave_out)
+{
+    for (const char *f = p->from; f && *f;) {
+        const char *comma = strchr(f, ',');
+        size_t n = comma ? (size_t)(comma - f) : strlen(f);
+        if (in_list(leave_out, f, n))
+            return true;
+        f = comma ? comma + 1 : NULL;
+    }
+    return false;
+}
+
+/* Every family in the leave-out list must be one some shape is taken from. */
+static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
+{
+    char known[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < N_SWEEP; i++) {
+        for (const char *f = sweep[i].from; f && *f;) {
+            const char *comma = strchr(f, ',');
+            size_t n = comma ? (size_t)(comma - f) : strlen(f);
+            if (!in_list(known, f, n) && used + n + 2 < sizeof(known)) {
+                used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%.*s",
+                                         used ? "," : "", (int)n, f);
+            }
+            f = comma ? comma + 1 : NULL;
+        }
+    }
+    for (const char *p = leave_out; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (!in_list(known, p, n))
+            return fm_error(ctx, FM_ERR_INVALID,
+                            "--leave-out: no sweep shape is taken from '%.*s' (the families "
+                            "shapes are taken from: %s)",
+                            (int)n, p, known);
+        p = comma ? comma + 1 : p + n;
+    }
+    return FM_OK;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -424,6 +482,11 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
 {
     if (!o || !out)
         return fm_error(ctx, FM_ERR_INVALID, "fm_calibrate: no options or no result");
+    if (o->leave_out && o->leave_out[0]) {
+        enum fm_status lst = check_leave_out(ctx, o->leave_out);
+        if (lst)
+            return lst;
+    }
     struct fm_calibration meta;
     memset(&meta, 0, sizeof(meta));
     /* the probe's figures name the device's ceilings in the file */
@@ -448,7 +511,7 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
     char device[128] = "";
     int threads = 0;
     for (size_t i = 0; i < N_SWEEP && !st; i++) {
-        if (o->quick && i % 2)
+        if ((o->quick && i % 2) || (o->leave_out && left_out(&sweep[i], o->leave_out)))
             continue;
         if (o->progress) {
             char what[64];

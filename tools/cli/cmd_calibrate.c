@@ -20,6 +20,10 @@ static const char description[] =
     "shapes, fewer steps). Progress: a bar on a terminal, a line per op class otherwise.\n"
     "--samples FILE.csv also writes every timed layer-phase (class, kind, phase, flops, bytes,\n"
     "seconds), so the fit can be studied or re-run elsewhere.\n\n"
+    "Some sweep shapes are taken from the layers of known networks (resnet, resnet50, resnext,\n"
+    "vgg, alexnet, mobilenet_v2, mobilenet_v3, efficientnet, regnet, convnext, swin, vit, gpt2,\n"
+    "bert, llama); --leave-out NAME,... drops them, so that a network's predicted time can be\n"
+    "checked against a calibration that never saw its shapes (bench/calibration_accuracy.py).\n\n"
     "Use it with: flopmeter predict MODEL --calibration FILE (and measure --calibration FILE).\n\n"
     "examples:\n"
     "  flopmeter calibrate -o cpu.calib.json\n"
@@ -75,7 +79,7 @@ static int write_samples(const char *path, const struct fm_calib_sample *s, size
 
 int cmd_calibrate(int argc, char **argv)
 {
-    const char *device = "cpu", *output = NULL, *samples_path = NULL;
+    const char *device = "cpu", *output = NULL, *samples_path = NULL, *leave_out = NULL;
     int64_t threads = 0;
     bool quick = false;
     struct cli_precision prec = {FM_PREC_FP32, false, false};
@@ -92,6 +96,9 @@ int cmd_calibrate(int argc, char **argv)
          "the calibration file to write (required; also -o FILE)", NULL, NULL},
         {"samples", CLI_STRING, &samples_path, NULL, "FILE.csv",
          "also write every timed layer-phase as CSV", NULL, NULL},
+        {"leave-out", CLI_STRING, &leave_out, NULL, "FAMILY[,FAMILY...]",
+         "drop the sweep shapes taken from these networks' layers (accuracy tests)", NULL,
+         NULL},
         {0},
     };
     int r = cli_parse("calibrate", "-o FILE [options]", description, opts, argc, argv, NULL, 0, 0);
@@ -112,6 +119,7 @@ int cmd_calibrate(int argc, char **argv)
     co.threads = threads > 100000 ? 100001 : (int)threads;
     co.precision = prec.precision;
     co.quick = quick;
+    co.leave_out = leave_out;
     co.progress = progress;
     co.progress_user = &lp;
     struct fm_calibration *cal = NULL;
