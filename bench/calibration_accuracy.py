@@ -1,13 +1,16 @@
 #!/usr/bin/python3
-"""Accuracy of flopmeter's time prediction on this machine's CPU, cold and calibrated, against
-measured training steps of networks the calibration never ran: calibrate once (single layers
-only), then for every (network, batch) pair predict the step (cold: PALEO's sum and the
-roofline bound with PALEO's fixed 62%/72% of peak; calibrated: the fitted layer times plus
-the per-step overhead) and measure it, with the same thread count.
+"""Leave-one-out accuracy of flopmeter's time prediction on this machine's CPU, cold and
+calibrated, against measured training steps. Calibration times single layers only, never a
+network; some of its sweep shapes are taken from the layers of known network families, and for
+each (network, batch) pair this calibrates without the shapes of that network's own families
+(calibrate --leave-out), so every prediction comes from a calibration that never saw the
+network, neither its step nor its layer shapes. Then it predicts the step (cold: PALEO's sum
+and the roofline bound with PALEO's fixed 62%/72% of peak; calibrated: the fitted layer times
+plus the per-step overhead) and measures it, with the same thread count.
 
     /usr/bin/python3 bench/calibration_accuracy.py [--flopmeter build/flopmeter] [--threads 2]
-                     [--calibration FILE (skip calibrating)] [--quick] [--steps 5]
-                     [--only NAME ...]
+                     [--calibration FILE (one fixed calibration: no leave-out)] [--quick]
+                     [--steps 5] [--only NAME ...]
 
 Output: a Markdown table for bench/RESULTS.md, one row per pair with the measured step and the
 signed error (predicted - measured) / measured of each prediction, then the median and the
@@ -25,28 +28,32 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "..", "tests", "data", "onnx", "train")
 
-# (label, model, extra arguments)
+# (label, model, extra arguments, the families whose sweep shapes the calibration leaves out:
+# the network's own and those it is built from; "" where the sweep takes none from it)
 PAIRS = [
-    ("resnet18 b8", "resnet18", ["--batch", "8"]),
-    ("resnet50 b4", "resnet50", ["--batch", "4"]),
-    ("resnext50_32x4d b4", "resnext50_32x4d", ["--batch", "4"]),
-    ("vgg11 b2", "vgg11", ["--batch", "2"]),
-    ("alexnet b16", "alexnet", ["--batch", "16"]),
-    ("googlenet b4", "googlenet", ["--batch", "4"]),
-    ("mobilenet_v2 b8", "mobilenet_v2", ["--batch", "8"]),
-    ("mobilenet_v3_large b8", "mobilenet_v3_large", ["--batch", "8"]),
-    ("mobilenet_v3_small b16", "mobilenet_v3_small", ["--batch", "16"]),
-    ("efficientnet_b0 b4", "efficientnet_b0", ["--batch", "4"]),
-    ("ConvNeXt-T 64x64 b8 (ONNX)", os.path.join(TRAIN, "convnext_tiny.onnx"), ["--batch", "8"]),
-    ("DenseNet-121 64x64 b8 (ONNX)", os.path.join(TRAIN, "densenet121.onnx"), ["--batch", "8"]),
+    ("resnet18 b8", "resnet18", ["--batch", "8"], "resnet"),
+    ("resnet50 b4", "resnet50", ["--batch", "4"], "resnet,resnet50"),
+    ("resnext50_32x4d b4", "resnext50_32x4d", ["--batch", "4"], "resnet,resnet50,resnext"),
+    ("vgg11 b2", "vgg11", ["--batch", "2"], "vgg"),
+    ("alexnet b16", "alexnet", ["--batch", "16"], "alexnet"),
+    ("googlenet b4", "googlenet", ["--batch", "4"], ""),
+    ("mobilenet_v2 b8", "mobilenet_v2", ["--batch", "8"], "mobilenet_v2"),
+    ("mobilenet_v3_large b8", "mobilenet_v3_large", ["--batch", "8"], "mobilenet_v3"),
+    ("mobilenet_v3_small b16", "mobilenet_v3_small", ["--batch", "16"], "mobilenet_v3"),
+    ("efficientnet_b0 b4", "efficientnet_b0", ["--batch", "4"], "efficientnet"),
+    ("ConvNeXt-T 64x64 b8 (ONNX)", os.path.join(TRAIN, "convnext_tiny.onnx"), ["--batch", "8"],
+     "convnext"),
+    ("DenseNet-121 64x64 b8 (ONNX)", os.path.join(TRAIN, "densenet121.onnx"), ["--batch", "8"],
+     ""),
     ("ShuffleNetV2 64x64 b16 (ONNX)", os.path.join(TRAIN, "shufflenet_v2_x0_5.onnx"),
-     ["--batch", "16"]),
+     ["--batch", "16"], ""),
     ("RegNetY-400MF 64x64 b16 (ONNX)", os.path.join(TRAIN, "regnet_y_400mf.onnx"),
-     ["--batch", "16"]),
-    ("Swin-T 64x64 b4 (ONNX)", os.path.join(TRAIN, "swin_t.onnx"), ["--batch", "4"]),
-    ("ViT 2x32 32x32 b64 (ONNX)", os.path.join(TRAIN, "vit_small.onnx"), ["--batch", "64"]),
+     ["--batch", "16"], "regnet"),
+    ("Swin-T 64x64 b4 (ONNX)", os.path.join(TRAIN, "swin_t.onnx"), ["--batch", "4"], "swin"),
+    ("ViT 2x32 32x32 b64 (ONNX)", os.path.join(TRAIN, "vit_small.onnx"), ["--batch", "64"],
+     "vit"),
     ("GPT-2 2x32 b16x32 (ONNX)", os.path.join(TRAIN, "gpt2_small.onnx"),
-     ["--input", "ids=16x32"]),
+     ["--input", "ids=16x32"], "gpt2"),
 ]
 
 
@@ -72,28 +79,41 @@ def main():
     args = ap.parse_args()
     exe, thr = args.flopmeter, str(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
-        cal = args.calibration
-        if not cal:
-            cal = os.path.join(tmp, "cpu.calib.json")
-            cmd = [exe, "calibrate", "--threads", thr, "-o", cal]
-            if args.quick:
-                cmd.append("--quick")
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        cals = {}   # leave-out list -> calibration file
+
+        def calibration(leave_out):
+            if args.calibration:
+                return args.calibration
+            if leave_out not in cals:
+                path = os.path.join(tmp, f"cal{len(cals)}.json")
+                cmd = [exe, "calibrate", "--threads", thr, "-o", path]
+                if leave_out:
+                    cmd += ["--leave-out", leave_out]
+                if args.quick:
+                    cmd.append("--quick")
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+                cals[leave_out] = path
+            return cals[leave_out]
+
         print(f"command: {' '.join(sys.argv)}\n")
-        print("| network, batch | measured ms | PALEO | roofline | calibrated |")
-        print("|---|---:|---:|---:|---:|")
+        print("| network, batch | left out of the calibration | measured ms | PALEO | roofline "
+              "| calibrated |")
+        print("|---|---|---:|---:|---:|---:|")
         errs = {"paleo": [], "roofline": [], "calibrated": []}
-        for label, model, extra in PAIRS:
+        for label, model, extra, leave_out in PAIRS:
             if args.only and not any(o in label for o in args.only):
                 continue
+            out = "(one file)" if args.calibration else (leave_out or "nothing to leave out")
             try:
+                cal = calibration(leave_out)
                 p = run_json([exe, "predict", model, *extra, "--calibration", cal, "--format",
                               "json"])
                 m = run_json([exe, "measure", model, *extra, "--threads", thr, "--steps",
                               str(args.steps), "--warmup", "2", "--no-per-layer", "--peak",
                               "1e12", "--format", "json"])
-            except RuntimeError as e:
-                print(f"| {label} | failed: {e} | | | |", flush=True)
+            except (RuntimeError, subprocess.CalledProcessError) as e:
+                print(f"| {label} | {out} | failed: {e} | | | |", flush=True)
                 continue
             meas = m["step_ms"]["median"] * 1e-3
             step = p["run"]["step_s"]
@@ -101,14 +121,14 @@ def main():
                    "calibrated": err(step["calibrated"], meas)}
             for k, v in row.items():
                 errs[k].append(v)
-            print(f"| {label} | {meas * 1e3:.1f} | {row['paleo']:+.0%} | {row['roofline']:+.0%} "
-                  f"| {row['calibrated']:+.0%} |", flush=True)
+            print(f"| {label} | {out} | {meas * 1e3:.1f} | {row['paleo']:+.0%} "
+                  f"| {row['roofline']:+.0%} | {row['calibrated']:+.0%} |", flush=True)
         if errs["calibrated"]:
             med = {k: statistics.median(abs(x) for x in v) for k, v in errs.items()}
             mx = {k: max(abs(x) for x in v) for k, v in errs.items()}
-            print(f"| median abs error ({len(errs['calibrated'])} pairs) | | {med['paleo']:.0%} "
+            print(f"| median abs error ({len(errs['calibrated'])} pairs) | | | {med['paleo']:.0%} "
                   f"| {med['roofline']:.0%} | {med['calibrated']:.0%} |")
-            print(f"| largest abs error | | {mx['paleo']:.0%} | {mx['roofline']:.0%} "
+            print(f"| largest abs error | | | {mx['paleo']:.0%} | {mx['roofline']:.0%} "
                   f"| {mx['calibrated']:.0%} |")
     return 0
 
