@@ -361,6 +361,13 @@ static fm_tid b_add_mul_rows(struct fm_nn *nn, fm_tid x)
     fm_tid g = add_param(nn->ctx, nn->g, "g", SHAPE(3, 3));
     return fm_nn_mul(nn, "mul", fm_nn_add(nn, "add", x, b), g);
 }
+static fm_tid b_sub_rows(struct fm_nn *nn, fm_tid x)
+{   /* x - b (W): b's gradient is -dy summed over the leading dims (scaled column sums) */
+    fm_tid b = add_param(nn->ctx, nn->g, "b", SHAPE(3));
+    fm_tid in[2] = {x, b}, y = FM_NONE;
+    nn->st = fm_graph_add_node(nn->g, FM_OP_SUB, "sub", NULL, in, 2, NULL, 1, &y);
+    return y;
+}
 static fm_tid b_add_self(struct fm_nn *nn, fm_tid x)
 {   /* one tensor twice: its gradient is delivered twice and must add up */
     return fm_nn_add(nn, "add", x, x);
@@ -441,6 +448,7 @@ FD_TEST(fd_global_avgpool, VAL_NORMAL, b_global_avg, 2, 3, 4, 5)
 FD_TEST(fd_global_maxpool, VAL_DISTINCT, b_global_max, 2, 3, 4, 5)
 FD_TEST(fd_add_broadcast, VAL_NORMAL, b_add_bcast, 2, 4, 3, 3)
 FD_TEST(fd_add_mul_rows, VAL_NORMAL, b_add_mul_rows, 2, 4, 3, 3)
+FD_TEST(fd_sub_rows, VAL_NORMAL, b_sub_rows, 2, 4, 3, 3)
 FD_TEST(fd_add_self, VAL_NORMAL, b_add_self, 2, 4, 3, 3)
 FD_TEST(fd_mul_squeeze_excitation, VAL_NORMAL, b_mul_se, 2, 4, 3, 3)
 FD_TEST(fd_mul_se_blocked, VAL_NORMAL, b_mul_se_blocked, 3, 3, 5, 5)
@@ -1065,6 +1073,7 @@ int main(void)
         cmocka_unit_test(fd_global_maxpool),
         cmocka_unit_test(fd_add_broadcast),
         cmocka_unit_test(fd_add_mul_rows),
+        cmocka_unit_test(fd_sub_rows),
         cmocka_unit_test(fd_add_self),
         cmocka_unit_test(fd_mul_squeeze_excitation),
         cmocka_unit_test(fd_mul_se_blocked),

@@ -263,66 +263,6 @@ out:
     return st;
 }
 
-/* Column sums of a row-major (rows, cols) matrix: a bias's gradient over the leading dims of a
- * channels-last or token-major tensor (ConvNeXt's, Swin's, every transformer's Add after a
- * MatMul). oneDNN 2.6 reduces leading dims in its reference code: 36 ms where this takes 1. */
-struct col_sum {
-    int64_t rows, cols;
-};
-
-/* items: src, dst */
-static enum fm_status col_sum_exec(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
-{
-    (void)s;
-    const struct col_sum *c = arg;
-    const float *x = fm_cpu_item_f32(it, 0);
-    float *y = fm_cpu_item_f32(it, 1);
-    for (int64_t k = 0; k < c->cols; k++)
-        y[k] = 0.0f;
-    for (int64_t r = 0; r < c->rows; r++) {
-        const float *row = x + r * c->cols;
-        for (int64_t k = 0; k < c->cols; k++)
-            y[k] += row[k];
-    }
-    return FM_OK;
-}
-
-/* The column sums when src is plain and the dims kept (odims) are a run of its innermost ones,
- * all dims outside them summed; false in *ok otherwise. */
-static enum fm_status col_sum_into(struct fm_cpu *s, fm_nid id, enum fm_phase ph, fm_tid tid,
-                                   struct binary_priv *p, dnnl_memory_t src, bool *ok)
-{
-    const dnnl_memory_desc_t *smd = fm_cpu_mem_md(src);
-    *ok = false;
-    if (!fm_cpu_md_is_plain(smd) || smd->ndims != p->rank)
-        return FM_OK;
-    int first = p->rank;   /* the outermost kept dim */
-    while (first > 0 && p->odims[first - 1] == smd->dims[first - 1] &&
-           p->odims[first - 1] > 1)
-        first--;
-    struct col_sum c = {1, 1};
-    for (int i = 0; i < p->rank; i++) {
-        if (i < first && p->odims[i] != 1)
-            return FM_OK;
-        *(i < first ? &c.rows : &c.cols) *= smd->dims[i];
-    }
-    struct col_sum *arg = fm_cpu_buf(s, sizeof(*arg));
-    if (!arg)
-        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
-    *arg = c;
-    dnnl_memory_desc_t dmd;
-    fm_cpu_md_plain(&dmd, p->rank, p->odims);
-    struct fm_cpu_sink sk;
-    dnnl_memory_t mems[2] = {src, NULL};
-    enum fm_status st = fm_cpu_sink_begin(s, id, ph, tid, &dmd, &sk, &mems[1]);
-    if (!st && mems[1])
-        st = fm_cpu_add_fn(s, id, ph, col_sum_exec, arg, mems, 2);
-    if (!st)
-        st = fm_cpu_sink_end(s, &sk);
-    *ok = st == FM_OK;
-    return st;
-}
-
 /* The broadcast operand's gradient: src summed down to its dims. */
 static enum fm_status reduce_into(struct fm_cpu *s, fm_nid id, struct binary_priv *p, fm_tid tid,
                                   dnnl_memory_t src)
@@ -345,7 +285,7 @@ static enum fm_status reduce_into(struct fm_cpu *s, fm_nid id, struct binary_pri
     }
     {
         bool ok;
-        st = col_sum_into(s, id, ph, tid, p, src, &ok);
+        st = fm_cpu_sum_leading(s, id, ph, tid, src, p->odims, 1.0f, &ok);
         if (st || ok)
             return st;
     }

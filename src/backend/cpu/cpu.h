@@ -254,6 +254,12 @@ enum fm_status fm_cpu_sink_plain(struct fm_cpu *s, fm_nid node, enum fm_phase ph
  * by strides); a view of scratch (whose data is bound after planning) is bound with it. */
 enum fm_status fm_cpu_mem_view(struct fm_cpu *s, dnnl_memory_t mem, const dnnl_memory_desc_t *md,
                                dnnl_memory_t *out);
+/* tid's gradient (through a sink in phase ph) gets scale * src summed over its leading dims,
+ * when src is plain and dims (src's rank, tid's dims right-aligned) are 1 outside a run of
+ * src's innermost dims; false in *ok otherwise, and nothing is added. Shared by the broadcast
+ * gradients of binary.c and ewise.c. */
+enum fm_status fm_cpu_sum_leading(struct fm_cpu *s, fm_nid node, enum fm_phase ph, fm_tid tid,
+                                  dnnl_memory_t src, const int64_t *dims, float scale, bool *ok);
 /* The phase a gradient of tid belongs to: a parameter's is weight gradient, others data. */
 enum fm_phase fm_cpu_grad_phase(const struct fm_cpu *s, fm_tid tid);
 

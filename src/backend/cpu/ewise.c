@@ -488,13 +488,18 @@ static void aligned_dims(const struct fm_cpu *s, fm_tid tid, int rank, int64_t *
 }
 
 /* tid's gradient += scale * src summed over the dims tid is broadcast along (src plain, of the
- * output's dims): a oneDNN reduction, the scale a linear post-op. */
+ * output's dims): column sums over leading dims, else a oneDNN reduction, the scale a linear
+ * post-op. */
 static enum fm_status reduce_to(struct fm_cpu *s, fm_nid id, enum fm_phase ph, fm_tid tid,
                                 dnnl_memory_t src, float scale)
 {
     const dnnl_memory_desc_t *smd = fm_cpu_mem_md(src);
     int64_t dims[FM_MAX_DIMS];
     aligned_dims(s, tid, smd->ndims, dims);
+    bool done;
+    enum fm_status lst = fm_cpu_sum_leading(s, id, ph, tid, src, dims, scale, &done);
+    if (lst || done)
+        return lst;
     dnnl_memory_desc_t dst;
     fm_cpu_md_plain(&dst, smd->ndims, dims);
     dnnl_primitive_attr_t attr = NULL;
