@@ -1276,11 +1276,16 @@ FM_API enum fm_status fm_probe_to_device(const struct fm_probe_result *r, struct
  * phase of a training step) and fits the model to them (src/analysis/calibrate.c). A short
  * probe first gives the file the device's peak and bandwidth. samples_out (may be NULL) gets
  * every timed node-phase, to be freed with fm_dealloc. */
+#define FM_CALIBRATE_ROUNDS 3
+#define FM_CALIBRATE_MAX_ROUNDS 9
 struct fm_calibrate_opts {
     const char *device;            /* "cpu" (default) or "cuda[:N]" */
     int threads;                   /* CPU threads (0 = all) */
     enum fm_precision precision;   /* default fp32 */
-    bool quick;                    /* every other shape and fewer steps: about a minute */
+    bool quick;                    /* every other shape, fewer steps, one round */
+    int rounds;                    /* times each shape is timed, in rounds over the whole sweep;
+                                      each layer-phase keeps its median (0: 1 with quick, else
+                                      FM_CALIBRATE_ROUNDS; at most FM_CALIBRATE_MAX_ROUNDS) */
     const char *leave_out;         /* comma-separated network families whose layer shapes the
                                       sweep drops (to test accuracy on networks the calibration
                                       never saw); NULL: none. A family no shape is taken from

@@ -8,6 +8,8 @@
  * calibration has no entry, and follows the batch exactly as the formula says. */
 #include "support.h"
 
+#include "analysis/analysis.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1132,10 +1134,54 @@ static void test_lookup(void **state)
     assert_true(s == -1);
 }
 
+/* calibrate's rounds: each sample keeps the median of its times over the rounds, found by key
+ * even where a round timed one phase fewer (so the rest sit one place earlier); a round
+ * without the sample is left out of its median; samples whose rounds disagree by more than 2x
+ * are counted. */
+static void test_median_over_rounds(void **unused)
+{
+    (void)unused;
+    struct fm_calib_sample a[3], b[2], c[3], out[3];
+    memset(a, 0, sizeof(a));
+    for (int i = 0; i < 3; i++) {
+        a[i].cls = FM_CLASS_CONV;
+        a[i].phase = FM_PHASE_FWD;
+        a[i].flops = 100.0 * (i + 1);
+        a[i].bytes = 10.0 * (i + 1);
+    }
+    memcpy(c, a, sizeof(a));
+    a[0].seconds = 1.0, a[1].seconds = 5.0, a[2].seconds = 1.0;
+    /* round 2 lacks key 11: its key 12 sits where 11 was */
+    b[0] = a[0], b[1] = a[2];
+    b[0].seconds = 3.0, b[1].seconds = 4.0;
+    /* round 3 in another order */
+    c[0] = a[2], c[1] = a[0], c[2] = a[1];
+    c[0].seconds = 2.5, c[1].seconds = 2.0, c[2].seconds = 7.0;
+    const uint64_t ka[] = {10, 11, 12}, kb[] = {10, 12}, kc[] = {12, 10, 11};
+    const struct fm_calib_sample *v[] = {a, b, c};
+    const uint64_t *keys[] = {ka, kb, kc};
+    const size_t n[] = {3, 2, 3};
+    size_t unsteady = fm_calib_median_rounds(v, keys, n, 3, out);
+    assert_true(out[0].seconds == 2.0);   /* 1, 3, 2 */
+    assert_true(out[1].seconds == 6.0);   /* 5, 7: two rounds, their mean */
+    assert_true(out[2].seconds == 2.5);   /* 1, 4, 2.5 */
+    /* the rest of each sample is round 0's */
+    for (int i = 0; i < 3; i++) {
+        assert_true(out[i].flops == a[i].flops);
+        assert_true(out[i].bytes == a[i].bytes);
+    }
+    /* 3/1 and 4/1 are over 2x, 7/5 is not */
+    assert_int_equal(unsteady, 2);
+    /* one round: its own times, nothing unsteady */
+    assert_int_equal(fm_calib_median_rounds(v, keys, n, 1, out), 0);
+    assert_true(out[1].seconds == 5.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fit_recovers_parameters),
+        cmocka_unit_test(test_median_over_rounds),
         cmocka_unit_test(test_fit_zero_terms_exact),
         cmocka_unit_test(test_fit_nnls_optimum),
         cmocka_unit_test(test_fit_errors),

@@ -7,6 +7,7 @@
  * step takes beyond its layers. */
 #include "../core/internal.h"
 #include "../frontend/zoo/nn.h"
+#include "analysis.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -332,12 +333,20 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *p, struct fm
     return FM_OK;
 }
 
+/* A sample's place in the sweep, the same in every round: its shape, node and phase. */
+static uint64_t key_of(uint32_t point, uint32_t node, int phase)
+{
+    return (uint64_t)point << 40 | (uint64_t)node << 8 | (uint64_t)phase;
+}
+
 struct samples {
     struct fm_calib_sample *v;
+    uint64_t *key;
     size_t n, cap;
 };
 
-static enum fm_status push(struct fm_ctx *ctx, struct samples *s, const struct fm_calib_sample *x)
+static enum fm_status push(struct fm_ctx *ctx, struct samples *s, const struct fm_calib_sample *x,
+                           uint64_t key)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 256;
@@ -345,19 +354,31 @@ static enum fm_status push(struct fm_ctx *ctx, struct samples *s, const struct f
         if (!p)
             return fm_error(ctx, FM_ERR_NOMEM, "out of memory keeping calibration samples");
         s->v = p;
+        p = fm_realloc(ctx, s->key, cap * sizeof(*s->key));
+        if (!p)
+            return fm_error(ctx, FM_ERR_NOMEM, "out of memory keeping calibration samples");
+        s->key = p;
         s->cap = cap;
     }
+    s->key[s->n] = key;
     s->v[s->n++] = *x;
     return FM_OK;
 }
 
+static void samples_release(struct fm_ctx *ctx, struct samples *s)
+{
+    fm_dealloc(ctx, s->v);
+    fm_dealloc(ctx, s->key);
+    memset(s, 0, sizeof(*s));
+}
+
 /* Times one point; adds its samples; *overhead_s gets step time minus the layers' times. */
 static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
-                                const struct point *p, struct samples *out, double *overhead_s,
+                                uint32_t pi, struct samples *out, double *overhead_s,
                                 char *device, size_t device_size, int *threads)
 {
     struct fm_graph *g;
-    enum fm_status st = build(ctx, p, &g);
+    enum fm_status st = build(ctx, &sweep[pi], &g);
     if (st)
         return st;
     struct fm_count_opts co;
@@ -401,7 +422,7 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
             x.flops = flops;
             x.bytes = bytes;
             x.seconds = t->ms[ph] * 1e-3;
-            st = push(ctx, out, &x);
+            st = push(ctx, out, &x, key_of(pi, (uint32_t)id, ph));
         }
     }
     if (!st) {
@@ -476,6 +497,75 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Whether the run leaves sweep point i out (--quick, --leave-out). */
+static bool skipped(const struct fm_calibrate_opts *o, size_t i)
+{
+    return (o->quick && i % 2) || (o->leave_out && left_out(&sweep[i], o->leave_out));
+}
+
+/* Where key is in keys[0..n): at k when every round timed the same node-phases (a phase timed
+ * at 0 in one round only shifts the rest); n when it is not there. */
+static size_t find_key(const uint64_t *keys, size_t n, size_t k, uint64_t key)
+{
+    if (k < n && keys[k] == key)
+        return k;
+    for (size_t j = 0; j < n; j++) {
+        if (keys[j] == key)
+            return j;
+    }
+    return n;
+}
+
+size_t fm_calib_median_rounds(const struct fm_calib_sample *const *v, const uint64_t *const *keys,
+                              const size_t *n, int rounds, struct fm_calib_sample *out)
+{
+    size_t unsteady = 0;
+    for (size_t k = 0; k < n[0]; k++) {
+        double t[FM_CALIBRATE_MAX_ROUNDS];
+        int m = 0;
+        for (int r = 0; r < rounds && r < FM_CALIBRATE_MAX_ROUNDS; r++) {
+            size_t j = find_key(keys[r], n[r], k, keys[0][k]);
+            if (j < n[r])
+                t[m++] = v[r][j].seconds;
+        }
+        qsort(t, (size_t)m, sizeof(double), cmp_double);
+        out[k] = v[0][k];
+        out[k].seconds = m % 2 ? t[m / 2] : 0.5 * (t[m / 2 - 1] + t[m / 2]);
+        unsteady += m > 1 && t[m - 1] > 2.0 * t[0];
+    }
+    return unsteady;
+}
+
+/* out gets round 0's samples, each with the median of its times over the rounds. A machine
+ * busy with other work shows as layers whose rounds disagree: said on the log, with how many. */
+static enum fm_status median_over_rounds(struct fm_ctx *ctx, const struct samples *round,
+                                         int rounds, struct samples *out)
+{
+    const struct fm_calib_sample *v[FM_CALIBRATE_MAX_ROUNDS];
+    const uint64_t *keys[FM_CALIBRATE_MAX_ROUNDS];
+    size_t n[FM_CALIBRATE_MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++) {
+        v[r] = round[r].v;
+        keys[r] = round[r].key;
+        n[r] = round[r].n;
+    }
+    out->n = out->cap = round[0].n;
+    out->v = fm_alloc(ctx, (round[0].n + 1) * sizeof(*out->v));
+    out->key = fm_alloc(ctx, (round[0].n + 1) * sizeof(*out->key));
+    if (!out->v || !out->key)
+        return fm_error(ctx, FM_ERR_NOMEM, "out of memory keeping calibration samples");
+    if (round[0].n)
+        memcpy(out->key, round[0].key, round[0].n * sizeof(*out->key));
+    size_t unsteady = fm_calib_median_rounds(v, keys, n, rounds, out->v);
+    if (unsteady > round[0].n / 20)
+        fm_log(ctx,
+               "%zu of %zu layer timings varied by more than 2x between rounds: something else "
+               "was running; the medians are kept, but a calibration made on a quiet machine "
+               "predicts better",
+               unsteady, round[0].n);
+    return FM_OK;
+}
+
 enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
                             struct fm_calibration **out, struct fm_calib_sample **samples_out,
                             size_t *n_samples_out)
@@ -487,6 +577,12 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
         if (lst)
             return lst;
     }
+    int rounds = o->rounds > 0 ? o->rounds : o->quick ? 1 : FM_CALIBRATE_ROUNDS;
+    if (rounds > FM_CALIBRATE_MAX_ROUNDS)
+        return fm_error(ctx, FM_ERR_INVALID,
+                        "calibrate: more rounds than %d asked (each round times every shape "
+                        "once; 3 are enough to outvote a busy moment)",
+                        FM_CALIBRATE_MAX_ROUNDS);
     struct fm_calibration meta;
     memset(&meta, 0, sizeof(meta));
     /* the probe's figures name the device's ceilings in the file */
@@ -505,25 +601,46 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
     meta.peak = pr.gemm[pp].median > pr.fma_all[pp].median ? pr.gemm[pp].median
                                                            : pr.fma_all[pp].median;
     meta.bandwidth = pr.bw_triad.median;
+    struct samples round[FM_CALIBRATE_MAX_ROUNDS];
+    memset(round, 0, sizeof(round));
     struct samples s = {0};
-    double overheads[N_SWEEP];
-    size_t n_pts = 0;
+    double *overheads = fm_alloc(ctx, (size_t)rounds * N_SWEEP * sizeof(double));
+    if (!overheads)
+        return fm_error(ctx, FM_ERR_NOMEM, "out of memory");
+    size_t n_pts = 0, n_todo = 0, n_done = 0;
     char device[128] = "";
     int threads = 0;
-    for (size_t i = 0; i < N_SWEEP && !st; i++) {
-        if ((o->quick && i % 2) || (o->leave_out && left_out(&sweep[i], o->leave_out)))
-            continue;
-        if (o->progress) {
-            char what[64];
-            snprintf(what, sizeof(what), "%s: layers", sweep[i].cls);
-            o->progress(o->progress_user, what, (int)i, (int)N_SWEEP);
+    for (size_t i = 0; i < N_SWEEP; i++)
+        n_todo += !skipped(o, i);
+    n_todo *= (size_t)rounds;
+    /* Rounds over the whole sweep, not repeats of one shape in a row: a burst of other work on
+     * the machine (seconds long on a shared VM) then spoils one round of a shape, not all of
+     * them, and the median over rounds drops it. */
+    for (int r = 0; r < rounds && !st; r++) {
+        for (size_t i = 0; i < N_SWEEP && !st; i++) {
+            if (skipped(o, i))
+                continue;
+            if (o->progress) {
+                char what[64];
+                if (rounds > 1)
+                    snprintf(what, sizeof(what), "%s: layers (round %d of %d)", sweep[i].cls,
+                             r + 1, rounds);
+                else
+                    snprintf(what, sizeof(what), "%s: layers", sweep[i].cls);
+                o->progress(o->progress_user, what, (int)n_done, (int)n_todo);
+            }
+            st = run_point(ctx, o, (uint32_t)i, &round[r], &overheads[n_pts], device,
+                           sizeof(device), &threads);
+            n_pts++;
+            n_done++;
         }
-        st = run_point(ctx, o, &sweep[i], &s, &overheads[n_pts], device, sizeof(device),
-                       &threads);
-        n_pts++;
     }
     if (o->progress)
-        o->progress(o->progress_user, "done: layers", (int)N_SWEEP, (int)N_SWEEP);
+        o->progress(o->progress_user, "done: layers", (int)n_todo, (int)n_todo);
+    if (!st)
+        st = median_over_rounds(ctx, round, rounds, &s);
+    for (int r = 0; r < rounds; r++)
+        samples_release(ctx, &round[r]);
     if (!st) {
         qsort(overheads, n_pts, sizeof(double), cmp_double);
         meta.step_overhead_s = n_pts ? overheads[n_pts / 2] : 0.0;
@@ -538,11 +655,12 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
         strftime(meta.date, sizeof(meta.date), "%Y-%m-%dT%H:%M:%SZ", &tm);
         st = fm_calibration_fit(ctx, s.v, s.n, &meta, out);
     }
+    fm_dealloc(ctx, overheads);
     if (!st && samples_out) {
         *samples_out = s.v;
         *n_samples_out = s.n;
-    } else {
-        fm_dealloc(ctx, s.v);
+        s.v = NULL;
     }
+    samples_release(ctx, &s);
     return st;
 }

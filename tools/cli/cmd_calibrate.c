@@ -16,8 +16,10 @@ static const char description[] =
     "(a PALEO sum whose rates and per-kernel cost are measured instead of assumed) and writes it\n"
     "to -o FILE (JSON, docs/calibration.md), naming the device, backend, threads, precision and\n"
     "date. A short probe runs first for the device's peak and bandwidth.\n\n"
-    "The default run takes a few minutes on a 2-core machine; --quick about a minute (half the\n"
-    "shapes, fewer steps). Progress: a bar on a terminal, a line per op class otherwise.\n"
+    "The default run times every shape in 3 rounds over the sweep and keeps each layer's median,\n"
+    "so that a burst of other work on the machine spoils one round, not the fit (it says so when\n"
+    "rounds disagree); under a minute on a 2-core machine. --quick: half the shapes, fewer\n"
+    "steps, one round. Progress: a bar on a terminal, a line per op class otherwise.\n"
     "--samples FILE.csv also writes every timed layer-phase (class, kind, phase, flops, bytes,\n"
     "seconds), so the fit can be studied or re-run elsewhere.\n\n"
     "Some sweep shapes are taken from the layers of known networks (resnet, resnet50, resnext,\n"
@@ -80,7 +82,7 @@ static int write_samples(const char *path, const struct fm_calib_sample *s, size
 int cmd_calibrate(int argc, char **argv)
 {
     const char *device = "cpu", *output = NULL, *samples_path = NULL, *leave_out = NULL;
-    int64_t threads = 0;
+    int64_t threads = 0, rounds = 0;
     bool quick = false;
     struct cli_precision prec = {FM_PREC_FP32, false, false};
     struct cli_opt opts[] = {
@@ -91,6 +93,10 @@ int cmd_calibrate(int argc, char **argv)
         {"precision", CLI_PARSED, &prec, cli_parse_precision, "fp32|tf32|fp16|bf16",
          "compute precision (default fp32)", NULL, NULL},
         {"quick", CLI_FLAG, &quick, NULL, NULL, "about a minute: half the shapes, fewer steps",
+         NULL, NULL},
+        {"rounds", CLI_INT, &rounds, NULL, "N",
+         "time every shape N times, in rounds over the sweep, and keep each layer's median "
+         "(default 3; 1 with --quick; at most 9)",
          NULL, NULL},
         {"output", CLI_STRING, &output, NULL, "FILE",
          "the calibration file to write (required; also -o FILE)", NULL, NULL},
@@ -119,6 +125,7 @@ int cmd_calibrate(int argc, char **argv)
     co.threads = threads > 100000 ? 100001 : (int)threads;
     co.precision = prec.precision;
     co.quick = quick;
+    co.rounds = rounds > 100 ? 100 : (int)rounds;
     co.leave_out = leave_out;
     co.progress = progress;
     co.progress_user = &lp;
