@@ -977,6 +977,8 @@ struct fm_calibration {
     char date[32];                 /* when it was made, ISO 8601 UTC */
     double peak, bandwidth;        /* the device's probed FLOP/s and bytes/s */
     double step_overhead_s;        /* per training step, outside every layer */
+    int rounds;                    /* the sweep's rounds (calibrate --rounds); 0: not recorded */
+    char left_out[256];            /* the families calibrate --leave-out dropped ("" none) */
     size_t n;
     struct fm_calib_entry *entries;
     char source[512];              /* the file it was loaded from, for messages ("" when fitted) */

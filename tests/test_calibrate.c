@@ -216,7 +216,7 @@ static size_t csv_rows(const char *path, const char *prefix)
 
 /* --leave-out drops the sweep shapes taken from the named families: the quick sweep has five
  * grouped convolutions (two from ResNeXt, two from RegNetY, one generic), each timed in four
- * phases; without ResNeXt and RegNetY one is left. A family no shape comes from is refused,
+ * phases; without ResNeXt and RegNetY one is left, and the file records the list. A family no shape comes from is refused,
  * naming those that are, before anything runs. */
 static void test_leave_out(void **unused)
 {
@@ -237,6 +237,14 @@ static void test_leave_out(void **unused)
     assert_int_equal(csv_rows(csv, "conv,grouped,"), 1 * 4);
     /* the other kinds keep their shapes but those of the two families */
     assert_int_equal(csv_rows(csv, "conv,dense,"), csv_rows(csv_path, "conv,dense,"));
+    /* the file says what it left out, and that --quick timed one round */
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_calibration *c = NULL;
+    FM_ASSERT_OK(ctx, fm_calibration_load(ctx, path, &c));
+    assert_string_equal(c->left_out, "regnet,resnext");
+    assert_int_equal(c->rounds, 1);
+    fm_calibration_free(c);
+    fm_ctx_free(ctx);
     unlink(path);
     unlink(csv);
 

@@ -78,6 +78,8 @@ static struct fm_calibration meta(void)
     m.peak = 1.0 / 3.0 * 1e11;
     m.bandwidth = 2.0e10 / 7.0;
     m.step_overhead_s = 1.25e-4;
+    m.rounds = 3;
+    snprintf(m.left_out, sizeof(m.left_out), "%s", "resnet,vgg");
     return m;
 }
 
@@ -423,6 +425,8 @@ static void expect_same_calibration(const struct fm_calibration *a, const struct
     ASSERT_SAME_BITS(a->peak, b->peak);
     ASSERT_SAME_BITS(a->bandwidth, b->bandwidth);
     ASSERT_SAME_BITS(a->step_overhead_s, b->step_overhead_s);
+    assert_int_equal(a->rounds, b->rounds);
+    assert_string_equal(a->left_out, b->left_out);
     assert_int_equal(a->n, b->n);
     for (size_t i = 0; i < a->n; i++) {
         const struct fm_calib_entry *x = &a->entries[i], *y = &b->entries[i];
@@ -483,6 +487,7 @@ static void test_save_load_round_trip(void **state)
                           "\"device\"", "\"backend\": \"cpu\"", "\"threads\": 2",
                           "\"precision\": \"bf16\"", "\"date\"", "\"peak_flops\"",
                           "\"bandwidth_bytes_per_s\"", "\"step_overhead_s\"", "\"entries\"",
+                          "\"rounds\": 3", "\"left_out\": \"resnet,vgg\"",
                           "\"class\": \"conv\"", "\"kind\": \"grouped\"",
                           "\"phase\": \"bwd_weight\"", "\"fixed_s\"", "\"s_per_flop\"",
                           "\"s_per_byte\"", "\"points\"", "\"rel_rms\""};

@@ -436,15 +436,27 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
     return st;
 }
 
+/* Steps through a comma-separated list: *item gets the next item and *len its length; false
+ * at the end (*p NULL or ""). An empty item between two commas is an item of length 0. */
+static bool next_item(const char **p, const char **item, size_t *len)
+{
+    if (!*p || !**p)
+        return false;
+    const char *comma = strchr(*p, ',');
+    *item = *p;
+    *len = comma ? (size_t)(comma - *p) : strlen(*p);
+    *p = comma ? comma + 1 : *p + *len;
+    return true;
+}
+
 /* Whether the comma-separated list has name (the whole of one of its items). */
 static bool in_list(const char *list, const char *name, size_t len)
 {
-    for (const char *p = list; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        if (n == len && strncmp(p, name, len) == 0)
+    const char *item;
+    size_t n;
+    while (next_item(&list, &item, &n)) {
+        if (n == len && strncmp(item, name, len) == 0)
             return true;
-        p = comma ? comma + 1 : NULL;
     }
     return false;
 }
@@ -452,12 +464,11 @@ static bool in_list(const char *list, const char *name, size_t len)
 /* Whether point p is taken from a family in the leave-out list. */
 static bool left_out(const struct point *p, const char *leave_out)
 {
-    for (const char *f = p->from; f && *f;) {
-        const char *comma = strchr(f, ',');
-        size_t n = comma ? (size_t)(comma - f) : strlen(f);
-        if (in_list(leave_out, f, n))
+    const char *f = p->from, *item;
+    size_t n;
+    while (next_item(&f, &item, &n)) {
+        if (in_list(leave_out, item, n))
             return true;
-        f = comma ? comma + 1 : NULL;
     }
     return false;
 }
@@ -465,28 +476,28 @@ static bool left_out(const struct point *p, const char *leave_out)
 /* Every family in the leave-out list must be one some shape is taken from. */
 static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
 {
+    if (strlen(leave_out) >= sizeof(((struct fm_calibration *)0)->left_out))
+        return fm_error(ctx, FM_ERR_INVALID, "--leave-out: a list of %zu characters is too long "
+                                             "(the file records it in at most 255)",
+                        strlen(leave_out));
     char known[512] = "";
-    size_t used = 0;
+    size_t used = 0, n;
+    const char *item;
     for (size_t i = 0; i < N_SWEEP; i++) {
-        for (const char *f = sweep[i].from; f && *f;) {
-            const char *comma = strchr(f, ',');
-            size_t n = comma ? (size_t)(comma - f) : strlen(f);
-            if (!in_list(known, f, n) && used + n + 2 < sizeof(known)) {
+        const char *f = sweep[i].from;
+        while (next_item(&f, &item, &n)) {
+            if (!in_list(known, item, n) && used + n + 2 < sizeof(known))
                 used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%.*s",
-                                         used ? "," : "", (int)n, f);
-            }
-            f = comma ? comma + 1 : NULL;
+                                         used ? "," : "", (int)n, item);
         }
     }
-    for (const char *p = leave_out; *p;) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        if (!in_list(known, p, n))
+    const char *p = leave_out;
+    while (next_item(&p, &item, &n)) {
+        if (!in_list(known, item, n))
             return fm_error(ctx, FM_ERR_INVALID,
                             "--leave-out: no sweep shape is taken from '%.*s' (the families "
                             "shapes are taken from: %s)",
-                            (int)n, p, known);
-        p = comma ? comma + 1 : p + n;
+                            (int)n, item, known);
     }
     return FM_OK;
 }
@@ -649,6 +660,8 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
                  strncmp(o->device, "cuda", 4) == 0 ? "cuda" : "cpu");
         meta.threads = strcmp(meta.backend, "cpu") == 0 ? threads : 0;
         meta.precision = o->precision;
+        meta.rounds = rounds;
+        snprintf(meta.left_out, sizeof(meta.left_out), "%s", o->leave_out ? o->leave_out : "");
         time_t now = time(NULL);
         struct tm tm;
         gmtime_r(&now, &tm);

@@ -363,6 +363,7 @@ static enum fm_status calib_new(struct fm_ctx *ctx, const struct fm_calibration 
         c->device[sizeof(c->device) - 1] = '\0';
         c->backend[sizeof(c->backend) - 1] = '\0';
         c->date[sizeof(c->date) - 1] = '\0';
+        c->left_out[sizeof(c->left_out) - 1] = '\0';
         c->source[sizeof(c->source) - 1] = '\0';
     } else {
         c->precision = FM_PREC_FP32;
@@ -574,7 +575,8 @@ static enum fm_status check_for_save(struct fm_ctx *ctx, const struct fm_calibra
         return fm_error(ctx, FM_ERR_INVALID, "no calibration to save");
     if (!memchr(c->device, '\0', sizeof(c->device)) || !c->device[0] ||
         !memchr(c->backend, '\0', sizeof(c->backend)) || !c->backend[0] ||
-        !memchr(c->date, '\0', sizeof(c->date)))
+        !memchr(c->date, '\0', sizeof(c->date)) ||
+        !memchr(c->left_out, '\0', sizeof(c->left_out)))
         return fm_error(ctx, FM_ERR_INVALID,
                         "cannot save a calibration without its device and backend");
     if (c->threads < 0 || (unsigned)c->precision >= FM_PREC_COUNT)
@@ -636,6 +638,9 @@ enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_calibrati
     fm_jw_double(&w, "peak_flops", c->peak);
     fm_jw_double(&w, "bandwidth_bytes_per_s", c->bandwidth);
     fm_jw_double(&w, "step_overhead_s", c->step_overhead_s);
+    if (c->rounds > 0)
+        fm_jw_i64(&w, "rounds", c->rounds);
+    fm_jw_string(&w, "left_out", c->left_out);
     fm_jw_array(&w, "entries", false);
     for (size_t i = 0; i < c->n; i++) {
         const struct fm_calib_entry *e = &c->entries[i];
@@ -904,7 +909,7 @@ static enum fm_status get_count(const struct where *w, const cJSON *v, const cha
 
 static const char known_header[] =
     "format, version, flopmeter, model, comment, device, backend, threads, precision, date, "
-    "peak_flops, bandwidth_bytes_per_s, step_overhead_s, entries";
+    "peak_flops, bandwidth_bytes_per_s, step_overhead_s, rounds, left_out, entries";
 static const char known_entry[] =
     "class, kind, phase, fixed_s, s_per_flop, s_per_byte, points, rel_rms, comment";
 
@@ -1011,6 +1016,10 @@ static enum fm_status read_header(struct where *w, const cJSON *root, struct fm_
             seen |= H_PRECISION;
         } else if (strcmp(k, "date") == 0) {
             st = get_string(w, v, c->date, sizeof(c->date), true);
+        } else if (strcmp(k, "rounds") == 0) {
+            st = get_count(w, v, "rounds of the sweep", &c->rounds);
+        } else if (strcmp(k, "left_out") == 0) {
+            st = get_string(w, v, c->left_out, sizeof(c->left_out), true);
         } else if (strcmp(k, "peak_flops") == 0) {
             st = get_number(w, v, "FLOP/s", &c->peak);
         } else if (strcmp(k, "bandwidth_bytes_per_s") == 0) {
