@@ -272,6 +272,14 @@ static void test_predict_calibrated(void **unused)
         fail_msg("predict --calibration failed (%d): %s", rc, err);
     assert_non_null(strstr(out, "\"t_calibrated_s\""));
     assert_non_null(strstr(out, "\"calibration\": {"));
+    /* each layer names the kind whose fit timed it: MobileNetV2 opens with a dense 3x3
+     * convolution, then BatchNorm, ReLU6, a depthwise 3x3 */
+    const char *first = strstr(out, "\"name\": \"features.0.0\"");
+    assert_non_null(first);
+    assert_non_null(strstr(first, "\"kind\": \"dense\""));
+    assert_true(strstr(first, "\"kind\": \"dense\"") <
+                strstr(first, "\"name\": \"features.0.1\""));
+    assert_non_null(strstr(out, "\"kind\": \"depthwise\""));
     const char *run = strstr(out, "\"run\"");
     assert_non_null(run);
     const char *cal = strstr(run, "\"calibrated\": ");

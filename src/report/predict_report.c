@@ -299,6 +299,11 @@ static void print_json(FILE *f, const struct fm_session *s)
         fm_jw_string(&w, "name", n->name);
         fm_jw_string(&w, "op", n->op_name);
         fm_jw_string(&w, "class", fm_class_name(fm_op_class(n->op)));
+        if (cal) {   /* the kind whose fit timed it (docs/calibration.md, Kinds) */
+            char kind[FM_CALIB_KIND_MAX];
+            fm_calib_kind(g, order[i], kind);
+            fm_jw_string(&w, "kind", kind);
+        }
         for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
             const struct fm_phase_time *t = &p->nodes[order[i]][ph];
             if (t->flops > 0 || t->bytes > 0)
