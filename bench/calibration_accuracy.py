@@ -10,11 +10,14 @@ plus the per-step overhead) and measures it, with the same thread count.
 
     /usr/bin/python3 bench/calibration_accuracy.py [--flopmeter build/flopmeter] [--threads 2]
                      [--calibration FILE (one fixed calibration: no leave-out)] [--quick]
-                     [--steps 5] [--only NAME ...]
+                     [--steps 5] [--only NAME ...] [--keep DIR]
 
 Output: a Markdown table for bench/RESULTS.md, one row per pair with the measured step and the
 signed error (predicted - measured) / measured of each prediction, then the median and the
-largest |error| of each. No PyTorch needed: the networks are the built-in ones and the small
+largest |error| of each. --keep DIR keeps what each pair ran on, for studying the model without
+timing again: the calibrations and their samples (calN.json, calN.csv), and per pair the
+prediction (NAME.predict.json), the step (NAME.measure.json) and a per-layer measurement
+(NAME.layers.json). No PyTorch needed: the networks are the built-in ones and the small
 ONNX exports committed in tests/data/onnx/train/.
 """
 import argparse
@@ -76,9 +79,13 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--keep", metavar="DIR")
     args = ap.parse_args()
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
     exe, thr = args.flopmeter, str(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
+        tmp = args.keep or tmp
         cals = {}   # leave-out list -> calibration file
 
         def calibration(leave_out):
@@ -87,6 +94,8 @@ def main():
             if leave_out not in cals:
                 path = os.path.join(tmp, f"cal{len(cals)}.json")
                 cmd = [exe, "calibrate", "--threads", thr, "-o", path]
+                if args.keep:
+                    cmd += ["--samples", path[:-5] + ".csv"]
                 if leave_out:
                     cmd += ["--leave-out", leave_out]
                 if args.quick:
@@ -112,6 +121,16 @@ def main():
                 m = run_json([exe, "measure", model, *extra, "--threads", thr, "--steps",
                               str(args.steps), "--warmup", "2", "--no-per-layer", "--peak",
                               "1e12", "--format", "json"])
+                if args.keep:
+                    name = "".join(c if c.isalnum() else "_" for c in label)
+                    lay = run_json([exe, "measure", model, *extra, "--threads", thr, "--steps",
+                                    str(args.steps), "--warmup", "2", "--calibration", cal,
+                                    "--format", "json"])
+                    for suffix, d in (("predict", p), ("measure", m), ("layers", lay)):
+                        with open(os.path.join(tmp, f"{name}.{suffix}.json"), "w") as f:
+                            json.dump(d, f)
+                    with open(os.path.join(tmp, f"{name}.cal"), "w") as f:
+                        f.write(cal)
             except (RuntimeError, subprocess.CalledProcessError) as e:
                 print(f"| {label} | {out} | failed: {e} | | | |", flush=True)
                 continue
