@@ -259,6 +259,14 @@ static fm_tid b_hardswish_padded(struct fm_nn *nn, fm_tid x)
      * whole buffer seen as one vector */
     return fm_nn_act(nn, "hs", FM_OP_HARDSWISH, fm_nn_conv(nn, "conv", x, 24, 3, 1, 1, 1, true));
 }
+static fm_tid b_grouped_bn(struct fm_nn *nn, fm_tid x)
+{   /* ResNeXt's grouped convolution, 4 channels per group, writes oneDNN's aBcd4b layout, for
+     * which oneDNN's BatchNorm has only reference code: BatchNorm runs on a 16-channel-blocked
+     * copy, and its gradients go back through the reorder */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 32, 1, 1, 0, 1, false);
+    fm_tid g = fm_nn_conv(nn, "grouped", c, 32, 3, 1, 1, 8, false);
+    return fm_nn_bn(nn, "bn", g, 1e-5);
+}
 static fm_tid b_conv_1x1(struct fm_nn *nn, fm_tid x)
 {   /* asymmetric kernel and stride */
     return fm_nn_conv_full(nn, "conv", x, 16, 1, 3, 2, 1, 0, 1, 1, 1, false);
@@ -425,6 +433,7 @@ FD_TEST(fd_conv_grouped_strided_dilated, VAL_NORMAL, b_conv, 2, 4, 9, 9)
 FD_TEST(fd_conv_depthwise, VAL_NORMAL, b_conv_dw, 2, 8, 6, 6)
 FD_TEST(fd_conv_depthwise_large, VAL_NORMAL, b_conv_dw_large, 2, 3, 7, 6)
 FD_TEST(fd_conv_asymmetric, VAL_NORMAL, b_conv_1x1, 2, 3, 5, 6)
+FD_TEST(fd_grouped_bn_blocked, VAL_NORMAL, b_grouped_bn, 2, 3, 6, 6)
 FD_TEST(fd_linear, VAL_NORMAL, b_linear, 3, 12)
 FD_TEST(fd_batchnorm, VAL_NORMAL, b_bn, 2, 3, 4, 4)
 FD_TEST(fd_conv_bn_relu, VAL_NORMAL, b_conv_bn_relu, 2, 3, 5, 5)
@@ -1050,6 +1059,7 @@ int main(void)
         cmocka_unit_test(fd_conv_depthwise),
         cmocka_unit_test(fd_conv_depthwise_large),
         cmocka_unit_test(fd_conv_asymmetric),
+        cmocka_unit_test(fd_grouped_bn_blocked),
         cmocka_unit_test(fd_linear),
         cmocka_unit_test(fd_batchnorm),
         cmocka_unit_test(fd_conv_bn_relu),
