@@ -42,5 +42,7 @@ static inline void fuzz_check_status(struct fm_ctx *ctx, enum fm_status st)
 int fm_fuzz_onnx(const uint8_t *data, size_t size);
 int fm_fuzz_device_json(const uint8_t *data, size_t size);
 int fm_fuzz_args(const uint8_t *data, size_t size);
+int fm_fuzz_trace(const uint8_t *data, size_t size);
+int fm_fuzz_ncu(const uint8_t *data, size_t size);
 
 #endif

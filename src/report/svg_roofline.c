@@ -142,6 +142,16 @@ enum fm_status fm_svg_roofline(FILE *out, const struct fm_graph *g,
         oi_max = fmax(oi_max, oi);
         y_min = fmin(y_min, perf);
     }
+    const struct fm_measured *ms = o.measured;
+    bool measured_range = false;
+    for (size_t i = 0; ms && i < ms->n; i++) {
+        const struct fm_measured_point *x = &ms->points[i];
+        oi_min = fmin(oi_min, x->flops / x->bytes);
+        oi_max = fmax(oi_max, x->flops / x->bytes);
+        y_min = fmin(y_min, x->flops / x->time_s);
+        y_max = fmax(y_max, x->flops / x->time_s);
+        measured_range = true;
+    }
     double peak_max = 0, peak_min = INFINITY;
     for (size_t k = 0; k < nroofs; k++) {
         peak_max = fmax(peak_max, roofs[k].peak);
@@ -149,7 +159,7 @@ enum fm_status fm_svg_roofline(FILE *out, const struct fm_graph *g,
     }
     if (!nroofs || !(bw > 0))
         return fm_error(fm_graph_ctx(g), FM_ERR_INVALID, "nothing to chart: no FLOPs or no bandwidth");
-    if (!plotted) {
+    if (!plotted && !measured_range) {
         oi_min = 1;
         oi_max = 10;
         y_min = peak_min * ppp_c;
@@ -159,7 +169,7 @@ enum fm_status fm_svg_roofline(FILE *out, const struct fm_graph *g,
     double ridge_max = peak_max / bw, ridge_min = peak_min / bw;
     double lx0 = floor(log10(fmin(oi_min, ridge_min / 10)));
     double lx1 = ceil(log10(fmax(oi_max, ridge_max) * 3));
-    y_max = peak_max * 2.5;
+    y_max = fmax(y_max * 1.5, peak_max * 2.5);
     y_min = fmin(y_min, pow(10.0, lx0) * bw * ppp_m);
     double ly0 = floor(log10(y_min)), ly1 = ceil(log10(y_max));
     if (lx1 - lx0 < 2)
@@ -337,6 +347,32 @@ enum fm_status fm_svg_roofline(FILE *out, const struct fm_graph *g,
                 cx - 12, cy - 10, halo, p->step.intensity, ps);
     }
 
+    /* measured points: hollow, so the counted dots under them stay visible */
+    const char *mcolor = "#e6550d";
+    for (size_t i = 0; ms && i < ms->n; i++) {
+        const struct fm_measured_point *x = &ms->points[i];
+        double cx = px(&f, x->flops / x->bytes), cy = py(&f, x->flops / x->time_s);
+        if (x->whole)
+            fprintf(out, "<path d=\"M %.1f %.1f l 10 10 l -10 10 l -10 -10 z\" fill=\"none\" "
+                         "stroke=\"%s\" stroke-width=\"2.5\"><title>",
+                    cx, cy - 10, mcolor);
+        else
+            fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" fill=\"none\" "
+                         "stroke=\"%s\" stroke-width=\"1.5\"><title>",
+                    cx - 4.5, cy - 4.5, mcolor);
+        xml_text(out, x->label);
+        fprintf(out, " (measured, %s): %.1f FLOP/B, %.3g FLOP/s, %.3g s</title>%s\n",
+                ms->source, x->flops / x->bytes, x->flops / x->time_s, x->time_s,
+                x->whole ? "</path>" : "</rect>");
+        if (x->whole) {
+            char ps[32];
+            si3(x->flops / x->time_s, ps, sizeof(ps));
+            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\" font-weight=\"bold\" %s>"
+                         "measured: %.1f FLOP/B, %sFLOP/s</text>\n",
+                    cx + 14, cy + 16, mcolor, halo, x->flops / x->bytes, ps);
+        }
+    }
+
     /* legend */
     double lx = f.x1 + 18, ly = f.y0 + 8;
     fprintf(out, "<text x=\"%g\" y=\"%g\" font-weight=\"bold\">layers by op class</text>\n", lx, ly);
@@ -353,6 +389,17 @@ enum fm_status fm_svg_roofline(FILE *out, const struct fm_graph *g,
     fprintf(out, "<path d=\"M %g %g l 7 7 l -7 7 l -7 -7 z\" fill=\"black\"/>"
                  "<text x=\"%g\" y=\"%g\" dominant-baseline=\"middle\">whole network</text>\n",
             lx + 6, ly - 7, lx + 18, ly);
+    if (ms && ms->n) {
+        ly += 22;
+        fprintf(out, "<g><title>");
+        xml_text(out, ms->how);
+        fprintf(out, "</title><rect x=\"%g\" y=\"%g\" width=\"9\" height=\"9\" fill=\"none\" "
+                     "stroke=\"%s\" stroke-width=\"1.5\"/><text x=\"%g\" y=\"%g\" "
+                     "dominant-baseline=\"middle\">measured (",
+                lx + 1.5, ly - 4.5, mcolor, lx + 18, ly);
+        xml_text(out, ms->source);
+        fprintf(out, ")</text></g>\n");
+    }
     ly += 28;
     fprintf(out, "<text x=\"%g\" y=\"%g\" font-weight=\"bold\">dot area</text>\n", lx, ly);
     ly += 10;

@@ -137,5 +137,8 @@ int cmd_utilization(int argc, char **argv);  /* cmd_utilization.c */
 int cmd_probe(int argc, char **argv);        /* cmd_probe.c */
 int cmd_measure(int argc, char **argv);      /* cmd_measure.c */
 int cmd_calibrate(int argc, char **argv);    /* cmd_calibrate.c */
+int cmd_trace(int argc, char **argv);        /* cmd_trace.c */
+int cmd_ncu(int argc, char **argv);          /* cmd_ncu.c */
+int cmd_nsys(int argc, char **argv);         /* cmd_nsys.c */
 
 #endif

@@ -16,7 +16,12 @@ static const char description[] =
     "--dtype stores every tensor in one type. The header says which. The step's memory is\n"
     "checked against the device's, with the largest batch that fits.\n\n"
     "--svg FILE draws the chart: ceilings and ridge points, one dot per layer (area = its\n"
-    "share of the predicted step time, at the PPP of --ppp-compute/--ppp-memory), the network.\n\n"
+    "share of the predicted step time, at the PPP of --ppp-compute/--ppp-memory), the network.\n"
+    "--measured FILE adds measured points to the chart (hollow, orange): from an Nsight\n"
+    "Compute CSV (flopmeter ncu) the counters' FLOPs over DRAM bytes and time per layer phase\n"
+    "matched by flopmeter's NVTX ranges, and all kernels as one point; from a PyTorch profiler\n"
+    "trace (flopmeter trace) the median step, and each op class on a CPU trace, at the counted\n"
+    "FLOPs and bytes over the measured time (docs/profiles.md).\n\n"
     "csv: one row per layer and phase, then one per phase total and the network.\n"
     "json: ceilings, layers with their phases, phase totals, network, memory\n"
     "(docs/json.md).\n\n"
@@ -24,19 +29,23 @@ static const char description[] =
     "  flopmeter roofline resnet50 --device a100 --batch 64\n"
     "  flopmeter roofline resnet50 --device a100 --precision torch-default --svg r50.svg\n"
     "  flopmeter roofline mobilenet_v2 --device h100 --infer --precision bf16 --format csv\n"
+    "  flopmeter roofline resnet50 --device a100 --svg r50.svg --measured step.ncu.csv\n"
     "  flopmeter roofline resnet18 --device cpu        (a short probe of this machine)";
 
 int cmd_roofline(int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
-    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 4] = {0};
+    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 5] = {0};
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n, CLI_DEV_DEVICE | CLI_DEV_PRECISION | CLI_DEV_PPP);
-    const char *svg = NULL;
+    const char *svg = NULL, *measured = NULL;
     bool summary = false;
     opts[n++] = (struct cli_opt){"svg", CLI_STRING, &svg, NULL, "FILE",
                                  "also write the roofline chart as SVG to FILE", NULL, NULL};
+    opts[n++] = (struct cli_opt){"measured", CLI_STRING, &measured, NULL, "FILE",
+                                 "with --svg: measured points from an ncu CSV or a PyTorch "
+                                 "profiler trace", NULL, NULL};
     opts[n++] = (struct cli_opt){"summary", CLI_FLAG, &summary, NULL, NULL,
                                  "table: ceilings, phase totals and the network only", NULL, NULL};
     const char *pos[1];
@@ -44,10 +53,16 @@ int cmd_roofline(int argc, char **argv)
                       pos, 1, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
+    if (measured && !svg) {
+        fprintf(stderr, "flopmeter roofline: --measured draws its points on the chart: give "
+                        "--svg FILE too\n");
+        return FM_EXIT_USAGE;
+    }
     struct fm_ctx *ctx = cli_ctx("roofline");
     if (!ctx)
         return FM_EXIT_FAIL;
     struct fm_session *s = NULL;
+    struct fm_measured *ms = NULL;
     struct fm_session_opts so;
     struct cli_bindings b;
     fm_session_opts_init(&so, FM_TASK_ROOFLINE);
@@ -62,6 +77,10 @@ int cmd_roofline(int argc, char **argv)
         r = cli_fail(ctx, st);
         goto out;
     }
+    if (measured && (st = fm_measured_read(ctx, measured, s->graph, s->counts, &ms))) {
+        r = cli_fail(ctx, st);
+        goto out;
+    }
     struct fm_report_opts ro;
     fm_report_opts_init(&ro);
     ro.format = m.format;
@@ -71,6 +90,7 @@ int cmd_roofline(int argc, char **argv)
         FILE *f = fopen(svg, "w");
         struct fm_svg_opts sv;
         fm_svg_opts_init(&sv);
+        sv.measured = ms;
         st = f ? fm_svg_roofline(f, s->graph, s->counts, s->prediction, &sv) : FM_ERR_IO;
         if (!f || fclose(f) != 0 || st) {
             fprintf(stderr, "flopmeter: could not write the chart to %s\n", svg);
@@ -79,9 +99,12 @@ int cmd_roofline(int argc, char **argv)
         }
         if (m.format == FM_FORMAT_TABLE)
             printf("chart: %s\n", svg);
+        if (ms && m.format == FM_FORMAT_TABLE)
+            printf("measured: %zu points from %s: %s\n", ms->n, measured, ms->how);
     }
     r = cli_flush(r);
 out:
+    fm_measured_free(ms);
     fm_session_free(s);
     fm_ctx_free(ctx);
     return r;

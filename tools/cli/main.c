@@ -14,6 +14,9 @@ static const struct cli_cmd commands[] = {
     {"probe", cmd_probe, "measure this machine's (or a GPU's) peak FLOP/s and bandwidth"},
     {"measure", cmd_measure, "run and time real training or inference steps (CPU or CUDA)"},
     {"calibrate", cmd_calibrate, "time single layers on a device and fit its time model"},
+    {"trace", cmd_trace, "steps, op times and utilization from a PyTorch profiler trace"},
+    {"ncu", cmd_ncu, "read an Nsight Compute CSV: FLOPs, DRAM bytes, time per kernel"},
+    {"nsys", cmd_nsys, "read an Nsight Systems kernel or NVTX summary (nsys stats CSV)"},
 };
 
 static void usage(FILE *f)

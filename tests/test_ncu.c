@@ -1,0 +1,562 @@
+/* The Nsight Compute and Nsight Systems readers: real ncu captures (tests/data/profiles/ncu,
+ * SOURCES.md there) against totals an independent reading wrote (expect_ncu.py), both forms,
+ * scaled units, thousands separators, preambles, rates that must not be summed, missing
+ * metrics, every malformed input with its line and column, the NVTX grouping, the matching to
+ * a model's layers, and the nsys summaries (built from NVIDIA's documented column sets, as no
+ * nsys capture could be made here). */
+#include "support.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCU_DIR FM_TEST_DATA "/profiles/ncu/"
+
+static struct fm_ncu_profile *read_ok(struct fm_ctx *ctx, const char *text)
+{
+    struct fm_ncu_profile *p = NULL;
+    FM_ASSERT_OK(ctx, fm_ncu_read_buffer(ctx, text, strlen(text), "mem.csv", &p));
+    return p;
+}
+
+static void read_fails(struct fm_ctx *ctx, const char *text)
+{
+    struct fm_ncu_profile *p = NULL;
+    assert_int_equal(fm_ncu_read_buffer(ctx, text, strlen(text), "mem.csv", &p), FM_ERR_PARSE);
+    assert_null(p);
+}
+
+static void assert_rel(double got, double want, double tol)
+{
+    if (!(fabs(got - want) <= tol * fabs(want)))
+        fail_msg("got %.17g, want %.17g (relative tolerance %g)", got, want, tol);
+}
+
+/* ---- the real captures against the independent totals ---- */
+
+static const struct fm_prof_figure *total_of(const struct fm_ncu_profile *p, const char *key)
+{
+    if (strcmp(key, "fp64_flops") == 0)
+        return &p->totals.flops[FM_NCU_FP64];
+    if (strcmp(key, "fp32_flops") == 0)
+        return &p->totals.flops[FM_NCU_FP32];
+    if (strcmp(key, "fp16_flops") == 0)
+        return &p->totals.flops[FM_NCU_FP16];
+    if (strcmp(key, "tensor_inst") == 0)
+        return &p->totals.tensor_inst;
+    if (strcmp(key, "dram_bytes") == 0)
+        return &p->totals.dram_bytes;
+    if (strcmp(key, "time_s") == 0)
+        return &p->totals.time_s;
+    return NULL;
+}
+
+static void test_captures_match_independent_totals(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    FILE *f = fopen(NCU_DIR "expected.txt", "r");
+    assert_non_null(f);
+    char line[512], cur[128] = "";
+    struct fm_ncu_profile *p = NULL;
+    int checked = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (line[0] == '#')
+            continue;
+        char file[128], key[64], val[64];
+        assert_int_equal(sscanf(line, "%127[^,],%63[^,],%63s", file, key, val), 3);
+        if (strcmp(file, cur) != 0) {
+            fm_ncu_profile_free(p);
+            char path[512];
+            snprintf(path, sizeof(path), NCU_DIR "%s", file);
+            FM_ASSERT_OK(ctx, fm_ncu_read_file(ctx, path, &p));
+            snprintf(cur, sizeof(cur), "%s", file);
+        }
+        if (strcmp(key, "kernels") == 0) {
+            assert_int_equal(p->n_kernels, strtoull(val, NULL, 10));
+        } else {
+            const struct fm_prof_figure *g = total_of(p, key);
+            assert_non_null(g);
+            if (strcmp(val, "missing") == 0) {
+                assert_false(g->known);
+            } else if (strcmp(key, "time_s") == 0) {
+                assert_true(g->known);
+                assert_rel(g->value, strtod(val, NULL), 1e-9);
+            } else {
+                assert_true(g->known);
+                if (!g->exact)
+                    fail_msg("%s %s: not exact", file, key);
+                assert_int_equal(g->count, strtoull(val, NULL, 10));
+            }
+        }
+        checked++;
+    }
+    fclose(f);
+    fm_ncu_profile_free(p);
+    assert_true(checked >= 21);
+    fm_ctx_free(ctx);
+}
+
+static void test_details_smsp_and_tensor(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_ncu_profile *p = NULL;
+    FM_ASSERT_OK(ctx, fm_ncu_read_file(ctx, NCU_DIR "sgemm_a100_smsp.csv", &p));
+    assert_false(p->raw_page);
+    assert_int_equal(p->n_kernels, 3);
+    const struct fm_ncu_kernel *k = &p->kernels[2];
+    assert_string_equal(k->name, "void gemm_v1<float>(float *, float *, float *, int, int, int)");
+    /* "34,359,738,368,000.00" FFMA -> 2 x, exactly; HFMA likewise */
+    assert_int_equal(k->fig.flops[FM_NCU_FP32].count, 68719476736000ULL);
+    assert_int_equal(k->fig.flops[FM_NCU_FP16].count, 4298322739200ULL);
+    /* tensor instructions counted, tensor FLOPs unknown: never a guessed factor */
+    assert_true(k->fig.tensor_inst.known);
+    assert_int_equal(k->fig.tensor_inst.count, 67161292800ULL);
+    assert_false(k->fig.tensor_flops.known);
+    assert_non_null(strstr(p->notes, "does not guess"));
+    assert_non_null(strstr(p->notes, "cycles_elapsed"));
+    /* time = cycles / frequency */
+    assert_rel(k->fig.time_s.value, 25610472227.46 / 764999999.31, 1e-12);
+    fm_ncu_profile_free(p);
+    fm_ctx_free(ctx);
+}
+
+static void test_preamble_and_separators(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_ncu_profile *p = NULL;
+    FM_ASSERT_OK(ctx, fm_ncu_read_file(ctx, NCU_DIR "cutlass_v100_sm.csv", &p));
+    assert_int_equal(p->n_kernels, 2);
+    assert_int_equal(p->kernels[0].id, 0);
+    assert_int_equal(p->kernels[1].id, 10);
+    assert_int_equal(p->kernels[0].line, 12);   /* after 10 lines of ==PROF== and the program */
+    assert_int_equal(p->kernels[1].fig.dram_bytes.count, 25174959968ULL);
+    assert_int_equal(p->kernels[1].fig.flops[FM_NCU_FP32].count, 419430400ULL);
+    assert_false(p->has_nvtx);
+    assert_int_equal(p->n_groups, 0);
+    fm_ncu_profile_free(p);
+    fm_ctx_free(ctx);
+}
+
+static void test_raw_page(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_ncu_profile *p = NULL;
+    FM_ASSERT_OK(ctx, fm_ncu_read_file(ctx, NCU_DIR "flash_b200_raw.csv", &p));
+    assert_true(p->raw_page);
+    assert_int_equal(p->n_kernels, 2);
+    assert_rel(p->kernels[0].fig.time_s.value, 685280e-9, 1e-12);
+    assert_rel(p->kernels[1].fig.time_s.value, 687072e-9, 1e-12);
+    /* the capture has no FLOP or DRAM metric: missing, not 0 */
+    for (int k = 0; k < FM_NCU_PREC_COUNT; k++)
+        assert_false(p->totals.flops[k].known);
+    assert_false(p->totals.dram_bytes.known);
+    assert_non_null(strstr(p->notes, "DRAM bytes missing for 2 of 2"));
+    fm_ncu_profile_free(p);
+
+    /* a hand-sized raw page: units of the units row are applied */
+    p = read_ok(ctx, "\"ID\",\"Kernel Name\",\"dram__bytes.sum\",\"gpu__time_duration.sum\","
+                     "\"sm__sass_thread_inst_executed_op_dadd_pred_on.sum\","
+                     "\"sm__sass_thread_inst_executed_op_dmul_pred_on.sum\","
+                     "\"sm__sass_thread_inst_executed_op_dfma_pred_on.sum\"\n"
+                     "\"\",\"\",\"Mbyte\",\"usecond\",\"inst\",\"inst\",\"Kinst\"\n"
+                     "\"0\",\"k\",\"1.5\",\"2.5\",\"1,000\",\"2\",\"3\"\n");
+    assert_rel(p->kernels[0].fig.dram_bytes.value, 1.5e6, 1e-12);
+    assert_false(p->kernels[0].fig.dram_bytes.exact);   /* ncu rounded the scaled value */
+    assert_rel(p->kernels[0].fig.time_s.value, 2.5e-6, 1e-12);
+    assert_rel(p->kernels[0].fig.flops[FM_NCU_FP64].value, 1000 + 2 + 2 * 3000, 1e-12);
+    fm_ncu_profile_free(p);
+    fm_ctx_free(ctx);
+}
+
+#define DHDR "\"ID\",\"Kernel Name\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+#define DROW(id, metric, unit, value) "\"" id "\",\"k" id "\",\"s\",\"" metric "\",\"" unit "\",\"" value "\"\n"
+
+static void test_units(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_ncu_profile *p = read_ok(
+        ctx, "==PROF== Connected to process 1\n" DHDR
+             DROW("0", "dram__bytes_read.sum", "Kbyte", "2") DROW("0", "dram__bytes_write.sum", "KB", "3")
+             DROW("0", "gpu__time_duration.sum", "msecond", "1.5")
+             DROW("1", "dram__bytes.sum", "Gbyte", "1.25") DROW("1", "gpu__time_duration.sum", "second", "2")
+             DROW("2", "dram__bytes.sum", "byte", "512") DROW("2", "gpu__time_duration.sum", "nsecond", "1,024")
+             DROW("3", "sm__cycles_elapsed.avg", "cycle", "1,000") DROW("3", "sm__cycles_elapsed.avg.per_second", "cycle/nsecond", "1.25")
+             DROW("4", "smsp__cycles_elapsed.avg", "cycle", "3000") DROW("4", "smsp__cycles_elapsed.avg.per_second", "Ghz", "1.5"));
+    assert_rel(p->kernels[0].fig.dram_bytes.value, 5000, 1e-12);
+    assert_rel(p->kernels[0].fig.time_s.value, 1.5e-3, 1e-12);
+    assert_rel(p->kernels[1].fig.dram_bytes.value, 1.25e9, 1e-12);
+    assert_int_equal(p->kernels[2].fig.dram_bytes.count, 512);
+    assert_true(p->kernels[2].fig.dram_bytes.exact);
+    assert_rel(p->kernels[2].fig.time_s.value, 1024e-9, 1e-12);
+    assert_rel(p->kernels[3].fig.time_s.value, 1000 / 1.25e9, 1e-12);
+    assert_rel(p->kernels[4].fig.time_s.value, 3000 / 1.5e9, 1e-12);
+    fm_ncu_profile_free(p);
+    fm_ctx_free(ctx);
+}
+
+/* The classic mistake: per-second metrics summed as if they were counts. A rate is only
+ * multiplied by its own kernel's time. */
+static void test_rates_are_not_summed(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_ncu_profile *p = read_ok(
+        ctx, DHDR
+        DROW("0", "gpu__time_duration.sum", "usecond", "10")
+        DROW("0", "dram__bytes.sum.per_second", "Gbyte/second", "100")
+        DROW("0", "smsp__cycles_elapsed.avg", "cycle", "20,000")
+        DROW("0", "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed", "inst/cycle", "2")
+        DROW("0", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed", "inst/cycle", "1")
+        DROW("0", "derived__smsp__sass_thread_inst_executed_op_ffma_pred_on_x2", "inst", "1,000")
+        DROW("1", "gpu__time_duration.sum", "usecond", "30")
+        DROW("1", "dram__bytes.sum.per_second", "Gbyte/second", "100")
+        DROW("1", "smsp__cycles_elapsed.avg", "cycle", "60,000")
+        DROW("1", "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed", "inst/cycle", "2")
+        DROW("1", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed", "inst/cycle", "1")
+        DROW("1", "derived__smsp__sass_thread_inst_executed_op_ffma_pred_on_x2", "inst", "3,000"));
+    /* 100 GB/s x 10 us = 1 MB, x 30 us = 3 MB: 4 MB in all, not 200 "GB/s" */
+    assert_rel(p->kernels[0].fig.dram_bytes.value, 1e6, 1e-12);
+    assert_true(p->kernels[0].fig.dram_bytes.derived);
+    assert_false(p->kernels[0].fig.dram_bytes.exact);
+    assert_rel(p->totals.dram_bytes.value, 4e6, 1e-12);
+    /* fadd 2/cycle x 20,000 cycles + fmul 1 x 20,000 + the x2 metric as it is */
+    assert_rel(p->kernels[0].fig.flops[FM_NCU_FP32].value, 40000 + 20000 + 1000, 1e-12);
+    assert_rel(p->totals.flops[FM_NCU_FP32].value, 61000 + 183000, 1e-12);
+    assert_true(p->totals.flops[FM_NCU_FP32].derived);
+    assert_non_null(strstr(p->notes, "rate x time"));
+    assert_non_null(strstr(p->notes, "already doubled"));
+    fm_ncu_profile_free(p);
+    fm_ctx_free(ctx);
+}
+
+static void test_missing_is_not_zero(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_ncu_profile *p = read_ok(
+        ctx, DHDR
+        DROW("0", "sm__sass_thread_inst_executed_op_fadd_pred_on.sum", "inst", "10")
+        DROW("0", "sm__sass_thread_inst_executed_op_fmul_pred_on.sum", "inst", "20")
+        DROW("0", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", "30")
+        DROW("0", "dram__bytes.sum", "byte", "n/a")
+        DROW("1", "sm__sass_thread_inst_executed_op_fadd_pred_on.sum", "inst", "1")
+        DROW("1", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", "1")
+        DROW("1", "launch__registers_per_thread", "register/thread", "32"));
+    assert_true(p->kernels[0].fig.flops[FM_NCU_FP32].known);
+    assert_int_equal(p->kernels[0].fig.flops[FM_NCU_FP32].count, 10 + 20 + 2 * 30);
+    assert_false(p->kernels[0].fig.dram_bytes.known);           /* "n/a" */
+    assert_false(p->kernels[1].fig.flops[FM_NCU_FP32].known);   /* no fmul metric */
+    assert_false(p->totals.flops[FM_NCU_FP32].known);
+    assert_false(p->totals.time_s.known);
+    assert_non_null(strstr(p->notes, "FP32 FLOPs missing for 1 of 2 kernels"));
+    assert_non_null(strstr(p->notes, "fmul_pred_on"));
+    /* and the JSON says null, the table "-" */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    struct fm_report_opts ro;
+    fm_report_opts_init(&ro);
+    ro.format = FM_FORMAT_JSON;
+    FM_ASSERT_OK(ctx, fm_report_ncu(f, p, NULL, NULL, &ro));
+    fclose(f);
+    assert_non_null(strstr(text, "\"fp32\": null"));
+    assert_non_null(strstr(text, "\"fp32\": 90"));
+    assert_non_null(strstr(text, "\"dram_bytes\": null"));
+    free(text);
+    fm_ncu_profile_free(p);
+    fm_ctx_free(ctx);
+}
+
+static void expect_error(struct fm_ctx *ctx, const char *text, const char *where, const char *what)
+{
+    read_fails(ctx, text);
+    const char *msg = fm_ctx_error(ctx);
+    if (!strstr(msg, where) || !strstr(msg, what))
+        fail_msg("message '%s' lacks '%s' or '%s'", msg, where, what);
+}
+
+static void test_errors_name_line_and_column(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    expect_error(ctx, "", "mem.csv:1:1", "empty");
+    expect_error(ctx, "Time (%),Total Time (ns),Instances,Avg (ns),Name\n50.0,10,1,10.0,k\n",
+                 "mem.csv:1:1", "Nsight Systems");
+    expect_error(ctx, "name,flops\nconv1,12\n", "mem.csv:3:1", "no Nsight Compute table");
+    /* a quote never closed: the file was cut */
+    expect_error(ctx, DHDR "\"0\",\"k0\",\"s\",\"dram__bytes.sum\",\"byte\",\"12",
+                 "mem.csv:2:39", "never closed");
+    /* a short row */
+    expect_error(ctx, DHDR "\"0\",\"k0\",\"s\",\"dram__bytes.sum\"\n", "mem.csv:2:31", "cut short");
+    /* a unit flopmeter does not know, on a metric it reads */
+    expect_error(ctx, DHDR DROW("0", "dram__bytes.sum", "furlong", "5"), "mem.csv:2:32",
+                 "furlong");
+    /* a decimal comma (a non-English locale) */
+    expect_error(ctx, DHDR DROW("0", "dram__bytes.sum", "byte", "9,00"), "mem.csv:2:39",
+                 "decimal comma");
+    expect_error(ctx, DHDR, "mem.csv:1:1", "no kernel rows");
+    expect_error(ctx, "\"ID\",\"Kernel Name\",\"dram__bytes.sum\"\n\"0\",\"k\",\"5\"\n",
+                 "mem.csv:2:1", "units");
+    /* the real capture of a run without counter permissions */
+    struct fm_ncu_profile *p = NULL;
+    assert_int_equal(fm_ncu_read_file(ctx, NCU_DIR "no_kernels_errperm.csv", &p), FM_ERR_PARSE);
+    assert_non_null(strstr(fm_ctx_error(ctx), "profiled no kernels"));
+    assert_non_null(strstr(fm_ctx_error(ctx), "ERR_NVGPUCTRPERM"));
+    /* an unknown unit on a metric flopmeter does not read is no error */
+    p = read_ok(ctx, DHDR DROW("0", "launch__grid_size", "furlong", "5"));
+    assert_int_equal(p->n_kernels, 1);
+    fm_ncu_profile_free(p);
+    fm_ctx_free(ctx);
+}
+
+#define NVTX_HDR "\"ID\",\"Process ID\",\"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+#define NVTX(r) "\"1  \"\"<default domain>:step:none:none:none:none:none:none\"\"  \"\"<default domain>:" r ":none:none:none:none:none:none\"\" \""
+
+static char *nvtx_csv(const char *const *ranges, const double *fadd, size_t n)
+{
+    size_t cap = 4096 * (n + 1);
+    char *s = malloc(cap), *p = s;
+    p += sprintf(p, NVTX_HDR);
+    for (size_t i = 0; i < n; i++) {
+        static const char *const m[] = {"fadd", "fmul", "ffma"};
+        for (int j = 0; j < 3; j++)
+            p += sprintf(p, "\"%zu\",\"7\",\"1  \"\"<default domain>:step:none:none:none:none:none:"
+                         "none\"\"  \"\"<default domain>:%s:none:none:none:none:none:none\"\" \","
+                         "\"kernel_%zu\",\"sm__sass_thread_inst_executed_op_%s_pred_on.sum\","
+                         "\"inst\",\"%.0f\"\n", i, ranges[i], i, m[j], j == 0 ? fadd[i] : 0.0);
+        p += sprintf(p, "\"%zu\",\"7\",\"1\",\"kernel_%zu\",\"gpu__time_duration.sum\",\"nsecond\","
+                     "\"1000\"\n", i, i);
+        for (const char *d = "dh"; *d; d++)
+            for (int j = 0; j < 3; j++)
+                p += sprintf(p, "\"%zu\",\"7\",\"1\",\"kernel_%zu\",\"sm__sass_thread_inst_executed_"
+                             "op_%c%s_pred_on.sum\",\"inst\",\"0\"\n", i, i, *d,
+                             (const char *[]){"add", "mul", "fma"}[j]);
+        p += sprintf(p, "\"%zu\",\"7\",\"1\",\"kernel_%zu\",\"dram__bytes.sum\",\"byte\",\"100\"\n",
+                     i, i);
+    }
+    return s;
+}
+
+static void test_nvtx_groups(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    const char *ranges[] = {"conv1 fwd", "conv1 fwd", "fc fwd"};
+    const double fadd[] = {1, 2, 4};
+    char *csv = nvtx_csv(ranges, fadd, 3);
+    struct fm_ncu_profile *p = read_ok(ctx, csv);
+    free(csv);
+    assert_true(p->has_nvtx);
+    assert_string_equal(p->kernels[0].nvtx, "conv1 fwd");
+    assert_string_equal(p->kernels[0].nvtx_stack, "step > conv1 fwd");
+    assert_int_equal(p->n_groups, 2);
+    assert_string_equal(p->groups[0].nvtx, "conv1 fwd");
+    assert_int_equal(p->groups[0].kernels, 2);
+    assert_int_equal(p->groups[0].fig.flops[FM_NCU_FP32].count, 3);
+    assert_int_equal(p->groups[1].fig.flops[FM_NCU_FP32].count, 4);
+    fm_ncu_profile_free(p);
+    fm_ctx_free(ctx);
+}
+
+/* Matching: kernels under flopmeter's own ranges go to their layer and phase, the rest are
+ * outside any layer; the causes follow the ratios. The profile is built here (no capture of
+ * flopmeter's CUDA step exists), with FLOPs set from the counts themselves. */
+static void test_match_to_layers(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    struct fm_counts *c = test_count_zoo(ctx, "resnet18", 2, FM_MODE_TRAIN, &g);
+    fm_nid conv = FM_NONE, fc = FM_NONE;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        if (strcmp(n->name, "conv1") == 0)
+            conv = (fm_nid)i;
+        if (strcmp(n->name, "fc") == 0)
+            fc = (fm_nid)i;
+    }
+    assert_true(conv != FM_NONE && fc != FM_NONE);
+    double conv_fl = (double)fm_work_flops(&c->nodes[conv].phase[FM_PHASE_FWD]);
+    double fc_fl = (double)fm_work_flops(&c->nodes[fc].phase[FM_PHASE_BWD_WEIGHT]);
+    /* conv1 forward at 40% of its count (Winograd-like), fc weight gradient at its count,
+     * a kernel under a foreign range */
+    const char *ranges[] = {"conv1 fwd", "fc bwd_weight", "optimizer SGD", "DataLoader"};
+    const double fadd[] = {0.4 * conv_fl, fc_fl, 10, 5};
+    char *csv = nvtx_csv(ranges, fadd, 4);
+    struct fm_ncu_profile *p = read_ok(ctx, csv);
+    free(csv);
+    struct fm_ncu_match *m = NULL;
+    FM_ASSERT_OK(ctx, fm_ncu_match(ctx, p, g, c, &m));
+    assert_true(m->by_nvtx);
+    assert_int_equal(m->n_rows, 4);
+    assert_string_equal(m->rows[0].layer, "conv1");
+    assert_int_equal(m->rows[0].phase, FM_PHASE_FWD);
+    assert_int_equal(m->rows[0].counted_flops, (uint64_t)conv_fl);
+    assert_rel(m->rows[0].flops_ratio, 0.4, 1e-6);
+    assert_non_null(strstr(m->rows[0].cause, "Winograd"));
+    assert_string_equal(m->rows[1].layer, "fc");
+    assert_int_equal(m->rows[1].phase, FM_PHASE_BWD_WEIGHT);
+    assert_non_null(strstr(m->rows[1].cause, "agree"));
+    assert_string_equal(m->rows[2].layer, "optimizer");
+    assert_int_equal(m->rows[2].counted_flops, fm_work_flops(&c->total[FM_PHASE_OPTIMIZER]));
+    assert_false(m->rows[3].counted);
+    assert_non_null(strstr(m->rows[3].cause, "outside any layer"));
+    assert_non_null(strstr(m->method, "3 of 4 kernels"));
+    fm_ncu_match_free(m);
+    fm_ncu_profile_free(p);
+
+    /* no flopmeter ranges: nothing is matched by guesswork */
+    FM_ASSERT_OK(ctx, fm_ncu_read_file(ctx, NCU_DIR "cutlass_v100_sm.csv", &p));
+    FM_ASSERT_OK(ctx, fm_ncu_match(ctx, p, g, c, &m));
+    assert_false(m->by_nvtx);
+    assert_int_equal(m->n_rows, 0);
+    assert_non_null(strstr(m->method, "does not guess"));
+    assert_true(isnan(m->step_flops_ratio));   /* tensor-pipe FLOPs unknown */
+    fm_ncu_match_free(m);
+    fm_ncu_profile_free(p);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* ---- Nsight Systems: the column sets of NVIDIA's report scripts ---- */
+
+static struct fm_nsys_summary *nsys_ok(struct fm_ctx *ctx, const char *text)
+{
+    struct fm_nsys_summary *s = NULL;
+    FM_ASSERT_OK(ctx, fm_nsys_read_buffer(ctx, text, strlen(text), "nsys.csv", &s));
+    return s;
+}
+
+static void test_nsys(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_nsys_summary *s = nsys_ok(ctx,
+        "Generating SQLite file /tmp/r.sqlite from /tmp/r.nsys-rep\n"
+        "Processing [/tmp/r.sqlite] with [/opt/nsys/reports/cuda_gpu_kern_sum.py]... \n"
+        "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+        "60.0,600000,10,60000.0,60000.0,50000,70000,100.5,\"void fmha<128, 64>(Params)\"\n"
+        "40.0,400000,8,50000.0,50000.0,40000,60000,0.0,elementwise_add\n");
+    assert_int_equal(s->kind, FM_NSYS_KERNELS);
+    assert_string_equal(s->report, "cuda_gpu_kern_sum");
+    assert_int_equal(s->n_rows, 2);
+    assert_string_equal(s->rows[0].name, "void fmha<128, 64>(Params)");
+    assert_rel(s->rows[0].total_s, 600e-6, 1e-12);
+    assert_int_equal(s->rows[0].instances, 10);
+    assert_rel(s->rows[0].stddev_s, 100.5e-9, 1e-12);
+    assert_int_equal(s->instances, 18);
+    assert_rel(s->total_s, 1e-3, 1e-12);
+    fm_nsys_summary_free(s);
+
+    s = nsys_ok(ctx, "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),"
+                     "StdDev (ns),Style,Range\n"
+                     "80.0,8000,8,1000.0,1000.0,900,1100,0.0,PushPop,forward\n"
+                     "20.0,2000,2,1000.0,1000.0,900,1100,0.0,StartEnd,data\n");
+    assert_int_equal(s->kind, FM_NSYS_NVTX);
+    assert_string_equal(s->report, "nvtx_sum");
+    assert_string_equal(s->rows[1].style, "StartEnd");
+    fm_nsys_summary_free(s);
+
+    /* the older reports: gpukernsum's "Time(%)", "Average" ..., times in ns; "Calls" */
+    s = nsys_ok(ctx, "Time(%),Total Time (ns),Calls,Average,Minimum,Maximum,Name\n"
+                     "100.0,\"1,500\",3,500.0,400,600,k\n");
+    assert_string_equal(s->report, "gpukernsum");
+    assert_int_equal(s->rows[0].instances, 3);
+    assert_rel(s->rows[0].avg_s, 500e-9, 1e-12);
+    assert_rel(s->rows[0].total_s, 1500e-9, 1e-12);
+    assert_true(isnan(s->rows[0].med_s));
+    fm_nsys_summary_free(s);
+    s = nsys_ok(ctx, "Time(%),Total Time (ns),Instances,Average,Minimum,Maximum,Range\n"
+                     "100.0,2000,2,1000.0,900,1100,step\n");
+    assert_string_equal(s->report, "nvtxsum");
+    assert_int_equal(s->kind, FM_NSYS_NVTX);
+    fm_nsys_summary_free(s);
+    /* --timeunit ms */
+    s = nsys_ok(ctx, "Time (%),Total Time (ms),Instances,Avg (ms),Name\n100.0,2.5,5,0.5,k\n");
+    assert_rel(s->rows[0].total_s, 2.5e-3, 1e-12);
+    fm_nsys_summary_free(s);
+
+    struct { const char *text, *where, *what; } bad[] = {
+        {"", "nsys.csv:1:1", "empty"},
+        {"Time (%),Total Time (ns),Num Calls,Avg (ns),Name\n99.0,5,3,1.0,cudaMalloc\n",
+         "nsys.csv:1:1", "API-call summary"},
+        {"Time (%),Total Time (ns),Count,Avg (ns),Operation\n70.0,7000,7,1000.0,[CUDA memcpy HtoD]\n",
+         "nsys.csv:1:1", "memory-operation"},
+        {"Time (%),Total Time (ns),Instances,Name\n50.0,10,1\n", "nsys.csv:2:10", "cut short"},
+        {"Time (%),Total Time (ns),Instances,Name\n50.0,ten,1,k\n", "nsys.csv:2:6", "not a non-negative"},
+        {"Time (%),Total Time (ns),Instances,Name\n", "nsys.csv:1:1", "no rows"},
+        {"\"ID\",\"Kernel Name\"\n", "nsys.csv:1:1", "Nsight Compute"},
+        {"hello\n", "nsys.csv:2:1", "no `nsys stats` summary"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        s = NULL;
+        assert_int_equal(fm_nsys_read_buffer(ctx, bad[i].text, strlen(bad[i].text), "nsys.csv", &s),
+                         FM_ERR_PARSE);
+        assert_null(s);
+        const char *msg = fm_ctx_error(ctx);
+        if (!strstr(msg, bad[i].where) || !strstr(msg, bad[i].what))
+            fail_msg("case %zu: '%s' lacks '%s' or '%s'", i, msg, bad[i].where, bad[i].what);
+    }
+    fm_ctx_free(ctx);
+}
+
+static void test_cli(void **state)
+{
+    (void)state;
+    char *out = NULL, *err = NULL;
+    assert_int_equal(test_run_cli("ncu " NCU_DIR "flash_b200_raw.csv --format json", &out, &err), 0);
+    assert_non_null(strstr(out, "\"kernels\": ["));
+    assert_non_null(strstr(out, "\"totals\": {"));
+    assert_non_null(strstr(out, "\"form\": \"raw\""));
+    assert_non_null(strstr(out, "\"fp32\": null"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("ncu " NCU_DIR "sgemm_a100_smsp.csv --device a100", &out, &err), 0);
+    assert_non_null(strstr(out, "68.7 T"));
+    assert_non_null(strstr(out, "against A100"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("ncu " NCU_DIR "cutlass_v100_sm.csv --model resnet18 --format csv",
+                                  &out, &err), 0);
+    assert_non_null(strstr(out, "id,name,nvtx,fp64_flops"));
+    assert_non_null(strstr(out, "10,\"void cutlass::Kernel<cutlass_70_tensorop_s884gemm_f16_128x128_nn_align8>(T1::Params)\",\"\",0,419430400,0,,33554432000,25174959968,"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("ncu " NCU_DIR "no_kernels_errperm.csv", &out, &err), 1);
+    assert_non_null(strstr(err, "no_kernels_errperm.csv:50:1"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("nsys " NCU_DIR "sgemm_a100_smsp.csv", &out, &err), 1);
+    assert_non_null(strstr(err, "flopmeter ncu"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("ncu", &out, &err), 2);
+    free(out);
+    free(err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_captures_match_independent_totals),
+        cmocka_unit_test(test_details_smsp_and_tensor),
+        cmocka_unit_test(test_preamble_and_separators),
+        cmocka_unit_test(test_raw_page),
+        cmocka_unit_test(test_units),
+        cmocka_unit_test(test_rates_are_not_summed),
+        cmocka_unit_test(test_missing_is_not_zero),
+        cmocka_unit_test(test_errors_name_line_and_column),
+        cmocka_unit_test(test_nvtx_groups),
+        cmocka_unit_test(test_match_to_layers),
+        cmocka_unit_test(test_nsys),
+        cmocka_unit_test(test_cli),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
