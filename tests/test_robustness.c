@@ -809,12 +809,33 @@ static void replay_args(const char *path, const void *data, size_t size)
     free(err);
 }
 
+/* A trace finding: read with its steps and as one whole step; either way a result or a message,
+ * and (in the sanitizer build) no undefined behaviour. */
+static void replay_trace(const char *path, const void *data, size_t size)
+{
+    struct fm_ctx *ctx = test_ctx();
+    for (int whole = 0; whole < 2; whole++) {
+        struct fm_trace_opts o;
+        fm_trace_opts_init(&o);
+        o.whole = whole != 0;
+        struct fm_trace *t = NULL;
+        enum fm_status st = fm_trace_parse(ctx, data, size, path, &o, &t);
+        if (st)
+            assert_true(fm_ctx_error(ctx)[0] != '\0');
+        else
+            assert_true(t->n_steps > 0);
+        fm_trace_free(t);
+    }
+    fm_ctx_free(ctx);
+}
+
 static void test_fuzz_regressions(void **state)
 {
     (void)state;
     size_t n = replay_dir("onnx", replay_onnx);
     n += replay_dir("device_json", replay_device_json);
     n += replay_dir("args", replay_args);
+    n += replay_dir("trace", replay_trace);
     print_message("%zu regression inputs replayed\n", n);
     assert_true(n > 0);
 }
