@@ -35,5 +35,8 @@ struct fm_counts *test_count_zoo(struct fm_ctx *ctx, const char *name, int64_t b
 struct fm_session *test_session_ok(struct fm_ctx *ctx, const struct fm_session_opts *opts);
 /* Runs the CLI with the given arguments; stdout into *out (malloc'd), returns exit status. */
 int test_run_cli(const char *args, char **out, char **err);
+/* A whole file, NUL-terminated, malloc'd (the test fails if it cannot be read); *len (may be
+ * NULL) gets its size. */
+char *test_read_file(const char *path, size_t *len);
 
 #endif

@@ -101,21 +101,6 @@ static void write_text(const char *path, const char *text)
     assert_int_equal(fclose(f), 0);
 }
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 #ifdef FM_HAVE_CJSON
 /* The 1-based line of the first occurrence of needle in text. */
 static int line_of(const char *text, const char *needle)
@@ -478,9 +463,9 @@ static void test_save_load_round_trip(void **state)
     expect_same_calibration(c, back);
     assert_string_equal(back->source, path);
     /* saved again, the file is the same text */
-    char *first = read_all(path);
+    char *first = test_read_file(path, NULL);
     FM_ASSERT_OK(ctx, fm_calibration_save(ctx, back, path));
-    char *second = read_all(path);
+    char *second = test_read_file(path, NULL);
     assert_string_equal(first, second);
     /* the documented keys are there */
     const char *keys[] = {"\"format\": \"flopmeter-calibration\"", "\"version\": 1",

@@ -115,21 +115,6 @@ static void test_from_ncu(void **state)
     fm_ctx_free(ctx);
 }
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 static void test_cli(void **state)
 {
     (void)state;
@@ -148,7 +133,7 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "PyTorch profiler"));
     free(out);
     free(err);
-    char *text = read_file(svg);
+    char *text = test_read_file(svg, NULL);
     assert_non_null(strstr(text, "measured (PyTorch profiler)"));
     assert_non_null(strstr(text, "the step (PyTorch profiler, median of 3)"));
     assert_non_null(strstr(text, "stroke=\"#e6550d\" stroke-width=\"2.5\""));

@@ -19,26 +19,9 @@
  * summed in doubles: 1e-9 relative, or 1 ns absolute, covers the two orders of summation */
 #define TIME_TOL(x) (1e-9 * fabs(x) + 1e-9)
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return buf;
-}
-
 static cJSON *load_json(const char *path)
 {
-    char *text = slurp(path, NULL);
+    char *text = test_read_file(path, NULL);
     cJSON *j = cJSON_Parse(text);
     free(text);
     assert_non_null(j);
@@ -371,7 +354,7 @@ static void test_bad_files(void **state)
     EXPECT_PARSE_ERROR(bad, strlen(bad), NULL, "line 2", "column");
 
     size_t len;
-    char *text = slurp(DIR "alexnet_kineto.json", &len);
+    char *text = test_read_file(DIR "alexnet_kineto.json", &len);
     /* truncated */
     EXPECT_PARSE_ERROR(text, len / 2, NULL, "truncated", "line");
     /* no steps */
