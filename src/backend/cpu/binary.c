@@ -23,6 +23,7 @@ struct binary_priv {
 struct plane_scale {
     int64_t n, c, cp;                 /* batch, channels, channels with padding */
     int64_t h, w, sh, sw;             /* plane dims and their strides in the layout */
+    int64_t blk;                      /* the channel block (1: none) */
     int64_t *base;                    /* n * cp plane offsets */
 };
 
@@ -45,6 +46,7 @@ static struct plane_scale *plane_scale_new(struct fm_cpu *s, const dnnl_memory_d
     t->w = md->dims[3];
     t->sh = b->strides[2];
     t->sw = b->strides[3];
+    t->blk = blk;
     t->base = fm_cpu_buf(s, sizeof(int64_t) * (size_t)(t->n * t->cp));
     if (!t->base)
         return NULL;
@@ -63,15 +65,36 @@ static enum fm_status scale_plane(struct fm_cpu *s, const struct fm_cpu_item *it
     const struct plane_scale *t = arg;
     const float *x = fm_cpu_item_f32(it, 0), *k = fm_cpu_item_f32(it, 1);
     float *y = fm_cpu_item_f32(it, 2);
-    for (int64_t i = 0; i < t->n; i++) {
-        for (int64_t c = 0; c < t->cp; c++) {
-            const float f = c < t->c ? k[i * t->c + c] : 0.0f;
-            const int64_t b = t->base[i * t->cp + c];
-            for (int64_t h = 0; h < t->h; h++) {
-                const int64_t o = b + h * t->sh;
-                for (int64_t w = 0; w < t->w; w++)
-                    y[o + w * t->sw] = x[o + w * t->sw] * f;
+    const int64_t B = t->blk, hw = t->h * t->w;
+    if (B == 8 || B == 16) {
+        if (t->sw == B && t->sh == t->w * B) {
+            /* channel-blocked planes (nChw16c): each (sample, block) is h * w runs of B
+             * channels, read once in order instead of once per channel */
+            const int64_t nb = t->cp / B;
+            FM_CPU_PARALLEL
+            for (int64_t ib = 0; ib < t->n * nb; ib++) {
+                const int64_t i = ib / nb, c0 = ib % nb * B;
+                float f[16];
+                for (int64_t b = 0; b < B; b++)
+                    f[b] = c0 + b < t->c ? k[i * t->c + c0 + b] : 0.0f;
+                const int64_t o = t->base[i * t->cp + c0];
+                for (int64_t q = 0; q < hw; q++) {
+                    for (int64_t b = 0; b < B; b++)
+                        y[o + q * B + b] = x[o + q * B + b] * f[b];
+                }
             }
+            return FM_OK;
+        }
+    }
+    FM_CPU_PARALLEL
+    for (int64_t ic = 0; ic < t->n * t->cp; ic++) {
+        const int64_t i = ic / t->cp, c = ic % t->cp;
+        const float f = c < t->c ? k[i * t->c + c] : 0.0f;
+        const int64_t b = t->base[ic];
+        for (int64_t h = 0; h < t->h; h++) {
+            const int64_t o = b + h * t->sh;
+            for (int64_t w = 0; w < t->w; w++)
+                y[o + w * t->sw] = x[o + w * t->sw] * f;
         }
     }
     return FM_OK;

@@ -323,9 +323,11 @@ static enum fm_status dw_grad_exec(struct fm_cpu *s, const struct fm_cpu_item *i
     const struct dw_grad *d = arg;
     const float *x = fm_cpu_item_f32(it, 0), *dy = fm_cpu_item_f32(it, 1);
     float *dw = fm_cpu_item_f32(it, 2), *db = d->bias ? fm_cpu_item_f32(it, 3) : NULL;
-    float acc[DW_MAX_TAPS * 16], accb[16];
     int64_t taps = d->kh * d->kw;
+    /* channel blocks are independent: one per thread at a time */
+    FM_CPU_PARALLEL
     for (int64_t cb = 0; cb < d->ncb; cb++) {
+        float acc[DW_MAX_TAPS * 16], accb[16];
         if (d->blk == 16)
             dw_grad_block(d, x, dy, cb, acc, accb, 16);
         else
