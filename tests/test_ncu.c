@@ -289,6 +289,12 @@ static void test_errors_name_line_and_column(void **state)
     expect_error(ctx, "Time (%),Total Time (ns),Instances,Avg (ns),Name\n50.0,10,1,10.0,k\n",
                  "mem.csv:1:1", "Nsight Systems");
     expect_error(ctx, "name,flops\nconv1,12\n", "mem.csv:3:1", "no Nsight Compute table");
+    /* a details header whose ID column is named otherwise (found by fuzzing: the reader then
+     * indexed a column that does not exist) */
+    expect_error(ctx, "\"ID\"\"ID\",\"Kernel Name\",\"Section Name\",\"Metric Name\","
+                      "\"Metric Unit\",\"Metric Value\"\n\"0\",\"k\",\"s\",\"dram__bytes.sum\","
+                      "\"byte\",\"12\"\n",
+                 "mem.csv:1:1", "no \"ID\" column");
     /* a quote never closed: the file was cut */
     expect_error(ctx, DHDR "\"0\",\"k0\",\"s\",\"dram__bytes.sum\",\"byte\",\"12",
                  "mem.csv:2:39", "never closed");

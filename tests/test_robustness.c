@@ -829,6 +829,28 @@ static void replay_trace(const char *path, const void *data, size_t size)
     fm_ctx_free(ctx);
 }
 
+/* An Nsight finding: the first byte chooses the reader as fuzz_ncu does (even: Nsight Compute,
+ * odd: Nsight Systems); a result or a message, and no undefined behaviour. */
+static void replay_ncu(const char *path, const void *data, size_t size)
+{
+    struct fm_ctx *ctx = test_ctx();
+    const char *text = (const char *)data + (size ? 1 : 0);
+    size_t len = size ? size - 1 : 0;
+    enum fm_status st;
+    if (size && ((const unsigned char *)data)[0] % 2) {
+        struct fm_nsys_summary *s = NULL;
+        st = fm_nsys_read_buffer(ctx, text, len, path, &s);
+        fm_nsys_summary_free(s);
+    } else {
+        struct fm_ncu_profile *p = NULL;
+        st = fm_ncu_read_buffer(ctx, text, len, path, &p);
+        fm_ncu_profile_free(p);
+    }
+    if (st)
+        assert_true(fm_ctx_error(ctx)[0] != '\0');
+    fm_ctx_free(ctx);
+}
+
 static void test_fuzz_regressions(void **state)
 {
     (void)state;
@@ -836,6 +858,7 @@ static void test_fuzz_regressions(void **state)
     n += replay_dir("device_json", replay_device_json);
     n += replay_dir("args", replay_args);
     n += replay_dir("trace", replay_trace);
+    n += replay_dir("ncu", replay_ncu);
     print_message("%zu regression inputs replayed\n", n);
     assert_true(n > 0);
 }

@@ -869,6 +869,11 @@ enum fm_status fm_ncu_read_buffer(struct fm_ctx *ctx, const char *data, size_t l
                   "without --print-summary", NULL, NULL);
         goto out;
     }
+    if (r.c_id < 0) {   /* every row is a kernel launch, named by its ID */
+        st = perr(&r, r.hdr.line, 1, "the header has no \"ID\" column (ncu --csv writes one, "
+                  "the launch's number): not ncu's CSV", NULL, NULL);
+        goto out;
+    }
     r.raw = r.c_mname < 0;
     if (!r.raw && r.c_mval < 0) {
         st = perr(&r, r.hdr.line, r.hdr.end_col, "a \"Metric Name\" column without \"Metric "
