@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NCU_DIR FM_TEST_DATA "/profiles/ncu/"
 
@@ -279,6 +280,39 @@ static void expect_error(struct fm_ctx *ctx, const char *text, const char *where
     const char *msg = fm_ctx_error(ctx);
     if (!strstr(msg, where) || !strstr(msg, what))
         fail_msg("message '%s' lacks '%s' or '%s'", msg, where, what);
+}
+
+/* A profile may be far larger than a device file: 130 MB (the program's own output before the
+ * table, as ncu prints it) is read, where a device or calibration file stops at 64 MB. */
+static void test_large_file(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof(path), "/tmp/fm_test_ncu_large_%d.csv", (int)getpid());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    char line[65];
+    memset(line, 'x', sizeof(line) - 2);
+    line[sizeof(line) - 2] = '\n';
+    line[sizeof(line) - 1] = '\0';
+    for (long i = 0; i < 130L * (1 << 20) / 64; i++)
+        assert_true(fputs(line, f) >= 0);
+    fputs(DHDR DROW("0", "dram__bytes.sum", "byte", "12"), f);
+    assert_int_equal(fclose(f), 0);
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_ncu_profile *p = NULL;
+    FM_ASSERT_OK(ctx, fm_ncu_read_file(ctx, path, &p));
+    assert_int_equal(p->n_kernels, 1);
+    assert_true(p->kernels[0].fig.dram_bytes.known && p->kernels[0].fig.dram_bytes.count == 12);
+    fm_ncu_profile_free(p);
+    /* the same size as a device file is refused, saying why */
+    struct fm_devices *devs = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_builtin(ctx, &devs));
+    assert_int_equal(fm_devices_add_file(devs, path), FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, "larger than 64 MB");
+    fm_devices_free(devs);
+    fm_ctx_free(ctx);
+    unlink(path);
 }
 
 static void test_errors_name_line_and_column(void **state)
@@ -559,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_rates_are_not_summed),
         cmocka_unit_test(test_missing_is_not_zero),
         cmocka_unit_test(test_errors_name_line_and_column),
+        cmocka_unit_test(test_large_file),
         cmocka_unit_test(test_nvtx_groups),
         cmocka_unit_test(test_match_to_layers),
         cmocka_unit_test(test_nsys),

@@ -1089,7 +1089,8 @@ enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
     *out = NULL;
     char *text = NULL;
     size_t len = 0;
-    enum fm_status st = fm_read_text(ctx, path, "calibration file", &text, &len);
+    enum fm_status st = fm_read_text(ctx, path, "calibration file", FM_READ_MAX_CONFIG_MB, &text,
+                                     &len);
     if (st)
         return st;
     struct fm_calibration *c = NULL;

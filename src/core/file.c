@@ -29,8 +29,8 @@ const char *fm_json_type_name(const void *cjson_item)
 }
 #endif
 
-enum fm_status fm_read_text(struct fm_ctx *ctx, const char *path, const char *what, char **out,
-                            size_t *len)
+enum fm_status fm_read_text(struct fm_ctx *ctx, const char *path, const char *what,
+                            size_t max_mb, char **out, size_t *len)
 {
     *out = NULL;
     *len = 0;
@@ -45,11 +45,12 @@ enum fm_status fm_read_text(struct fm_ctx *ctx, const char *path, const char *wh
         n += got;
         if (got == 0)
             break;
+        if (n > (max_mb << 20)) {
+            st = fm_error(ctx, FM_ERR_PARSE, "%s: larger than %zu MB; not a %s", path, max_mb,
+                          what);
+            goto out;
+        }
         if (cap - n < 2) {
-            if (cap > ((size_t)64 << 20)) {
-                st = fm_error(ctx, FM_ERR_PARSE, "%s: larger than 64 MB; not a %s", path, what);
-                goto out;
-            }
             char *nb = fm_realloc(ctx, buf, cap * 2);
             if (!nb)
                 break;

@@ -87,9 +87,15 @@ void fm_stats_summary(double *v, size_t n, double *min, double *median, double *
 
 /* Reads the file at path into *out (NUL-terminated, *len bytes before the NUL; free with
  * fm_dealloc). what names the kind of file in messages ("device file"): FM_ERR_IO when it
- * cannot be read, FM_ERR_PARSE past 64 MB, FM_ERR_NOMEM. */
-enum fm_status fm_read_text(struct fm_ctx *ctx, const char *path, const char *what, char **out,
-                            size_t *len);
+ * cannot be read, FM_ERR_PARSE past max_mb megabytes (a file of that kind is never so large:
+ * not one), FM_ERR_NOMEM. */
+enum fm_status fm_read_text(struct fm_ctx *ctx, const char *path, const char *what,
+                            size_t max_mb, char **out, size_t *len);
+/* The sizes the readers accept: a device or calibration file is a few kB; a profile grows with
+ * the kernels profiled (ncu's details form is a row per kernel and metric: a training step of a
+ * large network with the full metric set is hundreds of MB). */
+#define FM_READ_MAX_CONFIG_MB 64
+#define FM_READ_MAX_PROFILE_MB 4096
 /* What a cJSON item is, for messages ("a string", "an array"); the readers of JSON files share
  * it. Takes a const cJSON * (void here, so this header needs no cJSON). */
 const char *fm_json_type_name(const void *cjson_item);

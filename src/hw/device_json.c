@@ -143,7 +143,8 @@ enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path)
 {
     char *text = NULL;
     size_t len = 0;
-    enum fm_status st = fm_read_text(devs->ctx, path, "device file", &text, &len);
+    enum fm_status st = fm_read_text(devs->ctx, path, "device file", FM_READ_MAX_CONFIG_MB, &text,
+                                     &len);
     if (st)
         return st;
     st = fm_devices_add_json(devs, text, len, path);

@@ -932,7 +932,8 @@ enum fm_status fm_ncu_read_file(struct fm_ctx *ctx, const char *path, struct fm_
     *out = NULL;
     char *text;
     size_t len;
-    enum fm_status st = fm_read_text(ctx, path, "Nsight Compute CSV", &text, &len);
+    enum fm_status st = fm_read_text(ctx, path, "Nsight Compute CSV", FM_READ_MAX_PROFILE_MB, &text,
+                                     &len);
     if (st)
         return st;
     st = fm_ncu_read_buffer(ctx, text, len, path, out);

@@ -265,7 +265,8 @@ enum fm_status fm_nsys_read_file(struct fm_ctx *ctx, const char *path,
     *out = NULL;
     char *text;
     size_t len;
-    enum fm_status st = fm_read_text(ctx, path, "Nsight Systems summary", &text, &len);
+    enum fm_status st = fm_read_text(ctx, path, "Nsight Systems summary", FM_READ_MAX_PROFILE_MB,
+                                     &text, &len);
     if (st)
         return st;
     st = fm_nsys_read_buffer(ctx, text, len, path, out);
