@@ -594,10 +594,10 @@ size_t fm_calib_median_rounds(const struct fm_calib_sample *const *v, const uint
             if (j < n[r])
                 t[m++] = v[r][j].seconds;
         }
-        qsort(t, (size_t)m, sizeof(double), cmp_double);
+        double lo, hi;
         out[k] = v[0][k];
-        out[k].seconds = m % 2 ? t[m / 2] : 0.5 * (t[m / 2 - 1] + t[m / 2]);
-        unsteady += m > 1 && t[m - 1] > 2.0 * t[0];
+        fm_stats_summary(t, (size_t)m, &lo, &out[k].seconds, &hi);
+        unsteady += hi > 2.0 * lo;
     }
     return unsteady;
 }

@@ -5,34 +5,19 @@
  * gives measured time only, so its points are flopmeter's counted work over the measured time.
  * It draws nothing (src/report/svg_roofline.c does) and guesses no FLOPs a file lacks. */
 #include "../core/internal.h"
+#include "../frontend/profile/profile.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-/* FLOPs of a figure set as the counters give them: the FP units' in every precision, plus the
- * tensor pipe's when a metric counts its operations. Unknown when no figure is known. *partial
- * when tensor instructions ran whose FLOPs no metric gives: the FP units' FLOPs alone, as the
- * ncu roofline studies plotted them, and said so in the point's label. */
+/* The counters' FLOPs as the ncu report gives them (fm_ncu_counter_flops); *partial when
+ * tensor instructions ran whose FLOPs no metric gives: the FP units' FLOPs alone, as the ncu
+ * roofline studies plotted them, and said so in the point's label. */
 static bool counter_flops(const struct fm_ncu_figures *f, double *out, bool *partial)
 {
-    *partial = false;
-    double sum = 0;
-    bool any = false;
-    for (int p = 0; p < FM_NCU_PREC_COUNT; p++) {
-        if (f->flops[p].known) {
-            sum += f->flops[p].value;
-            any = true;
-        }
-    }
-    if (f->tensor_flops.known) {
-        sum += f->tensor_flops.value;
-        any = true;
-    } else if (f->tensor_inst.known && f->tensor_inst.value > 0) {
-        *partial = true;
-    }
-    *out = sum;
-    return any;
+    *partial = !f->tensor_flops.known && f->tensor_inst.known && f->tensor_inst.value > 0;
+    return fm_ncu_counter_flops(f, out);
 }
 
 static enum fm_status push(struct fm_measured *m, size_t *cap, const char *label, double flops,
