@@ -362,6 +362,47 @@ static void test_transformer_blocks(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ---- a LLaMA-style decoder at opsets 14 and 17 ----
+ * tools/export_train_models.py's llama_small (--opset 14 gives llama_small_op14.onnx; the
+ * default, 17, is train/llama_small.onnx): vocabulary V 128, width D 32, L 2 layers of H 2
+ * heads, SwiGLU hidden F 86, no biases, untied head. Its rotary tables are built in the graph
+ * from the sequence length (Range, Pow, Mul, Cos, Sin), so they must follow the bound length.
+ * Parameters: embedding V*D, per layer two RMSNorm weights 2*D, q/k/v/o 4*D*D, gate/up/down
+ * 3*D*F; the final RMSNorm D and the head D*V. Forward MACs, for tok = B*T tokens: per layer
+ * tok*(4*D*D + 3*D*F) for the projections and 2*B*H*T*T*(D/H) for the two attention
+ * products; the head tok*D*V. */
+static void test_llama_opsets(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    const uint64_t V = 128, D = 32, L = 2, H = 2, F = 86;
+    const uint64_t params = V * D + L * (2 * D + 4 * D * D + 3 * D * F) + D + D * V;
+    const char *files[] = {"llama_small_op14.onnx", "train/llama_small.onnx"};
+    for (size_t f = 0; f < 2; f++) {
+        for (int64_t t = 5; t <= 16; t += 11) {
+            const int64_t b = 2;
+            const uint64_t tok = (uint64_t)(b * t), tt = (uint64_t)t;
+            const uint64_t macs = L * (tok * (4 * D * D + 3 * D * F) +
+                                       2 * (uint64_t)b * H * tt * tt * (D / H)) +
+                                  tok * D * V;
+            struct fm_input_binding bind = {"ids", {2, {b, t}}};
+            struct fm_graph *g = NULL;
+            enum fm_status st = load(ctx, files[f], 0, &bind, 1, &g);
+            if (st)
+                fail_msg("%s: %s", files[f], fm_ctx_error(ctx));
+            struct fm_counts *c = count(ctx, g, FM_MODE_TRAIN);
+            if (c->params != params || fwd_macs(c) != macs || c->n_uncounted)
+                fail_msg("%s T=%lld: params %llu (want %llu), MACs %llu (want %llu), %zu "
+                         "uncounted", files[f], (long long)t, (unsigned long long)c->params,
+                         (unsigned long long)params, (unsigned long long)fwd_macs(c),
+                         (unsigned long long)macs, c->n_uncounted);
+            fm_counts_free(c);
+            fm_graph_free(g);
+        }
+    }
+    fm_ctx_free(ctx);
+}
+
 /* ---- opsets 9, 11, 21 ---- */
 
 static void test_opsets(void **state)
@@ -578,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_external_data),
         cmocka_unit_test(test_unknown_ops),
         cmocka_unit_test(test_transformer_blocks),
+        cmocka_unit_test(test_llama_opsets),
         cmocka_unit_test(test_opsets),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_corrupted_never_crash),
