@@ -203,5 +203,7 @@ enum fm_status ox_slice_params(struct ox *ox, const Onnx__NodeProto *node,
  * uncounted node. */
 enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                            int n_in);
+/* Whether the table maps ONNX op type op (of the default domain) to a counted op. */
+bool ox_map_known(const char *op);
 
 #endif

@@ -36,6 +36,15 @@ static const struct fm_input_binding *binding_of(const struct ox *ox, const char
     return NULL;
 }
 
+static const struct fm_value_binding *value_of(const struct ox *ox, const char *name)
+{
+    for (size_t i = 0; i < ox->opts->n_values; i++) {
+        if (ox->opts->values[i].name && strcmp(ox->opts->values[i].name, name) == 0)
+            return &ox->opts->values[i];
+    }
+    return NULL;
+}
+
 static const Onnx__TensorShapeProto *input_dims(const Onnx__ValueInfoProto *vi)
 {
     if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
@@ -66,6 +75,58 @@ static enum fm_status bind_symbols(struct ox *ox)
     return FM_OK;
 }
 
+/* --value: the input's contents, known from now on like a constant's (the folder and every
+ * operand that must be known read them). Integers for integer and bool inputs (a whole-valued
+ * float accepted), any numbers for float inputs; as many as the shape has elements. */
+static enum fm_status bind_value(struct ox *ox, const char *name, enum fm_dtype dtype,
+                                 const struct fm_shape *s, const struct fm_value_binding *vb,
+                                 fm_tid tid)
+{
+    uint64_t want = 1;
+    for (int d = 0; d < s->rank; d++)
+        want *= (uint64_t)s->dims[d];
+    if ((!vb->ivalues) == (!vb->fvalues) || !vb->n)
+        return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: no values given", name);
+    if (want != vb->n) {
+        char dims[128];
+        fm_shape_format(s, dims, sizeof(dims));
+        return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: %zu values given; its shape %s "
+                        "holds %llu", name, vb->n, dims, (unsigned long long)want);
+    }
+    if (vb->n > OX_FOLD_MAX)
+        return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: %zu values; at most %d are read",
+                        name, vb->n, OX_FOLD_MAX);
+    struct ox_val v = {true, fm_dtype_is_float(dtype), vb->n, NULL, NULL};
+    void *p = fm_arena_alloc(&ox->arena, vb->n * 8);
+    if (!p)
+        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < vb->n; k++) {
+        if (v.is_float) {
+            ((double *)p)[k] = vb->fvalues ? vb->fvalues[k] : (double)vb->ivalues[k];
+            continue;
+        }
+        int64_t x = 0;
+        if (vb->ivalues) {
+            x = vb->ivalues[k];
+        } else if (vb->fvalues[k] == (double)(int64_t)vb->fvalues[k]) {
+            x = (int64_t)vb->fvalues[k];
+        } else {
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: value %zu (%g) is not a whole "
+                            "number; the input is %s", name, k, vb->fvalues[k],
+                            fm_dtype_name(dtype));
+        }
+        if (dtype == FM_DTYPE_BOOL && x != 0 && x != 1)
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: value %zu is %lld; a bool "
+                            "input takes 0 or 1", name, k, (long long)x);
+        ((int64_t *)p)[k] = x;
+    }
+    if (v.is_float)
+        v.f = p;
+    else
+        v.i = p;
+    return ox_set_val(ox, tid, &v);
+}
+
 static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, struct ox_name *e)
 {
     const char *name = e->name;
@@ -77,8 +138,18 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
                         "numeric type", ox->src, name);
     const Onnx__TensorShapeProto *sp = vi->type->tensor_type->shape;
     const struct fm_input_binding *b = binding_of(ox, name);
+    const struct fm_value_binding *vb = value_of(ox, name);
     struct fm_shape s = {0};
-    if (b) {
+    if (vb && !b && (!sp || sp->n_dim <= 1)) {
+        /* the shape follows from the values: [n], or a scalar where the file says rank 0 */
+        s.rank = sp && sp->n_dim == 0 ? 0 : 1;
+        s.dims[0] = (int64_t)vb->n;
+        if (sp && sp->n_dim == 1 &&
+            sp->dim[0]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            sp->dim[0]->dim_value != (int64_t)vb->n)
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: %zu values given; the file "
+                            "declares %lld", name, vb->n, (long long)sp->dim[0]->dim_value);
+    } else if (b) {
         if (sp && (int)sp->n_dim != b->shape.rank)
             return fm_error(ox->ctx, FM_ERR_INVALID, "--input %s: the file gives this input %zu "
                             "dims, the binding %d", name, sp->n_dim, b->shape.rank);
@@ -131,7 +202,10 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
             s.dims[d] = v;
         }
     }
-    return fm_graph_add_tensor(ox->g, name, FM_ROLE_INPUT, dtype, &s, &e->tid);
+    enum fm_status st = fm_graph_add_tensor(ox->g, name, FM_ROLE_INPUT, dtype, &s, &e->tid);
+    if (st || !vb)
+        return st;
+    return bind_value(ox, name, dtype, &s, vb, e->tid);
 }
 
 /* ---- ordering ---- */
@@ -409,6 +483,17 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
     return ox_map_node(ox, node, in, n_in);
 }
 
+/* "a, b, c": the graph inputs that are no initializers, for messages. */
+static void input_names(struct ox *ox, char *names, size_t size)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < ox->gp->n_input && len + 64 < size; i++) {
+        struct ox_name *in = ox_name_find(ox, ox->gp->input[i]->name);
+        if (in && in->kind == OX_KIND_INPUT)
+            len += (size_t)snprintf(names + len, size - len, "%s%s", len ? ", " : "", in->name);
+    }
+}
+
 static enum fm_status build(struct ox *ox)
 {
     const Onnx__GraphProto *gp = ox->gp;
@@ -420,16 +505,20 @@ static enum fm_status build(struct ox *ox)
         struct ox_name *e = ox_name_find(ox, ox->opts->bindings[b].name);
         if (!e || e->kind != OX_KIND_INPUT) {
             char names[256] = "";
-            size_t len = 0;
-            for (size_t i = 0; i < gp->n_input && len < sizeof(names) - 64; i++) {
-                struct ox_name *in = ox_name_find(ox, gp->input[i]->name);
-                if (in && in->kind == OX_KIND_INPUT)
-                    len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
-                                            len ? ", " : "", in->name);
-            }
+            input_names(ox, names, sizeof(names));
             return fm_error(ox->ctx, FM_ERR_INVALID, "--input %s=...: %s has no graph input "
                             "named '%s' (its inputs: %s)", ox_str(ox->opts->bindings[b].name),
                             ox->src, ox_str(ox->opts->bindings[b].name), names);
+        }
+    }
+    for (size_t b = 0; b < ox->opts->n_values; b++) {
+        struct ox_name *e = ox_name_find(ox, ox->opts->values[b].name);
+        if (!e || e->kind != OX_KIND_INPUT) {
+            char names[256] = "";
+            input_names(ox, names, sizeof(names));
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s=...: %s has no graph input "
+                            "named '%s' (its inputs: %s)", ox_str(ox->opts->values[b].name),
+                            ox->src, ox_str(ox->opts->values[b].name), names);
         }
     }
     st = bind_symbols(ox);
@@ -540,4 +629,14 @@ enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
     st = load(ctx, map, size, path, opts, out);
     ox_wire_unmap(map, size);
     return st;
+}
+
+bool fm_onnx_op_known(const char *domain, const char *op_type)
+{
+    if (!op_type || !ox_default_domain(domain))
+        return false;
+    /* evaluated at load time whatever their inputs (a shape is always known) */
+    if (!strcmp(op_type, "Constant") || !strcmp(op_type, "Shape") || !strcmp(op_type, "Size"))
+        return true;
+    return ox_map_known(op_type);
 }

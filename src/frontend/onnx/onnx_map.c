@@ -958,3 +958,12 @@ enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_
     }
     return ox_emit_unknown(ox, node, "no cost rule for this op");
 }
+
+bool ox_map_known(const char *op)
+{
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (table[i].name && table[i].fn && strcmp(table[i].name, op) == 0)
+            return true;
+    }
+    return false;
+}
