@@ -426,6 +426,11 @@ enum fm_status ox_need_ints(struct ox *ox, const Onnx__NodeProto *node, fm_tid t
     const struct ox_val *v = ox_val_of(ox, t);
     if (!v || v->is_float) {
         const struct fm_tensor *tt = fm_graph_tensor(ox->g, t);
+        if (!v && tt->role == FM_ROLE_INPUT)
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
+                                 "its %s ('%s') is a graph input, not known before running the "
+                                 "network, and the output shape depends on it: give its "
+                                 "values with --value %s=V[,V...]", what, tt->name, tt->name);
         return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
                              "its %s ('%s') %s, but the output shape depends on it", what,
                              tt->name,

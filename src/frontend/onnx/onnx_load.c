@@ -85,8 +85,6 @@ static enum fm_status bind_value(struct ox *ox, const char *name, enum fm_dtype 
     uint64_t want = 1;
     for (int d = 0; d < s->rank; d++)
         want *= (uint64_t)s->dims[d];
-    if ((!vb->ivalues) == (!vb->fvalues) || !vb->n)
-        return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: no values given", name);
     if (want != vb->n) {
         char dims[128];
         fm_shape_format(s, dims, sizeof(dims));
@@ -520,6 +518,9 @@ static enum fm_status build(struct ox *ox)
                             "named '%s' (its inputs: %s)", ox_str(ox->opts->values[b].name),
                             ox->src, ox_str(ox->opts->values[b].name), names);
         }
+        const struct fm_value_binding *vb = &ox->opts->values[b];
+        if ((!vb->ivalues) == (!vb->fvalues) || !vb->n)
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: no values given", e->name);
     }
     st = bind_symbols(ox);
     if (st)
