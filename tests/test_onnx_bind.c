@@ -177,11 +177,144 @@ static void test_value_cli(void **state)
     }
 }
 
+static enum fm_status load_file(struct fm_ctx *ctx, const char *file, int64_t batch,
+                                const struct fm_input_binding *b, size_t nb, struct fm_graph **g)
+{
+    struct fm_load_opts o;
+    fm_load_opts_init(&o);
+    if (batch) {
+        o.zoo.batch = batch;
+        o.batch_given = true;
+    }
+    o.bindings = b;
+    o.n_bindings = nb;
+    char path[512];
+    snprintf(path, sizeof(path), DATA "%s", file);
+    return fm_onnx_load_file(ctx, path, &o, g);
+}
+
+static struct fm_counts *count_mode(struct fm_ctx *ctx, struct fm_graph *g, enum fm_mode mode)
+{
+    struct fm_count_opts co;
+    fm_count_opts_init(&co);
+    co.mode = mode;
+    struct fm_counts *c = NULL;
+    FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &c));
+    return c;
+}
+
+/* Empty tensors (a dim of 0): legal ONNX; they flow through shape inference and cost nothing. */
+static void test_empty_tensors(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+
+    /* x (1, 0) -> Relu: 0 elements, so no work and no bytes, in inference and in training */
+    FM_ASSERT_OK(ctx, load_file(ctx, "bad_dim_zero.onnx", 0, NULL, 0, &g));
+    assert_dims(g, "out", 2, (const int64_t[]){1, 0});
+    for (int mode = 0; mode < FM_MODE_COUNT; mode++) {
+        struct fm_counts *c = count_mode(ctx, g, (enum fm_mode)mode);
+        for (int p = 0; p < FM_PHASE_COUNT; p++) {
+            assert_int_equal(fm_work_flops(&c->total[p]), 0);
+            assert_int_equal(c->total[p].bytes_read, 0);
+            assert_int_equal(c->total[p].bytes_written, 0);
+        }
+        fm_counts_free(c);
+    }
+    fm_graph_free(g);
+
+    /* Swin's padding: x (1,7,7,96) sliced [7:7] on dim 1 -> (1,0,7,96), nothing read or
+     * written; Concat onto x -> (1,7,7,96): x's 7*7*96 = 4704 fp32 read and written, 18816 B
+     * each; Relu: 4704 elements, 1 op each, 18816 B read and written. */
+    FM_ASSERT_OK(ctx, load_file(ctx, "bind/empty_slice_concat.onnx", 0, NULL, 0, &g));
+    assert_dims(g, "pad", 4, (const int64_t[]){1, 0, 7, 96});
+    assert_dims(g, "y", 4, (const int64_t[]){1, 7, 7, 96});
+    struct fm_counts *c = count_mode(ctx, g, FM_MODE_INFER);
+    assert_int_equal(c->n_nodes, 3);
+    const struct fm_work *slice = &c->nodes[0].phase[FM_PHASE_FWD];
+    assert_int_equal(fm_work_flops(slice), 0);
+    assert_int_equal(slice->bytes_read + slice->bytes_written, 0);
+    assert_int_equal(c->nodes[1].phase[FM_PHASE_FWD].bytes_read, 18816);
+    assert_int_equal(c->nodes[1].phase[FM_PHASE_FWD].bytes_written, 18816);
+    assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 4704);
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* Paddle2ONNX's reshape to a scalar: the target is the empty list (an initializer of dims
+     * [0]), not an omitted input. s is a scalar; s * y (3,4): 12 multiplies; reads 12 + 1 fp32
+     * = 52 B, writes 48 B. */
+    FM_ASSERT_OK(ctx, load_file(ctx, "bind/reshape_scalar.onnx", 0, NULL, 0, &g));
+    assert_dims(g, "s", 0, NULL);
+    assert_dims(g, "out", 2, (const int64_t[]){3, 4});
+    c = count_mode(ctx, g, FM_MODE_INFER);
+    assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MUL], 12);
+    assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 12);
+    assert_int_equal(c->total[FM_PHASE_FWD].bytes_read, 52);
+    assert_int_equal(c->total[FM_PHASE_FWD].bytes_written, 48);
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    if (have_node_tests()) {
+        /* ONNX's own: Reshape allowzero (data (0,3,4), target [3,4,0] -> (3,4,0), nothing
+         * moved); a Slice starting past the end ((20,10,5), starts = ends = 1000 on axis 1, clamped
+         * to 10 -> (20,0,5)) */
+        struct fm_input_binding data = {"data", {3, {0, 3, 4}}};
+        static const int64_t tgt[] = {3, 4, 0};
+        struct fm_value_binding shape = {"shape", tgt, NULL, 3};
+        FM_ASSERT_OK(ctx, load_node(ctx, "test_reshape_allowzero_reordered", &shape, 1, &data,
+                                    1, &g));
+        assert_dims(g, "reshaped", 3, (const int64_t[]){3, 4, 0});
+        c = count_mode(ctx, g, FM_MODE_INFER);
+        assert_int_equal(c->total[FM_PHASE_FWD].bytes_read, 0);
+        assert_int_equal(c->total[FM_PHASE_FWD].bytes_written, 0);
+        fm_counts_free(c);
+        fm_graph_free(g);
+        static const int64_t k1000[] = {1000}, k1[] = {1};
+        const struct fm_value_binding sl[] = {{"starts", k1000, NULL, 1}, {"ends", k1000, NULL, 1},
+                                              {"axes", k1, NULL, 1}, {"steps", k1, NULL, 1}};
+        FM_ASSERT_OK(ctx, load_node(ctx, "test_slice_start_out_of_bounds", sl, 4, NULL, 0, &g));
+        assert_dims(g, "y", 3, (const int64_t[]){20, 0, 5});
+        fm_graph_free(g);
+    }
+
+    /* a graph built through the API (the built-in models) still refuses a dim of 0 */
+    struct fm_shape zero = {3, {3, 0, 224}};
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "api", &g));
+    fm_tid t;
+    assert_error(ctx, fm_graph_add_tensor(g, "x", FM_ROLE_INPUT, FM_DTYPE_FP32, &zero, &t),
+                 FM_ERR_SHAPE, "dim 1 is 0; dims must be positive");
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* A dim written as -1 (Paddle2ONNX's dynamic dims): dim 0 is the batch (--batch), any other
+ * asks for --input, naming the input and the dim. x (-1, 3, -1, -1) -> Relu. */
+static void test_minus1_dims(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    assert_error(ctx, load_file(ctx, "bind/dyn_minus1.onnx", 0, NULL, 0, &g), FM_ERR_SHAPE,
+                 "graph input 'x': dim 2 is written as -1 (dynamic): bind it with --input "
+                 "x=DIMS (all 4 dims)");
+    /* bound: 2*3*8*8 = 384 elements, one op each */
+    struct fm_input_binding b = {"x", {4, {2, 3, 8, 8}}};
+    FM_ASSERT_OK(ctx, load_file(ctx, "bind/dyn_minus1.onnx", 0, &b, 1, &g));
+    struct fm_counts *c = count_mode(ctx, g, FM_MODE_INFER);
+    assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 384);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_value_bindings),
         cmocka_unit_test(test_value_cli),
+        cmocka_unit_test(test_empty_tensors),
+        cmocka_unit_test(test_minus1_dims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,7 +74,14 @@ struct ox_name {
     const char *name;                     /* points into the parsed model */
     enum ox_kind kind;
     fm_tid tid;                           /* FM_NONE until created */
-    bool empty;                           /* has a 0 dim: read as an omitted optional input */
+    bool empty;                           /* a constant of 0 elements (an initializer, a
+                                             Constant, a folded result): no tensor is made
+                                             for it where an op reads it as an optional operand
+                                             (Resize's scales written as []), one is where it
+                                             is a shape list (Reshape's [] makes a scalar);
+                                             ox_input. An omitted input is the empty NAME "" */
+    struct fm_shape empty_shape;          /* its dims and dtype, when empty */
+    enum fm_dtype empty_dtype;
     bool role_done;
     enum fm_role role;                    /* initializers and Constant outputs */
     int32_t producer;                     /* node index (OX_KIND_NODE_OUT) */

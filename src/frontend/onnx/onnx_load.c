@@ -95,7 +95,7 @@ static enum fm_status bind_value(struct ox *ox, const char *name, enum fm_dtype 
         return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: %zu values; at most %d are read",
                         name, vb->n, OX_FOLD_MAX);
     struct ox_val v = {true, fm_dtype_is_float(dtype), vb->n, NULL, NULL};
-    void *p = fm_arena_alloc(&ox->arena, vb->n * 8);
+    void *p = fm_arena_alloc(&ox->arena, (vb->n ? vb->n : 1) * 8);
     if (!p)
         return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
     for (size_t k = 0; k < vb->n; k++) {
@@ -168,11 +168,17 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
                                   ? ox_str(dim->dim_param)
                                   : NULL;
             int64_t v = 0;
-            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            /* -1 is how Paddle2ONNX (and some other exporters) write a dynamic dim: symbolic,
+             * without a name. A 0 is a real dim of 0 (an empty tensor), as ONNX defines it. */
+            bool minus1 = dim->value_case ==
+                              ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                          dim->dim_value == -1;
+            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                !minus1) {
                 v = dim->dim_value;
-                if (v <= 0 || v > OX_DIM_MAX)
+                if (v < 0 || v > OX_DIM_MAX)
                     return fm_error(ox->ctx, FM_ERR_PARSE, "%s: graph input '%s': dim %d is "
-                                    "%lld; dims must be positive and at most 2^40", ox->src,
+                                    "%lld; dims must be at least 0 and at most 2^40", ox->src,
                                     name, d, (long long)v);
                 if (d == 0 && ox->opts->batch_given && v != ox->opts->zoo.batch) {
                     fm_log(ox->ctx, "%s: input '%s': batch %lld from --batch replaces the "
@@ -187,6 +193,10 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
                 }
                 if (v == 0 && d == 0)   /* the batch dim: --batch (default 1) */
                     v = ox->opts->zoo.batch;
+                if (v <= 0 && minus1)
+                    return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s': dim %d is "
+                                    "written as -1 (dynamic): bind it with --input %s=DIMS (all "
+                                    "%zu dims)", ox->src, name, d, name, sp->n_dim);
                 if (v <= 0)
                     return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s': dim %d ('%s') "
                                     "is symbolic: bind it with --input %s=DIMS (all %zu dims)",
@@ -438,6 +448,8 @@ static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
                              (int)t->data_type);
     if (empty) {
         e->empty = true;
+        e->empty_shape = shape;
+        e->empty_dtype = dtype;
         return FM_OK;
     }
     enum fm_role role = ox_value_role(ox, e, t, dtype);
@@ -519,7 +531,7 @@ static enum fm_status build(struct ox *ox)
                             ox->src, ox_str(ox->opts->values[b].name), names);
         }
         const struct fm_value_binding *vb = &ox->opts->values[b];
-        if ((!vb->ivalues) == (!vb->fvalues) || !vb->n)
+        if ((!vb->ivalues) == (!vb->fvalues))   /* n = 0 with a pointer: an empty list */
             return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: no values given", e->name);
     }
     st = bind_symbols(ox);
@@ -593,6 +605,7 @@ static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, co
     st = fm_graph_new(ctx, name, &g);
     if (st)
         goto out;
+    g->allow_empty = true;   /* ONNX's empty tensors: 0 elements, no work */
     ox.g = g;
     ox.gp = w.model->graph;
     ox.opset = w.opset;

@@ -432,9 +432,44 @@ static enum fm_status map_reshape(struct ox *ox, const Onnx__NodeProto *node, co
     enum fm_status st = need(ox, node, in, n_in, 2);
     if (!st)
         st = ox_need_ints(ox, node, in[1], "target shape", &v);
+    int64_t allowzero = 0;
+    if (!st)
+        st = ox_attr_int(ox, node, "allowzero", 0, &allowzero);
     if (st)
         return st;
-    return ox_emit(ox, node, op, NULL, in, 2, 1);
+    /* allowzero (opset 14): a 0 in the target is a dim of 0, not a copy of the input's. The
+     * Reshape rule copies a 0 where the input has that dim, which gives the same result where
+     * the input's dim is 0 too; elsewhere the result is empty and the 0 is written as the
+     * target's one inferred dim (-1), which the rule makes 0 (0 elements / the rest). */
+    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    int literal = -1, literals = 0;
+    bool has_infer = false;
+    for (uint64_t i = 0; allowzero && i < v->n; i++) {
+        has_infer |= v->i[i] == -1;
+        if (v->i[i] == 0 && (int64_t)i < x->rank && x->dims[i] != 0) {
+            literal = (int)i;
+            literals++;
+        }
+    }
+    if (literals == 0)
+        return ox_emit(ox, node, op, NULL, in, 2, 1);
+    if (literals > 1 || has_infer)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "allowzero with %s: an empty result "
+                             "flopmeter does not infer", has_infer ? "a 0 and a -1 in the "
+                             "target (the ONNX spec forbids it)" : "several 0 dims");
+    int64_t tgt[FM_MAX_DIMS];
+    if (v->n > FM_MAX_DIMS)
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "its target has %llu dims",
+                             (unsigned long long)v->n);
+    memcpy(tgt, v->i, v->n * sizeof(*tgt));
+    tgt[literal] = -1;
+    struct fm_shape ts = {1, {(int64_t)v->n}};
+    struct ox_val tv = {true, false, v->n, tgt, NULL};
+    fm_tid t2[2] = {in[0], FM_NONE};
+    st = ox_const_tensor(ox, node, NULL, FM_ROLE_CONST, FM_DTYPE_INT64, &ts, &tv, &t2[1]);
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, NULL, t2, 2, 1);
 }
 
 static enum fm_status map_transpose(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
