@@ -308,6 +308,54 @@ static void test_minus1_dims(void **state)
     fm_ctx_free(ctx);
 }
 
+static void keep_log(void *user, const char *message)
+{
+    char *buf = user;
+    size_t len = strlen(buf);
+    snprintf(buf + len, 2048 - len, "%s\n", message);
+}
+
+/* --batch N on a file torch exported at batch 1 without dynamic axes (tools/export_batch1.py):
+ * its Reshape targets are constants [1, 8, 16], [1, 16, 2, 4], [1, -1] whose leading 1 is the
+ * batch. MACs per sample: Conv 3->8 k4 s4 on 16x16 -> 4x4: 8*4*4 * 3*4*4 = 6144; token Linear
+ * 16 tokens * 8*8 = 1024; head 128*10 = 1280; 8448 in all, so 8448 * N. */
+static void test_batch_rebinding(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    char log[2048] = "";
+    fm_ctx_set_log(ctx, keep_log, log);
+    struct fm_graph *g = NULL;
+    const int64_t batches[] = {1, 2, 4};
+    for (size_t i = 0; i < 3; i++) {
+        log[0] = '\0';
+        FM_ASSERT_OK(ctx, load_file(ctx, "bind/patch_mixer_b1.onnx", batches[i], NULL, 0, &g));
+        assert_dims(g, "out", 2, (const int64_t[]){batches[i], 10});
+        struct fm_counts *c = count_mode(ctx, g, FM_MODE_INFER);
+        assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MAC], 8448 * batches[i]);
+        fm_counts_free(c);
+        fm_graph_free(g);
+        /* the rebinding is said, naming the nodes; at the file's own batch there is none */
+        if (batches[i] == 1) {
+            assert_null(strstr(log, "rebound"));
+        } else if (!strstr(log, "the file was exported at batch 1; the batch in the shape "
+                                "constants of 3 nodes is rebound") ||
+                   !strstr(log, "'/Reshape', '/Reshape_1', '/Reshape_2'")) {
+            fail_msg("log: %s", log);
+        }
+    }
+    /* x.reshape(B * 16, 8) exported as [16, 8]: the batch hides in a dim it cannot be told
+     * from; the error names the node and says how to re-export */
+    FM_ASSERT_OK(ctx, load_file(ctx, "bind/merged_b1.onnx", 1, NULL, 0, &g));
+    fm_graph_free(g);
+    enum fm_status st = load_file(ctx, "bind/merged_b1.onnx", 2, NULL, 0, &g);
+    assert_error(ctx, st, FM_ERR_SHAPE, "layer '/Reshape_1' (Reshape)");
+    assert_error(ctx, st, FM_ERR_SHAPE, "exported at batch 1 and --batch 2 replaced it");
+    assert_error(ctx, st, FM_ERR_SHAPE, "dynamic_axes={'input': {0: 'batch'}}");
+    assert_null(g);
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_value_cli),
         cmocka_unit_test(test_empty_tensors),
         cmocka_unit_test(test_minus1_dims),
+        cmocka_unit_test(test_batch_rebinding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -118,6 +118,9 @@ struct ox {
     size_t n_syms;
     struct fm_arena arena;                /* values and scratch; freed with the loader */
     unsigned synth;                       /* counter for synthesized tensor names */
+    int64_t file_batch;                   /* the fixed batch --batch replaced (0: none) */
+    unsigned n_rebound;                   /* nodes whose shape constant got the new batch */
+    char rebound[256];                    /* their names, for the log */
 };
 
 /* Node errors name the file, the node and its op type. */

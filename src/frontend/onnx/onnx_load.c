@@ -184,6 +184,8 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
                     fm_log(ox->ctx, "%s: input '%s': batch %lld from --batch replaces the "
                            "file's %lld", ox->src, name, (long long)ox->opts->zoo.batch,
                            (long long)v);
+                    if (!ox->file_batch)
+                        ox->file_batch = v;
                     v = ox->opts->zoo.batch;
                 }
             } else {
@@ -460,6 +462,60 @@ static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
     return ox_const_tensor(ox, node, e->name, role, dtype, &shape, &v, &e->tid);
 }
 
+/* A file exported at a fixed batch F, counted with --batch N: a shape constant of the file
+ * (an initializer or a Constant node, not a value computed from shapes) read as Reshape's
+ * target or Expand's shape, whose leading value is F while its data's leading dim is now N,
+ * carries the batch: it is read with N instead (torch folds x.reshape(x.shape[0], ...) into
+ * [F, ...] when exporting without dynamic axes). Anything less clear is left as it is. */
+static enum fm_status rebind_batch(struct ox *ox, const Onnx__NodeProto *node, fm_tid *in,
+                                   int n_in)
+{
+    const char *op = ox_str(node->op_type);
+    if (!ox->file_batch || n_in < 2 || in[0] == FM_NONE || in[1] == FM_NONE ||
+        (strcmp(op, "Reshape") && strcmp(op, "Expand")))
+        return FM_OK;
+    const struct ox_name *e = ox_name_find(ox, node->input[1]);
+    bool file_const = e && (e->kind == OX_KIND_INIT ||
+                            (e->kind == OX_KIND_NODE_OUT && e->producer >= 0 &&
+                             !strcmp(ox_str(ox->gp->node[e->producer]->op_type), "Constant")));
+    const struct ox_val *v = ox_val_of(ox, in[1]);
+    const struct fm_tensor *x = &ox->g->tensors[in[0]];
+    if (!file_const || !v || v->is_float || v->n < 1 || v->n > FM_MAX_DIMS ||
+        v->i[0] != ox->file_batch || x->shape.rank < 1 || x->shape.dims[0] != ox->opts->zoo.batch)
+        return FM_OK;
+    int64_t vals[FM_MAX_DIMS];
+    memcpy(vals, v->i, (size_t)v->n * sizeof(*vals));
+    vals[0] = ox->opts->zoo.batch;
+    struct fm_shape s = {1, {(int64_t)v->n}};
+    struct ox_val nv = {true, false, v->n, vals, NULL};
+    enum fm_status st = ox_const_tensor(ox, node, NULL, FM_ROLE_CONST, FM_DTYPE_INT64, &s, &nv,
+                                        &in[1]);
+    if (st)
+        return st;
+    size_t len = strlen(ox->rebound);
+    if (len + 8 < sizeof(ox->rebound))
+        snprintf(ox->rebound + len, sizeof(ox->rebound) - len, "%s'%s'", len ? ", " : "",
+                 ox_node_name(node));
+    ox->n_rebound++;
+    return FM_OK;
+}
+
+/* After --batch replaced a fixed batch, a shape that no longer fits is most likely a constant
+ * that carries the old batch where rebind_batch cannot tell: say so, and how to re-export. */
+static enum fm_status batch_hint(struct ox *ox, enum fm_status st)
+{
+    if (st != FM_ERR_SHAPE || !ox->file_batch)
+        return st;
+    char msg[768];
+    snprintf(msg, sizeof(msg), "%s", fm_ctx_error(ox->ctx));
+    return fm_error(ox->ctx, st, "%s. The file was exported at batch %lld and --batch %lld "
+                    "replaced it; a shape constant of the file that carries the batch where "
+                    "flopmeter cannot tell (the batch merged into another dim) breaks then: "
+                    "re-export with a dynamic batch axis (torch.onnx.export(..., dynamic_axes="
+                    "{'input': {0: 'batch'}})) or count at the file's batch", msg,
+                    (long long)ox->file_batch, (long long)ox->opts->zoo.batch);
+}
+
 /* One node: its inputs must have shapes; then fold it, make it a constant, or map it. */
 static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
 {
@@ -486,11 +542,14 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
                                  t->name, p ? p->name : "?", p ? p->op_name : "?");
         }
     }
-    bool done = false;
-    enum fm_status st = ox_fold(ox, node, in, n_in, &done);
-    if (st || done)
+    enum fm_status st = rebind_batch(ox, node, in, n_in);
+    if (st)
         return st;
-    return ox_map_node(ox, node, in, n_in);
+    bool done = false;
+    st = ox_fold(ox, node, in, n_in, &done);
+    if (st || done)
+        return batch_hint(ox, st);
+    return batch_hint(ox, ox_map_node(ox, node, in, n_in));
 }
 
 /* "a, b, c": the graph inputs that are no initializers, for messages. */
@@ -554,6 +613,11 @@ static enum fm_status build(struct ox *ox)
     fm_dealloc(ox->ctx, order);
     if (st)
         return st;
+    if (ox->n_rebound)
+        fm_log(ox->ctx, "%s: --batch %lld: the file was exported at batch %lld; the batch in "
+               "the shape constants of %u node%s rebound to %lld: %s", ox->src,
+               (long long)ox->opts->zoo.batch, (long long)ox->file_batch, ox->n_rebound,
+               ox->n_rebound == 1 ? " is" : "s is", (long long)ox->opts->zoo.batch, ox->rebound);
     for (size_t i = 0; i < gp->n_output; i++) {
         struct ox_name *e = ox_name_find(ox, gp->output[i]->name);
         if (e && e->tid != FM_NONE && ox->g->tensors[e->tid].role == FM_ROLE_ACTIVATION) {
