@@ -368,7 +368,8 @@ static void test_node_tests(void **state)
                 if (r == ACCEPTED)
                     with_values++;
             }
-            for (size_t k = 0; r == WRONG && k < sizeof(known_wrong) / sizeof(known_wrong[0]); k++) {
+            size_t n_listed = sizeof(known_wrong) / sizeof(known_wrong[0]);
+            for (size_t k = 0; r == WRONG && k < n_listed; k++) {
                 if (!strcmp(names[t], known_wrong[k].test)) {
                     r = KNOWN_WRONG;
                     n_known_wrong++;
@@ -389,7 +390,8 @@ static void test_node_tests(void **state)
     printf("ONNX node tests: %zu in all, %zu with ops flopmeter reads; of those %zu accepted "
            "(%.1f%%, %zu of them with input values bound), %zu declined, %zu wrong (and %zu "
            "known wrong, listed in the test)\n",
-           total, supported, accepted, supported ? 100.0 * (double)accepted / (double)supported : 0.0,
+           total, supported, accepted,
+           supported ? 100.0 * (double)accepted / (double)supported : 0.0,
            with_values, declined, wrong, n_known_wrong);
     for (size_t t = 0; t < n_names; t++)
         free(names[t]);

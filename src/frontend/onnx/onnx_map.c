@@ -785,12 +785,17 @@ static enum fm_status map_range(struct ox *ox, const Onnx__NodeProto *node, cons
         return st;
     for (int i = 0; i < 3; i++) {
         if (!scalar_value(ox, in[i], &v[i]))
-            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its input %d is not known "
-                                 "before running the network, but the output length depends "
-                                 "on it", i);
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its input %d ('%s') is not "
+                                 "known before running the network, but the output length "
+                                 "depends on it", i, tensor(ox, in[i])->name);
     }
-    double len = v[2] != 0 ? ceil((v[1] - v[0]) / v[2]) : 0;
-    if (!(len >= 1 && len <= (double)OX_DIM_MAX))
+    /* max(ceil((limit - start) / delta), 0): an empty range is legal (0 elements) */
+    if (v[2] == 0)
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "its delta is 0");
+    double len = ceil((v[1] - v[0]) / v[2]);
+    if (len < 0)
+        len = 0;
+    if (!(len >= 0 && len <= (double)OX_DIM_MAX))
         return ox_node_error(ox, node, FM_ERR_SHAPE, "the range has %g elements", len);
     struct fm_attrs a;
     fm_attrs_init(&a);
