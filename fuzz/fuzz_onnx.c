@@ -56,7 +56,8 @@ static void count_and_report(struct fm_ctx *ctx, const struct fm_graph *g, enum 
     fm_counts_free(c);
 }
 
-static void load_and_count(const uint8_t *data, size_t size)
+static void load_and_count(const uint8_t *data, size_t size,
+                           const struct fm_value_binding *values, size_t n_values)
 {
     struct fm_ctx *ctx = NULL;
     if (fm_ctx_new(NULL, &ctx))
@@ -65,6 +66,8 @@ static void load_and_count(const uint8_t *data, size_t size)
     fm_load_opts_init(&lo);
     lo.zoo.batch = 2;          /* binds symbolic batch dims, as --batch 2 would */
     lo.batch_given = true;
+    lo.values = values;        /* --value bindings of a recipe's integer inputs */
+    lo.n_values = n_values;
     struct fm_graph *g = (struct fm_graph *)1;
     enum fm_status st = fm_onnx_load_buffer(ctx, data, size, "fuzz.onnx", &lo, &g);
     fuzz_check_status(ctx, st);
@@ -156,6 +159,9 @@ static void recipe(const uint8_t *data, size_t size)
     static const int64_t opsets[] = {13, 17, 11, 9, 7, 18, 21, 1, 100};
     int64_t opset = opsets[rd_pick(&r, sizeof(opsets) / sizeof(opsets[0]))];
 
+    struct fm_value_binding vb[2];
+    int64_t vvals[2][8];
+    size_t n_vb = 0;
     int n_inputs = 1 + (int)rd_pick(&r, 2);
     for (int i = 0; i < n_inputs; i++) {
         int rank = (int)rd_pick(&r, 6);
@@ -168,6 +174,16 @@ static void recipe(const uint8_t *data, size_t size)
         }
         snprintf(names[nv], sizeof(names[nv]), "in%d", i);
         int elem = rd_pick(&r, 6) == 0 ? OW_DT_INT64 : OW_DT_FLOAT;
+        if (elem == OW_DT_INT64 && rank <= 1 && rd_pick(&r, 2) == 0) {
+            /* --value: as many values as the dim says, or a count of its own (a mismatch, or
+             * 0 values: the empty list) */
+            size_t n = rank == 1 && dims[0] >= 0 && dims[0] <= 8 ? (size_t)dims[0]
+                                                                 : rd_pick(&r, 5);
+            for (size_t k = 0; k < n; k++)
+                vvals[n_vb][k] = rd_int(&r);
+            vb[n_vb] = (struct fm_value_binding){names[nv], vvals[n_vb], NULL, n};
+            n_vb++;
+        }
         ow_value_info(&graph, OW_GRAPH_INPUT, names[nv++], elem, rank, dims, params);
     }
     int n_nodes = 1 + (int)rd_pick(&r, 8);
@@ -250,13 +266,13 @@ static void recipe(const uint8_t *data, size_t size)
         fclose(f);
     }
     if (!model.oom)
-        load_and_count(model.buf, model.len);
+        load_and_count(model.buf, model.len, vb, n_vb);
     ow_free(&model);
 }
 
 int fm_fuzz_onnx(const uint8_t *data, size_t size)
 {
-    load_and_count(data, size);
+    load_and_count(data, size, NULL, 0);
     recipe(data, size);
     return 0;
 }

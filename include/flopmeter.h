@@ -625,6 +625,19 @@ struct fm_input_binding {
     struct fm_shape shape;
 };
 
+/* A value binding: NAME=V[,V...] gives the contents of an ONNX graph input (a shape, sizes,
+ * axes, k, a scale), so that everything computed from it is known at load time. ivalues for an
+ * integer or bool input (a float input takes them as numbers), fvalues for a float input;
+ * exactly one of them is set, with n values. The input's shape is [n] (a scalar when the file
+ * declares rank 0) unless the file or an fm_input_binding gives it; its element count must be n.
+ * docs/onnx.md. */
+struct fm_value_binding {
+    const char *name;
+    const int64_t *ivalues;
+    const double *fvalues;
+    size_t n;
+};
+
 struct fm_load_opts {
     struct fm_zoo_opts zoo;              /* batch, input, classes, dtype, with_loss */
     const struct fm_input_binding *bindings;
@@ -633,6 +646,8 @@ struct fm_load_opts {
     bool dtype_given;                    /* --dtype was given: the session stores every float
                                             tensor in zoo.dtype, an ONNX file's too, whatever
                                             the precision (fm_session_opts) */
+    const struct fm_value_binding *values;   /* --value: contents of graph inputs */
+    size_t n_values;
 };
 FM_API void fm_load_opts_init(struct fm_load_opts *opts);
 
@@ -647,6 +662,11 @@ FM_API enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
 FM_API enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, size_t size,
                                           const char *name, const struct fm_load_opts *opts,
                                           struct fm_graph **out);
+/* Whether the ONNX frontend reads op_type of domain ("", "ai.onnx" or NULL: the default one)
+ * as a counted op or evaluates it at load time (Constant, Shape, Size): false for an op it
+ * would list as uncounted, and always false in a build without protobuf-c. Opset-specific
+ * limits are reported when loading. */
+FM_API bool fm_onnx_op_known(const char *domain, const char *op_type);
 
 /* ---------------------------------------------------------------------------------------------
  * The loss policy (src/frontend/loss.c): what a training step minimizes, the same for every

@@ -238,10 +238,32 @@ static void dims_row(const char *row, const int64_t *dims, const char *w1, const
     ow_free(&m);
 }
 
+/* a dim of 0 is legal ONNX, an empty tensor: counted as nothing, not an error */
 static void test_zero_dim(void **state)
 {
     (void)state;
-    dims_row("zero dim", (const int64_t[]){1, 0, 8, 8}, "'x'", "dim 1 is 0");
+    struct ow g = {0}, m;
+    ow_value_info(&g, OW_GRAPH_INPUT, "x", OW_DT_FLOAT, 4, (const int64_t[]){1, 0, 8, 8}, NULL);
+    ow_value_info(&g, OW_GRAPH_OUTPUT, "y", OW_DT_FLOAT, -1, NULL, NULL);
+    relu(&g, "r", "x", "y");
+    model_of(&m, &g);
+    assert_false(m.oom);
+    char *path = write_temp(m.buf, m.len, ".onnx");
+    char args[512];
+    snprintf(args, sizeof(args), "count %s --format csv", path);
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli(args, &out, &err);
+    print_message("[zero dim] exit %d: %s", rc, err);
+    assert_int_equal(rc, 0);
+    /* the Relu's output is 1x0x8x8 and every count of the step is 0 */
+    assert_non_null(strstr(out, "1,\"r\",ReLU,activation,1x0x8x8,0,1,0,0,0,0,0,0,0,0,0,0,0,0,"
+                                "0,0,0,0"));
+    assert_non_null(strstr(out, "total,\"total\",,,,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"));
+    unlink(path);
+    free(path);
+    free(out);
+    free(err);
+    ow_free(&m);
 }
 
 static void test_negative_dim(void **state)

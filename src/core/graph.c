@@ -168,13 +168,13 @@ static enum fm_status tensor_new(struct fm_graph *g, const char *name, enum fm_r
 }
 
 static enum fm_status check_shape(struct fm_ctx *ctx, const char *what, const char *name,
-                                  const struct fm_shape *shape)
+                                  const struct fm_shape *shape, bool allow_empty)
 {
     if (shape->rank < 0 || shape->rank > FM_MAX_DIMS)
         return fm_error(ctx, FM_ERR_SHAPE, "%s '%s': rank %d is outside 0..%d", what, name,
                         shape->rank, FM_MAX_DIMS);
     for (int i = 0; i < shape->rank; i++) {
-        if (shape->dims[i] <= 0)
+        if (shape->dims[i] < 0 || (shape->dims[i] == 0 && !allow_empty))
             return fm_error(ctx, FM_ERR_SHAPE, "%s '%s': dim %d is %lld; dims must be positive",
                             what, name, i, (long long)shape->dims[i]);
     }
@@ -193,7 +193,7 @@ enum fm_status fm_graph_add_tensor(struct fm_graph *g, const char *name, enum fm
 {
     if (!shape)
         return fm_error(g->ctx, FM_ERR_INVALID, "tensor '%s': no shape given", name ? name : "?");
-    enum fm_status st = check_shape(g->ctx, "tensor", name ? name : "?", shape);
+    enum fm_status st = check_shape(g->ctx, "tensor", name ? name : "?", shape, g->allow_empty);
     if (st)
         return st;
     fm_tid id;
@@ -223,7 +223,7 @@ enum fm_status fm_graph_set_shape(struct fm_graph *g, fm_tid id, const struct fm
 {
     if (id < 0 || (size_t)id >= g->n_tensors)
         return fm_error(g->ctx, FM_ERR_GRAPH, "no tensor with id %d", (int)id);
-    enum fm_status st = check_shape(g->ctx, "tensor", g->tensors[id].name, shape);
+    enum fm_status st = check_shape(g->ctx, "tensor", g->tensors[id].name, shape, g->allow_empty);
     if (st)
         return st;
     g->tensors[id].shape = *shape;
@@ -521,6 +521,15 @@ enum fm_status fm_graph_set_op_name(struct fm_graph *g, fm_nid node, const char 
     return FM_OK;
 }
 
+static bool shape_numel0(const struct fm_shape *s)
+{
+    for (int d = 0; d < s->rank; d++) {
+        if (s->dims[d] == 0)
+            return true;
+    }
+    return false;
+}
+
 enum fm_status fm_graph_infer_node(struct fm_graph *g, fm_nid id)
 {
     struct fm_ctx *ctx = g->ctx;
@@ -541,16 +550,24 @@ enum fm_status fm_graph_infer_node(struct fm_graph *g, fm_nid id)
     enum fm_status st = d->shape(&call);
     if (st)
         return st;
+    /* an empty output (a dim of 0) is legal where the graph allows it, except from a
+     * convolution or pooling of a non-empty input: that is an input too small for the window */
+    bool empty_ok = g->allow_empty;
+    if (empty_ok && (fm_op_class(n->op) == FM_CLASS_CONV || fm_op_class(n->op) == FM_CLASS_POOL)) {
+        empty_ok = false;
+        for (int i = 0; i < n->n_in; i++)
+            empty_ok |= call.in[i] && shape_numel0(&call.in[i]->shape);
+    }
     for (int i = 0; i < n->n_out; i++) {
         const struct fm_shape *s = &call.out_shape[i];
         for (int k = 0; k < s->rank; k++) {
-            if (s->dims[k] <= 0)
+            if (s->dims[k] < 0 || (s->dims[k] == 0 && !empty_ok))
                 return fm_error(ctx, FM_ERR_SHAPE,
                                 "layer '%s' (%s): output dim %d is %lld: the input is too small "
                                 "for this network (use a larger --input)",
                                 n->name, n->op_name, k, (long long)s->dims[k]);
         }
-        st = check_shape(ctx, "output of layer", n->name, s);
+        st = check_shape(ctx, "output of layer", n->name, s, true);
         if (st)
             return st;
         struct fm_tensor *t = &g->tensors[n->out[i]];

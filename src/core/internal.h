@@ -123,6 +123,8 @@ struct fm_graph {
     /* set by finalize */
     bool finalized;
     bool reinfer;            /* a source tensor's shape changed after nodes were shaped */
+    bool allow_empty;        /* dims of 0 are legal (ONNX's empty tensors: 0 elements, no
+                                work); else a 0 dim is an error, as in the built-in models */
     fm_nid *topo;
     bool *needs_grad;        /* per tensor */
 };

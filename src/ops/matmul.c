@@ -76,7 +76,7 @@ static enum fm_status linear_cost(struct fm_cost_call *call)
 {
     const struct fm_shape *w = &call->in[1]->shape;
     uint64_t k = (uint64_t)w->dims[1], nout = (uint64_t)w->dims[0];
-    uint64_t rows = fm_cost_numel(call, call->in[0]) / k;
+    uint64_t rows = k ? fm_cost_numel(call, call->in[0]) / k : 0;   /* 0: empty */
     uint64_t macs = fm_cmul3(&call->ovf, rows, k, nout);
     bool bias = call->node->n_in > 2 && call->in[2];
     product_cost(call, macs, 0, 1, bias ? 2 : -1, fm_cmul(&call->ovf, rows, nout));

@@ -121,7 +121,7 @@ static enum fm_status cumsum_cost(struct fm_cost_call *call)
     int ax = 0;
     fm_shape_axis(call->ctx, call->node, call->node->attrs.axis, x->rank, &ax);
     uint64_t e = fm_cost_numel(call, call->in[0]);
-    uint64_t rows = e / (uint64_t)x->dims[ax];
+    uint64_t rows = x->dims[ax] ? e / (uint64_t)x->dims[ax] : 0;   /* 0: empty */
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, e - rows);
     fm_cost_fwd_bytes_default(call);
     if (call->grad[0]) {

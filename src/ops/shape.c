@@ -94,7 +94,7 @@ static enum fm_status reshape_shape(struct fm_shape_call *call)
             infer = i;
             continue;
         }
-        if (d <= 0)
+        if (d < 0)   /* 0: an empty result (a copied 0, or ONNX's allowzero) */
             return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (Reshape): dim %d is %lld",
                             n->name, i, (long long)d);
         y.dims[i] = d;
@@ -174,9 +174,9 @@ static enum fm_status split_shape(struct fm_shape_call *call)
                                 "layer '%s' (Split): %d sizes for %d outputs", n->name,
                                 n->attrs.nints, n->n_out);
             s = n->attrs.ints[i];
-            if (s <= 0)
+            if (s < 0)   /* 0: an empty part */
                 return fm_error(call->ctx, FM_ERR_SHAPE,
-                                "layer '%s' (Split): size %d is %lld; sizes must be positive",
+                                "layer '%s' (Split): size %d is %lld; sizes must not be negative",
                                 n->name, i, (long long)s);
         }
         call->out_shape[i] = *x;

@@ -87,12 +87,7 @@ static enum fm_status slice_shape(struct fm_shape_call *call)
             len = (e - s - 1) / st + 1;
         else if (st < 0 && s > e)
             len = (int64_t)((uint64_t)(s - e - 1) / (0 - (uint64_t)st)) + 1;
-        if (len <= 0)
-            return fm_error(call->ctx, FM_ERR_SHAPE,
-                            "layer '%s' (Slice): dim %d selects no elements (empty tensors are "
-                            "not supported)",
-                            n->name, i);
-        y.dims[i] = len;
+        y.dims[i] = len;   /* 0: selects no elements, an empty tensor (legal in ONNX) */
     }
     call->out_shape[0] = y;
     return FM_OK;

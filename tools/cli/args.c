@@ -217,6 +217,12 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
                                 "evaluation size, 3x224x224 for most, see flopmeter models); "
                                 "NAME=1x3x224x224 binds an ONNX input (repeatable)",
                                 &m->n_inputs, NULL};
+    out[n++] = (struct cli_opt){"value", CLI_MULTI, m->values, NULL, "NAME=V[,V...]",
+                                "the contents of an ONNX graph input that shapes depend on (a "
+                                "shape, sizes, axes, k, scales): everything computed from it is "
+                                "then known; its shape is [number of values] unless the file or "
+                                "--input gives one (repeatable)",
+                                &m->n_values, NULL};
     out[n++] = (struct cli_opt){"classes", CLI_INT, &m->classes, NULL, "K",
                                 "number of classes of a built-in model (default 1000)", NULL, NULL};
     out[n++] = (struct cli_opt){"train", CLI_FLAG, &m->train, NULL, NULL,
@@ -308,6 +314,72 @@ void cli_bindings_free(struct cli_bindings *b)
     for (size_t i = 0; i < b->n; i++)
         free((void *)b->items[i].name);
     b->n = 0;
+    for (size_t i = 0; i < b->n_values; i++) {
+        free((void *)b->values[i].name);
+        free((void *)b->values[i].ivalues);
+        free((void *)b->values[i].fvalues);
+    }
+    b->n_values = 0;
+}
+
+/* --value NAME=V[,V...]: integers if every value is one, else numbers. Prints the error. */
+static bool parse_value(const char *text, struct fm_value_binding *v)
+{
+    memset(v, 0, sizeof(*v));
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text || !eq[1]) {
+        fprintf(stderr, "flopmeter: --value %s: expected NAME=V[,V...] (e.g. --value "
+                        "sizes=1,3,64,64)\n", text);
+        return false;
+    }
+    size_t n = 1;
+    for (const char *p = eq + 1; *p; p++)
+        n += *p == ',';
+    if (n > 65536) {
+        fprintf(stderr, "flopmeter: --value %.*s: %zu values; at most 65536\n",
+                (int)(eq - text), text, n);
+        return false;
+    }
+    int64_t *iv = malloc(n * sizeof(*iv));
+    double *fv = malloc(n * sizeof(*fv));
+    char *name = strndup(text, (size_t)(eq - text));
+    if (!iv || !fv || !name) {
+        fprintf(stderr, "flopmeter: out of memory\n");
+        goto fail;
+    }
+    bool all_int = true;
+    const char *p = eq + 1;
+    for (size_t k = 0; k < n; k++) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        bool is_int = end != p && (*end == ',' || !*end) && errno == 0;
+        errno = 0;
+        double d = strtod(p, &end);
+        if (end == p || (*end != ',' && *end) || errno != 0 || d != d) {
+            fprintf(stderr, "flopmeter: --value %s: value %zu is not a number\n", text, k + 1);
+            goto fail;
+        }
+        iv[k] = x;
+        fv[k] = d;
+        all_int &= is_int;
+        p = *end ? end + 1 : end;
+    }
+    v->name = name;
+    v->n = n;
+    if (all_int) {
+        v->ivalues = iv;
+        free(fv);
+    } else {
+        v->fvalues = fv;
+        free(iv);
+    }
+    return true;
+fail:
+    free(iv);
+    free(fv);
+    free(name);
+    return false;
 }
 
 int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
@@ -315,6 +387,7 @@ int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
                      struct fm_session_opts *o)
 {
     b->n = 0;
+    b->n_values = 0;
     if (m->train && m->infer) {
         fprintf(stderr, "flopmeter: --train and --infer exclude each other: give one of them "
                         "(a training step is the default)\n");
@@ -363,8 +436,16 @@ int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
         }
         b->n++;
     }
+    b->n_values = 0;
+    for (int i = 0; i < m->n_values; i++) {
+        if (!parse_value(m->values[i], &b->values[b->n_values]))
+            goto usage;
+        b->n_values++;
+    }
     lo->bindings = b->items;
     lo->n_bindings = b->n;
+    lo->values = b->values;
+    lo->n_values = b->n_values;
     if (d) {
         o->device = d->device;
         o->devices_file = d->devices_file;

@@ -77,6 +77,8 @@ struct cli_model_opts {
     enum fm_dtype dtype;
     enum fm_format format;
     const char *loss_on;        /* --loss-on NAME: the output the loss is added to */
+    const char *values[16];     /* --value NAME=V[,V...] (repeatable): an ONNX input's contents */
+    int n_values;
 };
 #define CLI_MODEL_OPTS_MAX 11
 /* Fills out[] with the model options pointing into m (with defaults set); returns how many. */
@@ -106,6 +108,8 @@ int cli_device_opts_declare(struct cli_device_opts *d, struct cli_opt *out, unsi
 struct cli_bindings {
     struct fm_input_binding items[16];
     size_t n;
+    struct fm_value_binding values[16];   /* names and values allocated */
+    size_t n_values;
 };
 int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
                      const struct cli_device_opts *d, struct cli_bindings *b,

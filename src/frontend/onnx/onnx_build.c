@@ -426,6 +426,11 @@ enum fm_status ox_need_ints(struct ox *ox, const Onnx__NodeProto *node, fm_tid t
     const struct ox_val *v = ox_val_of(ox, t);
     if (!v || v->is_float) {
         const struct fm_tensor *tt = fm_graph_tensor(ox->g, t);
+        if (!v && tt->role == FM_ROLE_INPUT)
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
+                                 "its %s ('%s') is a graph input, not known before running the "
+                                 "network, and the output shape depends on it: give its "
+                                 "values with --value %s=V[,V...]", what, tt->name, tt->name);
         return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
                              "its %s ('%s') %s, but the output shape depends on it", what,
                              tt->name,
@@ -638,6 +643,8 @@ static enum fm_status init_tensor(struct ox *ox, struct ox_name *e)
                         "a numeric type flopmeter knows", ox->src, e->name, (int)t->data_type);
     if (empty) {
         e->empty = true;
+        e->empty_shape = shape;
+        e->empty_dtype = dtype;
         return FM_OK;
     }
     enum fm_role role = ox_value_role(ox, e, t, dtype);
@@ -647,6 +654,17 @@ static enum fm_status init_tensor(struct ox *ox, struct ox_name *e)
     if (st)
         return st;
     return ox_const_tensor(ox, NULL, e->name, role, dtype, &shape, &v, &e->tid);
+}
+
+/* Whether an empty constant read by node at slot is the empty list it holds (a shape of rank
+ * 0: Paddle2ONNX reshapes to a scalar so; a scalar's Shape folds to it) rather than an omitted
+ * operand (exporters write Resize's unused roi and scales as []). */
+static bool empty_is_a_list(const Onnx__NodeProto *node, int slot)
+{
+    const char *op = ox_str(node->op_type);
+    if (slot == 0)
+        return !strcmp(op, "ConstantOfShape");
+    return slot == 1 && (!strcmp(op, "Reshape") || !strcmp(op, "Expand") || !strcmp(op, "Tile"));
 }
 
 enum fm_status ox_input(struct ox *ox, const Onnx__NodeProto *node, int slot, fm_tid *out)
@@ -664,8 +682,15 @@ enum fm_status ox_input(struct ox *ox, const Onnx__NodeProto *node, int slot, fm
         if (st)
             return st;
     }
-    if (e->empty)
-        return FM_OK;
+    if (e->empty && e->tid == FM_NONE) {
+        if (!empty_is_a_list(node, slot))
+            return FM_OK;   /* read as omitted */
+        struct ox_val v = {true, fm_dtype_is_float(e->empty_dtype), 0, NULL, NULL};
+        enum fm_status st = ox_const_tensor(ox, node, e->name, FM_ROLE_CONST, e->empty_dtype,
+                                            &e->empty_shape, &v, &e->tid);
+        if (st)
+            return st;
+    }
     if (e->tid == FM_NONE)
         return ox_node_error(ox, node, FM_ERR_GRAPH, "input %d ('%s') has not been produced "
                              "(its producer failed or was skipped)", slot, name);

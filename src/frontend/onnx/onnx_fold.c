@@ -883,6 +883,8 @@ static enum fm_status emit_result(struct fold *f)
         return FM_OK;   /* an unnamed output: nothing reads it */
     if (f->n == 0) {
         e->empty = true;
+        e->empty_shape = f->shape;
+        e->empty_dtype = f->dtype;
         return FM_OK;
     }
     struct ox_val v = {true, f->is_float, f->n, f->ri, f->rf};

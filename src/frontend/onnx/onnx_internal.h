@@ -74,7 +74,14 @@ struct ox_name {
     const char *name;                     /* points into the parsed model */
     enum ox_kind kind;
     fm_tid tid;                           /* FM_NONE until created */
-    bool empty;                           /* has a 0 dim: read as an omitted optional input */
+    bool empty;                           /* a constant of 0 elements (an initializer, a
+                                             Constant, a folded result): no tensor is made
+                                             for it where an op reads it as an optional operand
+                                             (Resize's scales written as []), one is where it
+                                             is a shape list (Reshape's [] makes a scalar);
+                                             ox_input. An omitted input is the empty NAME "" */
+    struct fm_shape empty_shape;          /* its dims and dtype, when empty */
+    enum fm_dtype empty_dtype;
     bool role_done;
     enum fm_role role;                    /* initializers and Constant outputs */
     int32_t producer;                     /* node index (OX_KIND_NODE_OUT) */
@@ -111,6 +118,9 @@ struct ox {
     size_t n_syms;
     struct fm_arena arena;                /* values and scratch; freed with the loader */
     unsigned synth;                       /* counter for synthesized tensor names */
+    int64_t file_batch;                   /* the fixed batch --batch replaced (0: none) */
+    unsigned n_rebound;                   /* nodes whose shape constant got the new batch */
+    char rebound[256];                    /* their names, for the log */
 };
 
 /* Node errors name the file, the node and its op type. */
@@ -203,5 +213,7 @@ enum fm_status ox_slice_params(struct ox *ox, const Onnx__NodeProto *node,
  * uncounted node. */
 enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                            int n_in);
+/* Whether the table maps ONNX op type op (of the default domain) to a counted op. */
+bool ox_map_known(const char *op);
 
 #endif

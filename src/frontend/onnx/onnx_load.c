@@ -36,6 +36,15 @@ static const struct fm_input_binding *binding_of(const struct ox *ox, const char
     return NULL;
 }
 
+static const struct fm_value_binding *value_of(const struct ox *ox, const char *name)
+{
+    for (size_t i = 0; i < ox->opts->n_values; i++) {
+        if (ox->opts->values[i].name && strcmp(ox->opts->values[i].name, name) == 0)
+            return &ox->opts->values[i];
+    }
+    return NULL;
+}
+
 static const Onnx__TensorShapeProto *input_dims(const Onnx__ValueInfoProto *vi)
 {
     if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
@@ -66,6 +75,56 @@ static enum fm_status bind_symbols(struct ox *ox)
     return FM_OK;
 }
 
+/* --value: the input's contents, known from now on like a constant's (the folder and every
+ * operand that must be known read them). Integers for integer and bool inputs (a whole-valued
+ * float accepted), any numbers for float inputs; as many as the shape has elements. */
+static enum fm_status bind_value(struct ox *ox, const char *name, enum fm_dtype dtype,
+                                 const struct fm_shape *s, const struct fm_value_binding *vb,
+                                 fm_tid tid)
+{
+    uint64_t want = 1;
+    for (int d = 0; d < s->rank; d++)
+        want *= (uint64_t)s->dims[d];
+    if (want != vb->n) {
+        char dims[128];
+        fm_shape_format(s, dims, sizeof(dims));
+        return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: %zu values given; its shape %s "
+                        "holds %llu", name, vb->n, dims, (unsigned long long)want);
+    }
+    if (vb->n > OX_FOLD_MAX)
+        return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: %zu values; at most %d are read",
+                        name, vb->n, OX_FOLD_MAX);
+    struct ox_val v = {true, fm_dtype_is_float(dtype), vb->n, NULL, NULL};
+    void *p = fm_arena_alloc(&ox->arena, (vb->n ? vb->n : 1) * 8);
+    if (!p)
+        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < vb->n; k++) {
+        if (v.is_float) {
+            ((double *)p)[k] = vb->fvalues ? vb->fvalues[k] : (double)vb->ivalues[k];
+            continue;
+        }
+        int64_t x = 0;
+        if (vb->ivalues) {
+            x = vb->ivalues[k];
+        } else if (vb->fvalues[k] == (double)(int64_t)vb->fvalues[k]) {
+            x = (int64_t)vb->fvalues[k];
+        } else {
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: value %zu (%g) is not a whole "
+                            "number; the input is %s", name, k, vb->fvalues[k],
+                            fm_dtype_name(dtype));
+        }
+        if (dtype == FM_DTYPE_BOOL && x != 0 && x != 1)
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: value %zu is %lld; a bool "
+                            "input takes 0 or 1", name, k, (long long)x);
+        ((int64_t *)p)[k] = x;
+    }
+    if (v.is_float)
+        v.f = p;
+    else
+        v.i = p;
+    return ox_set_val(ox, tid, &v);
+}
+
 static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, struct ox_name *e)
 {
     const char *name = e->name;
@@ -77,8 +136,18 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
                         "numeric type", ox->src, name);
     const Onnx__TensorShapeProto *sp = vi->type->tensor_type->shape;
     const struct fm_input_binding *b = binding_of(ox, name);
+    const struct fm_value_binding *vb = value_of(ox, name);
     struct fm_shape s = {0};
-    if (b) {
+    if (vb && !b && (!sp || sp->n_dim <= 1)) {
+        /* the shape follows from the values: [n], or a scalar where the file says rank 0 */
+        s.rank = sp && sp->n_dim == 0 ? 0 : 1;
+        s.dims[0] = (int64_t)vb->n;
+        if (sp && sp->n_dim == 1 &&
+            sp->dim[0]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            sp->dim[0]->dim_value != (int64_t)vb->n)
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: %zu values given; the file "
+                            "declares %lld", name, vb->n, (long long)sp->dim[0]->dim_value);
+    } else if (b) {
         if (sp && (int)sp->n_dim != b->shape.rank)
             return fm_error(ox->ctx, FM_ERR_INVALID, "--input %s: the file gives this input %zu "
                             "dims, the binding %d", name, sp->n_dim, b->shape.rank);
@@ -99,16 +168,24 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
                                   ? ox_str(dim->dim_param)
                                   : NULL;
             int64_t v = 0;
-            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            /* -1 is how Paddle2ONNX (and some other exporters) write a dynamic dim: symbolic,
+             * without a name. A 0 is a real dim of 0 (an empty tensor), as ONNX defines it. */
+            bool minus1 = dim->value_case ==
+                              ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                          dim->dim_value == -1;
+            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                !minus1) {
                 v = dim->dim_value;
-                if (v <= 0 || v > OX_DIM_MAX)
+                if (v < 0 || v > OX_DIM_MAX)
                     return fm_error(ox->ctx, FM_ERR_PARSE, "%s: graph input '%s': dim %d is "
-                                    "%lld; dims must be positive and at most 2^40", ox->src,
+                                    "%lld; dims must be at least 0 and at most 2^40", ox->src,
                                     name, d, (long long)v);
                 if (d == 0 && ox->opts->batch_given && v != ox->opts->zoo.batch) {
                     fm_log(ox->ctx, "%s: input '%s': batch %lld from --batch replaces the "
                            "file's %lld", ox->src, name, (long long)ox->opts->zoo.batch,
                            (long long)v);
+                    if (!ox->file_batch)
+                        ox->file_batch = v;
                     v = ox->opts->zoo.batch;
                 }
             } else {
@@ -118,6 +195,10 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
                 }
                 if (v == 0 && d == 0)   /* the batch dim: --batch (default 1) */
                     v = ox->opts->zoo.batch;
+                if (v <= 0 && minus1)
+                    return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s': dim %d is "
+                                    "written as -1 (dynamic): bind it with --input %s=DIMS (all "
+                                    "%zu dims)", ox->src, name, d, name, sp->n_dim);
                 if (v <= 0)
                     return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s': dim %d ('%s') "
                                     "is symbolic: bind it with --input %s=DIMS (all %zu dims)",
@@ -131,7 +212,10 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
             s.dims[d] = v;
         }
     }
-    return fm_graph_add_tensor(ox->g, name, FM_ROLE_INPUT, dtype, &s, &e->tid);
+    enum fm_status st = fm_graph_add_tensor(ox->g, name, FM_ROLE_INPUT, dtype, &s, &e->tid);
+    if (st || !vb)
+        return st;
+    return bind_value(ox, name, dtype, &s, vb, e->tid);
 }
 
 /* ---- ordering ---- */
@@ -366,6 +450,8 @@ static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
                              (int)t->data_type);
     if (empty) {
         e->empty = true;
+        e->empty_shape = shape;
+        e->empty_dtype = dtype;
         return FM_OK;
     }
     enum fm_role role = ox_value_role(ox, e, t, dtype);
@@ -374,6 +460,60 @@ static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
     if (st)
         return st;
     return ox_const_tensor(ox, node, e->name, role, dtype, &shape, &v, &e->tid);
+}
+
+/* A file exported at a fixed batch F, counted with --batch N: a shape constant of the file
+ * (an initializer or a Constant node, not a value computed from shapes) read as Reshape's
+ * target or Expand's shape, whose leading value is F while its data's leading dim is now N,
+ * carries the batch: it is read with N instead (torch folds x.reshape(x.shape[0], ...) into
+ * [F, ...] when exporting without dynamic axes). Anything less clear is left as it is. */
+static enum fm_status rebind_batch(struct ox *ox, const Onnx__NodeProto *node, fm_tid *in,
+                                   int n_in)
+{
+    const char *op = ox_str(node->op_type);
+    if (!ox->file_batch || n_in < 2 || in[0] == FM_NONE || in[1] == FM_NONE ||
+        (strcmp(op, "Reshape") && strcmp(op, "Expand")))
+        return FM_OK;
+    const struct ox_name *e = ox_name_find(ox, node->input[1]);
+    bool file_const = e && (e->kind == OX_KIND_INIT ||
+                            (e->kind == OX_KIND_NODE_OUT && e->producer >= 0 &&
+                             !strcmp(ox_str(ox->gp->node[e->producer]->op_type), "Constant")));
+    const struct ox_val *v = ox_val_of(ox, in[1]);
+    const struct fm_tensor *x = &ox->g->tensors[in[0]];
+    if (!file_const || !v || v->is_float || v->n < 1 || v->n > FM_MAX_DIMS ||
+        v->i[0] != ox->file_batch || x->shape.rank < 1 || x->shape.dims[0] != ox->opts->zoo.batch)
+        return FM_OK;
+    int64_t vals[FM_MAX_DIMS];
+    memcpy(vals, v->i, (size_t)v->n * sizeof(*vals));
+    vals[0] = ox->opts->zoo.batch;
+    struct fm_shape s = {1, {(int64_t)v->n}};
+    struct ox_val nv = {true, false, v->n, vals, NULL};
+    enum fm_status st = ox_const_tensor(ox, node, NULL, FM_ROLE_CONST, FM_DTYPE_INT64, &s, &nv,
+                                        &in[1]);
+    if (st)
+        return st;
+    size_t len = strlen(ox->rebound);
+    if (len + 8 < sizeof(ox->rebound))
+        snprintf(ox->rebound + len, sizeof(ox->rebound) - len, "%s'%s'", len ? ", " : "",
+                 ox_node_name(node));
+    ox->n_rebound++;
+    return FM_OK;
+}
+
+/* After --batch replaced a fixed batch, a shape that no longer fits is most likely a constant
+ * that carries the old batch where rebind_batch cannot tell: say so, and how to re-export. */
+static enum fm_status batch_hint(struct ox *ox, enum fm_status st)
+{
+    if (st != FM_ERR_SHAPE || !ox->file_batch)
+        return st;
+    char msg[768];
+    snprintf(msg, sizeof(msg), "%s", fm_ctx_error(ox->ctx));
+    return fm_error(ox->ctx, st, "%s. The file was exported at batch %lld and --batch %lld "
+                    "replaced it; a shape constant of the file that carries the batch where "
+                    "flopmeter cannot tell (the batch merged into another dim) breaks then: "
+                    "re-export with a dynamic batch axis (torch.onnx.export(..., dynamic_axes="
+                    "{'input': {0: 'batch'}})) or count at the file's batch", msg,
+                    (long long)ox->file_batch, (long long)ox->opts->zoo.batch);
 }
 
 /* One node: its inputs must have shapes; then fold it, make it a constant, or map it. */
@@ -402,11 +542,25 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
                                  t->name, p ? p->name : "?", p ? p->op_name : "?");
         }
     }
-    bool done = false;
-    enum fm_status st = ox_fold(ox, node, in, n_in, &done);
-    if (st || done)
+    enum fm_status st = rebind_batch(ox, node, in, n_in);
+    if (st)
         return st;
-    return ox_map_node(ox, node, in, n_in);
+    bool done = false;
+    st = ox_fold(ox, node, in, n_in, &done);
+    if (st || done)
+        return batch_hint(ox, st);
+    return batch_hint(ox, ox_map_node(ox, node, in, n_in));
+}
+
+/* "a, b, c": the graph inputs that are no initializers, for messages. */
+static void input_names(struct ox *ox, char *names, size_t size)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < ox->gp->n_input && len + 64 < size; i++) {
+        struct ox_name *in = ox_name_find(ox, ox->gp->input[i]->name);
+        if (in && in->kind == OX_KIND_INPUT)
+            len += (size_t)snprintf(names + len, size - len, "%s%s", len ? ", " : "", in->name);
+    }
 }
 
 static enum fm_status build(struct ox *ox)
@@ -420,17 +574,24 @@ static enum fm_status build(struct ox *ox)
         struct ox_name *e = ox_name_find(ox, ox->opts->bindings[b].name);
         if (!e || e->kind != OX_KIND_INPUT) {
             char names[256] = "";
-            size_t len = 0;
-            for (size_t i = 0; i < gp->n_input && len < sizeof(names) - 64; i++) {
-                struct ox_name *in = ox_name_find(ox, gp->input[i]->name);
-                if (in && in->kind == OX_KIND_INPUT)
-                    len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
-                                            len ? ", " : "", in->name);
-            }
+            input_names(ox, names, sizeof(names));
             return fm_error(ox->ctx, FM_ERR_INVALID, "--input %s=...: %s has no graph input "
                             "named '%s' (its inputs: %s)", ox_str(ox->opts->bindings[b].name),
                             ox->src, ox_str(ox->opts->bindings[b].name), names);
         }
+    }
+    for (size_t b = 0; b < ox->opts->n_values; b++) {
+        struct ox_name *e = ox_name_find(ox, ox->opts->values[b].name);
+        if (!e || e->kind != OX_KIND_INPUT) {
+            char names[256] = "";
+            input_names(ox, names, sizeof(names));
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s=...: %s has no graph input "
+                            "named '%s' (its inputs: %s)", ox_str(ox->opts->values[b].name),
+                            ox->src, ox_str(ox->opts->values[b].name), names);
+        }
+        const struct fm_value_binding *vb = &ox->opts->values[b];
+        if ((!vb->ivalues) == (!vb->fvalues))   /* n = 0 with a pointer: an empty list */
+            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: no values given", e->name);
     }
     st = bind_symbols(ox);
     if (st)
@@ -452,6 +613,11 @@ static enum fm_status build(struct ox *ox)
     fm_dealloc(ox->ctx, order);
     if (st)
         return st;
+    if (ox->n_rebound)
+        fm_log(ox->ctx, "%s: --batch %lld: the file was exported at batch %lld; the batch in "
+               "the shape constants of %u node%s rebound to %lld: %s", ox->src,
+               (long long)ox->opts->zoo.batch, (long long)ox->file_batch, ox->n_rebound,
+               ox->n_rebound == 1 ? " is" : "s is", (long long)ox->opts->zoo.batch, ox->rebound);
     for (size_t i = 0; i < gp->n_output; i++) {
         struct ox_name *e = ox_name_find(ox, gp->output[i]->name);
         if (e && e->tid != FM_NONE && ox->g->tensors[e->tid].role == FM_ROLE_ACTIVATION) {
@@ -503,6 +669,7 @@ static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, co
     st = fm_graph_new(ctx, name, &g);
     if (st)
         goto out;
+    g->allow_empty = true;   /* ONNX's empty tensors: 0 elements, no work */
     ox.g = g;
     ox.gp = w.model->graph;
     ox.opset = w.opset;
@@ -540,4 +707,14 @@ enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
     st = load(ctx, map, size, path, opts, out);
     ox_wire_unmap(map, size);
     return st;
+}
+
+bool fm_onnx_op_known(const char *domain, const char *op_type)
+{
+    if (!op_type || !ox_default_domain(domain))
+        return false;
+    /* evaluated at load time whatever their inputs (a shape is always known) */
+    if (!strcmp(op_type, "Constant") || !strcmp(op_type, "Shape") || !strcmp(op_type, "Size"))
+        return true;
+    return ox_map_known(op_type);
 }

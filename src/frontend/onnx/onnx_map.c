@@ -432,9 +432,44 @@ static enum fm_status map_reshape(struct ox *ox, const Onnx__NodeProto *node, co
     enum fm_status st = need(ox, node, in, n_in, 2);
     if (!st)
         st = ox_need_ints(ox, node, in[1], "target shape", &v);
+    int64_t allowzero = 0;
+    if (!st)
+        st = ox_attr_int(ox, node, "allowzero", 0, &allowzero);
     if (st)
         return st;
-    return ox_emit(ox, node, op, NULL, in, 2, 1);
+    /* allowzero (opset 14): a 0 in the target is a dim of 0, not a copy of the input's. The
+     * Reshape rule copies a 0 where the input has that dim, which gives the same result where
+     * the input's dim is 0 too; elsewhere the result is empty and the 0 is written as the
+     * target's one inferred dim (-1), which the rule makes 0 (0 elements / the rest). */
+    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    int literal = -1, literals = 0;
+    bool has_infer = false;
+    for (uint64_t i = 0; allowzero && i < v->n; i++) {
+        has_infer |= v->i[i] == -1;
+        if (v->i[i] == 0 && (int64_t)i < x->rank && x->dims[i] != 0) {
+            literal = (int)i;
+            literals++;
+        }
+    }
+    if (literals == 0)
+        return ox_emit(ox, node, op, NULL, in, 2, 1);
+    if (literals > 1 || has_infer)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "allowzero with %s: an empty result "
+                             "flopmeter does not infer", has_infer ? "a 0 and a -1 in the "
+                             "target (the ONNX spec forbids it)" : "several 0 dims");
+    int64_t tgt[FM_MAX_DIMS];
+    if (v->n > FM_MAX_DIMS)
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "its target has %llu dims",
+                             (unsigned long long)v->n);
+    memcpy(tgt, v->i, v->n * sizeof(*tgt));
+    tgt[literal] = -1;
+    struct fm_shape ts = {1, {(int64_t)v->n}};
+    struct ox_val tv = {true, false, v->n, tgt, NULL};
+    fm_tid t2[2] = {in[0], FM_NONE};
+    st = ox_const_tensor(ox, node, NULL, FM_ROLE_CONST, FM_DTYPE_INT64, &ts, &tv, &t2[1]);
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, NULL, t2, 2, 1);
 }
 
 static enum fm_status map_transpose(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
@@ -750,12 +785,17 @@ static enum fm_status map_range(struct ox *ox, const Onnx__NodeProto *node, cons
         return st;
     for (int i = 0; i < 3; i++) {
         if (!scalar_value(ox, in[i], &v[i]))
-            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its input %d is not known "
-                                 "before running the network, but the output length depends "
-                                 "on it", i);
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its input %d ('%s') is not "
+                                 "known before running the network, but the output length "
+                                 "depends on it", i, tensor(ox, in[i])->name);
     }
-    double len = v[2] != 0 ? ceil((v[1] - v[0]) / v[2]) : 0;
-    if (!(len >= 1 && len <= (double)OX_DIM_MAX))
+    /* max(ceil((limit - start) / delta), 0): an empty range is legal (0 elements) */
+    if (v[2] == 0)
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "its delta is 0");
+    double len = ceil((v[1] - v[0]) / v[2]);
+    if (len < 0)
+        len = 0;
+    if (!(len >= 0 && len <= (double)OX_DIM_MAX))
         return ox_node_error(ox, node, FM_ERR_SHAPE, "the range has %g elements", len);
     struct fm_attrs a;
     fm_attrs_init(&a);
@@ -957,4 +997,13 @@ enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_
             return table[i].fn(ox, node, in, n_in, table[i].op);
     }
     return ox_emit_unknown(ox, node, "no cost rule for this op");
+}
+
+bool ox_map_known(const char *op)
+{
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (table[i].name && table[i].fn && strcmp(table[i].name, op) == 0)
+            return true;
+    }
+    return false;
 }

@@ -20,3 +20,10 @@ enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, size_t 
     (void)size;
     return fm_onnx_load_file(ctx, name ? name : "buffer", opts, out);
 }
+
+bool fm_onnx_op_known(const char *domain, const char *op_type)
+{
+    (void)domain;
+    (void)op_type;
+    return false;
+}
