@@ -111,6 +111,12 @@ struct ox {
     size_t n_syms;
     struct fm_arena arena;                /* values and scratch; freed with the loader */
     unsigned synth;                       /* counter for synthesized tensor names */
+    /* control flow (onnx_control.c): the scope of the subgraph being built (NULL at the top),
+     * how deep control-flow nodes nest there, subgraph nodes built so far, names in the table */
+    const struct ox_scope *scope;
+    int ctrl_depth;
+    uint64_t inlined;
+    size_t names_n;
 };
 
 /* Node errors name the file, the node and its op type. */
@@ -203,5 +209,20 @@ enum fm_status ox_slice_params(struct ox *ox, const Onnx__NodeProto *node,
  * uncounted node. */
 enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                            int n_in);
+
+/* ---- control flow (onnx_control.c) ---- */
+
+/* If, Loop and Scan are not ops: a resolved If is replaced by the nodes of its branch, a Loop or
+ * Scan with a known trip count by one copy of its body per iteration (tensors renamed
+ * NODE/iterK/NAME), each copy built by the loader's own node builder, build. */
+struct ox_scope;
+typedef enum fm_status (*ox_build_fn)(struct ox *ox, const Onnx__NodeProto *node);
+bool ox_control_op(const Onnx__NodeProto *node);
+enum fm_status ox_control_build(struct ox *ox, const Onnx__NodeProto *node, ox_build_fn build);
+/* Names a node's subgraphs read from the enclosing graph are uses of that node (slot -1): after
+ * index_names, ox_control_index adds them to ox->uses; ox_control_outer_deps counts those that
+ * are node outputs, which the ordering must wait for. */
+enum fm_status ox_control_index(struct ox *ox);
+uint32_t ox_control_outer_deps(struct ox *ox, const Onnx__NodeProto *node);
 
 #endif
