@@ -27,6 +27,8 @@
 #define CTRL_NODES_MAX ((uint64_t)1 << 18)  /* nodes built from subgraphs, all loops together */
 #define STACK_MAX (64 * 64)                 /* iterations whose scan outputs are stacked */
 
+/* Original name -> name in the graph, for one subgraph copy: open addressing, sized when made
+ * for the names it will hold (at most half full). */
 struct ox_scope {
     const struct ox_scope *parent;
     size_t n, cap;
@@ -107,26 +109,50 @@ static enum fm_status name_new(struct ox *ox, const Onnx__NodeProto *ctrl, const
     return st;
 }
 
+static size_t scope_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (size_t)h;
+}
+
+static enum fm_status scope_init(struct ox *ox, struct ox_scope *s, const struct ox_scope *parent,
+                                 size_t names)
+{
+    memset(s, 0, sizeof(*s));
+    s->parent = parent;
+    size_t cap = 16;
+    while (cap < names * 2 + 2) {
+        if (cap > SIZE_MAX / 4 / sizeof(char *))
+            return fm_error(ox->ctx, FM_ERR_OVERFLOW, "%s: a subgraph has too many names",
+                            ox->src);
+        cap *= 2;
+    }
+    s->from = fm_arena_alloc(&ox->arena, cap * sizeof(*s->from));
+    s->to = fm_arena_alloc(&ox->arena, cap * sizeof(*s->to));
+    if (!s->from || !s->to)
+        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
+    memset(s->from, 0, cap * sizeof(*s->from));
+    s->cap = cap;
+    return FM_OK;
+}
+
+/* Maps from to to; a second mapping of from replaces the first. */
 static enum fm_status scope_put(struct ox *ox, struct ox_scope *s, const char *from,
                                 const char *to)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        const char **f = fm_arena_alloc(&ox->arena, cap * sizeof(*f));
-        const char **t = fm_arena_alloc(&ox->arena, cap * sizeof(*t));
-        if (!f || !t)
-            return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
-        if (s->n) {
-            memcpy(f, s->from, s->n * sizeof(*f));
-            memcpy(t, s->to, s->n * sizeof(*t));
-        }
-        s->from = f;
-        s->to = t;
-        s->cap = cap;
-    }
-    s->from[s->n] = from;
-    s->to[s->n] = to;
-    s->n++;
+    if (!to)
+        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
+    if ((s->n + 1) * 2 > s->cap)
+        return fm_error(ox->ctx, FM_ERR_GRAPH, "%s: a subgraph scope is full", ox->src);
+    size_t h = scope_hash(from) & (s->cap - 1);
+    while (s->from[h] && strcmp(s->from[h], from))
+        h = (h + 1) & (s->cap - 1);
+    if (!s->from[h])
+        s->n++;
+    s->from[h] = from;
+    s->to[h] = to;
     return FM_OK;
 }
 
@@ -136,10 +162,13 @@ static const char *resolve(const struct ox_scope *s, const char *name)
 {
     if (!name || !*name)
         return "";
+    size_t hash = scope_hash(name);
     for (; s; s = s->parent) {
-        for (size_t i = s->n; i-- > 0;) {
-            if (!strcmp(s->from[i], name))
-                return s->to[i];
+        if (!s->cap)
+            continue;
+        for (size_t h = hash & (s->cap - 1); s->from[h]; h = (h + 1) & (s->cap - 1)) {
+            if (!strcmp(s->from[h], name))
+                return s->to[h];
         }
     }
     return name;
@@ -362,16 +391,15 @@ static const Onnx__GraphProto *graph_attr(struct ox *ox, const Onnx__NodeProto *
 static enum fm_status init_scope(struct ox *ox, const Onnx__NodeProto *ctrl,
                                  const Onnx__GraphProto *g, const char *what, struct ox_scope *s)
 {
-    memset(s, 0, sizeof(*s));
-    s->parent = ox->scope;
-    for (size_t i = 0; i < g->n_initializer; i++) {
+    enum fm_status st = scope_init(ox, s, ox->scope, g->n_initializer);
+    for (size_t i = 0; !st && i < g->n_initializer; i++) {
         const Onnx__TensorProto *t = g->initializer[i];
         if (!t->name || !*t->name)
             return ox_node_error(ox, ctrl, FM_ERR_PARSE, "an initializer of its subgraph has "
                                  "no name");
         const char *name = join(ox, ox_node_name(ctrl), what, t->name);
         struct ox_name *e;
-        enum fm_status st = name_new(ox, ctrl, name, OX_KIND_INIT, &e);
+        st = name_new(ox, ctrl, name, OX_KIND_INIT, &e);
         if (st)
             return st;
         e->init = t;
@@ -387,10 +415,8 @@ static enum fm_status init_scope(struct ox *ox, const Onnx__NodeProto *ctrl,
                       ? FM_ROLE_PARAM
                       : FM_ROLE_CONST;
         st = scope_put(ox, s, t->name, name);
-        if (st)
-            return st;
     }
-    return FM_OK;
+    return st;
 }
 
 static const Onnx__ValueInfoProto *info_of(const Onnx__GraphProto *g, const char *name)
@@ -413,9 +439,12 @@ static enum fm_status instance(struct ox *ox, const Onnx__NodeProto *ctrl,
                                const struct ox_scope *inits, const char *const *in_names,
                                ox_build_fn build, struct ox_scope *s)
 {
-    memset(s, 0, sizeof(*s));
-    s->parent = inits;
-    enum fm_status st = FM_OK;
+    size_t names = g->n_input;
+    for (size_t i = 0; i < g->n_node; i++)
+        names += g->node[i]->n_output;
+    enum fm_status st = scope_init(ox, s, inits, names);
+    if (st)
+        return st;
     for (size_t i = 0; i < g->n_input; i++) {
         if (!g->input[i]->name || !*g->input[i]->name)
             return ox_node_error(ox, ctrl, FM_ERR_PARSE, "input %zu of its subgraph has no name",
@@ -616,34 +645,45 @@ static enum fm_status stack(struct ox *ox, const Onnx__NodeProto *ctrl, const ch
                  axis, groups, ng, build);
 }
 
-/* The graph inputs a tensor follows from, for the message that asks to bind them. */
-static void inputs_of(const struct fm_graph *g, fm_tid t, char *buf, size_t size, int depth)
+/* The graph inputs a tensor follows from, for the message that asks to bind them (a walk of
+ * at most *budget producers: a graph of shared subexpressions is no tree). */
+static void inputs_of(const struct fm_graph *g, fm_tid t, char *buf, size_t size, int *budget)
 {
-    if (t == FM_NONE || depth > 64 || strlen(buf) + 64 > size)
+    if (t == FM_NONE || --*budget < 0 || strlen(buf) + 64 > size)
         return;
     const struct fm_tensor *x = &g->tensors[t];
     if (x->role == FM_ROLE_INPUT) {
         size_t len = strlen(buf);
-        if (!strstr(buf, x->name))
-            snprintf(buf + len, size - len, "%s'%s'", len ? ", " : "", x->name);
+        char quoted[256];
+        snprintf(quoted, sizeof(quoted), "'%.200s'", x->name);
+        if (!strstr(buf, quoted))
+            snprintf(buf + len, size - len, "%s%.*s", len ? ", " : "", (int)(size - len - 3),
+                     quoted);
         return;
     }
     const struct fm_node *p = fm_graph_node(g, x->producer);
     for (int i = 0; p && i < p->n_in; i++)
-        inputs_of(g, p->in[i], buf, size, depth + 1);
+        inputs_of(g, p->in[i], buf, size, budget);
 }
 
 static enum fm_status unknown(struct ox *ox, const Onnx__NodeProto *node, int slot,
                               const char *what, fm_tid t)
 {
     char from[256] = "";
-    inputs_of(ox->g, t, from, sizeof(from), 0);
+    int budget = 4096;
+    inputs_of(ox->g, t, from, sizeof(from), &budget);
+    const char *name = node->input[slot];
+    if (ox->g->tensors[t].role == FM_ROLE_INPUT)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its %s '%s' (input %d) is a graph "
+                             "input whose value is not known at load time: bind it with "
+                             "--value %s=V", what, name, slot, name);
     return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
                          "its %s '%s' (input %d) is not known at load time%s%s: bind the "
-                         "input%s it follows from with --value NAME=V[,V...] (integer values) or "
-                         "--input NAME=DIMS (a shape)",
-                         what, node->input[slot], slot, *from ? "; it follows from " : "",
-                         from, *from ? "" : "s");
+                         "graph inputs it follows from with --value NAME=V[,V...] (integer "
+                         "values) or --input NAME=DIMS (a shape)%s",
+                         what, name, slot, *from ? "; it follows from " : "", from,
+                         *from ? "" : " (it follows from no graph input: "
+                         "an op flopmeter does not evaluate at load time computes it)");
 }
 
 static enum fm_status known_int(struct ox *ox, const Onnx__NodeProto *node, int slot,
