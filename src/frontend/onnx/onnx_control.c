@@ -694,8 +694,8 @@ static enum fm_status known_int(struct ox *ox, const Onnx__NodeProto *node, int 
     if (st)
         return st;
     if (t == FM_NONE)
-        return ox_node_error(ox, node, FM_ERR_SHAPE, "its %s '%s' is an empty tensor", what,
-                             node->input[slot]);
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "its %s (input %d) is %s", what, slot,
+                             *ox_str(node->input[slot]) ? "an empty tensor" : "absent");
     const struct ox_val *v = ox_val_of(ox, t);
     if (!v || !v->known || v->n < 1)
         return unknown(ox, node, slot, what, t);
