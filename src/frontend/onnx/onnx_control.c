@@ -915,6 +915,9 @@ static enum fm_status build_scan(struct ox *ox, const Onnx__NodeProto *node, ox_
                              "and %zu outputs or more)", g->n_input, g->n_output, nst, nin,
                              node->n_input, nst > node->n_output ? nst : node->n_output);
     size_t nso = g->n_output - nst;
+    if (nso > FM_MAX_IO)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its body has %zu scan outputs (at "
+                             "most %d)", nso, FM_MAX_IO);
     int64_t in_dir[FM_MAX_IO], in_axis[FM_MAX_IO], out_dir[FM_MAX_IO], out_axis[FM_MAX_IO];
     st = scan_ints(ox, node, "scan_input_directions", in_dir, nin);
     if (!st)
