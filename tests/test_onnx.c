@@ -681,12 +681,12 @@ static void test_control_flow(void **state)
     fm_graph_free(g);
 
     /* bad files: a clear error naming what to bind or what is wrong */
-    expect_fail(ctx, "control_if_data.onnx", FM_ERR_UNSUPPORTED, "condition 'c'", "'x'");
-    expect_fail(ctx, "control_loop_no_trip.onnx", FM_ERR_UNSUPPORTED, "no trip count", "'h'");
-    expect_fail(ctx, "control_scan_mismatch.onnx", FM_ERR_SHAPE, "'x' 3", "'y' 4");
-    expect_fail(ctx, "control_if_no_else.onnx", FM_ERR_PARSE, "else_branch", "'y'");
-    expect_fail(ctx, "control_loop_bad_body.onnx", FM_ERR_PARSE, "body has 1 inputs", "Loop");
-    expect_fail(ctx, "control_if_deep.onnx", FM_ERR_UNSUPPORTED, "nested more than 8", "If");
+    expect_fail(ctx, "bad_control_if_data.onnx", FM_ERR_UNSUPPORTED, "condition 'c'", "'x'");
+    expect_fail(ctx, "bad_control_loop_no_trip.onnx", FM_ERR_UNSUPPORTED, "no trip count", "'h'");
+    expect_fail(ctx, "bad_control_scan_mismatch.onnx", FM_ERR_SHAPE, "'x' 3", "'y' 4");
+    expect_fail(ctx, "bad_control_if_no_else.onnx", FM_ERR_PARSE, "else_branch", "'y'");
+    expect_fail(ctx, "bad_control_loop_bad_body.onnx", FM_ERR_PARSE, "body has 1 inputs", "Loop");
+    expect_fail(ctx, "bad_control_if_deep.onnx", FM_ERR_UNSUPPORTED, "nested more than 8", "If");
 
     if (access(FM_ONNX_NODE_TESTS "/test_scan9_sum/model.onnx", R_OK) != 0) {
         printf("skipped: ONNX's node tests are not installed\n");

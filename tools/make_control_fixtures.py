@@ -90,7 +90,7 @@ def if_data():
              helper.make_node("If", ["c"], ["y"], then_branch=b("t"), else_branch=b("e"))]
     g = helper.make_graph(nodes, "if_data", [vi("x", F, [2, 3])], [vi("y", F, None)],
                           [init("zero", np.float32(0))])
-    save(model(g), "control_if_data.onnx")
+    save(model(g), "bad_control_if_data.onnx")
 
 
 def loop_counted():
@@ -137,7 +137,7 @@ def loop_no_trip():
     nodes = [helper.make_node("Loop", ["", "c0", "h0"], ["h"], body=body)]
     g = helper.make_graph(nodes, "loop_while", [vi("h0", F, [1, 4])], [vi("h", F, None)],
                           [init("c0", np.bool_(True)), init("zero", np.float32(0))])
-    save(model(g), "control_loop_no_trip.onnx")
+    save(model(g), "bad_control_loop_no_trip.onnx")
 
 
 def loop_nested_if():
@@ -183,7 +183,7 @@ def scan_mismatch():
     nodes = [helper.make_node("Scan", ["x", "y"], ["out"], body=body, num_scan_inputs=2)]
     g = helper.make_graph(nodes, "scan_bad", [vi("x", F, [3, 2]), vi("y", F, [4, 2])],
                           [vi("out", F, None)])
-    save(model(g, 11), "control_scan_mismatch.onnx")
+    save(model(g, 11), "bad_control_scan_mismatch.onnx")
 
 
 def malformed():
@@ -194,13 +194,13 @@ def malformed():
     g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g)],
                           "if_no_else", [vi("x", F, [2])], [vi("y", F, None)],
                           [init("c", np.bool_(False))])
-    save(model(g), "control_if_no_else.onnx")
+    save(model(g), "bad_control_if_no_else.onnx")
     body = helper.make_graph([helper.make_node("Relu", ["hin"], ["hout"])], "body",
                              [vi("hin", F, [2])], [vi("hout", F, [2])])
     g = helper.make_graph([helper.make_node("Loop", ["M", "", "h0"], ["h"], body=body)],
                           "loop_bad_body", [vi("h0", F, [2])], [vi("h", F, None)],
                           [init("M", np.int64(2))])
-    save(model(g), "control_loop_bad_body.onnx")
+    save(model(g), "bad_control_loop_bad_body.onnx")
     inner = helper.make_graph([helper.make_node("Relu", ["x"], ["r0"])], "g0", [],
                               [vi("r0", F, None)])
     for k in range(1, 11):
@@ -213,7 +213,7 @@ def malformed():
     g = helper.make_graph([helper.make_node("Identity", ["x"], ["xi"])] + list(inner.node),
                           "deep", [vi("x", F, [2])], [vi("r10", F, None)],
                           [init("c", np.bool_(True))])
-    save(model(g), "control_if_deep.onnx")
+    save(model(g), "bad_control_if_deep.onnx")
 
 
 def torch_if():
