@@ -636,6 +636,18 @@ static void test_control_flow(void **state)
     fm_counts_free(c);
     fm_graph_free(g);
 
+    /* PyTorch (torch.jit.script) `for _ in range(x.size(0))`: h = Relu(Linear(8, 8)(h)), a
+     * Loop whose trip count is the batch B: B iterations of B*8*8 MACs, a bias add and a Relu
+     * of B*8 each: FLOPs B * (2*B*64 + 2*B*8); Linear's 8*8 + 8 = 72 parameters once. */
+    for (int64_t b = 2; b <= 3; b++) {
+        c = control_count(ctx, "control_torch_loop.onnx", b, &g);
+        assert_int_equal(fwd_macs(c), b * b * 8 * 8);
+        assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), b * (2 * b * 64 + 2 * b * 8));
+        assert_int_equal(c->params, 8 * 8 + 8);
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
+
     /* Loop M = 3 over h [1, 4]: h = h @ W + b, scan output Relu(h). MACs 3 * (1*4*4) = 48;
      * FLOPs 2*48 + 3*4 adds + 3*4 Relu = 120; parameters W (outer, 16) and b (the body's own
      * initializer, 4) once, not once per iteration: 20. Outputs h [1, 4], the scan [3, 1, 4]. */

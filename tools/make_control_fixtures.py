@@ -243,6 +243,31 @@ def torch_if():
     print("control_torch_if.onnx:", [n.op_type for n in mm.graph.node])
 
 
+def torch_loop():
+    """PyTorch's torch.jit.script of a loop over the batch size: `for i in range(x.size(0))`
+    applies Linear(8, 8) and Relu; exported as a Loop whose trip count is Shape(x)[0]."""
+    import torch
+
+    class Looped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            h = x
+            for _ in range(x.size(0)):
+                h = torch.relu(self.lin(h))
+            return h
+
+    torch.manual_seed(0)
+    m = torch.jit.script(Looped().eval())
+    path = os.path.join(OUT, "control_torch_loop.onnx")
+    torch.onnx.export(m, (torch.randn(2, 8),), path, opset_version=13, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "batch"}})
+    mm = onnx.load(path)
+    print("control_torch_loop.onnx:", [n.op_type for n in mm.graph.node])
+
+
 if __name__ == "__main__":
     bound_node_test("test_loop11", {"trip_count", "cond"}, "control_node_loop11.onnx")
     if_shape()
@@ -256,3 +281,4 @@ if __name__ == "__main__":
     malformed()
     if len(sys.argv) < 2 or sys.argv[1] != "--no-torch":
         torch_if()
+        torch_loop()
