@@ -24,7 +24,7 @@
 #include <string.h>
 
 #define CTRL_DEPTH 8                        /* control-flow nodes nested in subgraphs */
-#define CTRL_NODES_MAX ((uint64_t)1 << 18)  /* nodes built from subgraphs, all loops together */
+#define CTRL_NODES_MAX ((uint64_t)1 << 16)  /* nodes built from subgraphs, all loops together */
 #define STACK_MAX (64 * 64)                 /* iterations whose scan outputs are stacked */
 
 /* Original name -> name in the graph, for one subgraph copy: open addressing, sized when made
@@ -848,10 +848,11 @@ static enum fm_status build_loop(struct ox *ox, const Onnx__NodeProto *node, ox_
                                      "be stacked", g->output[1 + nc + k]->name, (long long)it);
         }
     }
-    if (upper)
+    if (upper && !ox->ctrl_notes++)   /* once: a nested Loop would say it per copy */
         fm_log(ox->ctx, "%s: node '%s' (Loop): its condition depends on data, so %lld "
-               "iterations, the trip count, are counted: an upper bound", ox->src,
-               ox_node_name(node), (long long)it);
+               "iterations, the trip count, are counted: an upper bound (any other such Loop "
+               "of the file is counted the same way)", ox->src, ox_node_name(node),
+               (long long)it);
     for (size_t k = 0; k < nc && k < node->n_output; k++) {
         st = alias(ox, node, node->output[k], prev[2 + k]);
         if (st)

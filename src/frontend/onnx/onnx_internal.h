@@ -117,6 +117,7 @@ struct ox {
     int ctrl_depth;
     uint64_t inlined;
     size_t names_n;
+    unsigned ctrl_notes;                  /* Loops counted as an upper bound */
 };
 
 /* Node errors name the file, the node and its op type. */
