@@ -7,6 +7,8 @@
  *                    values, dtypes and payloads, initializer roles, making tensors and ops.
  *   3. onnx_fold.c   the constant folder: evaluates a node whose inputs are known constants.
  *   4. onnx_map.c    the op mappers, one per kind of ONNX op, and their table.
+ *   4b. onnx_control.c  If, Loop and Scan: their subgraphs' nodes built in their place
+ *                    (through the builder load passes in, so it calls nothing above it).
  *   5. onnx_load.c   the entry points: index the names, bind symbolic dims, order the nodes,
  *                    fold or map each, finalize.
  *
