@@ -670,7 +670,7 @@ static enum fm_status unknown(struct ox *ox, const Onnx__NodeProto *node, int sl
                               const char *what, fm_tid t)
 {
     char from[256] = "";
-    int budget = 4096;
+    int budget = 1024;   /* producers visited; also bounds the recursion */
     inputs_of(ox->g, t, from, sizeof(from), &budget);
     const char *name = node->input[slot];
     if (ox->g->tensors[t].role == FM_ROLE_INPUT)
