@@ -148,6 +148,111 @@ static const char *const strings[] = {"", "NOTSET", "SAME_UPPER", "SAME_LOWER", 
                                       "bij,bjk->bik", "ii->i", "i,i", "...ij->...ji", "constant",
                                       "reflect", "edge", "??"};
 
+/* ---- control flow: If, Loop and Scan around one node, nested up to 3 deep ---- */
+
+static void attr_graph(struct ow *attrs, const char *name, struct ow *g)
+{
+    struct ow a = {0};
+    ow_str(&a, OW_ATTR_NAME, name);
+    ow_int(&a, OW_ATTR_TYPE, OW_AT_GRAPH);
+    ow_msg(&a, OW_ATTR_G, g);
+    ow_msg(attrs, OW_NODE_ATTR, &a);
+}
+
+static void control_node(struct rd *r, struct ow *graph, const char *x, const char *out,
+                         int depth);
+
+/* A subgraph reading a (its own input or an outer name) and the outer x; its outputs are
+ * outs (n_out of them), declared untyped; inputs ins declared as float vectors. */
+static void subgraph(struct rd *r, struct ow *g, const char *a, const char *x,
+                     const char *const *ins, int n_in, const char *const *outs, int n_out,
+                     int depth)
+{
+    static const int64_t one[1] = {2};
+    for (int i = 0; i < n_in; i++)
+        ow_value_info(g, OW_GRAPH_INPUT, ins[i], i == 0 && n_in > 2 ? OW_DT_INT64 : OW_DT_FLOAT,
+                      (int)rd_pick(r, 2), one, NULL);
+    if (depth < 3 && rd_pick(r, 4) == 0) {
+        control_node(r, g, a, outs[0], depth + 1);
+    } else {
+        const char *in[2] = {a, rd_pick(r, 2) ? x : a};
+        const char *o[1] = {outs[0]};
+        ow_node(g, ops[rd_pick(r, sizeof(ops) / sizeof(ops[0]))], NULL, in,
+                1 + (int)rd_pick(r, 2), o, 1, NULL);
+    }
+    for (int i = 1; i < n_out; i++) {   /* the rest: copies of the first, or of an input */
+        const char *in[1] = {rd_pick(r, 2) || !n_in ? outs[0] : ins[rd_pick(r, (unsigned)n_in)]};
+        const char *o[1] = {outs[i]};
+        ow_node(g, "Identity", NULL, in, 1, o, 1, NULL);
+    }
+    for (int i = 0; i < n_out; i++)
+        ow_value_info(g, OW_GRAPH_OUTPUT, outs[i], OW_DT_FLOAT, -1, NULL, NULL);
+    ow_str(g, OW_GRAPH_NAME, "sub");
+}
+
+/* An If, Loop or Scan node reading x and writing out, appended to graph; its conditions and
+ * trip counts are constants (cc, mm: made by recipe), graph inputs or absent. */
+static void control_node(struct rd *r, struct ow *graph, const char *x, const char *out,
+                         int depth)
+{
+    static const char *const conds[] = {"cc", "cc", "mm", "in0", "", "undefined"};
+    struct ow attrs = {0}, g1 = {0}, g2 = {0};
+    const char *o1[3] = {"b0", "b1", "b2"};
+    switch (rd_pick(r, 3)) {
+    case 0: {
+        const char *in[1] = {conds[rd_pick(r, 6)]};
+        const char *o[1] = {out};
+        subgraph(r, &g1, x, x, NULL, 0, o1, 1 + (int)(rd_pick(r, 8) == 0), depth);
+        subgraph(r, &g2, x, x, NULL, 0, o1, 1, depth);
+        if (rd_pick(r, 8))
+            attr_graph(&attrs, "then_branch", &g1);
+        else
+            ow_free(&g1);
+        if (rd_pick(r, 8))
+            attr_graph(&attrs, "else_branch", &g2);
+        else
+            ow_free(&g2);
+        ow_node(graph, "If", NULL, in, 1, o, 1, &attrs);
+        break;
+    }
+    case 1: {
+        const char *in[3] = {conds[rd_pick(r, 6) & 3 ? 2 : rd_pick(r, 6)],
+                             rd_pick(r, 2) ? "" : conds[rd_pick(r, 6)], x};
+        const char *o[2] = {out, "scan_out"};
+        const char *bi[4] = {"i", "c", "h", "extra"};
+        int n_bi = rd_pick(r, 8) ? 3 : 2 + 2 * (int)rd_pick(r, 2);
+        int n_bo = 2 + (int)rd_pick(r, 2) - (rd_pick(r, 16) == 0);
+        const char *bo[3] = {"co", "ho", "so"};
+        subgraph(r, &g1, "h", x, bi, n_bi, bo, n_bo, depth);
+        attr_graph(&attrs, "body", &g1);
+        ow_node(graph, "Loop", NULL, in, 3, o, n_bo > 2 ? 2 : 1, &attrs);
+        break;
+    }
+    default: {
+        const char *in[3] = {x, x, "in0"};
+        const char *o[2] = {out, "scan_out"};
+        const char *bi[3] = {"s", "e", "f"};
+        int n_in = 1 + (int)rd_pick(r, 3);
+        int n_bo = 1 + (int)rd_pick(r, 2);
+        const char *bo[2] = {"so", "eo"};
+        subgraph(r, &g1, rd_pick(r, 2) ? "s" : "e", x, bi, n_in, bo, n_bo, depth);
+        attr_graph(&attrs, "body", &g1);
+        ow_attr_int(&attrs, "num_scan_inputs", (int64_t)rd_pick(r, 4));
+        if (rd_pick(r, 2)) {
+            int64_t v[2] = {rd_int(r), rd_int(r)};
+            ow_attr_ints(&attrs, rd_pick(r, 2) ? "scan_input_axes" : "scan_output_axes", v,
+                         rd_pick(r, 3));
+        }
+        if (rd_pick(r, 2)) {
+            int64_t v[2] = {1, 1};
+            ow_attr_ints(&attrs, rd_pick(r, 2) ? "scan_input_directions"
+                                               : "scan_output_directions", v, rd_pick(r, 3));
+        }
+        ow_node(graph, "Scan", NULL, in, n_in, o, n_bo, &attrs);
+    }
+    }
+}
+
 #define MAXV 48
 
 static void recipe(const uint8_t *data, size_t size)
@@ -186,7 +291,8 @@ static void recipe(const uint8_t *data, size_t size)
         }
         ow_value_info(&graph, OW_GRAPH_INPUT, names[nv++], elem, rank, dims, params);
     }
-    int n_nodes = 1 + (int)rd_pick(&r, 8);
+    bool ctl = rd_pick(&r, 4) == 0;   /* control flow, on the inputs (no other node to fail) */
+    int n_nodes = ctl ? 0 : 1 + (int)rd_pick(&r, 8);
     for (int i = 0; i < n_nodes && nv < MAXV - 4; i++) {
         const char *op = ops[rd_pick(&r, sizeof(ops) / sizeof(ops[0]))];
         const char *in[4];
@@ -249,6 +355,14 @@ static void recipe(const uint8_t *data, size_t size)
         char nname[16];
         snprintf(nname, sizeof(nname), "n%d", i);
         ow_node(&graph, op, rd_pick(&r, 16) ? nname : "n0", in, n_in, out, n_out, &attrs);
+    }
+    if (ctl) {
+        int64_t one = 1, m = rd_pick(&r, 4) ? 1 + (int64_t)rd_pick(&r, 4) : rd_int(&r);
+        ow_tensor(&graph, OW_GRAPH_INIT, "cc", OW_DT_INT64, 0, NULL, &one, 1);
+        ow_tensor(&graph, OW_GRAPH_INIT, "mm", OW_DT_INT64, 0, NULL, &m, 1);
+        snprintf(names[nv], sizeof(names[nv]), "ctl");
+        control_node(&r, &graph, names[nv - 1], names[nv], 0);
+        nv++;
     }
     /* the last value is the output (with or without a declared type) */
     if (rd_pick(&r, 2))

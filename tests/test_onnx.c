@@ -610,6 +610,179 @@ static void test_node_tests_trig(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ---- control flow: If, Loop, Scan (tools/make_control_fixtures.py) ---- */
+
+/* Loads file (an absolute path, or a name under DATA) and counts inference. */
+static struct fm_counts *control_count(struct fm_ctx *ctx, const char *file, int64_t batch,
+                                       struct fm_graph **g)
+{
+    enum fm_status st;
+    if (file[0] == '/') {
+        struct fm_load_opts o;
+        fm_load_opts_init(&o);
+        st = fm_onnx_load_file(ctx, file, &o, g);
+    } else {
+        st = load(ctx, file, batch, NULL, 0, g);
+    }
+    if (st)
+        fail_msg("%s: %s", file, fm_ctx_error(ctx));
+    return count(ctx, *g, FM_MODE_INFER);
+}
+
+static void expect_dims(const struct fm_graph *g, const char *name, int rank, const int64_t *d)
+{
+    fm_tid t = fm_graph_find_tensor(g, name);
+    if (t == FM_NONE)
+        fail_msg("no tensor '%s'", name);
+    const struct fm_shape *s = &fm_graph_tensor(g, t)->shape;
+    assert_int_equal(s->rank, rank);
+    for (int i = 0; i < rank; i++)
+        assert_int_equal(s->dims[i], d[i]);
+}
+
+static void test_control_flow(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g;
+    struct fm_counts *c;
+
+    /* If on Shape(x)[0] == 1, x [N, 4]: N = 1 takes then, x @ W1 (4x8): 1*4*8 = 32 MACs and
+     * W1's 32 parameters; N = 2 takes else, x @ W2 (4x16): 2*4*16 = 128 MACs, W2's 64. The
+     * branches read x, W1, W2 from the outer graph. */
+    c = control_count(ctx, "control_if_shape.onnx", 1, &g);
+    assert_int_equal(fwd_macs(c), 1 * 4 * 8);
+    assert_int_equal(c->params, 4 * 8);
+    expect_dims(g, "out", 2, (int64_t[]){1, 8});
+    fm_counts_free(c);
+    fm_graph_free(g);
+    c = control_count(ctx, "control_if_shape.onnx", 2, &g);
+    assert_int_equal(fwd_macs(c), 2 * 4 * 16);
+    assert_int_equal(c->params, 4 * 16);
+    expect_dims(g, "out", 2, (int64_t[]){2, 16});
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* PyTorch (torch.jit.script) `if x.size(0) == 1`: batch 1 -> Linear(8, 16): 1*8*16 = 128
+     * MACs, 8*16 + 16 = 144 parameters; batch 2 -> Linear(8, 4): 2*8*4 = 64 MACs, 8*4 + 4 =
+     * 36 parameters. */
+    c = control_count(ctx, "control_torch_if.onnx", 1, &g);
+    assert_int_equal(fwd_macs(c), 1 * 8 * 16);
+    assert_int_equal(c->params, 8 * 16 + 16);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    c = control_count(ctx, "control_torch_if.onnx", 2, &g);
+    assert_int_equal(fwd_macs(c), 2 * 8 * 4);
+    assert_int_equal(c->params, 8 * 4 + 4);
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* PyTorch (torch.jit.script) `for _ in range(x.size(0))`: h = Relu(Linear(8, 8)(h)), a
+     * Loop whose trip count is the batch B: B iterations of B*8*8 MACs, a bias add and a Relu
+     * of B*8 each: FLOPs B * (2*B*64 + 2*B*8); Linear's 8*8 + 8 = 72 parameters once. */
+    for (int64_t b = 2; b <= 3; b++) {
+        c = control_count(ctx, "control_torch_loop.onnx", b, &g);
+        assert_int_equal(fwd_macs(c), b * b * 8 * 8);
+        assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), b * (2 * b * 64 + 2 * b * 8));
+        assert_int_equal(c->params, 8 * 8 + 8);
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
+
+    /* Loop M = 3 over h [1, 4]: h = h @ W + b, scan output Relu(h). MACs 3 * (1*4*4) = 48;
+     * FLOPs 2*48 + 3*4 adds + 3*4 Relu = 120; parameters W (outer, 16) and b (the body's own
+     * initializer, 4) once, not once per iteration: 20. Outputs h [1, 4], the scan [3, 1, 4]. */
+    c = control_count(ctx, "control_loop.onnx", 0, &g);
+    assert_int_equal(fwd_macs(c), 3 * 1 * 4 * 4);
+    assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 2 * 48 + 3 * 4 + 3 * 4);
+    assert_int_equal(c->params, 16 + 4);
+    expect_dims(g, "h/iter2/hout", 2, (int64_t[]){1, 4});
+    expect_dims(g, "rs", 3, (int64_t[]){3, 1, 4});
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* If nested in a Loop (M = 3) on i < 1: iteration 0 takes then (h + h: 4 adds), 1 and 2
+     * else (h * h + h: 4 muls + 4 adds): 4 + 2 * 8 = 20 FLOPs. */
+    c = control_count(ctx, "control_loop_if.onnx", 0, &g);
+    assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 4 + 2 * 8);
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* A condition from data (ReduceSum(h) > 0) cannot stop the Loop at load time: M = 4
+     * iterations of Relu (4) + ReduceSum of 4 (3 adds) + Greater (1): 4 * 8 = 32 FLOPs. */
+    c = control_count(ctx, "control_loop_data_cond.onnx", 0, &g);
+    assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 4 * (4 + 3 + 1));
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* Scan over axis 1 of x [2, 5, 3], reversed, state [2, 3]: 5 * (6 adds + 6 muls) = 60;
+     * the scan output stacked on axis 1: [2, 5, 3]. */
+    c = control_count(ctx, "control_scan_axes.onnx", 0, &g);
+    assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 5 * (6 + 6));
+    expect_dims(g, "out", 3, (int64_t[]){2, 5, 3});
+    expect_dims(g, "s/iter4/sout", 2, (int64_t[]){2, 3});
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* ONNX's test_loop11, its trip_count (5) and cond (true) bound from test_data_set_0: one
+     * Add of 1 element per iteration, 5 FLOPs; output_0.pb is [1], output_1.pb [5, 1]. */
+    c = control_count(ctx, "control_node_loop11.onnx", 0, &g);
+    assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 5);
+    expect_dims(g, "res_y/iter4/y_out", 1, (int64_t[]){1});
+    expect_dims(g, "res_scan", 2, (int64_t[]){5, 1});
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* bad files: a clear error naming what to bind or what is wrong */
+    expect_fail(ctx, "bad_control_if_data.onnx", FM_ERR_UNSUPPORTED, "condition 'c'", "'x'");
+    expect_fail(ctx, "bad_control_loop_no_trip.onnx", FM_ERR_UNSUPPORTED, "no trip count", "'h'");
+    expect_fail(ctx, "bad_control_scan_mismatch.onnx", FM_ERR_SHAPE, "'x' 3", "'y' 4");
+    expect_fail(ctx, "bad_control_if_no_else.onnx", FM_ERR_PARSE, "else_branch", "'y'");
+    expect_fail(ctx, "bad_control_loop_bad_body.onnx", FM_ERR_PARSE, "body has 1 inputs", "Loop");
+    expect_fail(ctx, "bad_control_if_deep.onnx", FM_ERR_UNSUPPORTED, "nested more than 8", "If");
+
+    if (access(FM_ONNX_NODE_TESTS "/test_scan9_sum/model.onnx", R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed\n");
+        fm_ctx_free(ctx);
+        return;
+    }
+    /* ONNX's test_scan9_sum: 3 steps of a 2-element Add, 6 FLOPs; output_0.pb [2], output_1.pb
+     * [3, 2]. */
+    c = control_count(ctx, FM_ONNX_NODE_TESTS "/test_scan9_sum/model.onnx", 0, &g);
+    assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 3 * 2);
+    expect_dims(g, "y/iter2/sum_out", 1, (int64_t[]){2});
+    expect_dims(g, "z", 2, (int64_t[]){3, 2});
+    fm_counts_free(c);
+    fm_graph_free(g);
+    /* the others, unbound: the message names what to bind (or why the file is declined) */
+    const struct {
+        const char *dir, *must1, *must2;
+    } bad[] = {
+        {"test_if", "condition 'cond'", "--value"},
+        {"test_if_seq", "condition 'cond'", "--value"},
+        {"test_if_opt", "condition 'cond'", "--value"},
+        {"test_loop11", "trip count 'trip_count'", "--value"},
+        {"test_range_float_type_positive_delta_expanded", "trip count", "'delta'"},
+        {"test_scan_sum", "opset 8", "opset 9"},
+        {"test_loop13_seq", "seq_empty", "not a tensor"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, bad[i].dir);
+        struct fm_load_opts o;
+        fm_load_opts_init(&o);
+        g = NULL;
+        enum fm_status st = fm_onnx_load_file(ctx, path, &o, &g);
+        assert_int_not_equal(st, FM_OK);
+        assert_null(g);
+        const char *msg = fm_ctx_error(ctx);
+        if (!strstr(msg, bad[i].must1) || !strstr(msg, bad[i].must2))
+            fail_msg("%s: '%s' should name '%s' and '%s'", bad[i].dir, msg, bad[i].must1,
+                     bad[i].must2);
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -625,6 +798,7 @@ int main(void)
         cmocka_unit_test(test_corrupted_never_crash),
         cmocka_unit_test(test_node_tests_trig),
         cmocka_unit_test(test_folded_shapes),
+        cmocka_unit_test(test_control_flow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

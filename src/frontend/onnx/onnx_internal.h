@@ -7,6 +7,8 @@
  *                    values, dtypes and payloads, initializer roles, making tensors and ops.
  *   3. onnx_fold.c   the constant folder: evaluates a node whose inputs are known constants.
  *   4. onnx_map.c    the op mappers, one per kind of ONNX op, and their table.
+ *   4b. onnx_control.c  If, Loop and Scan: their subgraphs' nodes built in their place
+ *                    (through the builder load passes in, so it calls nothing above it).
  *   5. onnx_load.c   the entry points: index the names, bind symbolic dims, order the nodes,
  *                    fold or map each, finalize.
  *
@@ -121,6 +123,13 @@ struct ox {
     int64_t file_batch;                   /* the fixed batch --batch replaced (0: none) */
     unsigned n_rebound;                   /* nodes whose shape constant got the new batch */
     char rebound[256];                    /* their names, for the log */
+    /* control flow (onnx_control.c): the scope of the subgraph being built (NULL at the top),
+     * how deep control-flow nodes nest there, subgraph nodes built so far, names in the table */
+    const struct ox_scope *scope;
+    int ctrl_depth;
+    uint64_t inlined;
+    size_t names_n;
+    unsigned ctrl_notes;                  /* Loops counted as an upper bound */
 };
 
 /* Node errors name the file, the node and its op type. */
@@ -215,5 +224,20 @@ enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_
                            int n_in);
 /* Whether the table maps ONNX op type op (of the default domain) to a counted op. */
 bool ox_map_known(const char *op);
+
+/* ---- control flow (onnx_control.c) ---- */
+
+/* If, Loop and Scan are not ops: a resolved If is replaced by the nodes of its branch, a Loop or
+ * Scan with a known trip count by one copy of its body per iteration (tensors renamed
+ * NODE/iterK/NAME), each copy built by the loader's own node builder, build. */
+struct ox_scope;
+typedef enum fm_status (*ox_build_fn)(struct ox *ox, const Onnx__NodeProto *node);
+bool ox_control_op(const Onnx__NodeProto *node);
+enum fm_status ox_control_build(struct ox *ox, const Onnx__NodeProto *node, ox_build_fn build);
+/* Names a node's subgraphs read from the enclosing graph are uses of that node (slot -1): after
+ * index_names, ox_control_index adds them to ox->uses; ox_control_outer_deps counts those that
+ * are node outputs, which the ordering must wait for. */
+enum fm_status ox_control_index(struct ox *ox);
+uint32_t ox_control_outer_deps(struct ox *ox, const Onnx__NodeProto *node);
 
 #endif

@@ -239,6 +239,7 @@ static enum fm_status order_nodes(struct ox *ox, int32_t *order)
             if (e && e->kind == OX_KIND_NODE_OUT)
                 indeg[i]++;
         }
+        indeg[i] += ox_control_outer_deps(ox, n);   /* names its subgraphs read */
     }
     size_t head = 0, tail = 0, done = 0;
     for (size_t i = 0; i < nn; i++) {
@@ -390,7 +391,7 @@ static enum fm_status index_names(struct ox *ox)
         if (e)
             e->info = vi;
     }
-    return FM_OK;
+    return ox_control_index(ox);
 }
 
 /* A Constant node's output is a tensor like an initializer (its role from its readers). */
@@ -526,6 +527,8 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
         return ox_emit_unknown(ox, node, "an op of another domain");
     if (!strcmp(ox_str(node->op_type), "Constant"))
         return build_constant(ox, node);
+    if (ox_control_op(node))
+        return ox_control_build(ox, node, build_node);
     fm_tid in[FM_MAX_IO];
     int n_in = (int)node->n_input;
     for (int i = 0; i < n_in; i++) {
