@@ -372,7 +372,9 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(COSH, cosh, "Cosh", ELEMENTWISE, "Cosh", plain, "")                                       \
     X(ASINH, asinh, "Asinh", ELEMENTWISE, "Asinh", plain, "")                                   \
     X(ACOSH, acosh, "Acosh", ELEMENTWISE, "Acosh", plain, "")                                   \
-    X(ATANH, atanh, "Atanh", ELEMENTWISE, "Atanh", plain, "")
+    X(ATANH, atanh, "Atanh", ELEMENTWISE, "Atanh", plain, "")                                   \
+    /* linalg.c: batched matrices */                                                            \
+    X(DET, det, "Det", MATMUL, "Det", plain, "") /* X (..., n, n) -> (...) */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_

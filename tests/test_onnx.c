@@ -638,7 +638,8 @@ static bool pb_tensor_info(const char *path, int64_t *dims, int *rank, int *elem
 
 /* ONNX's own node tests of the ops of src/ops/trig.c (inverse and hyperbolic), act.c (CELU,
  * ThresholdedRelu, Shrink, Hardmax), compare.c (IsInf, IsNaN, BitShift), eltwise.c (Mod, Sum,
- * Mean), reduce.c (ReduceL1, ReduceLogSum, ReduceLogSumExp) and normalize.c (MVN, LRN). One
+ * Mean), reduce.c (ReduceL1, ReduceLogSum, ReduceLogSumExp), normalize.c (MVN, LRN) and
+ * linalg.c (Det). One
  * node on graph inputs: the forward only, each count from the op's formula with the file's
  * shapes (E elements out unless said); the output's shape equals the dims of the test's
  * expected output_0.pb, and the bytes are the inputs read once and the output written once, in
@@ -772,6 +773,9 @@ static void test_node_tests_math(void **state)
          P6(0, 24, 0, 0, 6, 18)},
         {"test_reduce_log_sum_exp_negative_axes_keepdims_random", FM_OP_REDUCE_LOG_SUM_EXP,
          P6(0, 24, 0, 0, 6, 18)},
+        /* Det, LU with pivoting per 2 x 2 matrix: 1 cmp, 1 div, 1 mac, 1 mul; one and three */
+        {"test_det_2d", FM_OP_DET, P6(1, 0, 1, 1, 1, 0)},
+        {"test_det_nd", FM_OP_DET, P6(3, 0, 3, 3, 3, 0)},
     };
 #undef P6
     struct fm_ctx *ctx = test_ctx();

@@ -1190,6 +1190,47 @@ static void test_lppool(void **state)
     tg_free(&t);
 }
 
+/* linalg.c: Det of (2, 3, 3): B = 2 matrices of n = 3 */
+static void test_det(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    fm_nid n = NODE(&t, FM_OP_DET, "det", NULL, ACT(&t, "x", 2, 3, 3));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2);
+    /* per matrix, LU with partial pivoting, m = 2, 1 rows below the diagonal of columns 0, 1:
+     * pivots 2 + 1 = 3 cmp, multipliers 3 div, updates 2*2 + 1*1 = 5 mac ((n-1)n(2n-1)/6 =
+     * 2*3*5/6); det = product of the 3 diagonal elements: 2 mul */
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 2 * 5, 0, 2 * 2, 2 * 3, 2 * 3, 0);
+    const uint64_t bx = 2 * 9 * 4, by = 2 * 4, saved = bx + 2 * 3 * 4;   /* LU, int32 pivots */
+    EXPECT_BYTES(c, FWD, bx, by + saved);
+    assert_int_equal(c.saved_bytes, saved);
+    /* X^-1 from LU: 3 columns, each 3 mac forward and 3 mac + 3 div back: 18 mac, 9 div;
+     * dy*det (1 mul) times X^-T (9 mul): per matrix */
+    EXPECT(c, BD, 2 * 18, 0, 2 * 10, 2 * 9, 0, 0);
+    EXPECT_BYTES(c, BD, by + by + saved, bx);   /* dY, Y, LU and pivots; dX */
+    EXPECT_NONE(c, BW);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 2 * 5, 0, 2 * 2, 2 * 3, 2 * 3, 0);
+    EXPECT_BYTES(ci, FWD, bx, by);
+    EXPECT_NONE(ci, BD);
+    /* one 4 x 4 from the network input: 3 + 2 + 1 = 6 cmp and div, 9 + 4 + 1 = 14 mac, 3 mul */
+    n = NODE(&t, FM_OP_DET, "det4", NULL, INPUT(&t, "x4", 4, 4));
+    assert_int_equal(shape_at(&t, out_of(&t, n))->rank, 0);   /* a scalar */
+    c = COST(&t, n);
+    EXPECT(c, FWD, 14, 0, 3, 6, 6, 0);
+    EXPECT_NONE(c, BD);
+    /* 1 x 1: the element itself */
+    n = NODE(&t, FM_OP_DET, "det1", NULL, INPUT(&t, "x1", 5, 1, 1));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    fm_tid r = INPUT(&t, "r", 2, 3);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_DET, "rect", NULL, &r, 1, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "rect", "not square");
+    tg_free(&t);
+}
+
 static void test_relu_bytes(void **state)
 {
     (void)state;
@@ -1884,6 +1925,7 @@ int main(void)
         cmocka_unit_test(test_reduce_l1_logsum),
         cmocka_unit_test(test_lp_mvn_lrn),
         cmocka_unit_test(test_lppool),
+        cmocka_unit_test(test_det),
         cmocka_unit_test(test_relu_bytes),
         cmocka_unit_test(test_prelu),
         cmocka_unit_test(test_softmax_logsoftmax),

@@ -651,7 +651,8 @@ def add_trig_cases():
 
 # -- issue 14's math ops: trig.c (inverse, hyperbolic), act.c (ELU ... Shrink, Hardmax),
 # -- compare.c (IsInf, IsNaN, BitShift), eltwise.c (Mod, Sum, Mean), reduce.c (ReduceL1,
-# -- ReduceLogSum, ReduceLogSumExp), normalize.c (LpNorm, MVN, LRN), pool.c (LpPool) --
+# -- ReduceLogSum, ReduceLogSumExp), normalize.c (LpNorm, MVN, LRN), pool.c (LpPool),
+# -- linalg.c (Det) --
 
 def add_math_cases():
     X = (2, 3, 4)
@@ -779,6 +780,10 @@ def add_math_cases():
     case("global_lppool", "GlobalLpPool", "train",
          lambda t: [t.pow(2).sum((2, 3), keepdim=True).sqrt()],
          [P("x", Values("global_lppool").normal((2, 3, 3, 4)))], ints=[2])
+
+    # Det of each 3 x 3 matrix (linalg.c): well-conditioned matrices (identity plus noise)
+    m = Values("det").normal((2, 3, 3, 3), 0.4) + torch.eye(3)
+    case("det", "Det", "train", lambda t: [torch.linalg.det(t)], [P("x", m)])
 
 
 # -- compare.c --

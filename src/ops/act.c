@@ -140,7 +140,7 @@ static enum fm_status softmax_cost(struct fm_cost_call *call)
     fm_shape_axis(call->ctx, call->node, call->node->attrs.axis, x->rank, &axis);
     bool *o = &call->ovf;
     uint64_t e = fm_cost_numel(call, call->in[0]);
-    uint64_t rows = e / (uint64_t)x->dims[axis];
+    uint64_t rows = x->dims[axis] ? e / (uint64_t)x->dims[axis] : 0;   /* an empty axis */
     bool log = call->node->op == FM_OP_LOG_SOFTMAX;
     if (call->node->op == FM_OP_HARDMAX) {
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, e - rows);
