@@ -464,6 +464,30 @@ static void test_folded_shapes(void **state)
     fm_ctx_free(ctx);
 }
 
+/* Mod of two initializers, folded at load time as ONNX defines integer Mod (fmod 0: the sign
+ * of the divisor, Python's %): [-10, 12] mod [4, 7] = [2, 5] reshapes x (10) to (2, 5); C's %
+ * would give [-2, 5], which Reshape refuses */
+static void test_folded_mod(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = DATA "mod_shape.onnx";
+    o.count.mode = FM_MODE_INFER;
+    struct fm_session *s = test_session_ok(ctx, &o);
+    assert_int_equal(fm_graph_node_count(s->graph), 2);   /* Reshape, Relu */
+    const struct fm_node *n = fm_graph_node(s->graph, 1);
+    assert_int_equal(n->op, FM_OP_RELU);
+    const struct fm_shape *y = &fm_graph_tensor(s->graph, n->out[0])->shape;
+    assert_int_equal(y->rank, 2);
+    assert_int_equal(y->dims[0], 2);
+    assert_int_equal(y->dims[1], 5);
+    assert_int_equal(s->counts->total[FM_PHASE_FWD].prim[FM_PRIM_CMP], 10);   /* the Relu */
+    fm_session_free(s);
+    fm_ctx_free(ctx);
+}
+
 /* Every prefix and many corrupted copies of a real model: each load returns (an error or a
  * graph), none crashes or hangs. Under the sanitizer build this also checks memory. */
 static void test_corrupted_never_crash(void **state)
@@ -859,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_node_tests_trig),
         cmocka_unit_test(test_node_tests_math),
         cmocka_unit_test(test_folded_shapes),
+        cmocka_unit_test(test_folded_mod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
