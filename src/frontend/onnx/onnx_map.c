@@ -442,7 +442,7 @@ static enum fm_status map_attrs(struct ox *ox, const Onnx__NodeProto *node, cons
         }
     }
     if (!st && op == FM_OP_BITSHIFT) {
-        char dir[16];
+        char dir[16] = "";
         st = ox_attr_string(ox, node, "direction", "", dir, sizeof(dir));
         if (!st && strcmp(dir, "LEFT") != 0 && strcmp(dir, "RIGHT") != 0)
             st = ox_node_error(ox, node, FM_ERR_PARSE, "direction '%s' is neither LEFT nor RIGHT",
