@@ -672,11 +672,16 @@ static bool is_compare(enum fm_op op)
 }
 
 /* The oneDNN eltwise algorithm of a float unary op, if it has one. */
-static bool eltwise_alg(enum fm_op op, dnnl_alg_kind_t *alg, float *alpha, float *beta)
+static bool eltwise_alg(const struct fm_node *n, dnnl_alg_kind_t *alg, float *alpha,
+                        float *beta)
 {
     *alpha = 0.0f;
     *beta = 0.0f;
-    switch (op) {
+    switch (n->op) {
+    case FM_OP_ELU:   /* x > 0 ? x : alpha (exp(x) - 1) */
+        *alg = dnnl_eltwise_elu;
+        *alpha = (float)n->attrs.alpha;
+        return true;
     case FM_OP_EXP: *alg = dnnl_eltwise_exp; return true;
     case FM_OP_LOG: *alg = dnnl_eltwise_log; return true;
     case FM_OP_SQRT: *alg = dnnl_eltwise_sqrt; return true;
@@ -950,7 +955,7 @@ enum fm_status fm_cpu_ewise_fwd(struct fm_cpu *s, fm_nid id)
     if (!p)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
     s->nodes[id].priv = p;
-    if (!fm_cpu_is_int(s, n->in[0]) && eltwise_alg(n->op, &p->alg, &p->alpha, &p->beta))
+    if (!fm_cpu_is_int(s, n->in[0]) && eltwise_alg(n, &p->alg, &p->alpha, &p->beta))
         return eltwise_fwd(s, id, p);
     bool done;
     enum fm_status st = binary_fwd(s, id, &done);
