@@ -42,7 +42,7 @@ enum ew_kind {
     K_ADD, K_SUB, K_MUL, K_DIV, K_POW, K_PRELU, K_MAX, K_MIN, K_WHERE,
     K_ERF, K_SIN, K_COS, K_TAN, K_FLOOR, K_CEIL, K_SIGN,
     K_ASIN, K_ACOS, K_ATAN, K_SINH, K_COSH, K_ASINH, K_ACOSH, K_ATANH, K_SOFTPLUS, K_SOFTSIGN,
-    K_MISH,
+    K_MISH, K_SUM,
     /* forward, int32 */
     K_ADD_I, K_SUB_I, K_MUL_I, K_MAX_I, K_MIN_I, K_NEG_I, K_ABS_I,
     K_AND, K_OR, K_XOR, K_NOT,
@@ -269,6 +269,16 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     switch (e->kind) {
     case K_ADD: BIN(y, float, f[1], f[2], u + v); break;
     case K_SUB: BIN(y, float, f[1], f[2], u - v); break;
+    case K_SUM:   /* any number of operands, in order */
+        EW_SIMD
+        for (int64_t i = 0; i < n; i++)
+            y[i] = f[1][i * inc[1]];
+        for (int k = 2; k < e->nops; k++) {
+            EW_SIMD
+            for (int64_t i = 0; i < n; i++)
+                y[i] += f[k][i * inc[k]];
+        }
+        break;
     case K_MUL: BIN(y, float, f[1], f[2], u * v); break;
     case K_DIV: BIN(y, float, f[1], f[2], u / v); break;
     case K_PRELU: BIN(y, float, f[1], f[2], u > 0.0f ? u : u * v); break;
@@ -731,6 +741,7 @@ static enum ew_kind fwd_kind(enum fm_op op, bool ints)
     case FM_OP_SOFTPLUS: return K_SOFTPLUS;
     case FM_OP_SOFTSIGN: return K_SOFTSIGN;
     case FM_OP_MISH: return K_MISH;
+    case FM_OP_SUM: return K_SUM;
     case FM_OP_NEG: return K_NEG_I;
     case FM_OP_ABS: return K_ABS_I;
     case FM_OP_AND: return K_AND;
@@ -1061,6 +1072,12 @@ enum fm_status fm_cpu_ewise_bwd(struct fm_cpu *s, fm_nid id)
         st = fm_cpu_wants_grad(s, n->in[0]) ? deliver_dy(s, id, n->in[0], 1.0f) : FM_OK;
         if (!st && fm_cpu_wants_grad(s, n->in[1]))
             st = deliver_dy(s, id, n->in[1], 1.0f);
+        return st;
+    case FM_OP_SUM:   /* every input gets dy, summed down where it was broadcast */
+        for (int i = 0; i < n->n_in && !st; i++) {
+            if (fm_cpu_wants_grad(s, n->in[i]))
+                st = deliver_dy(s, id, n->in[i], 1.0f);
+        }
         return st;
     case FM_OP_SUB:
         st = fm_cpu_wants_grad(s, n->in[0]) ? deliver_dy(s, id, n->in[0], 1.0f) : FM_OK;

@@ -96,6 +96,7 @@ static const struct op_impl impls[] = {
     {FM_OP_SOFTSIGN, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
     {FM_OP_MISH, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
     {FM_OP_ELU, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
+    {FM_OP_SUM, fm_cpu_ewise_check, fm_cpu_ewise_fwd, fm_cpu_ewise_bwd},
     /* comparisons and logic: no gradient flows through them */
     {FM_OP_EQUAL, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
     {FM_OP_LESS, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
