@@ -134,7 +134,12 @@ static const char *const ops[] = {
     "Unsqueeze", "Concat", "Split", "Slice", "Gather", "Expand", "Tile", "Pad", "Resize",
     "Upsample", "ConstantOfShape", "Range", "Cast", "Identity", "Dropout", "Constant", "Shape",
     "Size", "ArgMax", "TopK", "NonZero", "Floor", "Ceil", "Round", "Sign", "Mod",
-    "ReduceLogSumExp", "NoSuchOp"};
+    "ReduceLogSumExp", "NoSuchOp",
+    /* issue 14's math ops */
+    "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf", "IsNaN", "Elu",
+    "Selu", "Celu", "Softplus", "Softsign", "Mish", "ThresholdedRelu", "Shrink", "Hardmax",
+    "BitShift", "Sum", "Mean", "ReduceL1", "ReduceLogSum", "LpNormalization",
+    "MeanVarianceNormalization", "LRN", "LpPool", "GlobalLpPool"};
 static const char *const attr_names[] = {
     "alpha", "approximate", "auto_pad", "axes", "axis", "beta", "ceil_mode",
     "count_include_pad", "dilations", "epsilon", "equation", "group", "keepdims",
@@ -142,11 +147,12 @@ static const char *const attr_names[] = {
     "output_padding", "output_shape", "pads", "perm", "ratio", "strides", "to", "upper",
     "value", "value_ints", "value_float", "split", "transA", "transB", "exclusive", "reverse",
     "k", "largest", "sorted", "fmod", "scales", "sizes", "coordinate_transformation_mode",
-    "stash_type", "training_mode", "momentum", "spatial", "storage_order"};
+    "stash_type", "training_mode", "momentum", "spatial", "storage_order", "p", "size",
+    "lambd", "bias", "gamma", "direction", "detect_negative", "detect_positive"};
 static const char *const strings[] = {"", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID",
                                       "nearest", "linear", "cubic", "tanh", "none", "ij,jk->ik",
                                       "bij,bjk->bik", "ii->i", "i,i", "...ij->...ji", "constant",
-                                      "reflect", "edge", "??"};
+                                      "reflect", "edge", "??", "LEFT", "RIGHT"};
 
 /* ---- control flow: If, Loop and Scan around one node, nested up to 3 deep ---- */
 

@@ -221,6 +221,11 @@ FM_API const char *fm_class_name(enum fm_class cls);
     /*   X (N,C,...), scale (C), bias (C); groups, eps */                                       \
     X(INSTANCENORM, instancenorm, "InstanceNorm", NORM, "InstanceNormalization", norm, "xPP*")  \
     /*   X (N,C,...), scale (C), bias (C); eps */                                               \
+    /* normalize.c: normalizations without parameters */                                        \
+    X(LP_NORM, lp_norm, "LpNorm", NORM, "LpNormalization", attrs, "") /* axis; ints = {p} */    \
+    X(MVN, mvn, "MeanVarianceNorm", NORM, "MeanVarianceNormalization", attrs, "")               \
+    /*   ints = the axes (ONNX's default 0, 2, 3) */                                            \
+    X(LRN, lrn, "LRN", NORM, "LRN", attrs, "") /* ints = {size}; alpha, beta, eps = bias */     \
     /* act.c: one tensor in, one out, per element; Softmax/LogSoftmax per row along axis */     \
     X(RELU, relu, "ReLU", ACTIVATION, "Relu", act, "")                                          \
     X(CLIP, clip, "Clip", ACTIVATION, "Clip", act, "xCC*") /* ReLU6 is Clip(0, 6): lo, hi */    \
@@ -235,6 +240,16 @@ FM_API const char *fm_class_name(enum fm_class cls);
     /*   alpha, beta */                                                                         \
     X(SOFTMAX, softmax, "Softmax", ACTIVATION, "Softmax", softmax, "") /* axis */               \
     X(LOG_SOFTMAX, log_softmax, "LogSoftmax", ACTIVATION, "LogSoftmax", softmax, "")            \
+    X(ELU, elu, "ELU", ACTIVATION, "Elu", act, "") /* alpha */                                  \
+    X(SELU, selu, "SELU", ACTIVATION, "Selu", act, "") /* alpha, beta = gamma */                \
+    X(CELU, celu, "CELU", ACTIVATION, "Celu", act, "") /* alpha */                              \
+    X(SOFTPLUS, softplus, "Softplus", ACTIVATION, "Softplus", act, "")                          \
+    X(SOFTSIGN, softsign, "Softsign", ACTIVATION, "Softsign", act, "")                          \
+    X(MISH, mish, "Mish", ACTIVATION, "Mish", act, "")                                          \
+    X(THRESHOLDED_RELU, thresholded_relu, "ThresholdedReLU", ACTIVATION, "ThresholdedRelu",     \
+      act, "") /* alpha */                                                                      \
+    X(SHRINK, shrink, "Shrink", ACTIVATION, "Shrink", act, "") /* lo = lambd, beta = bias */    \
+    X(HARDMAX, hardmax, "Hardmax", ACTIVATION, "Hardmax", softmax, "") /* axis */               \
     /* pool.c: kernel, stride, pad, dilation, FM_ATTR_CEIL_MODE, FM_ATTR_COUNT_PAD */           \
     X(MAXPOOL, maxpool, "MaxPool", POOL, "MaxPool", pool, "")                                   \
     X(AVGPOOL, avgpool, "AvgPool", POOL, "AveragePool", pool, "")                               \
@@ -242,11 +257,16 @@ FM_API const char *fm_class_name(enum fm_class cls);
     /*   output size (h, w) in out_size */                                                      \
     X(GLOBAL_AVGPOOL, global_avgpool, "GlobalAvgPool", POOL, "GlobalAveragePool", plain, "")    \
     X(GLOBAL_MAXPOOL, global_maxpool, "GlobalMaxPool", POOL, "GlobalMaxPool", plain, "")        \
+    X(LPPOOL, lppool, "LpPool", POOL, "LpPool", pool, "") /* as AvgPool; ints = {p} */          \
+    X(GLOBAL_LPPOOL, global_lppool, "GlobalLpPool", POOL, "GlobalLpPool", attrs, "") /* {p} */  \
     /* eltwise.c: two tensors, numpy broadcasting */                                            \
     X(ADD, add, "Add", ELEMENTWISE, "Add", plain, "")                                           \
     X(SUB, sub, "Sub", ELEMENTWISE, "Sub", plain, "")                                           \
     X(MUL, mul, "Mul", ELEMENTWISE, "Mul", plain, "")                                           \
     X(DIV, div, "Div", ELEMENTWISE, "Div", plain, "")                                           \
+    X(MOD, mod, "Mod", ELEMENTWISE, "Mod", attrs, "xC*") /* ints = {fmod} */                    \
+    X(SUM, sum, "Sum", ELEMENTWISE, "Sum", variadic, "") /* 1.. inputs, broadcast */            \
+    X(MEAN, mean, "Mean", ELEMENTWISE, "Mean", variadic, "")                                    \
     /* shape.c: data movement, no arithmetic */                                                 \
     X(CONCAT, concat, "Concat", DATA_MOVEMENT, "Concat", concat, "T*") /* axis */               \
     X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT, "Flatten", axis, "T") /* axis */              \
@@ -295,6 +315,9 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(MIN, min, "Min", ELEMENTWISE, "Min", variadic, "")                                        \
     X(TRILU, trilu, "Trilu", ELEMENTWISE, "Trilu", int_operand, "xC*")                          \
     /*   X (..., M, N); ints = {k, upper} */                                                    \
+    X(ISINF, isinf, "IsInf", ELEMENTWISE, "IsInf", plain, "C*")                                 \
+    X(ISNAN, isnan, "IsNaN", ELEMENTWISE, "IsNaN", plain, "C*")                                 \
+    X(BITSHIFT, bitshift, "BitShift", ELEMENTWISE, "BitShift", attrs, "C*") /* ints={right} */  \
     /* reduce.c: axes in ints (none = all), FM_ATTR_KEEPDIMS; CumSum along axis */              \
     X(REDUCE_SUM, reduce_sum, "ReduceSum", REDUCTION, "ReduceSum", reduce, "xC*")               \
     X(REDUCE_MEAN, reduce_mean, "ReduceMean", REDUCTION, "ReduceMean", reduce, "xC*")           \
@@ -303,6 +326,10 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(REDUCE_PROD, reduce_prod, "ReduceProd", REDUCTION, "ReduceProd", reduce, "xC*")           \
     X(REDUCE_L2, reduce_l2, "ReduceL2", REDUCTION, "ReduceL2", reduce, "xC*")                   \
     X(REDUCE_SUM_SQUARE, reduce_sum_square, "ReduceSumSquare", REDUCTION, "ReduceSumSquare",    \
+      reduce, "xC*")                                                                            \
+    X(REDUCE_L1, reduce_l1, "ReduceL1", REDUCTION, "ReduceL1", reduce, "xC*")                   \
+    X(REDUCE_LOG_SUM, reduce_log_sum, "ReduceLogSum", REDUCTION, "ReduceLogSum", reduce, "xC*") \
+    X(REDUCE_LOG_SUM_EXP, reduce_log_sum_exp, "ReduceLogSumExp", REDUCTION, "ReduceLogSumExp",  \
       reduce, "xC*")                                                                            \
     X(CUMSUM, cumsum, "CumSum", REDUCTION, "CumSum", int_operand, "xC*")                        \
     /* tensor.c: data movement whose integer operands the importer put into ints */             \
@@ -337,7 +364,17 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(FLOOR, floor, "Floor", ELEMENTWISE, "Floor", plain, "")                                   \
     X(CEIL, ceil, "Ceil", ELEMENTWISE, "Ceil", plain, "")                                       \
     X(ROUND, round, "Round", ELEMENTWISE, "Round", plain, "")                                   \
-    X(SIGN, sign, "Sign", ELEMENTWISE, "Sign", plain, "")
+    X(SIGN, sign, "Sign", ELEMENTWISE, "Sign", plain, "")                                       \
+    X(ASIN, asin, "Asin", ELEMENTWISE, "Asin", plain, "")                                       \
+    X(ACOS, acos, "Acos", ELEMENTWISE, "Acos", plain, "")                                       \
+    X(ATAN, atan, "Atan", ELEMENTWISE, "Atan", plain, "")                                       \
+    X(SINH, sinh, "Sinh", ELEMENTWISE, "Sinh", plain, "")                                       \
+    X(COSH, cosh, "Cosh", ELEMENTWISE, "Cosh", plain, "")                                       \
+    X(ASINH, asinh, "Asinh", ELEMENTWISE, "Asinh", plain, "")                                   \
+    X(ACOSH, acosh, "Acosh", ELEMENTWISE, "Acosh", plain, "")                                   \
+    X(ATANH, atanh, "Atanh", ELEMENTWISE, "Atanh", plain, "")                                   \
+    /* linalg.c: batched matrices */                                                            \
+    X(DET, det, "Det", MATMUL, "Det", plain, "") /* X (..., n, n) -> (...) */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_

@@ -731,6 +731,30 @@ static void test_trig_and_rounding(void **state)
         {FM_OP_CEIL, "ceil(x) | 0", PRIMS(0, 0, 0, 0, 1, 0), PRIMS(0, 0, 0, 0, 0, 0), 0, true},
         {FM_OP_ROUND, "round(x) | 0", PRIMS(0, 0, 0, 0, 1, 0), PRIMS(0, 0, 0, 0, 0, 0), 0, true},
         {FM_OP_SIGN, "sign(x) | 0", PRIMS(0, 0, 0, 0, 1, 0), PRIMS(0, 0, 0, 0, 0, 0), 0, true},
+        /* asin | x*x, 1-, sqrt, dy/ */
+        {FM_OP_ASIN, "asin(x) | dy/sqrt(1-x*x)", PRIMS(0, 0, 0, 0, 0, 1),
+         PRIMS(0, 1, 1, 1, 0, 1), 1, false},
+        /* acos | x*x, 1-, sqrt, -dy/ (the sign folded) */
+        {FM_OP_ACOS, "acos(x) | -dy/sqrt(1-x*x)", PRIMS(0, 0, 0, 0, 0, 1),
+         PRIMS(0, 1, 1, 1, 0, 1), 1, false},
+        /* atan | x*x, 1+, dy/ */
+        {FM_OP_ATAN, "atan(x) | dy/(1+x*x)", PRIMS(0, 0, 0, 0, 0, 1), PRIMS(0, 1, 1, 1, 0, 0),
+         1, false},
+        /* sinh | cosh, dy* */
+        {FM_OP_SINH, "sinh(x) | dy*cosh(x)", PRIMS(0, 0, 0, 0, 0, 1), PRIMS(0, 0, 1, 0, 0, 1),
+         1, false},
+        /* cosh | sinh, dy* */
+        {FM_OP_COSH, "cosh(x) | dy*sinh(x)", PRIMS(0, 0, 0, 0, 0, 1), PRIMS(0, 0, 1, 0, 0, 1),
+         1, false},
+        /* asinh | x*x, +1, sqrt, dy/ */
+        {FM_OP_ASINH, "asinh(x) | dy/sqrt(x*x+1)", PRIMS(0, 0, 0, 0, 0, 1),
+         PRIMS(0, 1, 1, 1, 0, 1), 1, false},
+        /* acosh | x*x, -1, sqrt, dy/ */
+        {FM_OP_ACOSH, "acosh(x) | dy/sqrt(x*x-1)", PRIMS(0, 0, 0, 0, 0, 1),
+         PRIMS(0, 1, 1, 1, 0, 1), 1, false},
+        /* atanh | x*x, 1-, dy/ */
+        {FM_OP_ATANH, "atanh(x) | dy/(1-x*x)", PRIMS(0, 0, 0, 0, 0, 1), PRIMS(0, 1, 1, 1, 0, 0),
+         1, false},
     };
     const uint64_t E = 2 * 3 * 4, B = E * 4;   /* fp32 */
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -775,6 +799,435 @@ static void test_trig_and_rounding(void **state)
     assert_int_equal(fm_graph_add_node(t.g, FM_OP_FLOOR, "floor", NULL, &xi, 1, NULL, 1, NULL),
                      FM_ERR_SHAPE);
     EXPECT_MESSAGE(t.ctx, "floor", "int64", "not a float");
+    tg_free(&t);
+}
+
+/* act.c: ELU, SELU, CELU, Softplus, Softsign, Mish, ThresholdedReLU, Shrink, per element E;
+ * each keeps one tensor (x or y) for its backward */
+static void test_activations_more(void **state)
+{
+    (void)state;
+    const struct {
+        enum fm_op op;
+        const char *formula;
+        struct prims fwd, bwd;   /* per element */
+    } cases[] = {
+        /* x>0 ?, exp, -1, a* | y>0 ?, y+a, dy* */
+        {FM_OP_ELU, "x>0 ? x : a(exp(x)-1) | dy*(y>0 ? 1 : y+a)", PRIMS(0, 1, 1, 0, 1, 1),
+         PRIMS(0, 1, 1, 0, 1, 0)},
+        /* g*x; exp, -1, (g*a)*; select | y>0 ?, y+g*a, dy* */
+        {FM_OP_SELU, "x>0 ? g*x : g*a(exp(x)-1) | dy*(y>0 ? g : y+g*a)",
+         PRIMS(0, 1, 2, 0, 1, 1), PRIMS(0, 1, 1, 0, 1, 0)},
+        /* x/a, exp, -1, a*, select | y>0 ?, y/a, +1, dy* */
+        {FM_OP_CELU, "x>0 ? x : a(exp(x/a)-1) | dy*(y>0 ? 1 : y/a+1)", PRIMS(0, 1, 1, 1, 1, 1),
+         PRIMS(0, 1, 1, 1, 1, 0)},
+        /* exp, 1+, log | exp(-x), 1+, dy/ */
+        {FM_OP_SOFTPLUS, "log(1+exp(x)) | dy/(1+exp(-x))", PRIMS(0, 1, 0, 0, 0, 2),
+         PRIMS(0, 1, 0, 1, 0, 1)},
+        /* |x|, 1+, x/ | |x|, 1+, ()^2, dy/ */
+        {FM_OP_SOFTSIGN, "x/(1+|x|) | dy/(1+|x|)^2", PRIMS(0, 1, 0, 1, 1, 0),
+         PRIMS(0, 1, 1, 1, 1, 0)},
+        /* exp, 1+, log, tanh, x* | e, 1+e, log, tanh (1 add, 3 special); e/(1+e) (1 div);
+         * t*t, 1-, x*s, *(1-t^2), t+, dy* (4 mul, 2 add) */
+        {FM_OP_MISH, "x*tanh(log(1+exp(x)))", PRIMS(0, 1, 1, 0, 0, 3), PRIMS(0, 3, 4, 1, 0, 3)},
+        /* x>a ? | dy*(x>a) as a select */
+        {FM_OP_THRESHOLDED_RELU, "x>a ? x : 0 | dy*(x>a)", PRIMS(0, 0, 0, 0, 1, 0),
+         PRIMS(0, 0, 0, 0, 1, 0)},
+        /* x+b, x-b, two selects | |x|>l: two compares of x */
+        {FM_OP_SHRINK, "x<-l ? x+b : x>l ? x-b : 0 | dy*(|x|>l)", PRIMS(0, 2, 0, 0, 2, 0),
+         PRIMS(0, 0, 0, 0, 2, 0)},
+    };
+    const uint64_t E = 2 * 3 * 4, B = E * 4;   /* fp32 */
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, cases[i].op, "f", NULL, ACT(&t, "x", 2, 3, 4));
+        EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 4);
+        struct fm_node_cost c = COST(&t, n);
+        struct prims f, b;
+        for (int p = 0; p < FM_PRIM_COUNT; p++) {
+            f.p[p] = cases[i].fwd.p[p] * E;
+            b.p[p] = cases[i].bwd.p[p] * E;
+        }
+        print_message("  %s: %s\n", fm_op_name(cases[i].op), cases[i].formula);
+        expect_work_(&c.phase[FWD], "fwd", f, __FILE__, __LINE__);
+        EXPECT_BYTES(c, FWD, B, B);                 /* X read, Y written */
+        expect_work_(&c.phase[BD], "bwd_data", b, __FILE__, __LINE__);
+        EXPECT_BYTES(c, BD, B + B, B);              /* dY and the kept x or y read; dX written */
+        EXPECT_NONE(c, BW);
+        struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+        expect_work_(&ci.phase[FWD], "fwd", f, __FILE__, __LINE__);
+        EXPECT_NONE(ci, BD);
+        struct tg u = tg_new();
+        n = NODE(&u, cases[i].op, "f", NULL, INPUT(&u, "x", 2, 3, 4));
+        c = COST(&u, n);
+        expect_work_(&c.phase[FWD], "fwd", f, __FILE__, __LINE__);
+        EXPECT_NONE(c, BD);
+        tg_free(&u);
+        tg_free(&t);
+    }
+}
+
+/* Hardmax: one-hot of the row's maximum along axis, rows R of L: E-R cmp; zero gradient */
+static void test_hardmax(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.axis = 1;   /* (2, 3, 4) along axis 1: R = 2*4 = 8 rows of L = 3 */
+    fm_nid n = NODE(&t, FM_OP_HARDMAX, "hm", &a, ACT(&t, "x", 2, 3, 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 4);
+    const uint64_t E = 24, R = 8, B = E * 4;
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, E - R, 0);
+    EXPECT_BYTES(c, FWD, B, B);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);               /* zeros written, nothing computed or read */
+    EXPECT_BYTES(c, BD, 0, B);
+    assert_int_equal(c.saved_bytes, 0);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 0, 0, 0, E - R, 0);
+    EXPECT_NONE(ci, BD);
+    a.axis = -1;  /* R = 6 rows of 4, from the network input: no gradient */
+    n = NODE(&t, FM_OP_HARDMAX, "hm2", &a, INPUT(&t, "x2", 2, 3, 4));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, E - 6, 0);
+    EXPECT_NONE(c, BD);
+    tg_free(&t);
+}
+
+/* compare.c: IsInf, IsNaN (bool out, E cmp), BitShift (integers, E cmp); no gradient */
+static void test_isinf_isnan_bitshift(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    const enum fm_op ops[] = {FM_OP_ISINF, FM_OP_ISNAN};
+    for (int i = 0; i < 2; i++) {
+        fm_nid n = NODE(&t, ops[i], i ? "nan" : "inf", NULL, ACT(&t, i ? "x1" : "x0", 2, 3, 4));
+        EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 4);
+        assert_int_equal(fm_graph_tensor(t.g, out_of(&t, n))->dtype, FM_DTYPE_BOOL);
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 0, 0, 0, 0, 24, 0);         /* one comparison per element */
+        EXPECT_BYTES(c, FWD, 24 * 4, 24 * 1);      /* fp32 read, bool written */
+        EXPECT_NONE(c, BD);                        /* a bool result carries no gradient */
+    }
+    /* BitShift: (2, 3) uint8 << (3) broadcast: 6 shifts, uint8 out */
+    fm_tid a = tensor(&t, "a", FM_ROLE_INPUT, FM_DTYPE_UINT8, SHAPE(2, 3));
+    fm_tid b = tensor(&t, "b", FM_ROLE_INPUT, FM_DTYPE_UINT8, SHAPE(3));
+    fm_nid n = NODE(&t, FM_OP_BITSHIFT, "shl", NULL, a, b);
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 3);
+    assert_int_equal(fm_graph_tensor(t.g, out_of(&t, n))->dtype, FM_DTYPE_UINT8);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 6, 0);
+    EXPECT_BYTES(c, FWD, 6 + 3, 6);
+    EXPECT_NONE(c, BD);
+    /* floats are refused: IsInf of int64, BitShift of fp32 */
+    fm_tid xi = tensor(&t, "xi", FM_ROLE_INPUT, FM_DTYPE_INT64, SHAPE(5));
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_ISINF, "badinf", NULL, &xi, 1, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "badinf", "int64", "not a float");
+    fm_tid f[2] = {INPUT(&t, "f", 5), xi};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_BITSHIFT, "badshift", NULL, f, 2, NULL, 1,
+                                       NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "badshift", "fp32", "not an integer");
+    tg_free(&t);
+}
+
+/* eltwise.c: Mod (E div + cmp + mul + add | dB: E div + cmp + mul), Sum and Mean of n inputs */
+static void test_mod_sum_mean(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.ints[0] = 1;   /* fmod: floats need it */
+    a.nints = 1;
+    /* A (2,3,4) mod B (3,1): E = 24; B's gradient sums 24 -> 3: 21 adds */
+    const uint64_t E = 24, own_b = 3, B4 = 4;
+    fm_nid n = NODE(&t, FM_OP_MOD, "mod", &a, ACT(&t, "a", 2, 3, 4), PARAM(&t, "b", 3, 1));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 4);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, E, E, E, E, 0);               /* q = a/b, round it, q*b, a - q*b */
+    EXPECT_BYTES(c, FWD, (E + own_b) * B4, E * B4);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);                /* dA = dy */
+    EXPECT_BYTES(c, BD, E * B4 + (E + own_b) * B4, E * B4);   /* dY, A and B read; dA */
+    /* dB = -dy * q, q recomputed (div, cmp, mul), summed to (3,1) */
+    EXPECT(c, BW, 0, E - own_b, E, E, E, 0);
+    EXPECT_BYTES(c, BW, 0, own_b * B4);   /* the reads are counted once, with dA's */
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, E, E, E, E, 0);
+    EXPECT_NONE(ci, BD);
+    EXPECT_NONE(ci, BW);
+    /* integers (ONNX's usual Mod), fmod 0: the same forward; no gradient */
+    fm_tid ia = tensor(&t, "ia", FM_ROLE_INPUT, FM_DTYPE_INT32, SHAPE(6));
+    fm_tid ib = tensor(&t, "ib", FM_ROLE_INPUT, FM_DTYPE_INT32, SHAPE(6));
+    n = NODE(&t, FM_OP_MOD, "imod", NULL, ia, ib);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 6, 6, 6, 6, 0);
+    EXPECT_BYTES(c, FWD, 12 * 4, 6 * 4);
+    EXPECT_NONE(c, BD);
+    /* float Mod with fmod 0 is not ONNX */
+    fm_tid fab[2] = {INPUT(&t, "fa", 6), INPUT(&t, "fb", 6)};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_MOD, "badmod", NULL, fab, 2, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "badmod", "fmod=1");
+
+    /* Sum and Mean of X (2,3,4), P (3,4) a parameter, Z (2,1,4) the network input: E = 24 */
+    const enum fm_op vops[] = {FM_OP_SUM, FM_OP_MEAN};
+    for (int i = 0; i < 2; i++) {
+        bool mean = vops[i] == FM_OP_MEAN;
+        char nx[8], np[8], nz[8];
+        snprintf(nx, sizeof(nx), "x%d", i);
+        snprintf(np, sizeof(np), "p%d", i);
+        snprintf(nz, sizeof(nz), "z%d", i);
+        n = NODE(&t, vops[i], mean ? "mean" : "sum", NULL, ACT(&t, nx, 2, 3, 4),
+                 PARAM(&t, np, 3, 4), INPUT(&t, nz, 2, 1, 4));
+        EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 4);
+        c = COST(&t, n);
+        /* (n-1)E adds; Mean divides by n: E div */
+        EXPECT(c, FWD, 0, 2 * E, 0, mean ? E : 0, 0, 0);
+        EXPECT_BYTES(c, FWD, (24 + 12 + 8) * B4, E * B4);
+        /* dX = dy (Mean: / 3, 24 div); dP = dy summed 24 -> 12 (12 add; Mean: 12 div); Z none */
+        EXPECT(c, BD, 0, 0, 0, mean ? 24 : 0, 0, 0);
+        EXPECT_BYTES(c, BD, E * B4, 24 * B4);
+        EXPECT(c, BW, 0, 12, 0, mean ? 12 : 0, 0, 0);
+        EXPECT_BYTES(c, BW, 0, 12 * B4);  /* dY was read once, with dX's */
+        ci = cost_mode(&t, n, FM_MODE_INFER);
+        EXPECT(ci, FWD, 0, 2 * E, 0, mean ? E : 0, 0, 0);
+        EXPECT_NONE(ci, BD);
+    }
+    tg_free(&t);
+}
+
+/* reduce.c: ReduceL1, ReduceLogSum, ReduceLogSumExp; E = 24 in, O = 6 out */
+static void test_reduce_l1_logsum(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.ints[0] = 2;   /* (2, 3, 4) over axis 2 -> (2, 3) */
+    a.nints = 1;
+    const uint64_t E = 24, O = 6, B4 = 4;
+    fm_nid l1 = NODE(&t, FM_OP_REDUCE_L1, "l1", &a, ACT(&t, "x0", 2, 3, 4));
+    fm_nid ls = NODE(&t, FM_OP_REDUCE_LOG_SUM, "ls", &a, ACT(&t, "x1", 2, 3, 4));
+    a.flags |= FM_ATTR_KEEPDIMS;
+    fm_nid lse = NODE(&t, FM_OP_REDUCE_LOG_SUM_EXP, "lse", &a, ACT(&t, "x2", 2, 3, 4));
+    EXPECT_SHAPE(&t, out_of(&t, l1), 2, 3);
+    EXPECT_SHAPE(&t, out_of(&t, lse), 2, 3, 1);
+    /* l1: |x| (E cmp), E-O adds | dy * sign(x): E cmp + E mul; reads dY and x */
+    struct fm_node_cost c = COST(&t, l1);
+    EXPECT(c, FWD, 0, E - O, 0, 0, E, 0);
+    EXPECT_BYTES(c, FWD, E * B4, O * B4);
+    EXPECT(c, BD, 0, 0, E, 0, E, 0);
+    EXPECT_BYTES(c, BD, (O + E) * B4, E * B4);
+    /* log sum: E-O adds, O logs | dy * exp(-y): O special + O mul; reads dY and y */
+    c = COST(&t, ls);
+    EXPECT(c, FWD, 0, E - O, 0, 0, 0, O);
+    EXPECT(c, BD, 0, 0, O, 0, 0, O);
+    EXPECT_BYTES(c, BD, (O + O) * B4, E * B4);
+    /* log sum exp: max (E-O cmp), x-m (E add), exp (E special), sum (E-O add), log (O special),
+     * +m (O add) | dy * exp(x - y): E add, E special, E mul; reads dY, x and y */
+    c = COST(&t, lse);
+    EXPECT(c, FWD, 0, E + (E - O) + O, 0, 0, E - O, E + O);
+    EXPECT(c, BD, 0, E, E, 0, 0, E);
+    EXPECT_BYTES(c, BD, (O + E + O) * B4, E * B4);
+    struct fm_node_cost ci = cost_mode(&t, lse, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 2 * E, 0, 0, E - O, E + O);
+    EXPECT_NONE(ci, BD);
+    /* from the network input: no backward */
+    fm_nid n = NODE(&t, FM_OP_REDUCE_L1, "l1in", &a, INPUT(&t, "xin", 2, 3, 4));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, E - O, 0, 0, E, 0);
+    EXPECT_NONE(c, BD);
+    tg_free(&t);
+}
+
+/* normalize.c: LpNormalization, MeanVarianceNormalization, LRN */
+static void test_lp_mvn_lrn(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    const uint64_t B4 = 4;
+    /* LpNorm p=2 along axis 1 of (2, 3, 4): R = 8 rows of 3, E = 24 */
+    struct fm_attrs a = attrs();
+    a.axis = 1;
+    a.ints[0] = 2;
+    a.nints = 1;
+    uint64_t E = 24, R = 8;
+    fm_nid n = NODE(&t, FM_OP_LP_NORM, "lp2", &a, ACT(&t, "x0", 2, 3, 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 4);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, E - R, E, E, 0, R);           /* x*x, sum, sqrt, x/n */
+    EXPECT_BYTES(c, FWD, E * B4, E * B4 + R * 4);   /* + n per row, fp32, kept */
+    EXPECT(c, BD, 0, 2 * E - R, 2 * E, E, 0, 0);    /* dy*y, sum, y*s, dy-, /n */
+    EXPECT_BYTES(c, BD, (E + E) * B4 + R * 4, E * B4);   /* dY, y, n */
+    assert_int_equal(c.saved_bytes, R * 4);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, E - R, E, E, 0, R);
+    EXPECT_BYTES(ci, FWD, E * B4, E * B4);
+    EXPECT_NONE(ci, BD);
+    /* p=1, last axis: R = 6 rows of 4 */
+    a.axis = -1;
+    a.ints[0] = 1;
+    n = NODE(&t, FM_OP_LP_NORM, "lp1", &a, ACT(&t, "x1", 2, 3, 4));
+    R = 6;
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, E - R, 0, E, E, 0);           /* |x|, sum, x/n */
+    EXPECT(c, BD, 0, 2 * E - R, 2 * E, E, E, 0);    /* dy*y, sum, sign(y)*s, dy-, /n */
+    a.ints[0] = 3;
+    fm_tid x3 = ACT(&t, "x3", 2, 3);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_LP_NORM, "lp3", &a, &x3, 1, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "lp3", "1 or 2");
+
+    /* MVN over axes 0, 2, 3 of (2, 3, 2, 2): G = 3 groups of S = 8, E = 24 */
+    a = attrs();
+    a.ints[0] = 0, a.ints[1] = 2, a.ints[2] = 3;
+    a.nints = 3;
+    E = 24;
+    const uint64_t G = 3;
+    n = NODE(&t, FM_OP_MVN, "mvn", &a, ACT(&t, "x4", 2, 3, 2, 2));
+    c = COST(&t, n);
+    /* add: mean (E-G), mean of x*x (E-G), var (G), +eps (G), x-m (E) = 3E;
+     * mul: x*x (E), m*m (G); div: two means (2G), /s (E); special: sqrt (G) */
+    EXPECT(c, FWD, 0, 3 * E, E + G, E + 2 * G, 0, G);
+    EXPECT_BYTES(c, FWD, E * B4, E * B4 + G * 4);
+    /* add: mean(dy) (E-G), mean(dy*y) (E-G), s = sd+eps (G), two subtractions (2E) = 4E-G;
+     * mul: dy*y (E), k*mean (G), y*() (E); div: two means (2G), s/sd (G), /s (E) */
+    EXPECT(c, BD, 0, 4 * E - G, 2 * E + G, E + 3 * G, 0, 0);
+    EXPECT_BYTES(c, BD, (E + E) * B4 + G * 4, E * B4);
+    n = NODE(&t, FM_OP_MVN, "mvnin", &a, INPUT(&t, "x5", 2, 3, 2, 2));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 3 * E, E + G, E + 2 * G, 0, G);
+    EXPECT_NONE(c, BD);
+
+    /* LRN, size 3 over C = 4 channels of (1, 4, 2, 2): windows [0,1] [0,2] [1,3] [2,3] (lo 1,
+     * hi 1) of 2, 3, 3, 2 channels: 1 + 2 + 2 + 1 = 6 adds per position, P = 4 positions */
+    a = attrs();
+    a.ints[0] = 3;
+    a.nints = 1;
+    E = 16;
+    uint64_t W = 4 * 6;
+    n = NODE(&t, FM_OP_LRN, "lrn", &a, ACT(&t, "x6", 1, 4, 2, 2));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, E + W, 2 * E, E, 0, E);       /* x*x, sums, alpha/size*, +bias, pow, / */
+    EXPECT_BYTES(c, FWD, E * B4, E * B4 + E * B4);  /* + d, kept */
+    /* d^-beta, dy*, dy*y/d (mul, div), window sums, x_i*, *const, difference */
+    EXPECT(c, BD, 0, E + W, 4 * E, E, 0, E);
+    EXPECT_BYTES(c, BD, (E + E + E + E) * B4, E * B4);   /* dY, x, y, d */
+    /* size 4 (lo 1, hi 2) over C = 3: windows [0,2] [0,2] [1,2]: 2 + 2 + 1 = 5 adds per
+     * position; (2, 3, 5): P = 2*5 = 10; size 1: no adds */
+    a.ints[0] = 4;
+    E = 30;
+    W = 10 * 5;
+    n = NODE(&t, FM_OP_LRN, "lrn4", &a, INPUT(&t, "x7", 2, 3, 5));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, E + W, 2 * E, E, 0, E);
+    EXPECT_NONE(c, BD);
+    a.ints[0] = 1;
+    n = NODE(&t, FM_OP_LRN, "lrn1", &a, INPUT(&t, "x8", 2, 3, 5));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, E, 2 * E, E, 0, E);
+    /* a window far wider than C: every window is all C channels, C*(C-1) adds per position */
+    a.ints[0] = 1001;
+    n = NODE(&t, FM_OP_LRN, "lrnw", &a, INPUT(&t, "x9", 2, 3, 5));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, E + 10 * 3 * 2, 2 * E, E, 0, E);
+    tg_free(&t);
+}
+
+/* pool.c: LpPool and GlobalLpPool, O outputs of windows of k */
+static void test_lppool(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.kernel[0] = a.kernel[1] = 2;
+    a.stride[0] = a.stride[1] = 2;
+    a.ints[0] = 2;
+    a.nints = 1;
+    /* (1, 2, 4, 4) -> (1, 2, 2, 2): O = 8, k = 4, O*k = 32 window elements */
+    fm_nid n = NODE(&t, FM_OP_LPPOOL, "lp", &a, ACT(&t, "x0", 1, 2, 4, 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 2, 2, 2);
+    uint64_t O = 8, K = 32;
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, K - O, K, 0, 0, O);            /* x*x, k-1 adds, sqrt */
+    EXPECT_BYTES(c, FWD, K * 4, O * 4);
+    EXPECT(c, BD, 0, K, K, K, 0, 0);                 /* dy*x/y; the scatter */
+    EXPECT_BYTES(c, BD, (O + K + O) * 4, K * 4);     /* dY, x, y */
+    /* p = 1: |x| and the sum | dy*sign(x), scatter */
+    a.ints[0] = 1;
+    n = NODE(&t, FM_OP_LPPOOL, "lp1", &a, ACT(&t, "x1", 1, 2, 4, 4));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, K - O, 0, 0, K, 0);
+    EXPECT(c, BD, 0, K, K, 0, K, 0);
+    EXPECT_BYTES(c, BD, (O + K) * 4, K * 4);         /* dY, x */
+    /* p = 3: pow per element, root per output | |x|^(p-1), y^(p-1) per output, /, sign, dy* */
+    a.ints[0] = 3;
+    n = NODE(&t, FM_OP_LPPOOL, "lp3", &a, ACT(&t, "x2", 1, 2, 4, 4));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, K - O, 0, 0, 0, K + O);
+    EXPECT(c, BD, 0, K, K, K, K, K + O);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, K - O, 0, 0, 0, K + O);
+    EXPECT_NONE(ci, BD);
+    /* global, p = 2, from the network input: (2, 3, 4, 5) -> (2, 3, 1, 1): O = 6, E = 120 */
+    a = attrs();
+    a.ints[0] = 2;
+    a.nints = 1;
+    n = NODE(&t, FM_OP_GLOBAL_LPPOOL, "glp", &a, INPUT(&t, "x3", 2, 3, 4, 5));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 1, 1);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 120 - 6, 120, 0, 0, 6);
+    EXPECT_NONE(c, BD);
+    n = NODE(&t, FM_OP_GLOBAL_LPPOOL, "glp2", &a, ACT(&t, "x4", 2, 3, 4, 5));
+    c = COST(&t, n);
+    EXPECT(c, BD, 0, 120, 120, 120, 0, 0);
+    a.ints[0] = 0;
+    fm_tid x5 = ACT(&t, "x5", 2, 3, 4, 5);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_GLOBAL_LPPOOL, "glp0", &a, &x5, 1, NULL, 1,
+                                       NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "glp0", "positive");
+    tg_free(&t);
+}
+
+/* linalg.c: Det of (2, 3, 3): B = 2 matrices of n = 3 */
+static void test_det(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    fm_nid n = NODE(&t, FM_OP_DET, "det", NULL, ACT(&t, "x", 2, 3, 3));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2);
+    /* per matrix, LU with partial pivoting, m = 2, 1 rows below the diagonal of columns 0, 1:
+     * pivots 2 + 1 = 3 cmp, multipliers 3 div, updates 2*2 + 1*1 = 5 mac ((n-1)n(2n-1)/6 =
+     * 2*3*5/6); det = product of the 3 diagonal elements: 2 mul */
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 2 * 5, 0, 2 * 2, 2 * 3, 2 * 3, 0);
+    const uint64_t bx = 2 * 9 * 4, by = 2 * 4, saved = bx + 2 * 3 * 4;   /* LU, int32 pivots */
+    EXPECT_BYTES(c, FWD, bx, by + saved);
+    assert_int_equal(c.saved_bytes, saved);
+    /* X^-1 from LU: 3 columns, each 3 mac forward and 3 mac + 3 div back: 18 mac, 9 div;
+     * dy*det (1 mul) times X^-T (9 mul): per matrix */
+    EXPECT(c, BD, 2 * 18, 0, 2 * 10, 2 * 9, 0, 0);
+    EXPECT_BYTES(c, BD, by + by + saved, bx);   /* dY, Y, LU and pivots; dX */
+    EXPECT_NONE(c, BW);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 2 * 5, 0, 2 * 2, 2 * 3, 2 * 3, 0);
+    EXPECT_BYTES(ci, FWD, bx, by);
+    EXPECT_NONE(ci, BD);
+    /* one 4 x 4 from the network input: 3 + 2 + 1 = 6 cmp and div, 9 + 4 + 1 = 14 mac, 3 mul */
+    n = NODE(&t, FM_OP_DET, "det4", NULL, INPUT(&t, "x4", 4, 4));
+    assert_int_equal(shape_at(&t, out_of(&t, n))->rank, 0);   /* a scalar */
+    c = COST(&t, n);
+    EXPECT(c, FWD, 14, 0, 3, 6, 6, 0);
+    EXPECT_NONE(c, BD);
+    /* 1 x 1: the element itself */
+    n = NODE(&t, FM_OP_DET, "det1", NULL, INPUT(&t, "x1", 5, 1, 1));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    fm_tid r = INPUT(&t, "r", 2, 3);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_DET, "rect", NULL, &r, 1, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "rect", "not square");
     tg_free(&t);
 }
 
@@ -1465,6 +1918,14 @@ int main(void)
         cmocka_unit_test(test_groupnorm_instancenorm),
         cmocka_unit_test(test_activations_elementwise),
         cmocka_unit_test(test_trig_and_rounding),
+        cmocka_unit_test(test_activations_more),
+        cmocka_unit_test(test_hardmax),
+        cmocka_unit_test(test_isinf_isnan_bitshift),
+        cmocka_unit_test(test_mod_sum_mean),
+        cmocka_unit_test(test_reduce_l1_logsum),
+        cmocka_unit_test(test_lp_mvn_lrn),
+        cmocka_unit_test(test_lppool),
+        cmocka_unit_test(test_det),
         cmocka_unit_test(test_relu_bytes),
         cmocka_unit_test(test_prelu),
         cmocka_unit_test(test_softmax_logsoftmax),

@@ -252,6 +252,14 @@ def hand_made():
     m["bad_attr_type"] = model(
         [helper.make_node("Conv", ["x", "w"], ["out"], name="conv_g", group=1.0)],
         [vi("x", F32, [1, 2, 5, 5])], [vi("out", F32, None)], [weight("w", [2, 2, 3, 3])])
+    # Mod folded at load time with ONNX's integer rule (fmod 0: the divisor's sign, Python's %):
+    # [-10, 12] mod [4, 7] = [2, 5], the shape of a Reshape (C's % would give [-2, 5])
+    i64 = lambda name, vals: helper.make_tensor(name, I64, [len(vals)], vals)
+    m["mod_shape"] = model(
+        [helper.make_node("Mod", ["c", "d"], ["s"], name="mod"),
+         helper.make_node("Reshape", ["x", "s"], ["r"], name="reshape"),
+         helper.make_node("Relu", ["r"], ["out"], name="relu")],
+        [vi("x", F32, [10])], [vi("out", F32, None)], [i64("c", [-10, 12]), i64("d", [4, 7])])
     return m
 
 

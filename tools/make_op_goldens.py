@@ -649,6 +649,143 @@ def add_trig_cases():
     un("sign", "Sign", torch.sign, Values("sign").nonzero(X, 0.1, 2.0))
 
 
+# -- issue 14's math ops: trig.c (inverse, hyperbolic), act.c (ELU ... Shrink, Hardmax),
+# -- compare.c (IsInf, IsNaN, BitShift), eltwise.c (Mod, Sum, Mean), reduce.c (ReduceL1,
+# -- ReduceLogSum, ReduceLogSumExp), normalize.c (LpNorm, MVN, LRN), pool.c (LpPool),
+# -- linalg.c (Det) --
+
+def add_math_cases():
+    X = (2, 3, 4)
+
+    def un(name, op, fn, x, **a):
+        case(name, op, "train", lambda t: [fn(t)], [P("x", x)], **a)
+
+    # inverse and hyperbolic functions, inside their domains and away from their poles
+    un("asin", "Asin", torch.asin, Values("asin").uniform(X, -0.9, 0.9))
+    un("acos", "Acos", torch.acos, Values("acos").uniform(X, -0.9, 0.9))
+    un("atan", "Atan", torch.atan, Values("atan").normal(X, 2.0))
+    un("sinh", "Sinh", torch.sinh, Values("sinh").normal(X))
+    un("cosh", "Cosh", torch.cosh, Values("cosh").normal(X))
+    un("asinh", "Asinh", torch.asinh, Values("asinh").normal(X, 2.0))
+    un("acosh", "Acosh", torch.acosh, Values("acosh").uniform(X, 1.2, 3.0))
+    un("atanh", "Atanh", torch.atanh, Values("atanh").uniform(X, -0.9, 0.9))
+
+    # activations; ONNX's attributes given explicitly (fm_attrs_init's alpha, beta are 1)
+    A = (2, 3, 4, 4)
+    un("elu", "ELU", lambda t: F.elu(t, 0.7), Values("elu").away(A, [0.0]), alpha=0.7)
+    sa, sg = 1.67326319217681884765625, 1.05070102214813232421875   # ONNX's Selu defaults
+    un("selu", "SELU", lambda t: sg * torch.where(t > 0, t, sa * (torch.exp(t) - 1)),
+       Values("selu").away(A, [0.0]), alpha=sa, beta=sg)
+    un("celu", "CELU", lambda t: F.celu(t, 0.8), Values("celu").away(A, [0.0]), alpha=0.8)
+    un("softplus", "Softplus", F.softplus, Values("softplus").normal(A, 2.0))
+    un("softsign", "Softsign", F.softsign, Values("softsign").away(A, [0.0], 2.0))
+    un("mish", "Mish", lambda t: t * torch.tanh(F.softplus(t)), Values("mish").normal(A, 2.0))
+    un("thresholded_relu", "ThresholdedReLU", lambda t: torch.where(t > 0.5, t, 0.0 * t),
+       Values("thresholded_relu").away(A, [0.5]), alpha=0.5)
+    # Shrink: lo = lambd, beta = bias (ONNX's names)
+    un("shrink", "Shrink",
+       lambda t: torch.where(t < -0.5, t + 0.2, torch.where(t > 0.5, t - 0.2, 0.0 * t)),
+       Values("shrink").away(A, [-0.5, 0.5]), lo=0.5, beta=0.2)
+    # Hardmax: one-hot of the first maximum along the axis; its derivative is zero: forward only
+    v = Values("hardmax")
+    case("hardmax", "Hardmax", "infer",
+         lambda t: [F.one_hot(t.argmax(1), 4).movedim(-1, 1).to(t.dtype)],
+         [I("x", v.distinct((2, 4, 3)))], axis=1)
+
+    # IsInf, IsNaN: bool out, forward only
+    vals = torch.tensor([[1.5, float("inf"), -2.0], [float("-inf"), float("nan"), 0.0]])
+    case("isinf", "IsInf", "infer", lambda t: [torch.isinf(t)], [I("x", vals)])
+    case("isnan", "IsNaN", "infer", lambda t: [torch.isnan(t)], [I("x", vals)])
+    # BitShift (uint8, ints = {right}), forward only
+    v = Values("bitshift")
+    a8, s8 = v.ints((2, 3), 0, 16), v.ints((3,), 0, 4)
+    case("bitshift_left", "BitShift", "infer", lambda a, b: [torch.bitwise_left_shift(a, b)],
+         [I("a", a8, "uint8"), I("b", s8, "uint8")], ints=[0])
+    case("bitshift_right", "BitShift", "infer", lambda a, b: [torch.bitwise_right_shift(a, b)],
+         [I("a", a8, "uint8"), I("b", s8, "uint8")], ints=[1])
+
+    # Mod: floats with fmod=1 (C's fmod, the dividend's sign), trained; integers with fmod 0
+    # (Python's %, the divisor's sign), forward only. Quotients stay away from integers.
+    v = Values("mod_fmod")
+    b = v.nonzero((3, 1), 0.7, 1.3)
+    q = v.uniform(X, -3.0, 3.0)
+    q = torch.where((q - q.round()).abs() < 0.15, q + 0.3, q)
+    case("mod_fmod", "Mod", "train", lambda a, b: [torch.fmod(a, b)],
+         [P("a", (q * b).float()), P("b", b)], ints=[1])
+    v = Values("mod_int")
+    case("mod_int", "Mod", "infer", lambda a, b: [torch.remainder(a, b)],
+         [I("a", v.ints((2, 5), -20, 20)), I("b", v.nonzero((5,), 1, 6).round().long())])
+
+    # Sum and Mean of three inputs, broadcast
+    for op, fn in (("Sum", lambda a, b, c: [a + b + c]),
+                   ("Mean", lambda a, b, c: [(a + b + c) / 3])):
+        v = Values("variadic_" + op.lower())
+        case("variadic_" + op.lower(), op, "train", fn,
+             [P("a", v.normal(X)), P("b", v.normal((3, 4))), P("c", v.normal((2, 1, 4)))])
+
+    # reductions, axes in ints
+    def red(name, op, fn, x, axes, keep):
+        a = dict(ints=list(axes))
+        if keep:
+            a["flags"] = ["KEEPDIMS"]
+        case(name, op, "train", lambda t: [fn(t, tuple(axes), keep)], [P("x", x)], **a)
+    red("reduce_l1", "ReduceL1", lambda t, d, k: t.abs().sum(d, keepdim=k),
+        Values("rl1").away(X, [0.0]), [2], False)
+    red("reduce_log_sum", "ReduceLogSum", lambda t, d, k: t.sum(d, keepdim=k).log(),
+        Values("rls").uniform(X, 0.2, 2.0), [1], True)
+    red("reduce_log_sum_exp", "ReduceLogSumExp", lambda t, d, k: t.logsumexp(d, keepdim=k),
+        Values("rlse").normal((2, 3, 4, 2), 2.0), [1, 3], False)
+
+    # LpNormalization along axis, ints = {p}
+    case("lp_norm_2", "LpNorm", "train", lambda t: [t / t.pow(2).sum(1, keepdim=True).sqrt()],
+         [P("x", Values("lp_norm_2").normal((2, 3, 4)))], axis=1, ints=[2])
+    case("lp_norm_1", "LpNorm", "train", lambda t: [t / t.abs().sum(-1, keepdim=True)],
+         [P("x", Values("lp_norm_1").away((3, 5), [0.0]))], axis=-1, ints=[1])
+
+    # MeanVarianceNormalization over ints = axes, ONNX's function body (epsilon 1e-9 added to
+    # the standard deviation)
+    def mvn(t):
+        m = t.mean((0, 2, 3), keepdim=True)
+        var = (t * t).mean((0, 2, 3), keepdim=True) - m * m
+        return [(t - m) / (var.sqrt() + 1e-9)]
+    case("mvn", "MeanVarianceNorm", "train", mvn, [P("x", Values("mvn").normal((2, 3, 2, 2)))],
+         ints=[0, 2, 3])
+
+    # LRN, ONNX's window: channels c - floor((size-1)/2) .. c + ceil((size-1)/2) (PyTorch's
+    # local_response_norm puts the longer side before c for an even size, ONNX after); ints =
+    # {size}, alpha, beta, eps = bias
+    def lrn(size, alpha, beta, bias):
+        def f(t):
+            c = t.shape[1]
+            lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+            sq = t * t
+            s = torch.stack([sq[:, max(0, i - lo):min(c - 1, i + hi) + 1].sum(1)
+                             for i in range(c)], 1)
+            return [t / (bias + alpha / size * s).pow(beta)]
+        return f
+    case("lrn_3", "LRN", "train", lrn(3, 0.02, 0.75, 1.0),
+         [P("x", Values("lrn_3").normal((2, 5, 3, 3)))], ints=[3], alpha=0.02, beta=0.75,
+         eps=1.0)
+    case("lrn_4", "LRN", "train", lrn(4, 0.5, 0.6, 2.0),
+         [P("x", Values("lrn_4").normal((2, 5, 2, 3)))], ints=[4], alpha=0.5, beta=0.6, eps=2.0)
+
+    # LpPool (window as AvgPool) and GlobalLpPool, ints = {p}: (sum |x|^p)^(1/p)
+    def lppool(p, k, s):
+        return lambda t: [(F.avg_pool2d(t.abs().pow(p), k, s) * (k * k)).pow(1.0 / p)]
+    case("lppool_2", "LpPool", "train", lppool(2, 2, 2),
+         [P("x", Values("lppool_2").away((2, 3, 4, 4), [0.0]))], kernel=[2, 2], stride=[2, 2],
+         ints=[2])
+    case("lppool_3", "LpPool", "train", lppool(3, 3, 1),
+         [P("x", Values("lppool_3").away((2, 2, 4, 5), [0.0]))], kernel=[3, 3], ints=[3])
+    case("global_lppool", "GlobalLpPool", "train",
+         lambda t: [t.pow(2).sum((2, 3), keepdim=True).sqrt()],
+         [P("x", Values("global_lppool").normal((2, 3, 3, 4)))], ints=[2])
+
+    # Det of each 3 x 3 matrix (linalg.c): well-conditioned matrices (identity plus noise)
+    m = Values("det").normal((2, 3, 3, 3), 0.4) + torch.eye(3)
+    case("det", "Det", "train", lambda t: [torch.linalg.det(t)], [P("x", m)])
+
+
 # -- compare.c --
 
 def add_compare_cases():
@@ -941,7 +1078,7 @@ def main():
     for add in (add_conv_cases, add_matmul_cases, add_norm_cases, add_act_cases, add_pool_cases,
                 add_eltwise_cases, add_shape_cases, add_misc_cases, add_unary_cases,
                 add_compare_cases, add_reduce_cases, add_tensor_cases, add_einsum_cases,
-                add_trig_cases):
+                add_trig_cases, add_math_cases):
         add()
     names = set()
     out = ["# generated by tools/make_op_goldens.py with torch %s; do not edit" % torch.__version__]

@@ -29,6 +29,28 @@ static const struct fm_elementwise_rule rules[] = {
     /* hardsigmoid: min(max(a*x+b,0),1) | dy * a * (0<a*x+b<1), the window tested on x against
      * the constants -b/a and (1-b)/a (PyTorch's kernel: -3 < x < 3): 2 cmp, 1 mul */
     {FM_OP_HARDSIGMOID, {0, 1, 1, 0, 2, 0}, {0, 0, 1, 0, 2, 0}, FM_KEEP_IN, false},
+    /* Selects evaluate both branches, as vectorized kernels do (PyTorch's); a product of two
+     * attribute constants (SELU's gamma*alpha) is folded into one constant.
+     * elu: x>0 ? x : a*(exp(x)-1) | dy * (y>0 ? 1 : y + a) (y>0 exactly when x>0) */
+    {FM_OP_ELU, {0, 1, 1, 0, 1, 1}, {0, 1, 1, 0, 1, 0}, FM_KEEP_OUT, false},
+    /* selu: x>0 ? g*x : g*a*(exp(x)-1) | dy * (y>0 ? g : y + g*a) */
+    {FM_OP_SELU, {0, 1, 2, 0, 1, 1}, {0, 1, 1, 0, 1, 0}, FM_KEEP_OUT, false},
+    /* celu: max(0,x) + min(0, a*(exp(x/a)-1)) = x>0 ? x : a*(exp(x/a)-1), one select
+     * | dy * (y>0 ? 1 : y/a + 1), y/a + 1 = exp(x/a) */
+    {FM_OP_CELU, {0, 1, 1, 1, 1, 1}, {0, 1, 1, 1, 1, 0}, FM_KEEP_OUT, false},
+    /* softplus: log(1 + exp(x)) | dy / (1 + exp(-x)), the sign folded into exp's argument */
+    {FM_OP_SOFTPLUS, {0, 1, 0, 0, 0, 2}, {0, 1, 0, 1, 0, 1}, FM_KEEP_IN, false},
+    /* softsign: x / (1 + |x|) | dy / ((1 + |x|) * (1 + |x|)) */
+    {FM_OP_SOFTSIGN, {0, 1, 0, 1, 1, 0}, {0, 1, 1, 1, 1, 0}, FM_KEEP_IN, false},
+    /* mish: x * tanh(log(1 + exp(x))) | recompute e = exp(x), 1+e, sp = log(1+e), t = tanh(sp)
+     * (1 add, 3 special); s = sigmoid(x) = e/(1+e) (1 div); dy * (t + x*s*(1 - t*t)) (4 mul,
+     * 2 add): PyTorch's mish_backward */
+    {FM_OP_MISH, {0, 1, 1, 0, 0, 3}, {0, 3, 4, 1, 0, 3}, FM_KEEP_IN, false},
+    /* thresholded relu: x > a ? x : 0 | dy * (x > a) */
+    {FM_OP_THRESHOLDED_RELU, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 1, 0}, FM_KEEP_IN, false},
+    /* shrink: x < -l ? x + b : x > l ? x - b : 0 (both sums, two selects) | dy * (|x| > l):
+     * the window tested with 2 cmp, as Clip's */
+    {FM_OP_SHRINK, {0, 2, 0, 0, 2, 0}, {0, 0, 0, 0, 2, 0}, FM_KEEP_IN, false},
 };
 
 /* gelu, tanh form: u = c*(x + 0.044715x^3) (4 mul, 1 add), t = tanh(u), y = 0.5x(1+t)
@@ -96,7 +118,9 @@ static enum fm_status prelu_cost(struct fm_cost_call *call)
  * softmax:     m = max (E-R cmp); e = exp(x-m) (E add, E special); s = sum (E-R add); y = e/s
  *              (E div) | dx = y * (dy - sum(dy*y)): 2E mul, 2E-R add
  * log_softmax: m, x-m, exp, sum as above; log s (R special); y = x-m-log s (E add)
- *              | dx = dy - exp(y) * sum(dy): E-R add, E special, E mul, E add */
+ *              | dx = dy - exp(y) * sum(dy): E-R add, E special, E mul, E add
+ * hardmax:     y = one-hot of the first maximum of the row: E-R cmp (writing the one-hot is no
+ *              arithmetic) | the derivative is 0: zeros written, as Floor's (trig.c) */
 
 static enum fm_status softmax_shape(struct fm_shape_call *call)
 {
@@ -118,6 +142,13 @@ static enum fm_status softmax_cost(struct fm_cost_call *call)
     uint64_t e = fm_cost_numel(call, call->in[0]);
     uint64_t rows = x->dims[axis] ? e / (uint64_t)x->dims[axis] : 0;   /* 0: empty */
     bool log = call->node->op == FM_OP_LOG_SOFTMAX;
+    if (call->node->op == FM_OP_HARDMAX) {
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, e - rows);
+        fm_cost_fwd_bytes_default(call);
+        if (call->grad[0])
+            fm_cost_write(call, fm_cost_grad_phase(call, 0), fm_cost_bytes(call, call->in[0]));
+        return FM_OK;
+    }
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, e - rows);
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cadd(o, e, e - rows));
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_SPECIAL, e);
@@ -156,3 +187,12 @@ const struct fm_op_desc fm_op_hardsigmoid_desc = ACT(1);
 const struct fm_op_desc fm_op_prelu_desc = {2, 2, 1, prelu_shape, prelu_cost};
 const struct fm_op_desc fm_op_softmax_desc = {1, 1, 1, softmax_shape, softmax_cost};
 const struct fm_op_desc fm_op_log_softmax_desc = {1, 1, 1, softmax_shape, softmax_cost};
+const struct fm_op_desc fm_op_hardmax_desc = {1, 1, 1, softmax_shape, softmax_cost};
+const struct fm_op_desc fm_op_elu_desc = ACT(1);
+const struct fm_op_desc fm_op_selu_desc = ACT(1);
+const struct fm_op_desc fm_op_celu_desc = ACT(1);
+const struct fm_op_desc fm_op_softplus_desc = ACT(1);
+const struct fm_op_desc fm_op_softsign_desc = ACT(1);
+const struct fm_op_desc fm_op_mish_desc = ACT(1);
+const struct fm_op_desc fm_op_thresholded_relu_desc = ACT(1);
+const struct fm_op_desc fm_op_shrink_desc = ACT(1);

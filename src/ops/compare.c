@@ -5,6 +5,10 @@
  *   where          fwd E cmp          dX = where(c, dy, 0): E cmp per input needing it (keeps c)
  *   max/min of n   fwd (n-1) E cmp    dXi = dy where Xi is the winner: E cmp each (keeps all)
  *   trilu          fwd E cmp (row/column test per element) | dx = the same mask: E cmp
+ *   isinf, isnan   fwd E cmp (|x| == inf, or x != x; IsInf's detect_negative/positive pick
+ *                  which infinity, still one comparison) no gradient (bool)
+ *   bitshift       fwd E cmp: a shift is bit logic, counted as And/Or/Xor are; integers only,
+ *                  no gradient
  * A broadcast input sums its gradient back to its own shape: E - own adds. */
 #include "ops.h"
 
@@ -31,6 +35,27 @@ static enum fm_status compare_shape(struct fm_shape_call *call)
     enum fm_status st = broadcast_all(call, 0);
     call->out_dtype[0] = FM_DTYPE_BOOL;
     return st;
+}
+
+static enum fm_status isinf_shape(struct fm_shape_call *call)
+{
+    const struct fm_tensor *x = call->in[0];
+    if (!fm_dtype_is_float(x->dtype))
+        return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (%s): input '%s' is %s, not a float",
+                        call->node->name, call->node->op_name, x->name, fm_dtype_name(x->dtype));
+    return compare_shape(call);
+}
+
+static enum fm_status bitshift_shape(struct fm_shape_call *call)
+{
+    for (int i = 0; i < 2; i++) {
+        const struct fm_tensor *x = call->in[i];
+        if (fm_dtype_is_float(x->dtype) || x->dtype == FM_DTYPE_BOOL)
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (BitShift): input '%s' is %s, not an integer",
+                            call->node->name, x->name, fm_dtype_name(x->dtype));
+    }
+    return broadcast_all(call, 0);
 }
 
 static enum fm_status compare_cost(struct fm_cost_call *call)
@@ -136,3 +161,6 @@ const struct fm_op_desc fm_op_where_desc = {3, 3, 1, where_shape, where_cost};
 const struct fm_op_desc fm_op_max_desc = {1, FM_MAX_IO, 1, minmax_shape, minmax_cost};
 const struct fm_op_desc fm_op_min_desc = {1, FM_MAX_IO, 1, minmax_shape, minmax_cost};
 const struct fm_op_desc fm_op_trilu_desc = {1, 1, 1, trilu_shape, trilu_cost};
+const struct fm_op_desc fm_op_isinf_desc = {1, 1, 1, isinf_shape, compare_cost};
+const struct fm_op_desc fm_op_isnan_desc = {1, 1, 1, isinf_shape, compare_cost};
+const struct fm_op_desc fm_op_bitshift_desc = {2, 2, 1, bitshift_shape, compare_cost};

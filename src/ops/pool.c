@@ -1,4 +1,5 @@
-/* Pooling: MaxPool, AvgPool, AdaptiveAvgPool, GlobalAvgPool, GlobalMaxPool (2-D, NCHW).
+/* Pooling: MaxPool, AvgPool, AdaptiveAvgPool, GlobalAvgPool, GlobalMaxPool, LpPool and
+ * GlobalLpPool (2-D, NCHW; the global ones any rank >= 3).
  * O = output elements, k = window elements.
  *   max:      (k-1) cmp per output (pthflops' count)    | dx[argmax] += dy: O add
  *   avg:      (k-1) add + 1 div per output              | dy/k: O div; scatter into the
@@ -6,6 +7,15 @@
  *   adaptive: windows from PyTorch's rule start = floor(i*In/Out), end = ceil((i+1)*In/Out),
  *             summed exactly (sizes vary from window to window)
  *   global:   one window of H*W
+ *   lp:       y = (sum |x|^p)^(1/p) over the window (LpPool, GlobalLpPool, ONNX's p, default
+ *             2), per window element |x|^p: p = 1 1 cmp (|x|), p = 2 1 mul (x*x), other p
+ *             1 special (pow of |x|, the sign dropped by the same call); (k-1) add per output;
+ *             the root per output: none for p = 1, 1 special (sqrt, or pow) otherwise
+ *             | per window element dx += dy * sign(x) * (|x|/y)^(p-1):
+ *               p = 1: dy * sign(x): 1 cmp + 1 mul;  p = 2: dy * x / y: 1 mul + 1 div
+ *               other p: |x|^(p-1) (1 special) / y^(p-1) (1 div; y^(p-1) 1 special per
+ *               output), sign (1 cmp), * dy (1 mul)
+ *             and the scatter into the window: one add per window element (as avg); keeps x, y
  * Padding positions count as part of the window (PyTorch pads max with -inf); the average's
  * divisor does not change the count. MaxPool keeps int64 indices for its backward (written by
  * the forward, read by the backward, when the input needs a gradient). */
@@ -173,8 +183,79 @@ static enum fm_status global_max_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
+/* ---- Lp pooling: O outputs of windows of k elements ---- */
+
+static enum fm_status lp_p_check(struct fm_shape_call *call)
+{
+    const struct fm_node *n = call->node;
+    if (n->attrs.nints < 1 || n->attrs.ints[0] <= 0)
+        return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (%s): p must be a positive integer",
+                        n->name, n->op_name);
+    return FM_OK;
+}
+
+static enum fm_status lppool_shape(struct fm_shape_call *call)
+{
+    enum fm_status st = lp_p_check(call);
+    return st ? st : pool_window_shape(call);
+}
+
+static enum fm_status global_lppool_shape(struct fm_shape_call *call)
+{
+    enum fm_status st = lp_p_check(call);
+    return st ? st : global_shape(call);
+}
+
+static void lp_cost(struct fm_cost_call *call, uint64_t outputs, uint64_t window_total)
+{
+    bool *o = &call->ovf;
+    int64_t p = call->node->attrs.ints[0];
+    enum fm_prim pow_kind = p == 1 ? FM_PRIM_CMP : p == 2 ? FM_PRIM_MUL : FM_PRIM_SPECIAL;
+    fm_cost_add(call, FM_PHASE_FWD, pow_kind, window_total);
+    fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, window_total - outputs);
+    if (p != 1)
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_SPECIAL, outputs);
+    fm_cost_fwd_bytes_default(call);
+    if (!call->grad[0])
+        return;
+    enum fm_phase ph = fm_cost_grad_phase(call, 0);
+    fm_cost_add(call, ph, FM_PRIM_MUL, window_total);
+    if (p == 1) {
+        fm_cost_add(call, ph, FM_PRIM_CMP, window_total);
+    } else {
+        fm_cost_add(call, ph, FM_PRIM_DIV, window_total);
+        if (p != 2) {
+            fm_cost_add(call, ph, FM_PRIM_SPECIAL, fm_cadd(o, window_total, outputs));
+            fm_cost_add(call, ph, FM_PRIM_CMP, window_total);
+        }
+    }
+    fm_cost_add(call, ph, FM_PRIM_ADD, window_total);   /* the scatter */
+    call->saved_in_mask |= 1u;
+    if (p != 1)
+        call->saved_out_mask |= 1u;
+    fm_cost_bwd_bytes_default(call);
+}
+
+static enum fm_status lppool_cost(struct fm_cost_call *call)
+{
+    const struct fm_attrs *a = &call->node->attrs;
+    uint64_t o = fm_cost_numel(call, call->out[0]);
+    uint64_t k = fm_cmul(&call->ovf, (uint64_t)a->kernel[0], (uint64_t)a->kernel[1]);
+    lp_cost(call, o, fm_cmul(&call->ovf, o, k));
+    return FM_OK;
+}
+
+static enum fm_status global_lppool_cost(struct fm_cost_call *call)
+{
+    lp_cost(call, fm_cost_numel(call, call->out[0]), fm_cost_numel(call, call->in[0]));
+    return FM_OK;
+}
+
 const struct fm_op_desc fm_op_maxpool_desc = {1, 1, 1, pool_window_shape, maxpool_cost};
 const struct fm_op_desc fm_op_avgpool_desc = {1, 1, 1, pool_window_shape, avgpool_cost};
 const struct fm_op_desc fm_op_adaptive_avgpool_desc = {1, 1, 1, adaptive_shape, adaptive_cost};
 const struct fm_op_desc fm_op_global_avgpool_desc = {1, 1, 1, global_shape, global_avg_cost};
 const struct fm_op_desc fm_op_global_maxpool_desc = {1, 1, 1, global_shape, global_max_cost};
+const struct fm_op_desc fm_op_lppool_desc = {1, 1, 1, lppool_shape, lppool_cost};
+const struct fm_op_desc fm_op_global_lppool_desc = {1, 1, 1, global_lppool_shape,
+                                                    global_lppool_cost};

@@ -7,6 +7,13 @@
  *   prod        fwd E-O mul                    | dx = dy * y / x: E mul + E div (keeps x, y)
  *   l2          fwd E mul + E-O add + O special | dx = dy * x / y: E mul + E div (keeps x, y)
  *   sum square  fwd E mul + E-O add            | dx = 2 x dy: 2E mul (keeps x)
+ *   l1          fwd E cmp (|x|) + E-O add       | dx = dy * sign(x): E cmp + E mul (keeps x)
+ *   log sum     fwd E-O add + O special (log)   | dx = broadcast dy / sum = dy * exp(-y): O special
+ *                                                 + O mul, then broadcast (keeps y)
+ *   log sum exp m = max (E-O cmp); exp(x - m) (E add + E special); sum (E-O add); log (O
+ *               special); + m (O add): fwd E-O cmp + 2E add + E+O special
+ *                                               | dx = dy * exp(x - y): E add + E special + E mul
+ *                                                 (keeps x, y)
  *   cumsum      R rows of L: fwd E-R add       | dx = reverse cumsum of dy: E-R add
  * Axes are in attrs.ints (an empty list reduces every axis), FM_ATTR_KEEPDIMS keeps them as 1. */
 #include "ops.h"
@@ -87,6 +94,36 @@ static enum fm_status reduce_cost(struct fm_cost_call *call)
             call->saved_out_mask |= 1u;
         }
         break;
+    case FM_OP_REDUCE_L1:
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, e);
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, combine);
+        if (g) {
+            fm_cost_add(call, ph, FM_PRIM_CMP, e);
+            fm_cost_add(call, ph, FM_PRIM_MUL, e);
+            call->saved_in_mask |= 1u;
+        }
+        break;
+    case FM_OP_REDUCE_LOG_SUM:
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, combine);
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_SPECIAL, out);
+        if (g) {
+            fm_cost_add(call, ph, FM_PRIM_SPECIAL, out);
+            fm_cost_add(call, ph, FM_PRIM_MUL, out);
+            call->saved_out_mask |= 1u;
+        }
+        break;
+    case FM_OP_REDUCE_LOG_SUM_EXP:
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, combine);
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cmul(o, 2, e));
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_SPECIAL, fm_cadd(o, e, out));
+        if (g) {
+            fm_cost_add(call, ph, FM_PRIM_ADD, e);
+            fm_cost_add(call, ph, FM_PRIM_SPECIAL, e);
+            fm_cost_add(call, ph, FM_PRIM_MUL, e);
+            call->saved_in_mask |= 1u;
+            call->saved_out_mask |= 1u;
+        }
+        break;
     default: /* FM_OP_REDUCE_SUM_SQUARE */
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, e);
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, combine);
@@ -139,4 +176,7 @@ const struct fm_op_desc fm_op_reduce_min_desc = REDUCE;
 const struct fm_op_desc fm_op_reduce_prod_desc = REDUCE;
 const struct fm_op_desc fm_op_reduce_l2_desc = REDUCE;
 const struct fm_op_desc fm_op_reduce_sum_square_desc = REDUCE;
+const struct fm_op_desc fm_op_reduce_l1_desc = REDUCE;
+const struct fm_op_desc fm_op_reduce_log_sum_desc = REDUCE;
+const struct fm_op_desc fm_op_reduce_log_sum_exp_desc = REDUCE;
 const struct fm_op_desc fm_op_cumsum_desc = {1, 1, 1, cumsum_shape, cumsum_cost};

@@ -10,6 +10,16 @@
  *          bwd: the derivative is 0 wherever it exists, and frameworks (PyTorch's autograd)
  *          still write a zero gradient for an input that needs one: no operations, the
  *          gradient's bytes written, nothing read or kept
+ * The inverse and hyperbolic functions, whose derivatives are algebraic in x (kept x):
+ *   asin   fwd 1 special | dx = dy / sqrt(1 - x*x): 1 mul + 1 add + 1 special + 1 div
+ *   acos   fwd 1 special | dx = -dy / sqrt(1 - x*x): the same, the sign folded
+ *   atan   fwd 1 special | dx = dy / (1 + x*x): 1 mul + 1 add + 1 div
+ *   sinh   fwd 1 special | dx = dy * cosh(x): 1 special + 1 mul
+ *   cosh   fwd 1 special | dx = dy * sinh(x): 1 special + 1 mul
+ *   asinh  fwd 1 special | dx = dy / sqrt(x*x + 1): 1 mul + 1 add + 1 special + 1 div
+ *   acosh  fwd 1 special | dx = dy / sqrt(x*x - 1): 1 mul + 1 add + 1 special + 1 div
+ *   atanh  fwd 1 special | dx = dy / (1 - x*x): 1 mul + 1 add + 1 div
+ * (each library function, asin or cosh, is one special, as exp and tanh are)
  * Integer inputs: Sign accepts them (ONNX allows every numeric type); the others are float only,
  * as in ONNX. Not modelled: a library that computes sin and cos together (each is one op). */
 #include "ops.h"
@@ -22,6 +32,14 @@ static const struct fm_elementwise_rule rules[] = {
     {FM_OP_CEIL, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, FM_KEEP_NONE, true},
     {FM_OP_ROUND, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, FM_KEEP_NONE, true},
     {FM_OP_SIGN, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}, FM_KEEP_NONE, true},
+    {FM_OP_ASIN, {0, 0, 0, 0, 0, 1}, {0, 1, 1, 1, 0, 1}, FM_KEEP_IN, false},
+    {FM_OP_ACOS, {0, 0, 0, 0, 0, 1}, {0, 1, 1, 1, 0, 1}, FM_KEEP_IN, false},
+    {FM_OP_ATAN, {0, 0, 0, 0, 0, 1}, {0, 1, 1, 1, 0, 0}, FM_KEEP_IN, false},
+    {FM_OP_SINH, {0, 0, 0, 0, 0, 1}, {0, 0, 1, 0, 0, 1}, FM_KEEP_IN, false},
+    {FM_OP_COSH, {0, 0, 0, 0, 0, 1}, {0, 0, 1, 0, 0, 1}, FM_KEEP_IN, false},
+    {FM_OP_ASINH, {0, 0, 0, 0, 0, 1}, {0, 1, 1, 1, 0, 1}, FM_KEEP_IN, false},
+    {FM_OP_ACOSH, {0, 0, 0, 0, 0, 1}, {0, 1, 1, 1, 0, 1}, FM_KEEP_IN, false},
+    {FM_OP_ATANH, {0, 0, 0, 0, 0, 1}, {0, 1, 1, 1, 0, 0}, FM_KEEP_IN, false},
 };
 
 static enum fm_status trig_shape(struct fm_shape_call *call)
@@ -50,3 +68,11 @@ const struct fm_op_desc fm_op_floor_desc = TRIG;
 const struct fm_op_desc fm_op_ceil_desc = TRIG;
 const struct fm_op_desc fm_op_round_desc = TRIG;
 const struct fm_op_desc fm_op_sign_desc = TRIG;
+const struct fm_op_desc fm_op_asin_desc = TRIG;
+const struct fm_op_desc fm_op_acos_desc = TRIG;
+const struct fm_op_desc fm_op_atan_desc = TRIG;
+const struct fm_op_desc fm_op_sinh_desc = TRIG;
+const struct fm_op_desc fm_op_cosh_desc = TRIG;
+const struct fm_op_desc fm_op_asinh_desc = TRIG;
+const struct fm_op_desc fm_op_acosh_desc = TRIG;
+const struct fm_op_desc fm_op_atanh_desc = TRIG;

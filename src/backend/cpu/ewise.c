@@ -41,6 +41,8 @@ enum ew_kind {
     /* forward, fp32 */
     K_ADD, K_SUB, K_MUL, K_DIV, K_POW, K_PRELU, K_MAX, K_MIN, K_WHERE,
     K_ERF, K_SIN, K_COS, K_TAN, K_FLOOR, K_CEIL, K_SIGN,
+    K_ASIN, K_ACOS, K_ATAN, K_SINH, K_COSH, K_ASINH, K_ACOSH, K_ATANH, K_SOFTPLUS, K_SOFTSIGN,
+    K_MISH, K_SUM,
     /* forward, int32 */
     K_ADD_I, K_SUB_I, K_MUL_I, K_MAX_I, K_MIN_I, K_NEG_I, K_ABS_I,
     K_AND, K_OR, K_XOR, K_NOT,
@@ -61,6 +63,9 @@ enum ew_kind {
     K_SIN_B,     /* dy, x */
     K_COS_B,     /* dy, x */
     K_TAN_B,     /* dy, y */
+    /* dy, x: the inverse and hyperbolic functions, Softplus, Softsign, Mish */
+    K_ASIN_B, K_ACOS_B, K_ATAN_B, K_SINH_B, K_COSH_B, K_ASINH_B, K_ACOSH_B, K_ATANH_B,
+    K_SOFTPLUS_B, K_SOFTSIGN_B, K_MISH_B,
 };
 
 /* The iteration over an output of `outer` runs of `inner` elements; operand k of the run at
@@ -232,6 +237,18 @@ static inline float erf_fast(float x)
     return x * p / q;
 }
 
+/* log(1 + exp(x)) without overflow: x itself past 20, where exp(-x) is below float's epsilon */
+static inline float softplus_of(float x)
+{
+    return x > 20.0f ? x : log1pf(expf(x));
+}
+
+static inline float mish_grad(float x)
+{
+    float t = tanhf(softplus_of(x)), s = 1.0f / (1.0f + expf(-x));
+    return t + x * s * (1.0f - t * t);
+}
+
 static inline float sign_of(float x)
 {
     return (float)((x > 0.0f) - (x < 0.0f));
@@ -252,6 +269,16 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     switch (e->kind) {
     case K_ADD: BIN(y, float, f[1], f[2], u + v); break;
     case K_SUB: BIN(y, float, f[1], f[2], u - v); break;
+    case K_SUM:   /* any number of operands, in order */
+        EW_SIMD
+        for (int64_t i = 0; i < n; i++)
+            y[i] = f[1][i * inc[1]];
+        for (int k = 2; k < e->nops; k++) {
+            EW_SIMD
+            for (int64_t i = 0; i < n; i++)
+                y[i] += f[k][i * inc[k]];
+        }
+        break;
     case K_MUL: BIN(y, float, f[1], f[2], u * v); break;
     case K_DIV: BIN(y, float, f[1], f[2], u / v); break;
     case K_PRELU: BIN(y, float, f[1], f[2], u > 0.0f ? u : u * v); break;
@@ -285,6 +312,17 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     case K_FLOOR: UN(y, float, f[1], floorf(u)); break;
     case K_CEIL: UN(y, float, f[1], ceilf(u)); break;
     case K_SIGN: UN(y, float, f[1], sign_of(u)); break;
+    case K_ASIN: UN(y, float, f[1], asinf(u)); break;
+    case K_ACOS: UN(y, float, f[1], acosf(u)); break;
+    case K_ATAN: UN(y, float, f[1], atanf(u)); break;
+    case K_SINH: UN(y, float, f[1], sinhf(u)); break;
+    case K_COSH: UN(y, float, f[1], coshf(u)); break;
+    case K_ASINH: UN(y, float, f[1], asinhf(u)); break;
+    case K_ACOSH: UN(y, float, f[1], acoshf(u)); break;
+    case K_ATANH: UN(y, float, f[1], atanhf(u)); break;
+    case K_SOFTPLUS: UN(y, float, f[1], softplus_of(u)); break;
+    case K_SOFTSIGN: UN(y, float, f[1], u / (1.0f + fabsf(u))); break;
+    case K_MISH: UN(y, float, f[1], u * tanhf(softplus_of(u))); break;
     case K_ADD_I: BIN(yi, int32_t, q[1], q[2], u + v); break;
     case K_SUB_I: BIN(yi, int32_t, q[1], q[2], u - v); break;
     case K_MUL_I: BIN(yi, int32_t, q[1], q[2], u * v); break;
@@ -361,6 +399,19 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     case K_SIN_B: BIN(y, float, f[1], f[2], u * cosf(v)); break;
     case K_COS_B: BIN(y, float, f[1], f[2], -u * sinf(v)); break;
     case K_TAN_B: BIN(y, float, f[1], f[2], u * (1.0f + v * v)); break;
+    case K_ASIN_B: BIN(y, float, f[1], f[2], u / sqrtf(1.0f - v * v)); break;
+    case K_ACOS_B: BIN(y, float, f[1], f[2], -u / sqrtf(1.0f - v * v)); break;
+    case K_ATAN_B: BIN(y, float, f[1], f[2], u / (1.0f + v * v)); break;
+    case K_SINH_B: BIN(y, float, f[1], f[2], u * coshf(v)); break;
+    case K_COSH_B: BIN(y, float, f[1], f[2], u * sinhf(v)); break;
+    case K_ASINH_B: BIN(y, float, f[1], f[2], u / sqrtf(v * v + 1.0f)); break;
+    case K_ACOSH_B: BIN(y, float, f[1], f[2], u / sqrtf(v * v - 1.0f)); break;
+    case K_ATANH_B: BIN(y, float, f[1], f[2], u / (1.0f - v * v)); break;
+    case K_SOFTPLUS_B: BIN(y, float, f[1], f[2], u / (1.0f + expf(-v))); break;
+    case K_SOFTSIGN_B:
+        BIN(y, float, f[1], f[2], u / ((1.0f + fabsf(v)) * (1.0f + fabsf(v))));
+        break;
+    case K_MISH_B: BIN(y, float, f[1], f[2], u * mish_grad(v)); break;
     }
 }
 
@@ -597,10 +648,31 @@ static enum fm_status deliver_zero(struct fm_cpu *s, fm_nid id, fm_tid tid)
 
 /* ---- which op runs how ---- */
 
+/* The unary functions whose gradient is dy times a function of x: their backward kind (K_ZERO
+ * for the other ops) */
+static enum ew_kind x_grad_kind(enum fm_op op)
+{
+    switch (op) {
+    case FM_OP_ASIN: return K_ASIN_B;
+    case FM_OP_ACOS: return K_ACOS_B;
+    case FM_OP_ATAN: return K_ATAN_B;
+    case FM_OP_SINH: return K_SINH_B;
+    case FM_OP_COSH: return K_COSH_B;
+    case FM_OP_ASINH: return K_ASINH_B;
+    case FM_OP_ACOSH: return K_ACOSH_B;
+    case FM_OP_ATANH: return K_ATANH_B;
+    case FM_OP_SOFTPLUS: return K_SOFTPLUS_B;
+    case FM_OP_SOFTSIGN: return K_SOFTSIGN_B;
+    case FM_OP_MISH: return K_MISH_B;
+    default: return K_ZERO;
+    }
+}
+
 static bool is_unary_walk(enum fm_op op)
 {
     return op == FM_OP_ERF || op == FM_OP_SIN || op == FM_OP_COS || op == FM_OP_TAN ||
-           op == FM_OP_FLOOR || op == FM_OP_CEIL || op == FM_OP_SIGN;
+           op == FM_OP_FLOOR || op == FM_OP_CEIL || op == FM_OP_SIGN ||
+           x_grad_kind(op) != K_ZERO;
 }
 
 static bool is_compare(enum fm_op op)
@@ -610,11 +682,16 @@ static bool is_compare(enum fm_op op)
 }
 
 /* The oneDNN eltwise algorithm of a float unary op, if it has one. */
-static bool eltwise_alg(enum fm_op op, dnnl_alg_kind_t *alg, float *alpha, float *beta)
+static bool eltwise_alg(const struct fm_node *n, dnnl_alg_kind_t *alg, float *alpha,
+                        float *beta)
 {
     *alpha = 0.0f;
     *beta = 0.0f;
-    switch (op) {
+    switch (n->op) {
+    case FM_OP_ELU:   /* x > 0 ? x : alpha (exp(x) - 1) */
+        *alg = dnnl_eltwise_elu;
+        *alpha = (float)n->attrs.alpha;
+        return true;
     case FM_OP_EXP: *alg = dnnl_eltwise_exp; return true;
     case FM_OP_LOG: *alg = dnnl_eltwise_log; return true;
     case FM_OP_SQRT: *alg = dnnl_eltwise_sqrt; return true;
@@ -653,6 +730,18 @@ static enum ew_kind fwd_kind(enum fm_op op, bool ints)
     case FM_OP_FLOOR: return K_FLOOR;
     case FM_OP_CEIL: return K_CEIL;
     case FM_OP_SIGN: return K_SIGN;
+    case FM_OP_ASIN: return K_ASIN;
+    case FM_OP_ACOS: return K_ACOS;
+    case FM_OP_ATAN: return K_ATAN;
+    case FM_OP_SINH: return K_SINH;
+    case FM_OP_COSH: return K_COSH;
+    case FM_OP_ASINH: return K_ASINH;
+    case FM_OP_ACOSH: return K_ACOSH;
+    case FM_OP_ATANH: return K_ATANH;
+    case FM_OP_SOFTPLUS: return K_SOFTPLUS;
+    case FM_OP_SOFTSIGN: return K_SOFTSIGN;
+    case FM_OP_MISH: return K_MISH;
+    case FM_OP_SUM: return K_SUM;
     case FM_OP_NEG: return K_NEG_I;
     case FM_OP_ABS: return K_ABS_I;
     case FM_OP_AND: return K_AND;
@@ -877,7 +966,7 @@ enum fm_status fm_cpu_ewise_fwd(struct fm_cpu *s, fm_nid id)
     if (!p)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
     s->nodes[id].priv = p;
-    if (!fm_cpu_is_int(s, n->in[0]) && eltwise_alg(n->op, &p->alg, &p->alpha, &p->beta))
+    if (!fm_cpu_is_int(s, n->in[0]) && eltwise_alg(n, &p->alg, &p->alpha, &p->beta))
         return eltwise_fwd(s, id, p);
     bool done;
     enum fm_status st = binary_fwd(s, id, &done);
@@ -975,10 +1064,20 @@ enum fm_status fm_cpu_ewise_bwd(struct fm_cpu *s, fm_nid id)
     }
     case FM_OP_TAN:
         return grad_walk(s, id, 0, K_TAN_B, (const int[]){DY, Y}, 2);
+    case FM_OP_ASIN: case FM_OP_ACOS: case FM_OP_ATAN: case FM_OP_SINH: case FM_OP_COSH:
+    case FM_OP_ASINH: case FM_OP_ACOSH: case FM_OP_ATANH: case FM_OP_SOFTPLUS:
+    case FM_OP_SOFTSIGN: case FM_OP_MISH:
+        return grad_walk(s, id, 0, x_grad_kind(n->op), (const int[]){DY, 0}, 2);
     case FM_OP_ADD:
         st = fm_cpu_wants_grad(s, n->in[0]) ? deliver_dy(s, id, n->in[0], 1.0f) : FM_OK;
         if (!st && fm_cpu_wants_grad(s, n->in[1]))
             st = deliver_dy(s, id, n->in[1], 1.0f);
+        return st;
+    case FM_OP_SUM:   /* every input gets dy, summed down where it was broadcast */
+        for (int i = 0; i < n->n_in && !st; i++) {
+            if (fm_cpu_wants_grad(s, n->in[i]))
+                st = deliver_dy(s, id, n->in[i], 1.0f);
+        }
         return st;
     case FM_OP_SUB:
         st = fm_cpu_wants_grad(s, n->in[0]) ? deliver_dy(s, id, n->in[0], 1.0f) : FM_OK;

@@ -197,7 +197,12 @@ static enum fm_status fold_binary(struct fold *f, const char *op)
     for (int i = where ? 1 : 0; i < f->n_in; i++)
         fl |= f->in[i].is_float;
     const struct tv *a = &f->in[where ? 1 : 0];
-    enum fm_status st = result_alloc(f, &s, cmp ? FM_DTYPE_BOOL : a->dtype);
+    /* ONNX's integer Mod takes the divisor's sign (Python's %) unless fmod = 1 (C's %) */
+    int64_t fmod_attr = 1;
+    enum fm_status st = !strcmp(op, "Mod") ? ox_attr_int(f->ox, f->node, "fmod", 0, &fmod_attr)
+                                           : FM_OK;
+    if (!st)
+        st = result_alloc(f, &s, cmp ? FM_DTYPE_BOOL : a->dtype);
     if (st)
         return st;
     int64_t c[FM_MAX_DIMS];
@@ -222,6 +227,8 @@ static enum fm_status fold_binary(struct fold *f, const char *op)
                 x = binary_f(op, x, tv_f(b, ob));
             else
                 xi = binary_i(op, xi, yi);
+            if (!fl && !fmod_attr && xi != 0 && (xi < 0) != (yi < 0))
+                xi += yi;   /* the remainder moved to the divisor's sign */
         }
         if (cmp)
             put(f, k, 0, fl ? f2i(x) : xi, false);

@@ -243,6 +243,12 @@ static enum fm_status map_pool(struct ox *ox, const Onnx__NodeProto *node, const
     if (st)
         return st;
     a.flags |= (ceil_mode ? FM_ATTR_CEIL_MODE : 0u) | (count_pad ? FM_ATTR_COUNT_PAD : 0u);
+    if (op == FM_OP_LPPOOL) {
+        a.nints = 1;
+        st = ox_attr_int(ox, node, "p", 2, &a.ints[0]);
+        if (st)
+            return st;
+    }
     return ox_emit(ox, node, op, &a, in, 1, 1);
 }
 
@@ -310,6 +316,18 @@ static enum fm_status map_act(struct ox *ox, const Onnx__NodeProto *node, const 
         st = ox_attr_float(ox, node, "alpha", 0.2, &a.alpha);
         if (!st)
             st = ox_attr_float(ox, node, "beta", 0.5, &a.beta);
+    }
+    if (op == FM_OP_ELU || op == FM_OP_CELU || op == FM_OP_THRESHOLDED_RELU)
+        st = ox_attr_float(ox, node, "alpha", 1.0, &a.alpha);
+    if (op == FM_OP_SELU) {
+        st = ox_attr_float(ox, node, "alpha", 1.67326319217681884765625, &a.alpha);
+        if (!st)
+            st = ox_attr_float(ox, node, "gamma", 1.05070102214813232421875, &a.beta);
+    }
+    if (op == FM_OP_SHRINK) {
+        st = ox_attr_float(ox, node, "lambd", 0.5, &a.lo);
+        if (!st)
+            st = ox_attr_float(ox, node, "bias", 0.0, &a.beta);
     }
     if (op == FM_OP_GELU) {
         char approx[16];
@@ -389,6 +407,51 @@ static enum fm_status map_softmax(struct ox *ox, const Onnx__NodeProto *node, co
         return st;
     fm_tid back[2] = {r2, c2};
     return ox_emit(ox, node, FM_OP_RESHAPE, NULL, back, 2, 1);
+}
+
+/* Ops whose attributes are a few numbers (LpNormalization, MeanVarianceNormalization, LRN,
+ * GlobalLpPool, Mod, BitShift): each read into the fm_attrs fields its FM_OP_LIST row names. */
+static enum fm_status map_attrs(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int nin = op == FM_OP_MOD || op == FM_OP_BITSHIFT ? 2 : 1;
+    enum fm_status st = need(ox, node, in, n_in, nin);
+    a.nints = 1;
+    if (!st && (op == FM_OP_LP_NORM || op == FM_OP_GLOBAL_LPPOOL))
+        st = ox_attr_int(ox, node, "p", 2, &a.ints[0]);
+    if (!st && op == FM_OP_LP_NORM)
+        st = ox_attr_int(ox, node, "axis", -1, &a.axis);
+    if (!st && op == FM_OP_MOD)
+        st = ox_attr_int(ox, node, "fmod", 0, &a.ints[0]);
+    if (!st && op == FM_OP_LRN) {
+        st = ox_attr_int(ox, node, "size", 0, &a.ints[0]);
+        if (!st)
+            st = ox_attr_float(ox, node, "alpha", 1e-4, &a.alpha);
+        if (!st)
+            st = ox_attr_float(ox, node, "beta", 0.75, &a.beta);
+        if (!st)
+            st = ox_attr_float(ox, node, "bias", 1.0, &a.eps);
+    }
+    if (!st && op == FM_OP_MVN) {
+        st = ox_attr_ints(ox, node, "axes", a.ints, FM_MAX_INTS, &a.nints);
+        if (!st && a.nints == 0) {   /* ONNX's default: per channel over N, H, W */
+            a.ints[0] = 0, a.ints[1] = 2, a.ints[2] = 3;
+            a.nints = 3;
+        }
+    }
+    if (!st && op == FM_OP_BITSHIFT) {
+        char dir[16] = "";
+        st = ox_attr_string(ox, node, "direction", "", dir, sizeof(dir));
+        if (!st && strcmp(dir, "LEFT") != 0 && strcmp(dir, "RIGHT") != 0)
+            st = ox_node_error(ox, node, FM_ERR_PARSE, "direction '%s' is neither LEFT nor RIGHT",
+                               dir);
+        a.ints[0] = strcmp(dir, "RIGHT") == 0;
+    }
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, &a, in, nin, 1);
 }
 
 /* ---- data movement ---- */
