@@ -806,6 +806,10 @@ static void test_control_flow(void **state)
         if (!strstr(msg, bad[i].must1) || !strstr(msg, bad[i].must2))
             fail_msg("%s: '%s' should name '%s' and '%s'", bad[i].dir, msg, bad[i].must1,
                      bad[i].must2);
+    }
+    fm_ctx_free(ctx);
+}
+
 /* The dims and element size of a TensorProto file (test_data_set_0/output_0.pb): field 1 is
  * dims (int64, packed or not), field 2 data_type; every other field is skipped by its wire
  * type. Returns false on a file this small reader does not follow. */
@@ -1092,9 +1096,9 @@ int main(void)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_corrupted_never_crash),
         cmocka_unit_test(test_node_tests_trig),
-        cmocka_unit_test(test_node_tests_math),
         cmocka_unit_test(test_folded_shapes),
         cmocka_unit_test(test_control_flow),
+        cmocka_unit_test(test_node_tests_math),
         cmocka_unit_test(test_folded_mod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
