@@ -569,6 +569,101 @@ static void test_node_tests_trig(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ONNX's backend node tests of LSTM, GRU and RNN (opset 14, written by ONNX's test generator):
+ * one node, all operands graph inputs (no parameter, so no backward), default activations.
+ * The output dims are those of the tests' test_data_set_0/output_N.pb (Y_h, and Y where the
+ * node writes it). Forward counts, per src/ops/rnn.c and docs/counting.md, with S = N*T
+ * row-steps (one direction), G gates, b = 1 with B, p = 1 with P:
+ *   mac = S*G*H*(I+H)
+ *   per hidden unit and row-step (x S*H): the G sums of the two products, 2G bias adds (b),
+ *   sigmoid = 1 add + 1 div + 1 special, tanh = 1 special;
+ *   LSTM: 3 sigmoid, 2 tanh, 3 mul + 1 add (cell, output), peepholes 3 mul + 3 add (p)
+ *   GRU:  2 sigmoid, 1 tanh, 3 mul + 2 add (r*, (1-z)*h~ + z*H)
+ *   RNN:  1 tanh
+ * test_lstm_with_peepholes binds sequence_lens [1, 1] as a graph input, unknown at load time:
+ * full length assumed, which is the same here (T = 1). */
+static void test_node_tests_rnn(void **state)
+{
+    (void)state;
+    if (access(FM_ONNX_NODE_TESTS "/test_lstm_defaults/model.onnx", R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata)\n");
+        skip();
+    }
+    const struct {
+        const char *dir;
+        enum fm_op op;
+        int64_t t, n, i, h;
+        int b, p;
+        const char *out;      /* the output the test data holds last */
+        int rank;
+        int64_t dims[4];      /* its dims, from output_N.pb */
+        int64_t y_dims[4];    /* Y's dims (batchwise tests write Y too), rank 4 */
+    } cases[] = {
+        {"test_lstm_defaults", FM_OP_LSTM, 1, 3, 2, 3, 0, 0, "Y_h", 3, {1, 3, 3}, {0}},
+        {"test_lstm_with_initial_bias", FM_OP_LSTM, 1, 3, 3, 4, 1, 0, "Y_h", 3, {1, 3, 4}, {0}},
+        {"test_lstm_with_peepholes", FM_OP_LSTM, 1, 2, 4, 3, 1, 1, "Y_h", 3, {1, 2, 3}, {0}},
+        {"test_lstm_batchwise", FM_OP_LSTM, 1, 3, 2, 7, 0, 0, "Y_h", 3, {3, 1, 7}, {3, 1, 1, 7}},
+        {"test_gru_defaults", FM_OP_GRU, 1, 3, 2, 5, 0, 0, "Y_h", 3, {1, 3, 5}, {0}},
+        {"test_gru_with_initial_bias", FM_OP_GRU, 1, 3, 3, 3, 1, 0, "Y_h", 3, {1, 3, 3}, {0}},
+        {"test_gru_seq_length", FM_OP_GRU, 2, 3, 3, 5, 1, 0, "Y_h", 3, {1, 3, 5}, {0}},
+        {"test_gru_batchwise", FM_OP_GRU, 1, 3, 2, 6, 0, 0, "Y_h", 3, {3, 1, 6}, {3, 1, 1, 6}},
+        {"test_rnn_seq_length", FM_OP_RNN, 2, 3, 3, 5, 1, 0, "Y_h", 3, {1, 3, 5}, {0}},
+        {"test_simple_rnn_defaults", FM_OP_RNN, 1, 3, 2, 4, 0, 0, "Y_h", 3, {1, 3, 4}, {0}},
+        {"test_simple_rnn_with_initial_bias", FM_OP_RNN, 1, 3, 3, 5, 1, 0, "Y_h", 3, {1, 3, 5},
+         {0}},
+        {"test_simple_rnn_batchwise", FM_OP_RNN, 1, 3, 2, 4, 0, 0, "Y_h", 3, {3, 1, 4},
+         {3, 1, 1, 4}},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, cases[c].dir);
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_WORK);
+        o.model = path;
+        o.count.mode = FM_MODE_TRAIN;
+        struct fm_session *s = NULL;
+        if (fm_session_run(ctx, &o, &s))
+            fail_msg("%s: %s", cases[c].dir, fm_ctx_error(ctx));
+        const struct fm_graph *g = s->graph;
+        assert_int_equal(fm_graph_node_count(g), 1);
+        assert_int_equal(fm_graph_node(g, 0)->op, cases[c].op);
+        assert_int_equal(s->counts->n_uncounted, 0);
+        fm_tid yh = fm_graph_find_tensor(g, cases[c].out);
+        assert_true(yh != FM_NONE);
+        const struct fm_shape *sh = &fm_graph_tensor(g, yh)->shape;
+        assert_int_equal(sh->rank, cases[c].rank);
+        for (int k = 0; k < sh->rank; k++)
+            assert_int_equal(sh->dims[k], cases[c].dims[k]);
+        if (cases[c].y_dims[0]) {
+            const struct fm_shape *y = &fm_graph_tensor(g, fm_graph_find_tensor(g, "Y"))->shape;
+            assert_int_equal(y->rank, 4);
+            for (int k = 0; k < 4; k++)
+                assert_int_equal(y->dims[k], cases[c].y_dims[k]);
+        }
+        uint64_t t = (uint64_t)cases[c].t, n = (uint64_t)cases[c].n, i = (uint64_t)cases[c].i,
+                 h = (uint64_t)cases[c].h, b = (uint64_t)cases[c].b, p = (uint64_t)cases[c].p;
+        uint64_t gates = cases[c].op == FM_OP_LSTM ? 4 : cases[c].op == FM_OP_GRU ? 3 : 1;
+        uint64_t sig = cases[c].op == FM_OP_LSTM ? 3 : cases[c].op == FM_OP_GRU ? 2 : 0;
+        uint64_t tanh_ = cases[c].op == FM_OP_RNN ? 1 : cases[c].op == FM_OP_GRU ? 1 : 2;
+        uint64_t cell_mul = cases[c].op == FM_OP_RNN ? 0 : 3 + 3 * p;
+        uint64_t cell_add = cases[c].op == FM_OP_LSTM ? 1 + 3 * p
+                            : cases[c].op == FM_OP_GRU ? 2 : 0;
+        uint64_t sh_ = n * t * h;   /* S*H */
+        const struct fm_work *f = &s->counts->total[FM_PHASE_FWD];
+        assert_int_equal(f->prim[FM_PRIM_MAC], n * t * gates * h * (i + h));
+        assert_int_equal(f->prim[FM_PRIM_ADD], sh_ * (gates + 2 * gates * b + sig + cell_add));
+        assert_int_equal(f->prim[FM_PRIM_MUL], sh_ * cell_mul);
+        assert_int_equal(f->prim[FM_PRIM_DIV], sh_ * sig);
+        assert_int_equal(f->prim[FM_PRIM_CMP], 0);
+        assert_int_equal(f->prim[FM_PRIM_SPECIAL], sh_ * (sig + tanh_));
+        for (int ph = FM_PHASE_BWD_DATA; ph < FM_PHASE_COUNT; ph++)
+            assert_int_equal(fm_work_flops(&s->counts->total[ph]), 0);
+        fm_session_free(s);
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -582,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_corrupted_never_crash),
         cmocka_unit_test(test_node_tests_trig),
+        cmocka_unit_test(test_node_tests_rnn),
         cmocka_unit_test(test_folded_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -350,7 +350,10 @@ enum fm_status fm_rnn_cost(struct fm_cost_call *call, enum fm_rnn_cell cell)
             bwd_el[q] += be[q];
         }
     }
-    fm_cost_fwd_bytes_default(call);
+    for (int i = 0; i < n->n_in; i++)
+        fm_cost_read(call, FM_PHASE_FWD, fm_cost_bytes(call, call->in[i]));
+    for (int i = (attr_int(a, RI_FLAGS) & FM_RNN_NO_Y) ? 1 : 0; i < n->n_out; i++)
+        fm_cost_write(call, FM_PHASE_FWD, fm_cost_bytes(call, call->out[i]));   /* Y omitted */
     bool any = false;
     for (int i = 0; i < n->n_in; i++)
         any = any || call->grad[i];
