@@ -664,6 +664,108 @@ static void test_node_tests_rnn(void **state)
     fm_ctx_free(ctx);
 }
 
+/* PyTorch's nn.LSTM, nn.GRU and nn.RNN exported at opset 14 by tools/export_rnn_models.py
+ * (T = 5 steps, batch N = 2, input I = 4; the dims below are that script's). The exporter
+ * writes one ONNX node per layer, the zero initial states as Expand of a constant, the
+ * directions joined by Transpose + Reshape, batch_first by Transposes. Counted in training
+ * (MSE loss added, X needs no gradient) and compared, in the MATMUL class (the recurrent nodes
+ * only), with the formulas of src/ops/rnn.c, per layer l with I_0 = I, I_l = D*H after, and
+ * S = T*N row-steps, G = 4/3/1:
+ *   MACs, from PyTorch's documented cells (each gate: W_i* x + b_i* + W_h* h + b_h*):
+ *     forward S*D*G*H*(I_l + H); the script runs each cell from those equations on the
+ *     module's weights, checks it reproduces the module, and counts the same MACs
+ *     bwd_data  S*D*G*H*H (through time) + S*D*G*H*I_l for l > 0 (dX; layer 0 reads the input)
+ *     bwd_weight S*D*G*H*(I_l + H) (dW, dR)
+ *   per hidden unit and row-step (x S*D*H), B given, default activations, PyTorch's GRU with
+ *   linear_before_reset = 1:
+ *     forward  LSTM add 4 + 8 + 1 + 3 (sigmoids) = 16, mul 3, div 3, special 5
+ *              GRU  add 3 + 6 + 2 + 2 = 13, mul 3, div 2, special 3
+ *              RNN  add 3, tanh: special 1 | relu: cmp 1
+ *     bwd_data LSTM add 1 + 1 (dC) + tanh' 1 + 3 sigmoid' + tanh' 1 = 7,
+ *                   mul 6 + 2 + 3*2 + 2 = 16, special 1 (tanh(C_t) recomputed)
+ *              GRU  add 1 + 2 + 1 (lbr 1) + 2 sigmoid' + tanh' 1 = 7, mul 3 + 2 + 4 + 2 = 11
+ *              RNN  add 1 + tanh' (1 add, 2 mul) | relu' (1 cmp)
+ *              and with D = 2 the two directions' dX summed for l > 0: S*I_l add
+ *     bwd_weight dB: S*D*G*H add, GRU (lbr 1) S*D*H more
+ *   parameters: PyTorch's own count, D*G*H*(I_l + H + 2) per layer. */
+static void test_pytorch_rnns(void **state)
+{
+    (void)state;
+    enum { T = 5, N = 2, I = 4, S = T * N };
+    const struct {
+        const char *file;
+        enum fm_op op;
+        uint64_t h, layers, d;
+        bool relu;
+    } cases[] = {
+        {"rnn_lstm2_bi_op14.onnx", FM_OP_LSTM, 8, 2, 2, false},
+        {"rnn_lstm_bf_op14.onnx", FM_OP_LSTM, 8, 1, 1, false},
+        {"rnn_gru2_bi_op14.onnx", FM_OP_GRU, 12, 2, 2, false},
+        {"rnn_gru_bf_op14.onnx", FM_OP_GRU, 8, 1, 1, false},
+        {"rnn_tanh2_op14.onnx", FM_OP_RNN, 8, 2, 1, false},
+        {"rnn_relu_bi_bf_op14.onnx", FM_OP_RNN, 8, 1, 2, true},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        uint64_t h = cases[c].h, d = cases[c].d;
+        bool lstm = cases[c].op == FM_OP_LSTM, gru = cases[c].op == FM_OP_GRU;
+        uint64_t g = lstm ? 4 : gru ? 3 : 1;
+        uint64_t want[FM_PHASE_COUNT][FM_PRIM_COUNT] = {{0}}, params = 0;
+        uint64_t fwd_el[FM_PRIM_COUNT] = {0}, bwd_el[FM_PRIM_COUNT] = {0};
+        if (lstm) {
+            fwd_el[FM_PRIM_ADD] = 16, fwd_el[FM_PRIM_MUL] = 3, fwd_el[FM_PRIM_DIV] = 3;
+            fwd_el[FM_PRIM_SPECIAL] = 5;
+            bwd_el[FM_PRIM_ADD] = 7, bwd_el[FM_PRIM_MUL] = 16, bwd_el[FM_PRIM_SPECIAL] = 1;
+        } else if (gru) {
+            fwd_el[FM_PRIM_ADD] = 13, fwd_el[FM_PRIM_MUL] = 3, fwd_el[FM_PRIM_DIV] = 2;
+            fwd_el[FM_PRIM_SPECIAL] = 3;
+            bwd_el[FM_PRIM_ADD] = 7, bwd_el[FM_PRIM_MUL] = 11;
+        } else {
+            fwd_el[FM_PRIM_ADD] = 3;
+            fwd_el[cases[c].relu ? FM_PRIM_CMP : FM_PRIM_SPECIAL] = 1;
+            bwd_el[FM_PRIM_ADD] = cases[c].relu ? 1 : 2;
+            bwd_el[cases[c].relu ? FM_PRIM_CMP : FM_PRIM_MUL] = cases[c].relu ? 1 : 2;
+        }
+        for (uint64_t l = 0; l < cases[c].layers; l++) {
+            uint64_t il = l == 0 ? I : d * h, sdh = S * d * h;
+            want[FM_PHASE_FWD][FM_PRIM_MAC] += S * d * g * h * (il + h);
+            want[FM_PHASE_BWD_DATA][FM_PRIM_MAC] += S * d * g * h * h + (l ? S * d * g * h * il : 0);
+            if (l && d == 2)
+                want[FM_PHASE_BWD_DATA][FM_PRIM_ADD] += S * il;
+            want[FM_PHASE_BWD_WEIGHT][FM_PRIM_MAC] += S * d * g * h * (il + h);
+            want[FM_PHASE_BWD_WEIGHT][FM_PRIM_ADD] += sdh * (g + (gru ? 1 : 0));
+            for (int p = FM_PRIM_ADD; p < FM_PRIM_COUNT; p++) {
+                want[FM_PHASE_FWD][p] += sdh * fwd_el[p];
+                want[FM_PHASE_BWD_DATA][p] += sdh * bwd_el[p];
+            }
+            params += d * g * h * (il + h + 2);
+        }
+        struct fm_graph *gr = NULL;
+        if (load(ctx, cases[c].file, 0, NULL, 0, &gr))
+            fail_msg("%s: %s", cases[c].file, fm_ctx_error(ctx));
+        assert_true(has_op(gr, cases[c].op));
+        for (int m = 0; m < 2; m++) {
+            struct fm_counts *k = count(ctx, gr, m ? FM_MODE_INFER : FM_MODE_TRAIN);
+            assert_int_equal(k->n_uncounted, 0);
+            assert_int_equal(k->params, params);
+            for (int ph = 0; ph < FM_PHASE_OPTIMIZER; ph++) {   /* the update is SGD's */
+                for (int p = 0; p < FM_PRIM_COUNT; p++) {
+                    uint64_t got = k->by_class[FM_CLASS_MATMUL][ph].prim[p];
+                    uint64_t w = m && ph != FM_PHASE_FWD ? 0 : want[ph][p];
+                    if (got != w)
+                        fail_msg("%s %s: %s %s: %llu, expected %llu", cases[c].file,
+                                 m ? "inference" : "training", fm_phase_name((enum fm_phase)ph),
+                                 fm_prim_name((enum fm_prim)p), (unsigned long long)got,
+                                 (unsigned long long)w);
+                }
+            }
+            fm_counts_free(k);
+        }
+        fm_graph_free(gr);
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -678,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_corrupted_never_crash),
         cmocka_unit_test(test_node_tests_trig),
         cmocka_unit_test(test_node_tests_rnn),
+        cmocka_unit_test(test_pytorch_rnns),
         cmocka_unit_test(test_folded_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
