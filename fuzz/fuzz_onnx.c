@@ -131,7 +131,8 @@ static const char *const ops[] = {
     "Unsqueeze", "Concat", "Split", "Slice", "Gather", "Expand", "Tile", "Pad", "Resize",
     "Upsample", "ConstantOfShape", "Range", "Cast", "Identity", "Dropout", "Constant", "Shape",
     "Size", "ArgMax", "TopK", "NonZero", "Floor", "Ceil", "Round", "Sign", "Mod",
-    "ReduceLogSumExp", "NoSuchOp"};
+    "ReduceLogSumExp", "NoSuchOp",
+    "LSTM", "GRU", "RNN"};
 static const char *const attr_names[] = {
     "alpha", "approximate", "auto_pad", "axes", "axis", "beta", "ceil_mode",
     "count_include_pad", "dilations", "epsilon", "equation", "group", "keepdims",
@@ -139,11 +140,13 @@ static const char *const attr_names[] = {
     "output_padding", "output_shape", "pads", "perm", "ratio", "strides", "to", "upper",
     "value", "value_ints", "value_float", "split", "transA", "transB", "exclusive", "reverse",
     "k", "largest", "sorted", "fmod", "scales", "sizes", "coordinate_transformation_mode",
-    "stash_type", "training_mode", "momentum", "spatial", "storage_order"};
+    "stash_type", "training_mode", "momentum", "spatial", "storage_order",
+    "hidden_size", "direction", "layout", "linear_before_reset", "clip", "activations"};
 static const char *const strings[] = {"", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID",
                                       "nearest", "linear", "cubic", "tanh", "none", "ij,jk->ik",
                                       "bij,bjk->bik", "ii->i", "i,i", "...ij->...ji", "constant",
-                                      "reflect", "edge", "??"};
+                                      "reflect", "edge", "??",
+                                      "forward", "reverse", "bidirectional"};
 
 #define MAXV 48
 

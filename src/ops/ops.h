@@ -127,8 +127,8 @@ const char *fm_rnn_activation_name(int code);
 int fm_rnn_acts_per_direction(enum fm_rnn_cell cell);
 /* Row-steps of a sequence: the sum of sequence_lens when its values are known (*known), else
  * batch x steps. */
-uint64_t fm_rnn_rows(const struct fm_tensor *x, const struct fm_tensor *seq_lens, int64_t layout,
-                     bool *known);
+uint64_t fm_rnn_rows(bool *ovf, const struct fm_tensor *x, const struct fm_tensor *seq_lens,
+                     int64_t layout, bool *known);
 /* The shape and cost rules of a cell over inputs X, W, R, B?, sequence_lens?, initial_h?,
  * initial_c?, P? (ONNX's order) and outputs Y, Y_h?, Y_c?. */
 enum fm_status fm_rnn_shape(struct fm_shape_call *call, enum fm_rnn_cell cell);

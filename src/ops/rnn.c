@@ -6,7 +6,7 @@
  * Notation: T steps, N batch, I input size, H hidden size, D directions (1 or 2), G gates
  * (LSTM 4: i o f c; GRU 3: z r h; RNN 1). S = the rows the cell runs, summed over time steps:
  * the sum of sequence_lens when its values are known (a constant, or bound), N*T otherwise
- * (every batch row assumed full length; the layer's note says so). Every count below is per
+ * (every batch row assumed full length; the ONNX loader logs it). Every count below is per
  * direction and per row-step (one batch row at one time step) and is multiplied by S*D; MACs
  * are per row-step, elementwise counts per hidden unit and so multiplied by S*D*H.
  *
@@ -196,9 +196,10 @@ enum fm_status fm_rnn_shape(struct fm_shape_call *call, enum fm_rnn_cell cell)
         return bad(call, cell, "W's second dim (gates x hidden)", g * h, w[1]);
     if (w[2] != in)
         return bad(call, cell, "W's last dim (the input size)", in, w[2]);
-    if (r[0] != d || r[1] != g * h)
-        return bad(call, cell, "R's first two dims (directions, gates x hidden)", d * 1000 + g * h,
-                   r[0] * 1000 + r[1]);
+    if (r[0] != d)
+        return bad(call, cell, "R's first dim (directions)", d, r[0]);
+    if (r[1] != g * h)
+        return bad(call, cell, "R's second dim (gates x hidden)", g * h, r[1]);
     const struct fm_tensor *b = n->n_in > 3 ? call->in[3] : NULL;
     if (b && (b->shape.rank != 2 || b->shape.dims[0] != d || b->shape.dims[1] != 2 * g * h))
         return bad(call, cell, "B's elements ([directions, 2 x gates x hidden])", d * 2 * g * h,
@@ -306,20 +307,22 @@ static void cell_counts(const struct fm_attrs *a, enum fm_rnn_cell cell, int d, 
     }
 }
 
-uint64_t fm_rnn_rows(const struct fm_tensor *x, const struct fm_tensor *seq_lens, int64_t layout,
-                     bool *known)
+uint64_t fm_rnn_rows(bool *ovf, const struct fm_tensor *x, const struct fm_tensor *seq_lens,
+                     int64_t layout, bool *known)
 {
     const int64_t *dims = x->shape.dims;
     uint64_t t = (uint64_t)(layout ? dims[1] : dims[0]), nb = (uint64_t)(layout ? dims[0] : dims[1]);
     *known = false;
     if (seq_lens && seq_lens->ivalue && seq_lens->nvalue == nb) {
         uint64_t s = 0;
-        for (uint64_t k = 0; k < nb; k++)
-            s += (uint64_t)(seq_lens->ivalue[k] < 0 ? 0 : seq_lens->ivalue[k]);
+        for (uint64_t k = 0; k < nb; k++) {   /* each clamped to 0..T, as the shape rule asks */
+            int64_t len = seq_lens->ivalue[k];
+            s = fm_cadd(ovf, s, len < 0 ? 0 : (uint64_t)len > t ? t : (uint64_t)len);
+        }
         *known = true;
         return s;
     }
-    return nb * t;   /* no overflow: the shape rule checked the tensor's size */
+    return fm_cmul(ovf, nb, t);
 }
 
 enum fm_status fm_rnn_cost(struct fm_cost_call *call, enum fm_rnn_cell cell)
@@ -335,7 +338,7 @@ enum fm_status fm_rnn_cost(struct fm_cost_call *call, enum fm_rnn_cell cell)
     uint64_t d = (uint64_t)call->in[1]->shape.dims[0], h = (uint64_t)call->in[2]->shape.dims[2];
     uint64_t in = (uint64_t)x->shape.dims[2], g = (uint64_t)gates_of(cell);
     bool known;
-    uint64_t s = fm_rnn_rows(x, seq, layout, &known);
+    uint64_t s = fm_rnn_rows(o, x, seq, layout, &known);
     uint64_t sd = fm_cmul(o, s, d), sdh = fm_cmul(o, sd, h);
     uint64_t mac_x = fm_cmul3(o, sd, g * h, in), mac_h = fm_cmul3(o, sd, g * h, h);
 
