@@ -1205,6 +1205,20 @@ static void test_rnn_lstm(void **state)
     EXPECT_NONE(c, BD);
     EXPECT_NONE(c, BW);
     tg_free(&t);
+
+    /* the same cell with W and R stored transposed (ONNX Runtime's DynamicQuantizeLSTM):
+     * W [1, 4, 20], R [1, 5, 20]; the same counts */
+    t = tg_new();
+    fm_tid tin[8] = {ACT(&t, "x", 3, 2, 4), PARAM(&t, "w", 1, 4, 20), PARAM(&t, "r", 1, 5, 20),
+                     PARAM(&t, "b", 1, 40), FM_NONE, FM_NONE, FM_NONE, PARAM(&t, "p", 1, 15)};
+    a.ints[4] = FM_RNN_W_TRANSPOSED, a.nints = 5;
+    n = rnn_node(&t, FM_OP_LSTM, &a, tin, 8, 1);
+    EXPECT_SHAPE(&t, fm_graph_node(t.g, n)->out[0], 3, 1, 2, 5);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 1080, 570, 180, 90, 0, 150);
+    EXPECT(c, BD, 1080, 300, 570, 0, 0, 30);
+    EXPECT(c, BW, 1080, 120 + 90, 90, 0, 0, 0);
+    tg_free(&t);
 }
 
 /* GRU, bidirectional, layout 1 (batch first), clip, sequence_lens known {3, 1}: S = 4, not

@@ -115,7 +115,9 @@ enum fm_status fm_shape_expect_rank(struct fm_shape_call *call, int i, int min_r
  * {hidden_size, direction (0 forward, 1 reverse, 2 bidirectional), layout, linear_before_reset,
  *  flags (FM_RNN_*), activations: per direction f [, g [, h]] as FM_RNN_ACT_* codes} */
 enum fm_rnn_cell { FM_RNN_CELL_RNN = 0, FM_RNN_CELL_GRU, FM_RNN_CELL_LSTM };
-enum { FM_RNN_CLIP = 1, FM_RNN_NO_Y = 2 };   /* clip given; output Y omitted (not written) */
+/* clip given; output Y omitted (not written); W and R stored [D, I, G*H] and [D, H, G*H]
+ * (ONNX Runtime's DynamicQuantizeLSTM) instead of ONNX's [D, G*H, I] and [D, G*H, H] */
+enum { FM_RNN_CLIP = 1, FM_RNN_NO_Y = 2, FM_RNN_W_TRANSPOSED = 4 };
 enum {
     FM_RNN_ACT_SIGMOID = 1, FM_RNN_ACT_TANH, FM_RNN_ACT_RELU, FM_RNN_ACT_AFFINE,
     FM_RNN_ACT_LEAKY_RELU, FM_RNN_ACT_THRESHOLDED_RELU, FM_RNN_ACT_SCALED_TANH,

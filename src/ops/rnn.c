@@ -181,8 +181,12 @@ enum fm_status fm_rnn_shape(struct fm_shape_call *call, enum fm_rnn_cell cell)
     int64_t layout = attr_int(a, RI_LAYOUT), g = gates_of(cell);
     if (layout != 0 && layout != 1)
         return bad(call, cell, "layout", 0, layout);
-    const int64_t *x = call->in[0]->shape.dims, *w = call->in[1]->shape.dims,
-                  *r = call->in[2]->shape.dims;
+    const int64_t *x = call->in[0]->shape.dims, *wd = call->in[1]->shape.dims,
+                  *rd = call->in[2]->shape.dims;
+    /* W [D, G*H, I] and R [D, G*H, H], or with FM_RNN_W_TRANSPOSED [D, I, G*H], [D, H, G*H] */
+    bool tr = attr_int(a, RI_FLAGS) & FM_RNN_W_TRANSPOSED;
+    const int64_t w[3] = {wd[0], tr ? wd[2] : wd[1], tr ? wd[1] : wd[2]};
+    const int64_t r[3] = {rd[0], tr ? rd[2] : rd[1], tr ? rd[1] : rd[2]};
     int64_t t = layout ? x[1] : x[0], nb = layout ? x[0] : x[1], in = x[2];
     int64_t d = w[0], h = r[2];
     if (d != 1 && d != 2)
@@ -193,13 +197,13 @@ enum fm_status fm_rnn_shape(struct fm_shape_call *call, enum fm_rnn_cell cell)
     if (attr_int(a, RI_HIDDEN) > 0 && attr_int(a, RI_HIDDEN) != h)
         return bad(call, cell, "hidden_size (R's last dim)", attr_int(a, RI_HIDDEN), h);
     if (w[1] != g * h)
-        return bad(call, cell, "W's second dim (gates x hidden)", g * h, w[1]);
+        return bad(call, cell, "W's gates x hidden dim", g * h, w[1]);
     if (w[2] != in)
-        return bad(call, cell, "W's last dim (the input size)", in, w[2]);
+        return bad(call, cell, "W's input-size dim", in, w[2]);
     if (r[0] != d)
         return bad(call, cell, "R's first dim (directions)", d, r[0]);
     if (r[1] != g * h)
-        return bad(call, cell, "R's second dim (gates x hidden)", g * h, r[1]);
+        return bad(call, cell, "R's gates x hidden dim", g * h, r[1]);
     const struct fm_tensor *b = n->n_in > 3 ? call->in[3] : NULL;
     if (b && (b->shape.rank != 2 || b->shape.dims[0] != d || b->shape.dims[1] != 2 * g * h))
         return bad(call, cell, "B's elements ([directions, 2 x gates x hidden])", d * 2 * g * h,
@@ -335,7 +339,9 @@ enum fm_status fm_rnn_cost(struct fm_cost_call *call, enum fm_rnn_cell cell)
     const struct fm_tensor *seq = n->n_in > 4 ? call->in[4] : NULL;
     const struct fm_tensor *p = cell == FM_RNN_CELL_LSTM && n->n_in > 7 ? call->in[7] : NULL;
     int64_t layout = attr_int(a, RI_LAYOUT);
-    uint64_t d = (uint64_t)call->in[1]->shape.dims[0], h = (uint64_t)call->in[2]->shape.dims[2];
+    bool tr = attr_int(a, RI_FLAGS) & FM_RNN_W_TRANSPOSED;
+    uint64_t d = (uint64_t)call->in[1]->shape.dims[0];
+    uint64_t h = (uint64_t)call->in[2]->shape.dims[tr ? 1 : 2];
     uint64_t in = (uint64_t)x->shape.dims[2], g = (uint64_t)gates_of(cell);
     bool known;
     uint64_t s = fm_rnn_rows(o, x, seq, layout, &known);

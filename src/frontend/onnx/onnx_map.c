@@ -963,6 +963,8 @@ static enum fm_status map_rnn(struct ox *ox, const Onnx__NodeProto *node, const 
     int64_t flags = ox_attr(node, "clip") ? FM_RNN_CLIP : 0;
     if (node->n_output == 0 || !node->output[0] || !*node->output[0])
         flags |= FM_RNN_NO_Y;
+    if (strcmp(type, "DynamicQuantizeLSTM") == 0)   /* ONNX Runtime stores W, R transposed */
+        flags |= FM_RNN_W_TRANSPOSED;
     a.ints[0] = hidden;
     a.ints[1] = direction;
     a.ints[2] = layout;
