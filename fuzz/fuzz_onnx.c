@@ -139,7 +139,8 @@ static const char *const ops[] = {
     "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf", "IsNaN", "Elu",
     "Selu", "Celu", "Softplus", "Softsign", "Mish", "ThresholdedRelu", "Shrink", "Hardmax",
     "BitShift", "Sum", "Mean", "ReduceL1", "ReduceLogSum", "LpNormalization",
-    "MeanVarianceNormalization", "LRN", "LpPool", "GlobalLpPool"};
+    "MeanVarianceNormalization", "LRN", "LpPool", "GlobalLpPool",
+    "LSTM", "GRU", "RNN"};
 static const char *const attr_names[] = {
     "alpha", "approximate", "auto_pad", "axes", "axis", "beta", "ceil_mode",
     "count_include_pad", "dilations", "epsilon", "equation", "group", "keepdims",
@@ -148,11 +149,13 @@ static const char *const attr_names[] = {
     "value", "value_ints", "value_float", "split", "transA", "transB", "exclusive", "reverse",
     "k", "largest", "sorted", "fmod", "scales", "sizes", "coordinate_transformation_mode",
     "stash_type", "training_mode", "momentum", "spatial", "storage_order", "p", "size",
-    "lambd", "bias", "gamma", "direction", "detect_negative", "detect_positive"};
+    "lambd", "bias", "gamma", "direction", "detect_negative", "detect_positive",
+    "hidden_size", "layout", "linear_before_reset", "clip", "activations"};
 static const char *const strings[] = {"", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID",
                                       "nearest", "linear", "cubic", "tanh", "none", "ij,jk->ik",
                                       "bij,bjk->bik", "ii->i", "i,i", "...ij->...ji", "constant",
-                                      "reflect", "edge", "??", "LEFT", "RIGHT"};
+                                      "reflect", "edge", "??", "LEFT", "RIGHT",
+                                      "forward", "reverse", "bidirectional"};
 
 /* ---- control flow: If, Loop and Scan around one node, nested up to 3 deep ---- */
 

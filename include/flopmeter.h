@@ -374,7 +374,14 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(ACOSH, acosh, "Acosh", ELEMENTWISE, "Acosh", plain, "")                                   \
     X(ATANH, atanh, "Atanh", ELEMENTWISE, "Atanh", plain, "")                                   \
     /* linalg.c: batched matrices */                                                            \
-    X(DET, det, "Det", MATMUL, "Det", plain, "") /* X (..., n, n) -> (...) */
+    X(DET, det, "Det", MATMUL, "Det", plain, "") /* X (..., n, n) -> (...) */                      \
+    /* rnn.c: recurrent layers over a sequence, MATMUL (the gate GEMMs dominate): X, W, R, B?,  \
+       sequence_lens?, initial_h?, initial_c?, P? -> Y, Y_h?, Y_c?; ints = {hidden_size,        \
+       direction 0/1/2 (forward/reverse/bidirectional), layout, linear_before_reset, flags,     \
+       activation codes per direction} (src/ops/ops.h), all optional */                         \
+    X(LSTM, lstm, "LSTM", MATMUL, "LSTM", rnn, "xPPPCBBP")                                      \
+    X(GRU, gru, "GRU", MATMUL, "GRU", rnn, "xPPPCBB")                                           \
+    X(RNN, rnn, "RNN", MATMUL, "RNN", rnn, "xPPPCBB")
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_

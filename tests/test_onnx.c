@@ -1082,6 +1082,203 @@ static void test_node_tests_math(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ONNX's backend node tests of LSTM, GRU and RNN (opset 14, written by ONNX's test generator):
+ * one node, all operands graph inputs (no parameter, so no backward), default activations.
+ * The output dims are those of the tests' test_data_set_0/output_N.pb (Y_h, and Y where the
+ * node writes it). Forward counts, per src/ops/rnn.c and docs/counting.md, with S = N*T
+ * row-steps (one direction), G gates, b = 1 with B, p = 1 with P:
+ *   mac = S*G*H*(I+H)
+ *   per hidden unit and row-step (x S*H): the G sums of the two products, 2G bias adds (b),
+ *   sigmoid = 1 add + 1 div + 1 special, tanh = 1 special;
+ *   LSTM: 3 sigmoid, 2 tanh, 3 mul + 1 add (cell, output), peepholes 3 mul + 3 add (p)
+ *   GRU:  2 sigmoid, 1 tanh, 3 mul + 2 add (r*, (1-z)*h~ + z*H)
+ *   RNN:  1 tanh
+ * test_lstm_with_peepholes binds sequence_lens [1, 1] as a graph input, unknown at load time:
+ * full length assumed, which is the same here (T = 1). */
+static void test_node_tests_rnn(void **state)
+{
+    (void)state;
+    if (access(FM_ONNX_NODE_TESTS "/test_lstm_defaults/model.onnx", R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata)\n");
+        skip();
+    }
+    const struct {
+        const char *dir;
+        enum fm_op op;
+        int64_t t, n, i, h;
+        int b, p;
+        const char *out;      /* the output the test data holds last */
+        int rank;
+        int64_t dims[4];      /* its dims, from output_N.pb */
+        int64_t y_dims[4];    /* Y's dims (batchwise tests write Y too), rank 4 */
+    } cases[] = {
+        {"test_lstm_defaults", FM_OP_LSTM, 1, 3, 2, 3, 0, 0, "Y_h", 3, {1, 3, 3}, {0}},
+        {"test_lstm_with_initial_bias", FM_OP_LSTM, 1, 3, 3, 4, 1, 0, "Y_h", 3, {1, 3, 4}, {0}},
+        {"test_lstm_with_peepholes", FM_OP_LSTM, 1, 2, 4, 3, 1, 1, "Y_h", 3, {1, 2, 3}, {0}},
+        {"test_lstm_batchwise", FM_OP_LSTM, 1, 3, 2, 7, 0, 0, "Y_h", 3, {3, 1, 7}, {3, 1, 1, 7}},
+        {"test_gru_defaults", FM_OP_GRU, 1, 3, 2, 5, 0, 0, "Y_h", 3, {1, 3, 5}, {0}},
+        {"test_gru_with_initial_bias", FM_OP_GRU, 1, 3, 3, 3, 1, 0, "Y_h", 3, {1, 3, 3}, {0}},
+        {"test_gru_seq_length", FM_OP_GRU, 2, 3, 3, 5, 1, 0, "Y_h", 3, {1, 3, 5}, {0}},
+        {"test_gru_batchwise", FM_OP_GRU, 1, 3, 2, 6, 0, 0, "Y_h", 3, {3, 1, 6}, {3, 1, 1, 6}},
+        {"test_rnn_seq_length", FM_OP_RNN, 2, 3, 3, 5, 1, 0, "Y_h", 3, {1, 3, 5}, {0}},
+        {"test_simple_rnn_defaults", FM_OP_RNN, 1, 3, 2, 4, 0, 0, "Y_h", 3, {1, 3, 4}, {0}},
+        {"test_simple_rnn_with_initial_bias", FM_OP_RNN, 1, 3, 3, 5, 1, 0, "Y_h", 3, {1, 3, 5},
+         {0}},
+        {"test_simple_rnn_batchwise", FM_OP_RNN, 1, 3, 2, 4, 0, 0, "Y_h", 3, {3, 1, 4},
+         {3, 1, 1, 4}},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, cases[c].dir);
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_WORK);
+        o.model = path;
+        o.count.mode = FM_MODE_TRAIN;
+        struct fm_session *s = NULL;
+        if (fm_session_run(ctx, &o, &s))
+            fail_msg("%s: %s", cases[c].dir, fm_ctx_error(ctx));
+        const struct fm_graph *g = s->graph;
+        assert_int_equal(fm_graph_node_count(g), 1);
+        assert_int_equal(fm_graph_node(g, 0)->op, cases[c].op);
+        assert_int_equal(s->counts->n_uncounted, 0);
+        fm_tid yh = fm_graph_find_tensor(g, cases[c].out);
+        assert_true(yh != FM_NONE);
+        const struct fm_shape *sh = &fm_graph_tensor(g, yh)->shape;
+        assert_int_equal(sh->rank, cases[c].rank);
+        for (int k = 0; k < sh->rank; k++)
+            assert_int_equal(sh->dims[k], cases[c].dims[k]);
+        if (cases[c].y_dims[0]) {
+            const struct fm_shape *y = &fm_graph_tensor(g, fm_graph_find_tensor(g, "Y"))->shape;
+            assert_int_equal(y->rank, 4);
+            for (int k = 0; k < 4; k++)
+                assert_int_equal(y->dims[k], cases[c].y_dims[k]);
+        }
+        uint64_t t = (uint64_t)cases[c].t, n = (uint64_t)cases[c].n, i = (uint64_t)cases[c].i,
+                 h = (uint64_t)cases[c].h, b = (uint64_t)cases[c].b, p = (uint64_t)cases[c].p;
+        uint64_t gates = cases[c].op == FM_OP_LSTM ? 4 : cases[c].op == FM_OP_GRU ? 3 : 1;
+        uint64_t sig = cases[c].op == FM_OP_LSTM ? 3 : cases[c].op == FM_OP_GRU ? 2 : 0;
+        uint64_t tanh_ = cases[c].op == FM_OP_RNN ? 1 : cases[c].op == FM_OP_GRU ? 1 : 2;
+        uint64_t cell_mul = cases[c].op == FM_OP_RNN ? 0 : 3 + 3 * p;
+        uint64_t cell_add = cases[c].op == FM_OP_LSTM ? 1 + 3 * p
+                            : cases[c].op == FM_OP_GRU ? 2 : 0;
+        uint64_t sh_ = n * t * h;   /* S*H */
+        const struct fm_work *f = &s->counts->total[FM_PHASE_FWD];
+        assert_int_equal(f->prim[FM_PRIM_MAC], n * t * gates * h * (i + h));
+        assert_int_equal(f->prim[FM_PRIM_ADD], sh_ * (gates + 2 * gates * b + sig + cell_add));
+        assert_int_equal(f->prim[FM_PRIM_MUL], sh_ * cell_mul);
+        assert_int_equal(f->prim[FM_PRIM_DIV], sh_ * sig);
+        assert_int_equal(f->prim[FM_PRIM_CMP], 0);
+        assert_int_equal(f->prim[FM_PRIM_SPECIAL], sh_ * (sig + tanh_));
+        for (int ph = FM_PHASE_BWD_DATA; ph < FM_PHASE_COUNT; ph++)
+            assert_int_equal(fm_work_flops(&s->counts->total[ph]), 0);
+        fm_session_free(s);
+    }
+    fm_ctx_free(ctx);
+}
+
+/* PyTorch's nn.LSTM, nn.GRU and nn.RNN exported at opset 14 by tools/export_rnn_models.py
+ * (T = 5 steps, batch N = 2, input I = 4; the dims below are that script's). The exporter
+ * writes one ONNX node per layer, the zero initial states as Expand of a constant, the
+ * directions joined by Transpose + Reshape, batch_first by Transposes. Counted in training
+ * (MSE loss added, X needs no gradient) and compared, in the MATMUL class (the recurrent nodes
+ * only), with the formulas of src/ops/rnn.c, per layer l with I_0 = I, I_l = D*H after, and
+ * S = T*N row-steps, G = 4/3/1:
+ *   MACs, from PyTorch's documented cells (each gate: W_i* x + b_i* + W_h* h + b_h*):
+ *     forward S*D*G*H*(I_l + H); the script runs each cell from those equations on the
+ *     module's weights, checks it reproduces the module, and counts the same MACs
+ *     bwd_data  S*D*G*H*H (through time) + S*D*G*H*I_l for l > 0 (dX; layer 0 reads the input)
+ *     bwd_weight S*D*G*H*(I_l + H) (dW, dR)
+ *   per hidden unit and row-step (x S*D*H), B given, default activations, PyTorch's GRU with
+ *   linear_before_reset = 1:
+ *     forward  LSTM add 4 + 8 + 1 + 3 (sigmoids) = 16, mul 3, div 3, special 5
+ *              GRU  add 3 + 6 + 2 + 2 = 13, mul 3, div 2, special 3
+ *              RNN  add 3, tanh: special 1 | relu: cmp 1
+ *     bwd_data LSTM add 1 + 1 (dC) + tanh' 1 + 3 sigmoid' + tanh' 1 = 7,
+ *                   mul 6 + 2 + 3*2 + 2 = 16, special 1 (tanh(C_t) recomputed)
+ *              GRU  add 1 + 2 + 1 (lbr 1) + 2 sigmoid' + tanh' 1 = 7, mul 3 + 2 + 4 + 2 = 11
+ *              RNN  add 1 + tanh' (1 add, 2 mul) | relu' (1 cmp)
+ *              and with D = 2 the two directions' dX summed for l > 0: S*I_l add
+ *     bwd_weight dB: S*D*G*H add, GRU (lbr 1) S*D*H more
+ *   parameters: PyTorch's own count, D*G*H*(I_l + H + 2) per layer. */
+static void test_pytorch_rnns(void **state)
+{
+    (void)state;
+    enum { T = 5, N = 2, I = 4, S = T * N };
+    const struct {
+        const char *file;
+        enum fm_op op;
+        uint64_t h, layers, d;
+        bool relu;
+    } cases[] = {
+        {"rnn_lstm2_bi_op14.onnx", FM_OP_LSTM, 8, 2, 2, false},
+        {"rnn_lstm_bf_op14.onnx", FM_OP_LSTM, 8, 1, 1, false},
+        {"rnn_gru2_bi_op14.onnx", FM_OP_GRU, 12, 2, 2, false},
+        {"rnn_gru_bf_op14.onnx", FM_OP_GRU, 8, 1, 1, false},
+        {"rnn_tanh2_op14.onnx", FM_OP_RNN, 8, 2, 1, false},
+        {"rnn_relu_bi_bf_op14.onnx", FM_OP_RNN, 8, 1, 2, true},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        uint64_t h = cases[c].h, d = cases[c].d;
+        bool lstm = cases[c].op == FM_OP_LSTM, gru = cases[c].op == FM_OP_GRU;
+        uint64_t g = lstm ? 4 : gru ? 3 : 1;
+        uint64_t want[FM_PHASE_COUNT][FM_PRIM_COUNT] = {{0}}, params = 0;
+        uint64_t fwd_el[FM_PRIM_COUNT] = {0}, bwd_el[FM_PRIM_COUNT] = {0};
+        if (lstm) {
+            fwd_el[FM_PRIM_ADD] = 16, fwd_el[FM_PRIM_MUL] = 3, fwd_el[FM_PRIM_DIV] = 3;
+            fwd_el[FM_PRIM_SPECIAL] = 5;
+            bwd_el[FM_PRIM_ADD] = 7, bwd_el[FM_PRIM_MUL] = 16, bwd_el[FM_PRIM_SPECIAL] = 1;
+        } else if (gru) {
+            fwd_el[FM_PRIM_ADD] = 13, fwd_el[FM_PRIM_MUL] = 3, fwd_el[FM_PRIM_DIV] = 2;
+            fwd_el[FM_PRIM_SPECIAL] = 3;
+            bwd_el[FM_PRIM_ADD] = 7, bwd_el[FM_PRIM_MUL] = 11;
+        } else {
+            fwd_el[FM_PRIM_ADD] = 3;
+            fwd_el[cases[c].relu ? FM_PRIM_CMP : FM_PRIM_SPECIAL] = 1;
+            bwd_el[FM_PRIM_ADD] = cases[c].relu ? 1 : 2;
+            bwd_el[cases[c].relu ? FM_PRIM_CMP : FM_PRIM_MUL] = cases[c].relu ? 1 : 2;
+        }
+        for (uint64_t l = 0; l < cases[c].layers; l++) {
+            uint64_t il = l == 0 ? I : d * h, sdh = S * d * h;
+            want[FM_PHASE_FWD][FM_PRIM_MAC] += S * d * g * h * (il + h);
+            want[FM_PHASE_BWD_DATA][FM_PRIM_MAC] += S * d * g * h * h + (l ? S * d * g * h * il : 0);
+            if (l && d == 2)
+                want[FM_PHASE_BWD_DATA][FM_PRIM_ADD] += S * il;
+            want[FM_PHASE_BWD_WEIGHT][FM_PRIM_MAC] += S * d * g * h * (il + h);
+            want[FM_PHASE_BWD_WEIGHT][FM_PRIM_ADD] += sdh * (g + (gru ? 1 : 0));
+            for (int p = FM_PRIM_ADD; p < FM_PRIM_COUNT; p++) {
+                want[FM_PHASE_FWD][p] += sdh * fwd_el[p];
+                want[FM_PHASE_BWD_DATA][p] += sdh * bwd_el[p];
+            }
+            params += d * g * h * (il + h + 2);
+        }
+        struct fm_graph *gr = NULL;
+        if (load(ctx, cases[c].file, 0, NULL, 0, &gr))
+            fail_msg("%s: %s", cases[c].file, fm_ctx_error(ctx));
+        assert_true(has_op(gr, cases[c].op));
+        for (int m = 0; m < 2; m++) {
+            struct fm_counts *k = count(ctx, gr, m ? FM_MODE_INFER : FM_MODE_TRAIN);
+            assert_int_equal(k->n_uncounted, 0);
+            assert_int_equal(k->params, params);
+            for (int ph = 0; ph < FM_PHASE_OPTIMIZER; ph++) {   /* the update is SGD's */
+                for (int p = 0; p < FM_PRIM_COUNT; p++) {
+                    uint64_t got = k->by_class[FM_CLASS_MATMUL][ph].prim[p];
+                    uint64_t w = m && ph != FM_PHASE_FWD ? 0 : want[ph][p];
+                    if (got != w)
+                        fail_msg("%s %s: %s %s: %llu, expected %llu", cases[c].file,
+                                 m ? "inference" : "training", fm_phase_name((enum fm_phase)ph),
+                                 fm_prim_name((enum fm_prim)p), (unsigned long long)got,
+                                 (unsigned long long)w);
+                }
+            }
+            fm_counts_free(k);
+        }
+        fm_graph_free(gr);
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1096,6 +1293,8 @@ int main(void)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_corrupted_never_crash),
         cmocka_unit_test(test_node_tests_trig),
+        cmocka_unit_test(test_node_tests_rnn),
+        cmocka_unit_test(test_pytorch_rnns),
         cmocka_unit_test(test_folded_shapes),
         cmocka_unit_test(test_control_flow),
         cmocka_unit_test(test_node_tests_math),

@@ -1609,6 +1609,164 @@ static void test_attention_mask(void **state)
     tg_free(&t);
 }
 
+/* ============================================================================================
+ * Recurrent layers (src/ops/rnn.c): S row-steps (the sum of sequence_lens when known, else
+ * N*T), D directions, G gates; MACs per row-step G*H*(I+H) forward, G*H*H through time plus
+ * G*H*I for dX, G*H*(I+H) for dW and dR; the elementwise counts per hidden unit and row-step
+ * (x S*D*H) are the table in the file's comment and docs/counting.md. */
+
+static fm_nid rnn_node(struct tg *t, enum fm_op op, const struct fm_attrs *a, const fm_tid *in,
+                       int n_in, int n_out)
+{
+    const char *names[3] = {"y", "y_h", "y_c"};
+    FM_ASSERT_OK(t->ctx, fm_graph_add_node(t->g, op, "rnn", a, in, n_in, names, n_out, NULL));
+    return (fm_nid)fm_graph_node_count(t->g) - 1;
+}
+
+/* LSTM, T = 3, N = 2, I = 4, H = 5, one direction, B and peepholes P, default activations;
+ * X needs a gradient. S = 6, S*H = 30. */
+static void test_rnn_lstm(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    fm_tid in[8] = {ACT(&t, "x", 3, 2, 4), PARAM(&t, "w", 1, 20, 4), PARAM(&t, "r", 1, 20, 5),
+                    PARAM(&t, "b", 1, 40), FM_NONE, FM_NONE, FM_NONE, PARAM(&t, "p", 1, 15)};
+    struct fm_attrs a = attrs();
+    fm_nid n = rnn_node(&t, FM_OP_LSTM, &a, in, 8, 3);
+    const struct fm_node *nd = fm_graph_node(t.g, n);
+    EXPECT_SHAPE(&t, nd->out[0], 3, 1, 2, 5);   /* Y [T, D, N, H] */
+    EXPECT_SHAPE(&t, nd->out[1], 1, 2, 5);      /* Y_h [D, N, H] */
+    EXPECT_SHAPE(&t, nd->out[2], 1, 2, 5);      /* Y_c */
+    struct fm_node_cost c = COST(&t, n);
+    /* mac 6*20*(4+5) = 1080; per unit: add 4 sums + 8 bias + 3 peephole + 1 cell + 3 sigmoid
+     * = 19 (x30 = 570); mul 3 cell/output + 3 peephole = 6 (180); div 3 sigmoid (90);
+     * special 3 sigmoid + 2 tanh = 5 (150) */
+    EXPECT(c, FWD, 1080, 570, 180, 90, 0, 150);
+    /* mac dH 6*20*5 = 600 + dX 6*20*4 = 480; per unit add 1 + 1 + 1 tanh' + 3 sigmoid' +
+     * 1 tanh' + 3 peephole = 10 (300), mul 6 + 2 tanh' + 6 sigmoid' + 2 tanh' + 3 peephole = 19
+     * (570), special 1 (tanh(C_t) recomputed: 30) */
+    EXPECT(c, BD, 1080, 300, 570, 0, 0, 30);
+    /* dW 480 + dR 600; dB 6*20 = 120 add; dP 3 mul + 3 add per unit (90 each) */
+    EXPECT(c, BW, 1080, 120 + 90, 90, 0, 0, 0);
+    /* kept: 4 gates + C_t per unit (5 x 30 x 4 bytes); H_t is Y */
+    assert_int_equal(c.saved_bytes, 5 * 30 * 4);
+    /* read X 24 + W 80 + R 100 + B 40 + P 15 elements; written Y 30 + Y_h 10 + Y_c 10 and the
+     * kept 150 elements */
+    EXPECT_BYTES(c, FWD, (24 + 80 + 100 + 40 + 15) * 4, (30 + 10 + 10) * 4 + 600);
+    c = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(c, FWD, 1080, 570, 180, 90, 0, 150);
+    EXPECT_NONE(c, BD);
+    EXPECT_NONE(c, BW);
+    tg_free(&t);
+
+    /* the same cell with W and R stored transposed (ONNX Runtime's DynamicQuantizeLSTM):
+     * W [1, 4, 20], R [1, 5, 20]; the same counts */
+    t = tg_new();
+    fm_tid tin[8] = {ACT(&t, "x", 3, 2, 4), PARAM(&t, "w", 1, 4, 20), PARAM(&t, "r", 1, 5, 20),
+                     PARAM(&t, "b", 1, 40), FM_NONE, FM_NONE, FM_NONE, PARAM(&t, "p", 1, 15)};
+    a.ints[4] = FM_RNN_W_TRANSPOSED, a.nints = 5;
+    n = rnn_node(&t, FM_OP_LSTM, &a, tin, 8, 1);
+    EXPECT_SHAPE(&t, fm_graph_node(t.g, n)->out[0], 3, 1, 2, 5);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 1080, 570, 180, 90, 0, 150);
+    EXPECT(c, BD, 1080, 300, 570, 0, 0, 30);
+    EXPECT(c, BW, 1080, 120 + 90, 90, 0, 0, 0);
+    tg_free(&t);
+}
+
+/* GRU, bidirectional, layout 1 (batch first), clip, sequence_lens known {3, 1}: S = 4, not
+ * N*T = 6; both linear_before_reset forms. X is the network input: no dX. T = 3, N = 2, I = 4,
+ * H = 5, D = 2: S*D = 8 row-steps, S*D*H = 40. */
+static void test_rnn_gru(void **state)
+{
+    (void)state;
+    for (int lbr = 0; lbr < 2; lbr++) {
+        struct tg t = tg_new();
+        fm_tid sl = tensor(&t, "lens", FM_ROLE_CONST, FM_DTYPE_INT32, SHAPE(2));
+        FM_ASSERT_OK(t.ctx, fm_graph_set_ivalue(t.g, sl, DIMS(3, 1), 2));
+        fm_tid in[6] = {INPUT(&t, "x", 2, 3, 4), PARAM(&t, "w", 2, 15, 4),
+                        PARAM(&t, "r", 2, 15, 5), PARAM(&t, "b", 2, 30), sl,
+                        INPUT(&t, "h0", 2, 2, 5)};
+        struct fm_attrs a = attrs();
+        int64_t ints[] = {5, 2, 1, lbr, FM_RNN_CLIP};   /* hidden, bidirectional, layout 1 */
+        memcpy(a.ints, ints, sizeof(ints));
+        a.nints = 5;
+        fm_nid n = rnn_node(&t, FM_OP_GRU, &a, in, 6, 2);
+        const struct fm_node *nd = fm_graph_node(t.g, n);
+        EXPECT_SHAPE(&t, nd->out[0], 2, 3, 2, 5);   /* Y [N, T, D, H] */
+        EXPECT_SHAPE(&t, nd->out[1], 2, 2, 5);      /* Y_h [N, D, H] */
+        struct fm_node_cost c = COST(&t, n);
+        /* mac 8*15*(4+5) = 1080; per unit add 3 sums + 6 bias + 2 (1-z, the blend) + 2
+         * sigmoid = 13 (520), mul 1 r* + 2 blend = 3 (120), div 2 (80), cmp 6 clip (240),
+         * special 2 sigmoid + 1 tanh = 3 (120): the same for both forms */
+        EXPECT(c, FWD, 1080, 520, 120, 80, 240, 120);
+        /* mac through time 8*15*5 = 600; per unit add 1 + 2 + 2 sigmoid' + 1 tanh' and
+         * lbr 0: 2 | lbr 1: 1 (320 | 280), mul 3 + 2 + 4 sigmoid' + 2 tanh' = 11 (440), clip
+         * mask 6 cmp (240) */
+        EXPECT(c, BD, 600, lbr ? 280 : 320, 440, 0, 240, 0);
+        /* dW + dR 1080; dB 8*15 = 120 add, lbr 1 also dRb_h 8*5 = 40 */
+        EXPECT(c, BW, 1080, lbr ? 160 : 120, 0, 0, 0, 0);
+        tg_free(&t);
+    }
+}
+
+/* RNN, bidirectional with a different activation per direction (LeakyRelu forward, Softsign
+ * reverse), no B, sequence_lens given but unknown: full length, S = N*T = 6. T = 2, N = 3,
+ * I = 4, H = 2, D = 2: S*H = 12 per direction. X needs a gradient: the directions' dX sum. */
+static void test_rnn_activations(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    fm_tid in[5] = {ACT(&t, "x", 2, 3, 4), PARAM(&t, "w", 2, 2, 4), PARAM(&t, "r", 2, 2, 2),
+                    FM_NONE, tensor(&t, "lens", FM_ROLE_INPUT, FM_DTYPE_INT32, SHAPE(3))};
+    struct fm_attrs a = attrs();
+    int64_t ints[] = {2, 2, 0, 0, 0, FM_RNN_ACT_LEAKY_RELU, FM_RNN_ACT_SOFTSIGN};
+    memcpy(a.ints, ints, sizeof(ints));
+    a.nints = 7;
+    fm_nid n = rnn_node(&t, FM_OP_RNN, &a, in, 5, 1);
+    EXPECT_SHAPE(&t, fm_graph_node(t.g, n)->out[0], 2, 2, 3, 2);
+    struct fm_node_cost c = COST(&t, n);
+    /* mac 6*2*2*(4+2) = 144; per unit: forward 1 sum + LeakyRelu (1 mul, 1 cmp) | 1 sum +
+     * Softsign (1 add, 1 div, 1 cmp): add 12 + 24, mul 12, div 12, cmp 24 */
+    EXPECT(c, FWD, 144, 36, 12, 12, 24, 0);
+    /* mac dH 6*2*2*2 = 48 + dX 6*2*2*4 = 96; dX of the two directions summed 6*4 = 24 add;
+     * per unit 1 add + LeakyRelu' (1 mul, 1 cmp) | 1 add + Softsign' (1 add, 1 mul, 1 div,
+     * 1 cmp): add 12 + 24 + 24, mul 24, div 12, cmp 24 */
+    EXPECT(c, BD, 144, 60, 24, 12, 24, 0);
+    EXPECT(c, BW, 144, 0, 0, 0, 0, 0);
+    /* kept: H_t is Y; the RNN's gate is H_t */
+    assert_int_equal(c.saved_bytes, 0);
+    tg_free(&t);
+}
+
+/* Shapes the cells cannot take are errors naming the layer. */
+static void test_rnn_errors(void **state)
+{
+    (void)state;
+    struct {
+        int64_t w1, lens;   /* W's second dim; a sequence length */
+        int64_t dir;
+    } bad[] = {
+        {15, 3, 0},   /* LSTM with GRU's 3H rows */
+        {20, 4, 0},   /* a length beyond T = 3 */
+        {20, 3, 2},   /* bidirectional with one direction of weights */
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        struct tg t = tg_new();
+        fm_tid sl = tensor(&t, "lens", FM_ROLE_CONST, FM_DTYPE_INT32, SHAPE(2));
+        FM_ASSERT_OK(t.ctx, fm_graph_set_ivalue(t.g, sl, DIMS(1, bad[k].lens), 2));
+        fm_tid in[5] = {INPUT(&t, "x", 3, 2, 4), PARAM(&t, "w", 1, bad[k].w1, 4),
+                        PARAM(&t, "r", 1, 20, 5), FM_NONE, sl};
+        struct fm_attrs a = attrs();
+        a.ints[0] = 5, a.ints[1] = bad[k].dir, a.nints = 2;
+        const char *names[1] = {"y"};
+        assert_int_equal(fm_graph_add_node(t.g, FM_OP_LSTM, "my_lstm", &a, in, 5, names, 1, NULL),
+                         FM_ERR_SHAPE);
+        assert_non_null(strstr(fm_ctx_error(t.ctx), "my_lstm"));
+        tg_free(&t);
+    }
+}
+
 static void test_cross_entropy(void **state)
 {
     (void)state;
@@ -1937,6 +2095,10 @@ int main(void)
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_mask),
+        cmocka_unit_test(test_rnn_lstm),
+        cmocka_unit_test(test_rnn_gru),
+        cmocka_unit_test(test_rnn_activations),
+        cmocka_unit_test(test_rnn_errors),
         cmocka_unit_test(test_cross_entropy),
         cmocka_unit_test(test_optimizer_sgd_adam),
         cmocka_unit_test(test_frozen_and_shared),

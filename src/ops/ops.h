@@ -109,6 +109,33 @@ int64_t fm_window_out(int64_t in, int64_t k, int64_t stride, int64_t pad_lo, int
 /* Requires input i to have the given rank (or a range); error message names the node. */
 enum fm_status fm_shape_expect_rank(struct fm_shape_call *call, int i, int min_rank, int max_rank);
 
+/* ---- recurrent layers (rnn.c), shared with ops that wrap the same cells (a quantized LSTM) ---- */
+
+/* attrs.ints of LSTM, GRU and RNN (all optional, 0 = ONNX's default):
+ * {hidden_size, direction (0 forward, 1 reverse, 2 bidirectional), layout, linear_before_reset,
+ *  flags (FM_RNN_*), activations: per direction f [, g [, h]] as FM_RNN_ACT_* codes} */
+enum fm_rnn_cell { FM_RNN_CELL_RNN = 0, FM_RNN_CELL_GRU, FM_RNN_CELL_LSTM };
+/* clip given; output Y omitted (not written); W and R stored [D, I, G*H] and [D, H, G*H]
+ * (ONNX Runtime's DynamicQuantizeLSTM) instead of ONNX's [D, G*H, I] and [D, G*H, H] */
+enum { FM_RNN_CLIP = 1, FM_RNN_NO_Y = 2, FM_RNN_W_TRANSPOSED = 4 };
+enum {
+    FM_RNN_ACT_SIGMOID = 1, FM_RNN_ACT_TANH, FM_RNN_ACT_RELU, FM_RNN_ACT_AFFINE,
+    FM_RNN_ACT_LEAKY_RELU, FM_RNN_ACT_THRESHOLDED_RELU, FM_RNN_ACT_SCALED_TANH,
+    FM_RNN_ACT_HARD_SIGMOID, FM_RNN_ACT_ELU, FM_RNN_ACT_SOFTSIGN, FM_RNN_ACT_SOFTPLUS
+};
+/* An ONNX activation name (case-insensitive) -> FM_RNN_ACT_* code, 0 when unknown. */
+int fm_rnn_activation(const char *name);
+const char *fm_rnn_activation_name(int code);
+int fm_rnn_acts_per_direction(enum fm_rnn_cell cell);
+/* Row-steps of a sequence: the sum of sequence_lens when its values are known (*known), else
+ * batch x steps. */
+uint64_t fm_rnn_rows(bool *ovf, const struct fm_tensor *x, const struct fm_tensor *seq_lens,
+                     int64_t layout, bool *known);
+/* The shape and cost rules of a cell over inputs X, W, R, B?, sequence_lens?, initial_h?,
+ * initial_c?, P? (ONNX's order) and outputs Y, Y_h?, Y_c?. */
+enum fm_status fm_rnn_shape(struct fm_shape_call *call, enum fm_rnn_cell cell);
+enum fm_status fm_rnn_cost(struct fm_cost_call *call, enum fm_rnn_cell cell);
+
 /* ---- descriptors, one per op, defined in the family files (FM_OP_LIST names each) ---- */
 #define FM_OP_DESC_EXTERN_(ID, desc, ...) extern const struct fm_op_desc fm_op_##desc##_desc;
 FM_OP_LIST(FM_OP_DESC_EXTERN_)

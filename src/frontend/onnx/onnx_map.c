@@ -1031,6 +1031,79 @@ bad:
                          eq, arrow ? "->" : "", arrow ? arrow + 2 : "");
 }
 
+/* ---- recurrent layers: LSTM, GRU, RNN (and wrappers of the same cells) ---- */
+
+/* Attributes into the ints of rnn.c (src/ops/ops.h): hidden_size, direction, layout,
+ * linear_before_reset, clip and an omitted Y as flags, the activations named per direction.
+ * Outputs: as many as the node lists (Y, Y_h, Y_c). */
+static enum fm_status map_rnn(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                              int n_in, enum fm_op op)
+{
+    const char *type = ox_str(node->op_type);
+    enum fm_rnn_cell cell = strstr(type, "LSTM") ? FM_RNN_CELL_LSTM
+                            : strstr(type, "GRU") ? FM_RNN_CELL_GRU : FM_RNN_CELL_RNN;
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int64_t hidden, layout, lbr;
+    char dir[32];
+    enum fm_status st = need(ox, node, in, n_in, 3);
+    if (!st)
+        st = ox_attr_int(ox, node, "hidden_size", 0, &hidden);
+    if (!st)
+        st = ox_attr_int(ox, node, "layout", 0, &layout);
+    if (!st)
+        st = ox_attr_int(ox, node, "linear_before_reset", 0, &lbr);
+    if (!st)
+        st = ox_attr_string(ox, node, "direction", "forward", dir, sizeof(dir));
+    if (st)
+        return st;
+    int64_t direction = strcmp(dir, "forward") == 0    ? 0
+                        : strcmp(dir, "reverse") == 0 ? 1
+                        : strcmp(dir, "bidirectional") == 0 ? 2 : -1;
+    if (direction < 0)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "direction '%s' is none of forward, "
+                             "reverse, bidirectional", dir);
+    int64_t flags = ox_attr(node, "clip") ? FM_RNN_CLIP : 0;
+    if (node->n_output == 0 || !node->output[0] || !*node->output[0])
+        flags |= FM_RNN_NO_Y;
+    if (strcmp(type, "DynamicQuantizeLSTM") == 0)   /* ONNX Runtime stores W, R transposed */
+        flags |= FM_RNN_W_TRANSPOSED;
+    a.ints[0] = hidden;
+    a.ints[1] = direction;
+    a.ints[2] = layout;
+    a.ints[3] = lbr;
+    a.ints[4] = flags;
+    a.nints = 5;
+    const Onnx__AttributeProto *acts = ox_attr(node, "activations");
+    int per = fm_rnn_acts_per_direction(cell), dirs = direction == 2 ? 2 : 1;
+    if (acts) {
+        if (acts->n_strings != (size_t)per && acts->n_strings != (size_t)(per * dirs))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "%zu activations; %d per direction "
+                                 "expected", acts->n_strings, per);
+        for (int k = 0; k < per * dirs; k++) {
+            const ProtobufCBinaryData *sv = &acts->strings[(size_t)k % acts->n_strings];
+            char name[32];
+            size_t len = sv->len < sizeof(name) - 1 ? sv->len : sizeof(name) - 1;
+            if (len)
+                memcpy(name, sv->data, len);
+            name[len] = '\0';
+            int code = fm_rnn_activation(name);
+            if (!code)
+                return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
+                                     "activation '%s' is not one ONNX defines for %s", name,
+                                     type);
+            a.ints[a.nints++] = code;
+        }
+    }
+    if (n_in > 4 && in[4] != FM_NONE && !tensor(ox, in[4])->ivalue)
+        fm_log(ox->ctx, "%s: node '%s' (%s): sequence_lens is not known: every batch row is "
+               "counted at the full sequence length", ox->src, ox_node_name(node), type);
+    int max_out = cell == FM_RNN_CELL_LSTM ? 3 : 2;   /* Y, Y_h, Y_c */
+    int n_out = node->n_output > (size_t)max_out ? max_out : (int)node->n_output;
+    int n = trim(in, n_in);
+    return ox_emit(ox, node, op, &a, in, n > 8 ? 8 : n, n_out);
+}
+
 /* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
 
 /* Ops no ONNX op type maps to (Linear, SiLU, Attention ...) name the mapper "none": their rows
