@@ -360,6 +360,8 @@ FM_API const char *fm_class_name(enum fm_class cls);
     /*   A, B, a_scale, b_scale, a_zp?, b_zp?, bias? */                                         \
     X(DYNAMIC_QUANTIZE_MATMUL, dynamic_quantize_matmul, "DynamicQuantizeMatMul", MATMUL,        \
       "com.microsoft:DynamicQuantizeMatMul", plain, "xxCCC") /* A, B, b_scale, b_zp?, bias? */  \
+    X(QGEMM, qgemm, "QGemm", MATMUL, "com.microsoft:QGemm", msft, "xCCxCCCCC")                  \
+    /*   A, a_scale, a_zp, B, b_scale, b_zp, C?, y_scale?, y_zp?; FM_ATTR_TRANS_A/B */           \
     X(DYNAMIC_QUANTIZE_LSTM, dynamic_quantize_lstm, "DynamicQuantizeLSTM", OTHER,               \
       "com.microsoft:DynamicQuantizeLSTM", msft, "xxxCCCCC*")                                   \
     /*   shaped, uncounted until rnn.c; ints = {hidden_size, directions} */                     \

@@ -18,6 +18,9 @@
  *   QLinear*: requantize per output y = saturate(round(acc * m) + y_zp), m = s_a*s_b/s_y per
  *   output channel (1 mul + 1 div per element of the weight's scale): 1 mul, 1 add, 3 cmp per
  *   output; QLinearConv's int32 bias: 1 add per output.
+ *   QGemm (com.microsoft): Gemm's int8 MACs, zero points as above, C (int32) 1 add per output,
+ *   then requantized (with y_scale) or scaled to float as MatMulIntegerToFloat (without);
+ *   alpha is folded into the output scale.
  *   MatMulIntegerToFloat: y = acc * (s_a * s_b) (+ bias): 1 mul per scale element, then 1 mul
  *   (and 1 add with bias) per output. DynamicQuantizeMatMul: DynamicQuantizeLinear of A, then
  *   MatMulIntegerToFloat.
@@ -394,6 +397,51 @@ static enum fm_status dynq_matmul_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
+/* QGemm (com.microsoft): A, a_scale, a_zp, B, b_scale, b_zp, C? (int32), y_scale?, y_zp?;
+ * Gemm's FM_ATTR_TRANS_A/B (alpha folds into the output scale) */
+static enum fm_status qgemm_shape(struct fm_shape_call *call)
+{
+    enum fm_status st = int8_check(call, 0);
+    if (!st)
+        st = int8_check(call, 3);
+    if (!st)
+        st = scale_check(call, call->in[0], 1, 2, 0);
+    if (!st)   /* B per output column: N is B's dim 0 when transposed */
+        st = scale_check(call, call->in[3], 4, 5,
+                         call->node->attrs.flags & FM_ATTR_TRANS_B ? 0 : 1);
+    if (st)
+        return st;
+    struct fm_shape_call sub = *call;
+    memset(sub.in, 0, sizeof(sub.in));
+    sub.in[0] = call->in[0];
+    sub.in[1] = call->in[3];
+    struct fm_node node = *call->node;
+    node.n_in = 2;
+    sub.node = &node;
+    st = fm_op_gemm_desc.shape(&sub);
+    call->out_shape[0] = sub.out_shape[0];
+    const struct fm_tensor *ys = call->node->n_in > 7 ? call->in[7] : NULL;
+    const struct fm_tensor *yz = call->node->n_in > 8 ? call->in[8] : NULL;
+    call->out_dtype[0] = !ys ? call->in[1]->dtype : yz ? yz->dtype : FM_DTYPE_UINT8;
+    return st;
+}
+
+static enum fm_status qgemm_cost(struct fm_cost_call *call)
+{
+    const struct fm_shape *a = &call->in[0]->shape;
+    uint64_t k = (uint64_t)a->dims[call->node->attrs.flags & FM_ATTR_TRANS_A ? 0 : 1];
+    zp_adds(call, 0, 2);
+    zp_adds(call, 3, 5);
+    if (call->node->n_in > 6 && call->in[6])
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cost_numel(call, call->out[0]));
+    if (call->node->n_in > 7 && call->in[7])
+        requantize(call, 4);
+    else
+        to_float(call, 4, FM_MAX_IO);
+    int8_done(call, fm_cmul(&call->ovf, fm_cost_numel(call, call->out[0]), k));
+    return FM_OK;
+}
+
 /* DynamicQuantizeLSTM (com.microsoft): X (S,B,I), W, R, B?, seq_lens?, h0?, c0?, P?, scales
  * and zero points; ints = {hidden_size, directions} (the mapper's). Shaped, not counted. */
 static enum fm_status dynq_lstm_shape(struct fm_shape_call *call)
@@ -436,5 +484,6 @@ const struct fm_op_desc fm_op_matmul_integer_to_float_desc = {4, 7, 1, mm_int_to
                                                               mm_int_to_float_cost};
 const struct fm_op_desc fm_op_dynamic_quantize_matmul_desc = {3, 5, 1, dynq_matmul_shape,
                                                               dynq_matmul_cost};
+const struct fm_op_desc fm_op_qgemm_desc = {6, 9, 1, qgemm_shape, qgemm_cost};
 const struct fm_op_desc fm_op_dynamic_quantize_lstm_desc = {3, 14, 0, dynq_lstm_shape,
                                                             dynq_lstm_cost};

@@ -282,6 +282,7 @@ static enum fm_status map_msft(struct ox *ox, const Onnx__NodeProto *node, const
     enum fm_status st = need(ox, node, in, n_in, 1);
     switch (op) {
     case FM_OP_FUSED_MATMUL:
+    case FM_OP_QGEMM:
         if (!st)
             st = ox_attr_int(ox, node, "transA", 0, &ta);
         if (!st)
