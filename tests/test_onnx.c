@@ -813,6 +813,40 @@ static void test_paddle2onnx(void **state)
     fm_ctx_free(ctx);
 }
 
+/* tf2onnx (tools/make_tf_onnx.py) of a Keras CNN on NHWC 2x8x8x3: Transpose to NCHW, Conv2D
+ * 3x3 same 3 -> 8, ReLU, MaxPool 2, Conv2D 3x3 valid 8 -> 16 (4x4 -> 2x2), global average,
+ * Dense 16 -> 10. (Its keras_lstm.onnx, an ONNX LSTM, waits for the LSTM rule of rnn.c.) */
+static void test_tf2onnx(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, load(ctx, "tf2onnx/keras_cnn.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    assert_int_equal(c->n_uncounted, 0);
+    uint64_t conv[2] = {0}, pool_cmp = 0, mm = 0;
+    int nconv = 0;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        const uint64_t *w = c->nodes[i].phase[FM_PHASE_FWD].prim;
+        if (n->op == FM_OP_CONV && nconv < 2)
+            conv[nconv++] = w[FM_PRIM_MAC];
+        if (n->op == FM_OP_MAXPOOL)
+            pool_cmp += w[FM_PRIM_CMP];
+        if (n->op == FM_OP_MATMUL || n->op == FM_OP_GEMM)
+            mm += w[FM_PRIM_MAC];
+    }
+    assert_int_equal(nconv, 2);
+    assert_int_equal(conv[0], 2 * 8 * 8 * 8 * (3 * 3 * 3));    /* N Cout Ho Wo (Cin kh kw) */
+    assert_int_equal(conv[1], 2 * 16 * 2 * 2 * (8 * 3 * 3));
+    assert_int_equal(pool_cmp, 2 * 8 * 4 * 4 * 3);              /* 4 values, 3 comparisons */
+    assert_int_equal(mm, 2 * 16 * 10);
+    assert_int_equal(fwd_macs(c), 2 * 8 * 8 * 8 * 27 + 2 * 16 * 2 * 2 * 72 + 2 * 16 * 10);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -831,6 +865,7 @@ int main(void)
         cmocka_unit_test(test_ort_quantize_static),
         cmocka_unit_test(test_ort_transformer_optimizer),
         cmocka_unit_test(test_paddle2onnx),
+        cmocka_unit_test(test_tf2onnx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
