@@ -544,4 +544,4 @@ const struct fm_op_desc fm_op_ms_attention_desc = {2, 8, 0, ms_attention_shape,
                                                    ms_attention_cost};
 const struct fm_op_desc fm_op_multihead_attention_desc = {3, 10, 0, mha_shape, mha_cost};
 const struct fm_op_desc fm_op_rotary_embedding_desc = {4, 4, 1, rotary_shape, rotary_cost};
-const struct fm_op_desc fm_op_group_query_attention_desc = {7, 11, 0, gqa_shape, gqa_cost};
+const struct fm_op_desc fm_op_group_query_attention_desc = {1, 11, 0, gqa_shape, gqa_cost};
