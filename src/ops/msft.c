@@ -258,7 +258,9 @@ static enum fm_status rms_norm_cost(struct fm_cost_call *call)
  * segment?, gamma, beta, mask?, position_ids? -> (B,S,H), mask_index (B)[, embedding sum] */
 static enum fm_status embed_norm_shape(struct fm_shape_call *call)
 {
-    const struct fm_tensor *ids = call->in[0], *word = call->in[2];
+    const struct fm_tensor *ids = call->in[0], *word = IN(call, 2);
+    if (!word || !IN(call, 3))
+        return merr(call, "the word and position embeddings (inputs 2 and 3) are required");
     if (ids->shape.rank != 2 || fm_dtype_is_float(ids->dtype))
         return merr(call, "input_ids must be (batch, sequence) integers");
     if (word->shape.rank != 2 || call->in[3]->shape.rank != 2 ||
@@ -538,7 +540,7 @@ const struct fm_op_desc fm_op_skip_simplified_layernorm_desc = {3, 4, 0, skip_no
                                                                 skip_norm_cost};
 const struct fm_op_desc fm_op_simplified_layernorm_desc = {2, 2, 0, rms_norm_shape,
                                                            rms_norm_cost};
-const struct fm_op_desc fm_op_embed_layernorm_desc = {7, 9, 0, embed_norm_shape,
+const struct fm_op_desc fm_op_embed_layernorm_desc = {1, 9, 0, embed_norm_shape,
                                                       embed_norm_cost};
 const struct fm_op_desc fm_op_ms_attention_desc = {2, 8, 0, ms_attention_shape,
                                                    ms_attention_cost};
