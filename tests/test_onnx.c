@@ -847,6 +847,53 @@ static void test_tf2onnx(void **state)
     fm_ctx_free(ctx);
 }
 
+/* The quantized and com.microsoft files, corrupted at random: every mutant loads or fails with
+ * a message, and what loads counts (training and inference) without a crash. */
+static void test_ort_corrupted_never_crash(void **state)
+{
+    (void)state;
+    const char *files[] = {"ort/mlp_dynamic.onnx", "ort/cnn_qop.onnx", "ort/cnn_qdq.onnx",
+                           "ort/lstm_dynamic.onnx", "ort/encoder_bert_opt.onnx"};
+    struct fm_ctx *ctx = test_ctx();
+    static unsigned char data[1 << 16], copy[1 << 16];
+    uint64_t seed = 7;
+    for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+        char path[512];
+        snprintf(path, sizeof(path), DATA "%s", files[k]);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        size_t n = fread(data, 1, sizeof(data), f);
+        fclose(f);
+        assert_true(n > 1000 && n < sizeof(data));
+        struct fm_load_opts o;
+        fm_load_opts_init(&o);
+        int failed = 0;
+        for (int i = 0; i < 300; i++) {
+            memcpy(copy, data, n);
+            for (int m = 0; m < 1 + i % 4; m++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                copy[(seed >> 33) % n] = (unsigned char)(seed >> 17);
+            }
+            struct fm_graph *g = NULL;
+            if (fm_onnx_load_buffer(ctx, copy, n, "mutant", &o, &g) != FM_OK) {
+                failed++;
+                continue;
+            }
+            for (int mode = 0; mode < FM_MODE_COUNT; mode++) {
+                struct fm_count_opts co;
+                fm_count_opts_init(&co);
+                co.mode = (enum fm_mode)mode;
+                struct fm_counts *c = NULL;
+                if (fm_count(ctx, g, &co, &c) == FM_OK)
+                    fm_counts_free(c);
+            }
+            fm_graph_free(g);
+        }
+        assert_true(failed > 0);
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -866,6 +913,7 @@ int main(void)
         cmocka_unit_test(test_ort_transformer_optimizer),
         cmocka_unit_test(test_paddle2onnx),
         cmocka_unit_test(test_tf2onnx),
+        cmocka_unit_test(test_ort_corrupted_never_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
