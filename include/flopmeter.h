@@ -381,7 +381,61 @@ FM_API const char *fm_class_name(enum fm_class cls);
        activation codes per direction} (src/ops/ops.h), all optional */                         \
     X(LSTM, lstm, "LSTM", MATMUL, "LSTM", rnn, "xPPPCBBP")                                      \
     X(GRU, gru, "GRU", MATMUL, "GRU", rnn, "xPPPCBB")                                           \
-    X(RNN, rnn, "RNN", MATMUL, "RNN", rnn, "xPPPCBB")
+    X(RNN, rnn, "RNN", MATMUL, "RNN", rnn, "xPPPCBB")                                              \
+    /* quant.c: quantized ops (inference only; integer products are int8 MACs). An OnnxOp      \
+       "com.microsoft:Name" is ONNX Runtime's domain (onnx_build.c's ox_op_is) */               \
+    X(QUANTIZE_LINEAR, quantize_linear, "QuantizeLinear", ELEMENTWISE, "QuantizeLinear",       \
+      quant, "xCC")                                                                             \
+    /*   X, scale, zero point?; axis (per-axis scale) */                                        \
+    X(DEQUANTIZE_LINEAR, dequantize_linear, "DequantizeLinear", ELEMENTWISE,                    \
+      "DequantizeLinear", quant, "xCC") /* X, scale, zero point?; axis */                       \
+    X(DYNAMIC_QUANTIZE_LINEAR, dynamic_quantize_linear, "DynamicQuantizeLinear", ELEMENTWISE,   \
+      "DynamicQuantizeLinear", msft, "x") /* X -> Y uint8, scale, zero point */                 \
+    X(MATMUL_INTEGER, matmul_integer, "MatMulInteger", MATMUL, "MatMulInteger", plain, "xxCC")  \
+    /*   A, B (int8/uint8), a_zero_point?, b_zero_point? -> int32 */                            \
+    X(CONV_INTEGER, conv_integer, "ConvInteger", CONV, "ConvInteger", qconv, "xxCC")            \
+    /*   X, W, x_zero_point?, w_zero_point?; Conv's window attrs */                             \
+    X(QLINEAR_MATMUL, qlinear_matmul, "QLinearMatMul", MATMUL, "QLinearMatMul", plain,          \
+      "xCCxCCCC") /* a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp */                       \
+    X(QLINEAR_CONV, qlinear_conv, "QLinearConv", CONV, "QLinearConv", qconv, "xCCxCCCCC")       \
+    /*   x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B? (int32); Conv's attrs */         \
+    X(MATMUL_INTEGER_TO_FLOAT, matmul_integer_to_float, "MatMulIntegerToFloat", MATMUL,         \
+      "com.microsoft:MatMulIntegerToFloat", plain, "xxCCCCC")                                   \
+    /*   A, B, a_scale, b_scale, a_zp?, b_zp?, bias? */                                         \
+    X(DYNAMIC_QUANTIZE_MATMUL, dynamic_quantize_matmul, "DynamicQuantizeMatMul", MATMUL,        \
+      "com.microsoft:DynamicQuantizeMatMul", plain, "xxCCC") /* A, B, b_scale, b_zp?, bias? */  \
+    X(QGEMM, qgemm, "QGemm", MATMUL, "com.microsoft:QGemm", msft, "xCCxCCCCC")                  \
+    /*   A, a_scale, a_zp, B, b_scale, b_zp, C?, y_scale?, y_zp?; FM_ATTR_TRANS_A/B */           \
+    X(DYNAMIC_QUANTIZE_LSTM, dynamic_quantize_lstm, "DynamicQuantizeLSTM", OTHER,               \
+      "com.microsoft:DynamicQuantizeLSTM", msft, "xxxCCCCC*")                                   \
+    /*   shaped, uncounted until rnn.c; ints = {hidden_size, directions} */                     \
+    /* msft.c: ONNX Runtime's fused float ops (com.microsoft), inference only; num_heads in     \
+       groups, epsilon in eps, FM_ATTR_CAUSAL for unidirectional */                             \
+    X(FUSED_MATMUL, fused_matmul, "FusedMatMul", MATMUL, "com.microsoft:FusedMatMul", msft,     \
+      "PP") /* FM_ATTR_TRANS_A/B, alpha */                                                      \
+    X(FAST_GELU, fast_gelu, "FastGelu", ACTIVATION, "com.microsoft:FastGelu", msft, "xP")       \
+    X(BIAS_GELU, bias_gelu, "BiasGelu", ACTIVATION, "com.microsoft:BiasGelu", msft, "xP")       \
+    X(QUICK_GELU, quick_gelu, "QuickGelu", ACTIVATION, "com.microsoft:QuickGelu", msft, "x")    \
+    /*   alpha */                                                                               \
+    X(BIAS_ADD, bias_add, "BiasAdd", ELEMENTWISE, "com.microsoft:BiasAdd", msft, "xPx")         \
+    X(SKIP_LAYERNORM, skip_layernorm, "SkipLayerNorm", NORM,                                    \
+      "com.microsoft:SkipLayerNormalization", msft, "xxPPP") /* x, skip, gamma, beta?, bias? */ \
+    X(SKIP_SIMPLIFIED_LAYERNORM, skip_simplified_layernorm, "SkipSimplifiedLayerNorm", NORM,    \
+      "com.microsoft:SkipSimplifiedLayerNormalization", msft, "xxPP") /* x, skip, gamma, bias? */ \
+    X(SIMPLIFIED_LAYERNORM, simplified_layernorm, "SimplifiedLayerNorm", NORM,                  \
+      "SimplifiedLayerNormalization", msft, "xP") /* x, scale; axis -1 */                       \
+    X(EMBED_LAYERNORM, embed_layernorm, "EmbedLayerNorm", NORM,                                 \
+      "com.microsoft:EmbedLayerNormalization", msft, "CCPPPPPCC")                               \
+    /*   ids, segment ids?, word, position, segment?, gamma, beta, mask?, position ids? */      \
+    X(MS_ATTENTION, ms_attention, "FusedAttention", ATTENTION, "com.microsoft:Attention", msft, \
+      "xPPC*") /* X, W, bias?, mask?, past?; ints = qkv_hidden_sizes (3) */                     \
+    X(MULTIHEAD_ATTENTION, multihead_attention, "MultiHeadAttention", ATTENTION,                \
+      "com.microsoft:MultiHeadAttention", msft, "xxxPC*") /* Q, K, V, bias?, masks? */          \
+    X(ROTARY_EMBEDDING, rotary_embedding, "RotaryEmbedding", ELEMENTWISE,                       \
+      "com.microsoft:RotaryEmbedding", msft, "xCCC") /* X, position ids, cos, sin */             \
+    X(GROUP_QUERY_ATTENTION, group_query_attention, "GroupQueryAttention", ATTENTION,           \
+      "com.microsoft:GroupQueryAttention", msft, "xxxxxCCCC")                                   \
+    /*   ints = {kv_num_heads, do_rotary} */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_
@@ -588,6 +642,10 @@ struct fm_node_cost {
     uint64_t trainable_params;
     uint64_t saved_bytes;        /* bytes this node keeps for its backward beyond shared tensors */
     bool counted;                /* false for FM_OP_UNKNOWN */
+    bool int8;                   /* its MACs are integer products (int8/uint8 operands, int32
+                                    accumulation): the int8 ceiling applies (quantized ops) */
+    bool no_grad;                /* an inference kernel (quantized, fused com.microsoft ops):
+                                    no backward is defined, none is counted */
 };
 
 struct fm_uncounted {

@@ -1279,6 +1279,331 @@ static void test_pytorch_rnns(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ---- files made by exporters other than PyTorch: ONNX Runtime's quantizer and transformer
+ * optimizer (tools/make_quant_onnx.py), Paddle2ONNX (tests/data/onnx/SOURCES.md) ---- */
+
+/* The node called name, or fail. */
+static fm_nid node_named(const struct fm_graph *g, const char *name)
+{
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        if (strcmp(fm_graph_node(g, (fm_nid)i)->name, name) == 0)
+            return (fm_nid)i;
+    }
+    fail_msg("no node '%s'", name);
+    return FM_NONE;
+}
+
+/* Checks one node's forward: mac, add, mul, div, cmp, special */
+static void expect_fwd(const struct fm_counts *c, fm_nid id, uint64_t mac, uint64_t add,
+                       uint64_t mul, uint64_t div, uint64_t cmp, uint64_t special)
+{
+    const uint64_t *p = c->nodes[id].phase[FM_PHASE_FWD].prim;
+    assert_int_equal(p[FM_PRIM_MAC], mac);
+    assert_int_equal(p[FM_PRIM_ADD], add);
+    assert_int_equal(p[FM_PRIM_MUL], mul);
+    assert_int_equal(p[FM_PRIM_DIV], div);
+    assert_int_equal(p[FM_PRIM_CMP], cmp);
+    assert_int_equal(p[FM_PRIM_SPECIAL], special);
+}
+
+/* quantize_dynamic of a 16 -> 32 -> 8 MLP at batch 2: DynamicQuantizeLinear + MatMulInteger
+ * (+ Cast, Mul by the scales, Add of the float bias) per Linear */
+static void test_ort_quantize_dynamic(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, load(ctx, "ort/mlp_dynamic.onnx", 0, NULL, 0, &g));
+    for (int mode = 0; mode < FM_MODE_COUNT; mode++) {
+        struct fm_counts *c = count(ctx, g, (enum fm_mode)mode);
+        assert_int_equal(c->n_uncounted, 0);
+        /* DynamicQuantizeLinear of E = 2*16 = 32: E+2 div, E+2 add, 5E+5 cmp */
+        fm_nid q1 = node_named(g, "x_QuantizeLinear");
+        assert_int_equal(fm_graph_node(g, q1)->op, FM_OP_DYNAMIC_QUANTIZE_LINEAR);
+        expect_fwd(c, q1, 0, 34, 0, 34, 165, 0);
+        /* MatMulInteger (2,16) x (16,32): 2*16*32 = 1024 int8 MACs; both zero points given:
+         * 1 add per element of A (32) and of B (512) */
+        fm_nid m1 = node_named(g, "/fc1/Gemm_MatMul_quant");
+        assert_int_equal(fm_graph_node(g, m1)->op, FM_OP_MATMUL_INTEGER);
+        expect_fwd(c, m1, 1024, 32 + 512, 0, 0, 0, 0);
+        assert_true(c->nodes[m1].int8 && c->nodes[m1].no_grad);
+        /* bytes: A uint8 32, B int8 512, two 1-byte zero points read; int32 (2,32) written */
+        assert_int_equal(c->nodes[m1].phase[FM_PHASE_FWD].bytes_read, 32 + 512 + 1 + 1);
+        assert_int_equal(c->nodes[m1].phase[FM_PHASE_FWD].bytes_written, 2 * 32 * 4);
+        assert_int_equal(fm_graph_tensor(g, fm_graph_node(g, m1)->out[0])->dtype,
+                         FM_DTYPE_INT32);
+        /* second layer: E = 2*32 = 64 quantized; (2,32) x (32,8) = 512 MACs, 64 + 256 adds */
+        expect_fwd(c, node_named(g, "/Relu_output_0_QuantizeLinear"), 0, 66, 0, 66, 325, 0);
+        fm_nid m2 = node_named(g, "/fc2/Gemm_MatMul_quant");
+        expect_fwd(c, m2, 512, 64 + 256, 0, 0, 0, 0);
+        /* every MAC of the file is an integer one: 1024 + 512 */
+        assert_int_equal(fwd_macs(c), 1024 + 512);
+        /* training: the quantized layers have no backward; the float bias Add still has one */
+        for (int p = FM_PHASE_BWD_DATA; p < FM_PHASE_OPTIMIZER; p++) {
+            assert_int_equal(fm_work_flops(&c->nodes[m1].phase[p]), 0);
+            assert_int_equal(fm_work_flops(&c->nodes[q1].phase[p]), 0);
+        }
+        if (mode == FM_MODE_TRAIN)   /* d bias = sum of dy over the batch: 2*8 - 8 adds */
+            assert_int_equal(fm_work_flops(&c->nodes[node_named(g, "/fc2/Gemm_Add")]
+                                                .phase[FM_PHASE_BWD_WEIGHT]), 8);
+        fm_counts_free(c);
+    }
+    fm_graph_free(g);
+
+    /* quantize_dynamic of an LSTM (8 -> 16, 5 steps, batch 2): DynamicQuantizeLSTM is shaped
+     * (Y (5, 1, 2, 16)) but stays uncounted until the LSTM cost rule (src/ops/rnn.c) */
+    FM_ASSERT_OK(ctx, load(ctx, "ort/lstm_dynamic.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    assert_int_equal(c->n_uncounted, 1);
+    assert_string_equal(c->uncounted[0].op, "DynamicQuantizeLSTM");
+    fm_nid l = node_named(g, "/lstm/LSTM_quant");
+    const struct fm_shape *y = &fm_graph_tensor(g, fm_graph_node(g, l)->out[0])->shape;
+    assert_int_equal(y->rank, 4);
+    assert_true(y->dims[0] == 5 && y->dims[1] == 1 && y->dims[2] == 2 && y->dims[3] == 16);
+    assert_false(c->nodes[l].counted);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* quantize_static of a CNN (3 -> 8 conv 3x3 pad 1, 8 -> 16 conv 3x3 stride 2, FC 256 -> 10;
+ * input 2x3x8x8), QOperator format: QuantizeLinear, QLinearConv x2, QGemm, DequantizeLinear */
+static void test_ort_quantize_static(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, load(ctx, "ort/cnn_qop.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    assert_int_equal(c->n_uncounted, 0);
+    /* QuantizeLinear of x: E = 2*3*8*8 = 384: E div, E add, 3E cmp */
+    expect_fwd(c, node_named(g, "x_QuantizeLinear"), 0, 384, 0, 384, 3 * 384, 0);
+    /* QLinearConv 1: out 2x8x8x8 = 1024, MACs 1024 * 3*3*3 = 27648; zero points: 384 (x) +
+     * 216 (w) adds; requantize 1024 mul + 1 (m per scale) mul, 1 div, 1024 add, 3072 cmp;
+     * int32 bias: 1024 add */
+    fm_nid c1 = node_named(g, "/c1/Conv_quant");
+    assert_int_equal(fm_graph_node(g, c1)->op, FM_OP_QLINEAR_CONV);
+    expect_fwd(c, c1, 27648, 384 + 216 + 1024 + 1024, 1025, 1, 3072, 0);
+    assert_true(c->nodes[c1].int8);
+    /* bytes: x 384 + w 216 (1 byte each), 3 float scales, 3 one-byte zero points, bias 8 int32;
+     * output 1024 bytes */
+    assert_int_equal(c->nodes[c1].phase[FM_PHASE_FWD].bytes_read,
+                     384 + 216 + 3 * 4 + 3 * 1 + 8 * 4);
+    assert_int_equal(c->nodes[c1].phase[FM_PHASE_FWD].bytes_written, 1024);
+    /* QLinearConv 2: out 2x16x4x4 = 512, MACs 512 * 8*3*3 = 36864 */
+    expect_fwd(c, node_named(g, "/c2/Conv_quant"), 36864, 1024 + 1152 + 512 + 512, 513, 1,
+               1536, 0);
+    /* QGemm (2,256) x (10,256)^T: 20 outputs x 256 = 5120 MACs; zero points 512 + 2560 adds,
+     * C 20 adds, requantized: 20 + 1 mul, 1 div, 20 add, 60 cmp */
+    fm_nid q = node_named(g, "/fc/Gemm_quant");
+    assert_int_equal(fm_graph_node(g, q)->op, FM_OP_QGEMM);
+    expect_fwd(c, q, 5120, 512 + 2560 + 20 + 20, 21, 1, 60, 0);
+    /* every MAC is int8: 27648 + 36864 + 5120 */
+    assert_int_equal(fwd_macs(c), 27648 + 36864 + 5120);
+
+    /* the int8 ceiling: on an H100 SXM the quantized layers use its int8 tensor peak */
+    struct fm_devices *devs = NULL;
+    const struct fm_device *dev = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_load(ctx, NULL, &devs));
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
+    struct fm_predict_opts po;
+    fm_predict_opts_init(&po);
+    po.device = dev;
+    struct fm_prediction *p = NULL;
+    FM_ASSERT_OK(ctx, fm_predict(ctx, g, c, &po, &p));
+    assert_int_equal(p->nodes[c1][FM_PHASE_FWD].precision, FM_PREC_INT8);
+    assert_true(p->nodes[c1][FM_PHASE_FWD].tensor);
+    assert_true(p->nodes[c1][FM_PHASE_FWD].peak == dev->peak_tensor[FM_PREC_INT8]);
+    assert_true(dev->peak_tensor[FM_PREC_INT8] > 0);
+    /* the float QuantizeLinear stays on the run's precision (fp32) */
+    assert_int_equal(p->nodes[node_named(g, "x_QuantizeLinear")][FM_PHASE_FWD].precision,
+                     FM_PREC_FP32);
+    fm_prediction_free(p);
+    fm_devices_free(devs);
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* QDQ format: QuantizeLinear/DequantizeLinear around float Conv/Gemm. Quantized tensors:
+     * x 384, relu 1024, relu_1 512, flatten 512, y 20 = 2452 elements; dequantized: those and
+     * the weights 216 + 1152 + 2560 and biases 8 + 16 + 10 = 6414 */
+    FM_ASSERT_OK(ctx, load(ctx, "ort/cnn_qdq.onnx", 0, NULL, 0, &g));
+    c = count(ctx, g, FM_MODE_INFER);
+    assert_int_equal(c->n_uncounted, 0);
+    uint64_t qdiv = 0, dqmul = 0, conv_macs = 0;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        const uint64_t *w = c->nodes[i].phase[FM_PHASE_FWD].prim;
+        if (n->op == FM_OP_QUANTIZE_LINEAR)
+            qdiv += w[FM_PRIM_DIV];
+        if (n->op == FM_OP_DEQUANTIZE_LINEAR)
+            dqmul += w[FM_PRIM_MUL];
+        if (n->op == FM_OP_CONV || n->op == FM_OP_GEMM)
+            conv_macs += w[FM_PRIM_MAC];
+    }
+    assert_int_equal(qdiv, 2452);
+    assert_int_equal(dqmul, 6414);
+    /* the float convs and Gemm: the same MACs as the QOperator file's integer ones */
+    assert_int_equal(conv_macs, 27648 + 36864 + 5120);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* onnxruntime.transformers.optimizer (bert) on nn.TransformerEncoderLayer(32, 4 heads, FF 64,
+ * GELU) at 2x6x32: SkipLayerNormalization x2 and BiasGelu (com.microsoft) */
+static void test_ort_transformer_optimizer(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, load(ctx, "ort/encoder_bert_opt.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    assert_int_equal(c->n_uncounted, 0);
+    /* SkipLayerNorm, E = 2*6*32 = 384, G = 12 rows: skip E add; LayerNorm with beta 4E+G add,
+     * 3E mul, 2G div, G special */
+    fm_nid s0 = node_named(g, "SkipLayerNorm_0");
+    assert_int_equal(fm_graph_node(g, s0)->op, FM_OP_SKIP_LAYERNORM);
+    expect_fwd(c, s0, 0, 384 + 4 * 384 + 12, 3 * 384, 24, 0, 12);
+    /* with the linear layer's bias folded in: one more add per element */
+    expect_fwd(c, node_named(g, "SkipLayerNorm_AddBias_0"), 0, 2 * 384 + 4 * 384 + 12, 3 * 384,
+               24, 0, 12);
+    /* BiasGelu, E = 2*6*64 = 768: 2E add, 3E mul, E special */
+    fm_nid bg = node_named(g, "Gelu_AddBias_0");
+    assert_int_equal(fm_graph_node(g, bg)->op, FM_OP_BIAS_GELU);
+    expect_fwd(c, bg, 0, 2 * 768, 3 * 768, 0, 0, 768);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* Paddle2ONNX exports (PaddleOCR v2.0 mobile direction classifier and PP-OCRv4 detector, as
+ * RapidOCR ships them): -1 and named dynamic dims bound with --input; every Conv counts
+ * N*Cout*Ho*Wo*(Cin/g)*kh*kw from the shapes in the graph, nothing is uncounted, and the
+ * outputs have the published shapes (2 classes, 0 and 180 degrees; a probability map of the
+ * input's size) */
+static void test_paddle2onnx(void **state)
+{
+    (void)state;
+    const struct {
+        const char *file;
+        struct fm_shape in, out;
+    } cases[] = {
+        {"paddle/ch_ppocr_mobile_v2.0_cls_infer.onnx", {4, {1, 3, 48, 192}}, {2, {1, 2}}},
+        {"paddle/ch_PP-OCRv4_det_infer.onnx", {4, {1, 3, 160, 160}}, {4, {1, 1, 160, 160}}},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct fm_input_binding b = {"x", cases[k].in};
+        struct fm_graph *g = NULL;
+        FM_ASSERT_OK(ctx, load(ctx, cases[k].file, 0, &b, 1, &g));
+        struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+        assert_int_equal(c->n_uncounted, 0);
+        size_t convs = 0;
+        const struct fm_tensor *last = NULL;
+        for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+            const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+            if (fm_graph_tensor(g, n->out[0])->role == FM_ROLE_ACTIVATION)
+                last = fm_graph_tensor(g, n->out[0]);
+            if (n->op != FM_OP_CONV)
+                continue;
+            const struct fm_shape *y = &fm_graph_tensor(g, n->out[0])->shape;
+            const struct fm_shape *w = &fm_graph_tensor(g, n->in[1])->shape;
+            uint64_t want = (uint64_t)(y->dims[0] * y->dims[1] * y->dims[2] * y->dims[3]) *
+                            (uint64_t)(w->dims[1] * w->dims[2] * w->dims[3]);
+            assert_int_equal(c->nodes[i].phase[FM_PHASE_FWD].prim[FM_PRIM_MAC], want);
+            convs++;
+        }
+        assert_true(convs > 10);
+        assert_int_equal(last->shape.rank, cases[k].out.rank);
+        for (int d = 0; d < last->shape.rank; d++)
+            assert_int_equal(last->shape.dims[d], cases[k].out.dims[d]);
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
+    fm_ctx_free(ctx);
+}
+
+/* tf2onnx (tools/make_tf_onnx.py) of a Keras CNN on NHWC 2x8x8x3: Transpose to NCHW, Conv2D
+ * 3x3 same 3 -> 8, ReLU, MaxPool 2, Conv2D 3x3 valid 8 -> 16 (4x4 -> 2x2), global average,
+ * Dense 16 -> 10. (Its keras_lstm.onnx, an ONNX LSTM, waits for the LSTM rule of rnn.c.) */
+static void test_tf2onnx(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, load(ctx, "tf2onnx/keras_cnn.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    assert_int_equal(c->n_uncounted, 0);
+    uint64_t conv[2] = {0}, pool_cmp = 0, mm = 0;
+    int nconv = 0;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        const uint64_t *w = c->nodes[i].phase[FM_PHASE_FWD].prim;
+        if (n->op == FM_OP_CONV && nconv < 2)
+            conv[nconv++] = w[FM_PRIM_MAC];
+        if (n->op == FM_OP_MAXPOOL)
+            pool_cmp += w[FM_PRIM_CMP];
+        if (n->op == FM_OP_MATMUL || n->op == FM_OP_GEMM)
+            mm += w[FM_PRIM_MAC];
+    }
+    assert_int_equal(nconv, 2);
+    assert_int_equal(conv[0], 2 * 8 * 8 * 8 * (3 * 3 * 3));    /* N Cout Ho Wo (Cin kh kw) */
+    assert_int_equal(conv[1], 2 * 16 * 2 * 2 * (8 * 3 * 3));
+    assert_int_equal(pool_cmp, 2 * 8 * 4 * 4 * 3);              /* 4 values, 3 comparisons */
+    assert_int_equal(mm, 2 * 16 * 10);
+    assert_int_equal(fwd_macs(c), 2 * 8 * 8 * 8 * 27 + 2 * 16 * 2 * 2 * 72 + 2 * 16 * 10);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* The quantized and com.microsoft files, corrupted at random: every mutant loads or fails with
+ * a message, and what loads counts (training and inference) without a crash. */
+static void test_ort_corrupted_never_crash(void **state)
+{
+    (void)state;
+    const char *files[] = {"ort/mlp_dynamic.onnx", "ort/cnn_qop.onnx", "ort/cnn_qdq.onnx",
+                           "ort/lstm_dynamic.onnx", "ort/encoder_bert_opt.onnx"};
+    struct fm_ctx *ctx = test_ctx();
+    static unsigned char data[1 << 16], copy[1 << 16];
+    uint64_t seed = 7;
+    for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+        char path[512];
+        snprintf(path, sizeof(path), DATA "%s", files[k]);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        size_t n = fread(data, 1, sizeof(data), f);
+        fclose(f);
+        assert_true(n > 1000 && n < sizeof(data));
+        struct fm_load_opts o;
+        fm_load_opts_init(&o);
+        int failed = 0;
+        for (int i = 0; i < 300; i++) {
+            memcpy(copy, data, n);
+            for (int m = 0; m < 1 + i % 4; m++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                copy[(seed >> 33) % n] = (unsigned char)(seed >> 17);
+            }
+            struct fm_graph *g = NULL;
+            if (fm_onnx_load_buffer(ctx, copy, n, "mutant", &o, &g) != FM_OK) {
+                failed++;
+                continue;
+            }
+            for (int mode = 0; mode < FM_MODE_COUNT; mode++) {
+                struct fm_count_opts co;
+                fm_count_opts_init(&co);
+                co.mode = (enum fm_mode)mode;
+                struct fm_counts *c = NULL;
+                if (fm_count(ctx, g, &co, &c) == FM_OK)
+                    fm_counts_free(c);
+            }
+            fm_graph_free(g);
+        }
+        assert_true(failed > 0);
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1299,6 +1624,12 @@ int main(void)
         cmocka_unit_test(test_control_flow),
         cmocka_unit_test(test_node_tests_math),
         cmocka_unit_test(test_folded_mod),
+        cmocka_unit_test(test_ort_quantize_dynamic),
+        cmocka_unit_test(test_ort_quantize_static),
+        cmocka_unit_test(test_ort_transformer_optimizer),
+        cmocka_unit_test(test_paddle2onnx),
+        cmocka_unit_test(test_tf2onnx),
+        cmocka_unit_test(test_ort_corrupted_never_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

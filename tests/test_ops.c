@@ -2058,6 +2058,302 @@ static void test_peer_tool_figures(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ---- quant.c and msft.c: quantized ops and ONNX Runtime's fused ops, inference kernels ---- */
+
+static fm_tid typed(struct tg *t, const char *name, enum fm_dtype dt, struct fm_shape s)
+{
+    return tensor(t, name, FM_ROLE_CONST, dt, s);
+}
+#define SCALAR(t, name, dt) typed(t, name, dt, (struct fm_shape){0, {0}})
+#define TYPED(t, name, dt, ...) typed(t, name, dt, SHAPE(__VA_ARGS__))
+
+/* every phase after the forward is empty, the node says it has no backward */
+static void expect_inference_only(struct fm_node_cost c)
+{
+    EXPECT_NONE(c, BD);
+    EXPECT_NONE(c, BW);
+    assert_true(c.no_grad);
+}
+
+static void test_quantized_ops(void **state)
+{
+    (void)state;
+    {   /* QuantizeLinear per tensor, E = 2*3*4 = 24 (x needs a gradient: still none counted):
+         * E div, E add, 3E cmp; reads x 96 + scale 4 + zp 1, writes 24 uint8 */
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, FM_OP_QUANTIZE_LINEAR, "q", NULL, ACT(&t, "x", 2, 3, 4),
+                        SCALAR(&t, "s", FM_DTYPE_FP32), SCALAR(&t, "z", FM_DTYPE_UINT8));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 0, 24, 0, 24, 72, 0);
+        EXPECT_BYTES(c, FWD, 96 + 4 + 1, 24);
+        expect_inference_only(c);
+        assert_false(c.int8);
+        assert_int_equal(fm_graph_tensor(t.g, out_of(&t, n))->dtype, FM_DTYPE_UINT8);
+        tg_free(&t);
+    }
+    {   /* per axis (axis 1: 3 scales), int8 zero points -> int8 output */
+        struct tg t = tg_new();
+        struct fm_attrs a = attrs();
+        a.axis = 1;
+        fm_nid n = NODE(&t, FM_OP_QUANTIZE_LINEAR, "q", &a, INPUT(&t, "x", 2, 3, 4),
+                        TYPED(&t, "s", FM_DTYPE_FP32, 3), TYPED(&t, "z", FM_DTYPE_INT8, 3));
+        assert_int_equal(fm_graph_tensor(t.g, out_of(&t, n))->dtype, FM_DTYPE_INT8);
+        /* a scale of the wrong shape: 4 scales along axis 1 of length 3 */
+        fm_tid in[3] = {INPUT(&t, "x2", 2, 3, 4), TYPED(&t, "s2", FM_DTYPE_FP32, 4), FM_NONE};
+        assert_int_equal(fm_graph_add_node(t.g, FM_OP_QUANTIZE_LINEAR, "bad", &a, in, 2, NULL,
+                                           1, NULL),
+                         FM_ERR_SHAPE);
+        assert_non_null(strstr(fm_ctx_error(t.ctx), "per-axis"));
+        assert_non_null(strstr(fm_ctx_error(t.ctx), "'bad'"));
+        /* a zero point whose size differs from its scale's */
+        fm_tid in2[3] = {INPUT(&t, "x3", 2, 3, 4), TYPED(&t, "s3", FM_DTYPE_FP32, 3),
+                         TYPED(&t, "z3", FM_DTYPE_UINT8, 2)};
+        assert_int_equal(fm_graph_add_node(t.g, FM_OP_QUANTIZE_LINEAR, "bad2", &a, in2, 3, NULL,
+                                           1, NULL),
+                         FM_ERR_SHAPE);
+        tg_free(&t);
+    }
+    {   /* DequantizeLinear per axis, int8 (2,3,4): (x - zp) * s: E add, E mul; reads 24 + 12,
+         * writes 96 (fp32, the scale's type) */
+        struct tg t = tg_new();
+        struct fm_attrs a = attrs();
+        a.axis = 1;
+        fm_nid n = NODE(&t, FM_OP_DEQUANTIZE_LINEAR, "dq", &a, TYPED(&t, "x", FM_DTYPE_INT8, 2, 3, 4),
+                        TYPED(&t, "s", FM_DTYPE_FP32, 3));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 0, 24, 24, 0, 0, 0);
+        EXPECT_BYTES(c, FWD, 24 + 12, 96);
+        assert_int_equal(fm_graph_tensor(t.g, out_of(&t, n))->dtype, FM_DTYPE_FP32);
+        tg_free(&t);
+    }
+    {   /* DynamicQuantizeLinear, E = 24: E+2 div, E+2 add, 5E+5 cmp; three outputs */
+        struct tg t = tg_new();
+        fm_tid x = INPUT(&t, "x", 2, 3, 4), outs[3];
+        FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_DYNAMIC_QUANTIZE_LINEAR, "dq", NULL, &x,
+                                              1, NULL, 3, outs));
+        struct fm_node_cost c = COST(&t, 0);
+        EXPECT(c, FWD, 0, 26, 0, 26, 125, 0);
+        EXPECT_BYTES(c, FWD, 96, 24 + 4 + 1);   /* y uint8, scale fp32, zero point uint8 */
+        EXPECT_SHAPE(&t, outs[0], 2, 3, 4);
+        assert_int_equal(shape_at(&t, outs[1])->rank, 0);
+        tg_free(&t);
+    }
+    {   /* MatMulInteger (2,5,3) uint8 x (3,4) int8: 2*5*3*4 = 120 int8 MACs; a's zero point:
+         * 30 adds; reads 30 + 12 + 1, writes (2,5,4) int32 = 160 bytes */
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, FM_OP_MATMUL_INTEGER, "mm", NULL,
+                        TYPED(&t, "a", FM_DTYPE_UINT8, 2, 5, 3), TYPED(&t, "b", FM_DTYPE_INT8, 3, 4),
+                        SCALAR(&t, "za", FM_DTYPE_UINT8));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 120, 30, 0, 0, 0, 0);
+        EXPECT_BYTES(c, FWD, 30 + 12 + 1, 160);
+        assert_true(c.int8 && c.no_grad);
+        EXPECT_SHAPE(&t, out_of(&t, n), 2, 5, 4);
+        /* float operands are refused */
+        fm_tid in[2] = {INPUT(&t, "f", 2, 3), TYPED(&t, "b2", FM_DTYPE_INT8, 3, 4)};
+        assert_int_equal(fm_graph_add_node(t.g, FM_OP_MATMUL_INTEGER, "bad", NULL, in, 2, NULL,
+                                           1, NULL),
+                         FM_ERR_SHAPE);
+        tg_free(&t);
+    }
+    {   /* ConvInteger x (1,2,5,5), w (4,2,3,3), no padding: out (1,4,3,3) = 36 outputs x 18 =
+         * 648 int8 MACs; x's zero point: 50 adds */
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, FM_OP_CONV_INTEGER, "c", NULL,
+                        TYPED(&t, "x", FM_DTYPE_UINT8, 1, 2, 5, 5),
+                        TYPED(&t, "w", FM_DTYPE_INT8, 4, 2, 3, 3), SCALAR(&t, "zx", FM_DTYPE_UINT8));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 648, 50, 0, 0, 0, 0);
+        EXPECT_SHAPE(&t, out_of(&t, n), 1, 4, 3, 3);
+        assert_true(c.int8);
+        tg_free(&t);
+    }
+    {   /* QLinearMatMul (2,3) x (3,4), b per column (4 scales): 24 MACs; zero points 6 + 12
+         * adds; requantize 8 outputs: 8 mul + 8 add + 24 cmp, m per b scale: 4 mul + 4 div */
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, FM_OP_QLINEAR_MATMUL, "qmm", NULL,
+                        TYPED(&t, "a", FM_DTYPE_UINT8, 2, 3), SCALAR(&t, "sa", FM_DTYPE_FP32),
+                        SCALAR(&t, "za", FM_DTYPE_UINT8), TYPED(&t, "b", FM_DTYPE_INT8, 3, 4),
+                        TYPED(&t, "sb", FM_DTYPE_FP32, 4), TYPED(&t, "zb", FM_DTYPE_INT8, 4),
+                        SCALAR(&t, "sy", FM_DTYPE_FP32), SCALAR(&t, "zy", FM_DTYPE_UINT8));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 24, 6 + 12 + 8, 8 + 4, 4, 24, 0);
+        assert_int_equal(fm_graph_tensor(t.g, out_of(&t, n))->dtype, FM_DTYPE_UINT8);
+        tg_free(&t);
+    }
+    {   /* MatMulIntegerToFloat (2,3) x (3,4), a's zero point, bias: 24 MACs; 6 adds (zp) + 8
+         * (bias); acc * (sa*sb): 8 mul + 4 mul (per b scale) */
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, FM_OP_MATMUL_INTEGER_TO_FLOAT, "m", NULL,
+                        TYPED(&t, "a", FM_DTYPE_UINT8, 2, 3), TYPED(&t, "b", FM_DTYPE_INT8, 3, 4),
+                        SCALAR(&t, "sa", FM_DTYPE_FP32), TYPED(&t, "sb", FM_DTYPE_FP32, 4),
+                        SCALAR(&t, "za", FM_DTYPE_UINT8), FM_NONE, PARAM(&t, "bias", 4));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 24, 14, 12, 0, 0, 0);
+        assert_int_equal(fm_graph_tensor(t.g, out_of(&t, n))->dtype, FM_DTYPE_FP32);
+        tg_free(&t);
+    }
+    {   /* DynamicQuantizeMatMul A fp32 (2,3), B int8 (3,4), b's zero point: A quantized (E = 6:
+         * 8 div, 8 add, 35 cmp), A's zero point 6 adds, b's 12 adds, 24 MACs, 8 + 1 mul */
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, FM_OP_DYNAMIC_QUANTIZE_MATMUL, "m", NULL, ACT(&t, "a", 2, 3),
+                        TYPED(&t, "b", FM_DTYPE_INT8, 3, 4), SCALAR(&t, "sb", FM_DTYPE_FP32),
+                        SCALAR(&t, "zb", FM_DTYPE_INT8));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 24, 8 + 6 + 12, 9, 8, 35, 0);
+        expect_inference_only(c);
+        tg_free(&t);
+    }
+}
+
+static void test_msft_ops(void **state)
+{
+    (void)state;
+    {   /* FusedMatMul 0.5 * A (2,3,4) @ B (5,4)^T -> (2,3,5): 30*4 MACs, 30 mul for alpha */
+        struct tg t = tg_new();
+        struct fm_attrs a = attrs();
+        a.flags = FM_ATTR_TRANS_B;
+        a.alpha = 0.5;
+        fm_nid n = NODE(&t, FM_OP_FUSED_MATMUL, "fmm", &a, ACT(&t, "a", 2, 3, 4),
+                        PARAM(&t, "b", 5, 4));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 120, 0, 30, 0, 0, 0);
+        EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 5);
+        expect_inference_only(c);
+        tg_free(&t);
+    }
+    /* elementwise, E = 24 */
+    const struct {
+        enum fm_op op;
+        int n_in;   /* x, then a bias (4), then a skip (2,3,4) */
+        struct prims fwd;
+    } el[] = {
+        /* (x+b) then GELU tanh: E add + (2E add, 6E mul, E special) */
+        {FM_OP_FAST_GELU, 2, PRIMS(0, 72, 144, 0, 0, 24)},
+        {FM_OP_FAST_GELU, 1, PRIMS(0, 48, 144, 0, 0, 24)},
+        /* (x+b) then GELU erf: E add + (E add, 3E mul, E special) */
+        {FM_OP_BIAS_GELU, 2, PRIMS(0, 48, 72, 0, 0, 24)},
+        /* x * sigmoid(1.702 x): sigmoid E add, E div, E special; 2E mul */
+        {FM_OP_QUICK_GELU, 1, PRIMS(0, 24, 48, 24, 0, 24)},
+        /* x + bias + skip: 2E add */
+        {FM_OP_BIAS_ADD, 3, PRIMS(0, 48, 0, 0, 0, 0)},
+    };
+    for (size_t i = 0; i < sizeof(el) / sizeof(el[0]); i++) {
+        struct tg t = tg_new();
+        fm_tid in[3] = {ACT(&t, "x", 2, 3, 4), PARAM(&t, "b", 4), INPUT(&t, "s", 2, 3, 4)};
+        FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, el[i].op, "f", NULL, in, el[i].n_in, NULL, 1,
+                                              NULL));
+        struct fm_node_cost c = COST(&t, (fm_nid)fm_graph_node_count(t.g) - 1);
+        expect_work_(&c.phase[FWD], fm_op_name(el[i].op), el[i].fwd, __FILE__, __LINE__);
+        expect_inference_only(c);
+        tg_free(&t);
+    }
+    {   /* SkipLayerNorm x, skip, gamma (no beta, no bias), E = 24, G = 6 rows: skip E add;
+         * LayerNorm without beta: 3E + G add, 3E mul, 2G div, G special */
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, FM_OP_SKIP_LAYERNORM, "sln", NULL, ACT(&t, "x", 2, 3, 4),
+                        INPUT(&t, "s", 2, 3, 4), PARAM(&t, "g", 4));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 0, 24 + 72 + 6, 72, 12, 0, 6);
+        expect_inference_only(c);
+        tg_free(&t);
+    }
+    {   /* SkipSimplifiedLayerNorm with bias: 2E add; RMSNorm E + G add, 3E mul, G div, G
+         * special */
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, FM_OP_SKIP_SIMPLIFIED_LAYERNORM, "s", NULL, ACT(&t, "x", 2, 3, 4),
+                        INPUT(&t, "s", 2, 3, 4), PARAM(&t, "g", 4), PARAM(&t, "bias", 4));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 0, 48 + 24 + 6, 72, 6, 0, 6);
+        tg_free(&t);
+    }
+    {   /* SimplifiedLayerNorm (RMSNorm) over the last axis */
+        struct tg t = tg_new();
+        struct fm_attrs a = attrs();
+        a.axis = -1;
+        fm_nid n = NODE(&t, FM_OP_SIMPLIFIED_LAYERNORM, "r", &a, ACT(&t, "x", 2, 3, 4),
+                        PARAM(&t, "g", 4));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 0, 30, 72, 6, 0, 6);
+        /* another axis is refused */
+        a.axis = 1;
+        fm_tid in[2] = {INPUT(&t, "x2", 2, 3, 4), PARAM(&t, "g2", 4)};
+        assert_int_equal(fm_graph_add_node(t.g, FM_OP_SIMPLIFIED_LAYERNORM, "bad", &a, in, 2,
+                                           NULL, 1, NULL),
+                         FM_ERR_SHAPE);
+        tg_free(&t);
+    }
+    {   /* EmbedLayerNorm ids (2,3), word (10,4), position (6,4), gamma, beta, no segments:
+         * word + position E add, LayerNorm 4E + G add, 3E mul, 2G div, G special (G = 6) */
+        struct tg t = tg_new();
+        fm_nid n = NODE(&t, FM_OP_EMBED_LAYERNORM, "e", NULL, TYPED(&t, "ids", FM_DTYPE_INT32, 2, 3),
+                        FM_NONE, PARAM(&t, "w", 10, 4), PARAM(&t, "p", 6, 4), FM_NONE,
+                        PARAM(&t, "g", 4), PARAM(&t, "b", 4));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 0, 24 + 96 + 6, 72, 12, 0, 6);
+        EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 4);
+        tg_free(&t);
+    }
+    {   /* FusedAttention X (2,3,4) @ W (4,12) + bias, 2 heads of 2: projection 2*3*4*12 = 288
+         * MACs, 72 bias adds; core P = 2*2*3*3 = 36 scores, R = 12 rows: 36*(2+2) = 144 MACs,
+         * 36 mul, softmax 24 cmp + 60 add + 36 special + 36 div; causal: 36 cmp more */
+        for (int causal = 0; causal < 2; causal++) {
+            struct tg t = tg_new();
+            struct fm_attrs a = attrs();
+            a.groups = 2;
+            a.flags = causal ? FM_ATTR_CAUSAL : 0;
+            fm_nid n = NODE(&t, FM_OP_MS_ATTENTION, "att", &a, ACT(&t, "x", 2, 3, 4),
+                            PARAM(&t, "w", 4, 12), PARAM(&t, "b", 12));
+            struct fm_node_cost c = COST(&t, n);
+            EXPECT(c, FWD, 288 + 144, 72 + 60, 36, 36, 24 + (causal ? 36 : 0), 36);
+            EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 4);
+            expect_inference_only(c);
+            tg_free(&t);
+        }
+    }
+    {   /* MultiHeadAttention Q (2,3,4), K (2,5,4), V (2,5,6), 2 heads: P = 2*2*3*5 = 60,
+         * R = 12: 60*(2+3) = 300 MACs, 60 mul, 48 cmp, 108 add, 60 special, 60 div */
+        struct tg t = tg_new();
+        struct fm_attrs a = attrs();
+        a.groups = 2;
+        fm_nid n = NODE(&t, FM_OP_MULTIHEAD_ATTENTION, "mha", &a, ACT(&t, "q", 2, 3, 4),
+                        INPUT(&t, "k", 2, 5, 4), INPUT(&t, "v", 2, 5, 6));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 300, 108, 60, 60, 48, 60);
+        EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 6);
+        tg_free(&t);
+    }
+    {   /* RotaryEmbedding x (2,3,8), 2 heads of 4, cos/sin caches (6,1): 2 of each head's 4
+         * dims rotate: 48 / 4 * 2 = 24 rotated elements, 2 mul + 1 add each */
+        struct tg t = tg_new();
+        struct fm_attrs a = attrs();
+        a.groups = 2;
+        fm_nid n = NODE(&t, FM_OP_ROTARY_EMBEDDING, "rot", &a, ACT(&t, "x", 2, 3, 8),
+                        LABELS(&t, "pos", 2, 3), INPUT(&t, "cos", 6, 1), INPUT(&t, "sin", 6, 1));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 0, 24, 48, 0, 0, 0);
+        EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 8);
+        tg_free(&t);
+    }
+    {   /* GroupQueryAttention q (2,3,8), k, v (2,3,4): 4 query heads, 2 kv heads of 2, no past
+         * (total 3), do_rotary: rotary on Q and K 2*3*(4+2)*2 = 72 elements (144 mul, 72 add);
+         * core P = 2*4*3*3 = 72, R = 24: 72*4 = 288 MACs, 72 mul, causal 72 cmp + softmax 48
+         * cmp, 120 add, 72 special, 72 div */
+        struct tg t = tg_new();
+        struct fm_attrs a = attrs();
+        a.groups = 4;
+        a.ints[0] = 2;
+        a.ints[1] = 1;
+        a.nints = 2;
+        fm_nid n = NODE(&t, FM_OP_GROUP_QUERY_ATTENTION, "gqa", &a, ACT(&t, "q", 2, 3, 8),
+                        INPUT(&t, "k", 2, 3, 4), INPUT(&t, "v", 2, 3, 4));
+        struct fm_node_cost c = COST(&t, n);
+        EXPECT(c, FWD, 288, 72 + 120, 144 + 72, 72, 72 + 48, 72);
+        EXPECT_SHAPE(&t, out_of(&t, n), 2, 3, 8);
+        tg_free(&t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2106,6 +2402,8 @@ int main(void)
         cmocka_unit_test(test_overflow_names_layer),
         cmocka_unit_test(test_batch_scaling_resnet18),
         cmocka_unit_test(test_peer_tool_figures),
+        cmocka_unit_test(test_quantized_ops),
+        cmocka_unit_test(test_msft_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

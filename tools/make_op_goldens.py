@@ -184,7 +184,8 @@ def P(name, value):
 
 def I(name, value, dtype=None):
     if dtype is None:
-        dtype = {torch.float32: "fp32", torch.int64: "int64", torch.bool: "bool"}[value.dtype]
+        dtype = {torch.float32: "fp32", torch.int64: "int64", torch.bool: "bool",
+                 torch.int32: "int32", torch.int8: "int8", torch.uint8: "uint8"}[value.dtype]
     return In(name, "INPUT", dtype, value.shape, value)
 
 
@@ -786,6 +787,251 @@ def add_math_cases():
     case("det", "Det", "train", lambda t: [torch.linalg.det(t)], [P("x", m)])
 
 
+# -- quant.c: quantized ops, inference only (no gradient is defined). References in float64 of
+#    the integer arithmetic; rounding half to even (ONNX's and torch.round's), saturation to the
+#    output type. Float starting values stay away from the .5 rounding boundaries. --
+
+def u8(t):
+    return t.to(torch.uint8)
+
+
+def i8(t):
+    return t.to(torch.int8)
+
+
+def sat(t, dtype):
+    lo, hi = (0, 255) if dtype == torch.uint8 else (-128, 127)
+    return torch.clamp(torch.round(t), lo, hi).to(dtype)
+
+
+def add_quant_cases():
+    v = Values("quantize_linear")
+    x = v.normal((2, 3), 3.0)
+    case("quantize_linear", "QuantizeLinear", "infer",
+         lambda x, s, z: [sat(x / s + z.double(), torch.uint8)],
+         [I("x", x), I("s", torch.tensor(0.05)), I("z", u8(torch.tensor(128)), "uint8")])
+    # per axis (axis 1): one scale and zero point per column, int8
+    v = Values("quantize_linear_axis")
+    sc = torch.tensor([0.02, 0.05, 0.1])
+    case("quantize_linear_axis", "QuantizeLinear", "infer",
+         lambda x, s, z: [sat(x / s + z.double(), torch.int8)],
+         [I("x", v.normal((2, 3), 2.0)), I("s", sc), I("z", i8(torch.tensor([0, 3, -2])), "int8")],
+         axis=1)
+    v = Values("dequantize_linear")
+    case("dequantize_linear", "DequantizeLinear", "infer",
+         lambda x, s, z: [(x.double() - z.double()) * s],
+         [I("x", u8(v.ints((2, 3), 0, 256)), "uint8"), I("s", torch.tensor(0.05)),
+          I("z", u8(torch.tensor(128)), "uint8")])
+    v = Values("dequantize_linear_axis")
+    case("dequantize_linear_axis", "DequantizeLinear", "infer",
+         lambda x, s, z: [(x.double() - z.double().reshape(3, 1)) * s.reshape(3, 1)],
+         [I("x", i8(v.ints((3, 4), -128, 128)), "int8"), I("s", torch.tensor([0.1, 0.2, 0.3])),
+          I("z", i8(torch.tensor([1, 0, -1])), "int8")])
+
+    def dynq(x):   # ONNX's DynamicQuantizeLinear: uint8, the range widened to include 0
+        lo, hi = min(x.min().item(), 0.0), max(x.max().item(), 0.0)
+        s = (hi - lo) / 255
+        z = sat(torch.tensor(-lo / s, dtype=torch.float64), torch.uint8)
+        return [sat(x / s + z.double(), torch.uint8), torch.tensor(s, dtype=torch.float32), z]
+    case("dynamic_quantize_linear", "DynamicQuantizeLinear", "infer", dynq,
+         [I("x", Values("dynamic_quantize_linear").normal((2, 3), 2.0))], n_out=3)
+    v = Values("matmul_integer")
+    case("matmul_integer", "MatMulInteger", "infer",
+         lambda a, b, za, zb: [((a.double() - za.double()) @ (b.double() - zb.double()))
+                               .to(torch.int32)],
+         [I("a", u8(v.ints((2, 3), 0, 256)), "uint8"), I("b", i8(v.ints((3, 4), -128, 128)), "int8"),
+          I("za", u8(torch.tensor(100)), "uint8"), I("zb", i8(torch.tensor(3)), "int8")])
+    v = Values("conv_integer")
+    case("conv_integer", "ConvInteger", "infer",
+         lambda x, w, zx: [F.conv2d(x.double() - zx.double(), w.double(), padding=1)
+                           .to(torch.int32)],
+         [I("x", u8(v.ints((1, 2, 4, 4), 0, 256)), "uint8"),
+          I("w", i8(v.ints((3, 2, 3, 3), -128, 128)), "int8"), I("zx", u8(torch.tensor(128)), "uint8")],
+         kernel=[3, 3], pad=[1, 1, 1, 1])
+    v = Values("qlinear_matmul")
+    case("qlinear_matmul", "QLinearMatMul", "infer",
+         lambda a, sa, za, b, sb, zb, sy, zy:
+         [sat(((a.double() - za.double()) @ (b.double() - zb.double())) * (sa * sb / sy)
+              + zy.double(), torch.uint8)],
+         [I("a", u8(v.ints((2, 3), 0, 256)), "uint8"), I("sa", torch.tensor(0.02)),
+          I("za", u8(torch.tensor(128)), "uint8"), I("b", i8(v.ints((3, 4), -128, 128)), "int8"),
+          I("sb", torch.tensor(0.01)), I("zb", i8(torch.tensor(0)), "int8"),
+          I("sy", torch.tensor(0.3)), I("zy", u8(torch.tensor(120)), "uint8")])
+    v = Values("qlinear_conv")
+    case("qlinear_conv", "QLinearConv", "infer",
+         lambda x, sx, zx, w, sw, zw, sy, zy, b:
+         [sat((F.conv2d(x.double() - zx.double(), w.double() - zw.double().reshape(3, 1, 1, 1))
+               + b.double().reshape(1, 3, 1, 1)) * (sx * sw.reshape(1, 3, 1, 1) / sy)
+              + zy.double(), torch.uint8)],
+         [I("x", u8(v.ints((1, 2, 4, 4), 0, 256)), "uint8"), I("sx", torch.tensor(0.02)),
+          I("zx", u8(torch.tensor(128)), "uint8"), I("w", i8(v.ints((3, 2, 3, 3), -128, 128)), "int8"),
+          I("sw", torch.tensor([0.01, 0.02, 0.005])), I("zw", i8(torch.tensor([0, 0, 0])), "int8"),
+          I("sy", torch.tensor(0.5)), I("zy", u8(torch.tensor(128)), "uint8"),
+          I("b", v.ints((3,), -500, 500).to(torch.int32), "int32")],
+         kernel=[3, 3])
+    v = Values("qgemm")
+    case("qgemm", "QGemm", "infer",
+         lambda a, sa, za, b, sb, zb, c, sy, zy:
+         [sat(((a.double() - za.double()) @ (b.double() - zb.double()).t() + c.double())
+              * (sa * sb / sy) + zy.double(), torch.uint8)],
+         [I("a", u8(v.ints((2, 3), 0, 256)), "uint8"), I("sa", torch.tensor(0.02)),
+          I("za", u8(torch.tensor(128)), "uint8"), I("b", i8(v.ints((4, 3), -128, 128)), "int8"),
+          I("sb", torch.tensor(0.01)), I("zb", i8(torch.tensor(0)), "int8"),
+          I("c", v.ints((4,), -500, 500).to(torch.int32), "int32"), I("sy", torch.tensor(0.2)),
+          I("zy", u8(torch.tensor(128)), "uint8")],
+         flags=["TRANS_B"])
+    v = Values("matmul_integer_to_float")
+    case("matmul_integer_to_float", "MatMulIntegerToFloat", "infer",
+         lambda a, b, sa, sb, za, zb, bias:
+         [((a.double() - za.double()) @ b.double()) * (sa * sb) + bias],
+         [I("a", u8(v.ints((2, 3), 0, 256)), "uint8"), I("b", i8(v.ints((3, 4), -128, 128)), "int8"),
+          I("sa", torch.tensor(0.02)), I("sb", torch.tensor([0.01, 0.02, 0.03, 0.04])),
+          I("za", u8(torch.tensor(128)), "uint8"), None, I("bias", v.normal((4,)))])
+
+    def dynq_mm(a, b, sb, zb):   # A quantized as DynamicQuantizeLinear, then MatMulIntegerToFloat
+        q, sa, za = dynq(a)
+        return [((q.double() - za.double()) @ (b.double() - zb.double())) * (sa.double() * sb)]
+    v = Values("dynamic_quantize_matmul")
+    case("dynamic_quantize_matmul", "DynamicQuantizeMatMul", "infer", dynq_mm,
+         [I("a", v.normal((2, 3))), I("b", i8(v.ints((3, 4), -128, 128)), "int8"),
+          I("sb", torch.tensor(0.01)), I("zb", i8(torch.tensor(2)), "int8")])
+
+    # DynamicQuantizeLSTM (ONNX Runtime): W (dirs, I, 4H) and R (dirs, H, 4H) int8 with their
+    # scales, gates in ONNX's i, o, f, c order, B (dirs, 8H). ONNX Runtime also quantizes X and
+    # h to uint8 at every step; the reference uses them unquantized, hence the tolerance: a
+    # step of X's and h's scale (about 1/64 here) times the weights it meets.
+    v = Values("dynamic_quantize_lstm")
+    S, Bn, In_, H = 3, 2, 3, 2
+    x = v.normal((S, Bn, In_))
+    W = i8(v.ints((1, In_, 4 * H), -128, 128))
+    R = i8(v.ints((1, H, 4 * H), -128, 128))
+    bias = v.normal((1, 8 * H), 0.1)
+
+    def lstm(x, W, R, b, _seq, _h0, _c0, _p, sw, zw, sr, zr):
+        wd = (W.double() - zw.double()) * sw
+        rd = (R.double() - zr.double()) * sr
+        h = torch.zeros(Bn, H, dtype=torch.float64)
+        c = torch.zeros(Bn, H, dtype=torch.float64)
+        ys = []
+        for t in range(S):
+            g = x[t] @ wd[0] + h @ rd[0] + b[0, :4 * H] + b[0, 4 * H:]
+            i, o, f, cc = g.split(H, dim=1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(cc)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            ys.append(h)
+        return [torch.stack(ys).unsqueeze(1)]
+    case("dynamic_quantize_lstm", "DynamicQuantizeLSTM", "infer", lstm,
+         [I("x", x), I("w", W, "int8"), I("r", R, "int8"), I("b", bias), None, None, None, None,
+          I("sw", torch.tensor([0.004])), I("zw", i8(torch.tensor([0])), "int8"),
+          I("sr", torch.tensor([0.004])), I("zr", i8(torch.tensor([0])), "int8")],
+         ints=[H, 1], tol=(0.05, 0.05))
+
+
+# -- msft.c: ONNX Runtime's fused float ops (com.microsoft), inference only --
+
+def ln(x, eps=1e-5):
+    m = x.mean(-1, keepdim=True)
+    var = ((x - m) ** 2).mean(-1, keepdim=True)
+    return (x - m) / torch.sqrt(var + eps)
+
+
+def rms(x, eps=1e-5):
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps)
+
+
+def sdpa(q, k, v, causal=False):   # (B, N, S, D) each; scale 1/sqrt(D)
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        sq, sk = s.shape[-2], s.shape[-1]
+        mask = torch.ones(sq, sk, dtype=torch.bool).tril(sk - sq)
+        s = s.masked_fill(~mask, float("-inf"))
+    return torch.softmax(s, -1) @ v
+
+
+def heads(t, n):   # (B, S, n*d) -> (B, n, S, d)
+    b, s, e = t.shape
+    return t.reshape(b, s, n, e // n).transpose(1, 2)
+
+
+def merge(t):      # (B, n, S, d) -> (B, S, n*d)
+    b, n, s, d = t.shape
+    return t.transpose(1, 2).reshape(b, s, n * d)
+
+
+def add_msft_cases():
+    X = (2, 3, 4)
+    v = Values("fused_matmul")
+    case("fused_matmul", "FusedMatMul", "infer", lambda a, b: [0.5 * (a @ b.t())],
+         [P("a", v.normal(X)), P("b", v.normal((5, 4)))], flags=["TRANS_B"], alpha=0.5)
+    v = Values("fast_gelu")
+    case("fast_gelu", "FastGelu", "infer",
+         lambda x, b: [F.gelu(x + b, approximate="tanh")], [P("x", v.normal(X)), P("b", v.normal((4,)))])
+    v = Values("bias_gelu")
+    case("bias_gelu", "BiasGelu", "infer", lambda x, b: [F.gelu(x + b)],
+         [P("x", v.normal(X)), P("b", v.normal((4,)))])
+    case("quick_gelu", "QuickGelu", "infer", lambda x: [x * torch.sigmoid(1.702 * x)],
+         [P("x", Values("quick_gelu").normal(X))], alpha=1.702)
+    v = Values("bias_add")
+    case("bias_add", "BiasAdd", "infer", lambda x, b, s: [x + b + s],
+         [P("x", v.normal(X)), P("b", v.normal((4,))), P("s", v.normal(X))])
+    v = Values("skip_layernorm")
+    case("skip_layernorm", "SkipLayerNorm", "infer",
+         lambda x, s, g, b, bias: [ln(x + s + bias) * g + b],
+         [P("x", v.normal(X)), P("s", v.normal(X)), P("g", v.normal((4,))), P("b", v.normal((4,))),
+          P("bias", v.normal((4,)))])
+    v = Values("skip_simplified_layernorm")
+    case("skip_simplified_layernorm", "SkipSimplifiedLayerNorm", "infer",
+         lambda x, s, g: [rms(x + s) * g],
+         [P("x", v.normal(X)), P("s", v.normal(X)), P("g", v.normal((4,)))])
+    v = Values("simplified_layernorm")
+    case("simplified_layernorm", "SimplifiedLayerNorm", "infer", lambda x, g: [rms(x) * g],
+         [P("x", v.normal(X)), P("g", v.normal((4,)))], axis=-1)
+    v = Values("embed_layernorm")
+    ids, seg = v.ints((2, 3), 0, 10).to(torch.int32), v.ints((2, 3), 0, 2).to(torch.int32)
+    case("embed_layernorm", "EmbedLayerNorm", "infer",
+         lambda i, sg, w, p, se, g, b:
+         [ln(w[i.long()] + p[:3].unsqueeze(0) + se[sg.long()]) * g + b],
+         [I("ids", ids, "int32"), I("seg", seg, "int32"), P("word", v.normal((10, 4))),
+          P("pos", v.normal((6, 4))), P("segment", v.normal((2, 4))), P("g", v.normal((4,))),
+          P("b", v.normal((4,)))])
+    v = Values("fused_attention")
+
+    def attn(x, w, b):
+        q, k, vv = (x @ w + b).split(4, dim=-1)
+        return [merge(sdpa(heads(q, 2), heads(k, 2), heads(vv, 2)))]
+    case("fused_attention", "FusedAttention", "infer", attn,
+         [P("x", v.normal(X)), P("w", v.normal((4, 12), 0.5)), P("b", v.normal((12,)))],
+         groups=2)
+    v = Values("multihead_attention")
+    case("multihead_attention", "MultiHeadAttention", "infer",
+         lambda q, k, vv: [merge(sdpa(heads(q, 2), heads(k, 2), heads(vv, 2)))],
+         [P("q", v.normal(X)), P("k", v.normal((2, 5, 4))), P("v", v.normal((2, 5, 6)))],
+         groups=2)
+    v = Values("rotary_embedding")
+
+    def rot(x, pos, cos, sin):   # non-interleaved (rotate_half), the whole head rotated
+        c, s = cos[pos], sin[pos]
+        x1, x2 = x[..., :2], x[..., 2:]
+        return [torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)]
+    ang = torch.arange(6, dtype=torch.float64).reshape(6, 1) * torch.tensor([1.0, 0.1])
+    case("rotary_embedding", "RotaryEmbedding", "infer", rot,
+         [P("x", v.normal(X)), I("pos", v.ints((2, 3), 0, 6)), I("cos", torch.cos(ang).float()),
+          I("sin", torch.sin(ang).float())])
+    v = Values("group_query_attention")
+
+    # 4 query heads share 2 key/value heads, causal; head size 8 (ONNX Runtime's CPU kernel
+    # takes multiples of 8); seqlens_k is the total length - 1 per sequence (its convention)
+    def gqa(q, k, vv, _pk, _pv, seqlens, total):
+        kh = heads(k, 2).repeat_interleave(2, dim=1)
+        vh = heads(vv, 2).repeat_interleave(2, dim=1)
+        return [merge(sdpa(heads(q, 4), kh, vh, causal=True))]
+    case("group_query_attention", "GroupQueryAttention", "infer", gqa,
+         [P("q", v.normal((2, 3, 32))), P("k", v.normal((2, 3, 16))), P("v", v.normal((2, 3, 16))),
+          None, None, I("seqlens", torch.tensor([2, 2], dtype=torch.int32), "int32"),
+          I("total", torch.tensor(3, dtype=torch.int32), "int32")],
+         groups=4, ints=[2, 0])
+
+
 # -- compare.c --
 
 def add_compare_cases():
@@ -988,7 +1234,7 @@ def fmt(values, integer=False):
 
 def fmt_tensor(t):
     flat = t.detach().flatten()
-    if flat.dtype in (torch.bool, torch.int64, torch.int32):
+    if flat.dtype in (torch.bool, torch.int64, torch.int32, torch.int8, torch.uint8):
         return "%d %s" % (flat.numel(), fmt(flat.tolist(), integer=True))
     return "%d %s" % (flat.numel(), fmt(flat.to(torch.float32).tolist()))
 
@@ -1155,7 +1401,8 @@ def main():
     for add in (add_conv_cases, add_matmul_cases, add_norm_cases, add_act_cases, add_pool_cases,
                 add_eltwise_cases, add_shape_cases, add_misc_cases, add_unary_cases,
                 add_compare_cases, add_reduce_cases, add_tensor_cases, add_einsum_cases,
-                add_trig_cases, add_math_cases, add_rnn_cases):
+                add_trig_cases, add_math_cases, add_rnn_cases,
+                add_quant_cases, add_msft_cases):
         add()
     names = set()
     out = ["# generated by tools/make_op_goldens.py with torch %s; do not edit" % torch.__version__]

@@ -227,6 +227,18 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
             bool tensor = false;
             enum fm_precision prec = FM_PREC_FP32;
             double peak = resolve(opts, cls, (enum fm_phase)ph, &prec, &tensor);
+            /* integer MACs (quantized ops) run at the int8 ceiling where the device has one;
+             * a device without int8 figures keeps the run's precision */
+            if (counts->nodes[id].int8 && ph != FM_PHASE_OPTIMIZER) {
+                enum fm_precision p8;
+                bool t8;
+                double peak8 = fm_device_ceiling(dev, cls, FM_PREC_INT8, &p8, &t8);
+                if (peak8 > 0 && p8 == FM_PREC_INT8) {
+                    peak = peak8;
+                    prec = p8;
+                    tensor = t8;
+                }
+            }
             if (flops > 0 && !(peak > 0)) {
                 st = fm_error(ctx, FM_ERR_UNSUPPORTED,
                               "%s has no %s ceiling for %s ops (layer %s); choose another "

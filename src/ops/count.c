@@ -244,6 +244,7 @@ enum fm_status fm_count(struct fm_ctx *ctx, const struct fm_graph *g,
         goto fail;
     }
     uint64_t extra_saved = 0;
+    size_t no_grad = 0;   /* train: nodes without a backward (quantized, fused inference ops) */
     for (size_t i = 0; i < nn; i++) {
         fm_nid id = order[i];
         const struct fm_node *n = fm_graph_node(g, id);
@@ -252,7 +253,9 @@ enum fm_status fm_count(struct fm_ctx *ctx, const struct fm_graph *g,
         st = node_cost(ctx, g, id, opts, nc, &sin, &sout);
         if (st)
             goto fail;
-        if (n->op == FM_OP_UNKNOWN) {
+        if (train && nc->no_grad)
+            no_grad++;
+        if (n->op == FM_OP_UNKNOWN || !nc->counted) {   /* a rule may decline (a placeholder) */
             nc->counted = false;
             st = note_uncounted(ctx, c, &unc_cap, n->op_name);
             if (st)
@@ -351,6 +354,10 @@ enum fm_status fm_count(struct fm_ctx *ctx, const struct fm_graph *g,
     fm_dealloc(ctx, param_seen);
     fm_dealloc(ctx, kept);
     fm_dealloc(ctx, last);
+    if (no_grad)
+        fm_log(ctx, "%s: %zu layer(s) are inference kernels (quantized or fused ONNX Runtime "
+               "ops) with no gradient: their backward is not counted", fm_graph_name(g),
+               no_grad);
     *out = c;
     return FM_OK;
 fail:

@@ -278,6 +278,23 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
     fm_report_memory_line(f, o->memory);
     if (o->export_note && *o->export_note)
         fprintf(f, "  export         %s\n", o->export_note);
+    uint64_t int8_macs = 0;
+    size_t n_int8 = 0, n_no_grad = 0;
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        n_no_grad += c->nodes[i].no_grad;
+        if (c->nodes[i].int8) {
+            n_int8++;
+            int8_macs += c->nodes[i].phase[FM_PHASE_FWD].prim[FM_PRIM_MAC];
+        }
+    }
+    if (n_int8)
+        fprintf(f, "  int8           %sMAC of the forward in %zu quantized layers (integer "
+                   "products, the int8 ceiling)\n",
+                si((double)int8_macs, b[0]), n_int8);
+    if (n_no_grad && c->mode == FM_MODE_TRAIN)
+        fprintf(f, "  no backward    %zu layers are inference kernels (quantized or fused ONNX "
+                   "Runtime ops): no gradient is defined for them, none is counted\n",
+                n_no_grad);
     fprintf(f, "  not counted    ");
     if (!c->n_uncounted) {
         fprintf(f, "none\n");
@@ -482,6 +499,8 @@ static void render_json(FILE *f, const struct fm_graph *g, const struct fm_count
         json_shape(&w, "output", &fm_graph_tensor(g, n->out[0])->shape);
         fm_jw_u64(&w, "params", nc->params);
         fm_jw_bool(&w, "counted", nc->counted);
+        fm_jw_string(&w, "precision", nc->int8 ? "int8" : "float");
+        fm_jw_bool(&w, "backward", !nc->no_grad);
         for (int p = 0; p < FM_PHASE_COUNT; p++)
             json_work(&w, fm_phase_name((enum fm_phase)p), &nc->phase[p], true, false);
         fm_jw_end(&w);

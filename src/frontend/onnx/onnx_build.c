@@ -474,11 +474,26 @@ static bool is_op(const Onnx__NodeProto *n, const char *op)
     return n->op_type && strcmp(n->op_type, op) == 0;
 }
 
+bool ox_msft_domain(const char *domain)
+{
+    return domain && strcmp(domain, "com.microsoft") == 0;
+}
+
+bool ox_op_is(const Onnx__NodeProto *n, const char *listed)
+{
+    static const char msft[] = "com.microsoft:";
+    if (!listed)
+        return false;
+    if (strncmp(listed, msft, sizeof(msft) - 1) == 0)
+        return ox_msft_domain(n->domain) && is_op(n, listed + sizeof(msft) - 1);
+    return ox_default_domain(n->domain) && is_op(n, listed);
+}
+
 /* The letter of input slot `slot` of node n: P, B, C, T or x (anything else reads as x). */
 static char slot_letter(const Onnx__NodeProto *n, int32_t slot)
 {
     for (size_t i = 0; i < sizeof(slot_table) / sizeof(slot_table[0]); i++) {
-        if (!slot_table[i].name || !is_op(n, slot_table[i].name))
+        if (!ox_op_is(n, slot_table[i].name))
             continue;
         const char *s = slot_table[i].slots;
         size_t len = strlen(s);

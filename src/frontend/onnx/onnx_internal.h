@@ -60,6 +60,12 @@ bool ox_default_domain(const char *domain);
 
 /* ---- graph-building services (onnx_build.c) ---- */
 
+/* ONNX Runtime's operator set, whose ops FM_OP_LIST names "com.microsoft:<op type>". */
+bool ox_msft_domain(const char *domain);
+/* Whether node n is the op type `listed` as FM_OP_LIST's OnnxOp column writes it: "Conv" in
+ * the default domain, "com.microsoft:FusedMatMul" in ONNX Runtime's; false for NULL. */
+bool ox_op_is(const Onnx__NodeProto *n, const char *listed);
+
 /* Contents of a tensor known at load time: integers exactly, floats as doubles. */
 struct ox_val {
     bool known;

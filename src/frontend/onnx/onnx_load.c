@@ -523,9 +523,10 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
     if (node->n_input > FM_MAX_IO)
         return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "has %zu inputs (at most %d)",
                              node->n_input, FM_MAX_IO);
-    if (!ox_default_domain(node->domain))
+    bool msft = ox_msft_domain(node->domain);   /* ONNX Runtime's ops: mapped, never folded */
+    if (!ox_default_domain(node->domain) && !msft)
         return ox_emit_unknown(ox, node, "an op of another domain");
-    if (!strcmp(ox_str(node->op_type), "Constant"))
+    if (!msft && !strcmp(ox_str(node->op_type), "Constant"))
         return build_constant(ox, node);
     if (ox_control_op(node))
         return ox_control_build(ox, node, build_node);
@@ -549,7 +550,7 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
     if (st)
         return st;
     bool done = false;
-    st = ox_fold(ox, node, in, n_in, &done);
+    st = msft ? FM_OK : ox_fold(ox, node, in, n_in, &done);
     if (st || done)
         return batch_hint(ox, st);
     return batch_hint(ox, ox_map_node(ox, node, in, n_in));

@@ -182,20 +182,23 @@ static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
     return FM_OK;
 }
 
-static enum fm_status map_conv(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
-                               int n_in, enum fm_op op)
+/* Conv's window attributes for input x and weight w (slot iw: 1, or 3 in QLinearConv) into a;
+ * *unknown says that the op is not counted (3-D and deeper). */
+static enum fm_status conv_attrs(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, int iw, enum fm_op op, struct fm_attrs *a,
+                                 bool *unknown)
 {
-    enum fm_status st = need(ox, node, in, n_in, 2);
+    enum fm_status st = need(ox, node, in, n_in, iw + 1);
     if (st)
         return st;
-    const struct fm_shape *x = &tensor(ox, in[0])->shape, *w = &tensor(ox, in[1])->shape;
-    if (x->rank != 3 && x->rank != 4)
-        return ox_emit_unknown(ox, node, "only 1-D and 2-D convolutions are counted");
+    const struct fm_shape *x = &tensor(ox, in[0])->shape, *w = &tensor(ox, in[iw])->shape;
+    *unknown = x->rank != 3 && x->rank != 4;
+    if (*unknown)
+        return FM_OK;
     if (w->rank != x->rank)
         return ox_node_error(ox, node, FM_ERR_SHAPE, "weight has rank %d, input rank %d",
                              w->rank, x->rank);
-    struct fm_attrs a;
-    fm_attrs_init(&a);
+    fm_attrs_init(a);
     int64_t k[2];
     int nk;
     st = ox_attr_ints(ox, node, "kernel_shape", k, 2, &nk);
@@ -207,14 +210,155 @@ static enum fm_status map_conv(struct ox *ox, const Onnx__NodeProto *node, const
                                  "weight's %lld", (long long)k[d], (long long)w->dims[2 + d]);
         k[d] = w->dims[2 + d];
     }
-    st = window(ox, node, x, k, op == FM_OP_CONV_TRANSPOSE, &a);
+    st = window(ox, node, x, k, op == FM_OP_CONV_TRANSPOSE, a);
     if (!st)
-        st = ox_attr_int(ox, node, "group", 1, &a.groups);
+        st = ox_attr_int(ox, node, "group", 1, &a->groups);
     if (st)
         return st;
-    if (a.groups <= 0 || a.groups > OX_DIM_MAX)
-        return ox_node_error(ox, node, FM_ERR_PARSE, "group is %lld", (long long)a.groups);
+    if (a->groups <= 0 || a->groups > OX_DIM_MAX)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "group is %lld", (long long)a->groups);
+    return FM_OK;
+}
+
+static enum fm_status map_conv(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                               int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    bool unknown = false;
+    enum fm_status st = conv_attrs(ox, node, in, n_in, 1, op, &a, &unknown);
+    if (st)
+        return st;
+    if (unknown)
+        return ox_emit_unknown(ox, node, "only 1-D and 2-D convolutions are counted");
     return ox_emit(ox, node, op, &a, in, trim(in, n_in), 1);
+}
+
+/* ---- quantized ops and ONNX Runtime's com.microsoft ops ---- */
+
+/* ConvInteger (weight in slot 1) and QLinearConv (slot 3): Conv's attributes */
+static enum fm_status map_qconv(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    bool unknown = false;
+    enum fm_status st = conv_attrs(ox, node, in, n_in, op == FM_OP_QLINEAR_CONV ? 3 : 1, op, &a,
+                                   &unknown);
+    if (st)
+        return st;
+    if (unknown)
+        return ox_emit_unknown(ox, node, "only 1-D and 2-D convolutions are counted");
+    return ox_emit(ox, node, op, &a, in, trim(in, n_in), 1);
+}
+
+/* QuantizeLinear, DequantizeLinear: axis (default 1); blocked quantization (opset 21's
+ * block_size) is not read */
+static enum fm_status map_quant(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int64_t block = 0;
+    enum fm_status st = need(ox, node, in, n_in, 2);
+    if (!st)
+        st = ox_attr_int(ox, node, "axis", 1, &a.axis);
+    if (!st)
+        st = ox_attr_int(ox, node, "block_size", 0, &block);
+    if (!st && block)
+        st = ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "blocked quantization (block_size "
+                           "%lld) is not implemented", (long long)block);
+    return st ? st : ox_emit(ox, node, op, &a, in, trim(in, n_in), 1);
+}
+
+/* The com.microsoft ops (and DynamicQuantizeLinear): their attributes, every output up to the
+ * last one named (or the op's fixed count) */
+static enum fm_status map_msft(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                               int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int64_t ta = 0, tb = 0, heads = 0, uni = 0, kv = 0, rot = 0, hidden = 0, tba = 0, tbb = 0;
+    char dir[32] = "forward";
+    int n = 0;
+    enum fm_status st = need(ox, node, in, n_in, 1);
+    switch (op) {
+    case FM_OP_FUSED_MATMUL:
+    case FM_OP_QGEMM:
+        if (!st)
+            st = ox_attr_int(ox, node, "transA", 0, &ta);
+        if (!st)
+            st = ox_attr_int(ox, node, "transB", 0, &tb);
+        if (!st)
+            st = ox_attr_int(ox, node, "transBatchA", 0, &tba);
+        if (!st)
+            st = ox_attr_int(ox, node, "transBatchB", 0, &tbb);
+        if (!st)
+            st = ox_attr_float(ox, node, "alpha", 1.0, &a.alpha);
+        if (!st && (tba || tbb))
+            st = ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "transBatchA/transBatchB are not "
+                               "implemented");
+        a.flags |= (ta ? FM_ATTR_TRANS_A : 0u) | (tb ? FM_ATTR_TRANS_B : 0u);
+        break;
+    case FM_OP_QUICK_GELU:
+        if (!st)
+            st = ox_attr_float(ox, node, "alpha", 1.702, &a.alpha);
+        break;
+    case FM_OP_SKIP_LAYERNORM:
+    case FM_OP_SKIP_SIMPLIFIED_LAYERNORM:
+    case FM_OP_SIMPLIFIED_LAYERNORM:
+    case FM_OP_EMBED_LAYERNORM:
+        if (!st)
+            st = ox_attr_float(ox, node, "epsilon", 1e-5, &a.eps);
+        if (!st && op == FM_OP_SIMPLIFIED_LAYERNORM)
+            st = ox_attr_int(ox, node, "axis", -1, &a.axis);
+        break;
+    case FM_OP_MS_ATTENTION:
+    case FM_OP_MULTIHEAD_ATTENTION:
+    case FM_OP_GROUP_QUERY_ATTENTION:
+    case FM_OP_ROTARY_EMBEDDING:
+        if (!st)
+            st = ox_attr_int(ox, node, "num_heads", 0, &heads);
+        if (!st)
+            st = ox_attr_int(ox, node, "unidirectional", 0, &uni);
+        if (!st)
+            st = ox_attr_float(ox, node, "scale", 0.0, &a.scale);
+        if (!st && op == FM_OP_MS_ATTENTION)
+            st = ox_attr_ints(ox, node, "qkv_hidden_sizes", a.ints, 3, &n);
+        if (!st && op == FM_OP_GROUP_QUERY_ATTENTION) {
+            st = ox_attr_int(ox, node, "kv_num_heads", 0, &kv);
+            if (!st)
+                st = ox_attr_int(ox, node, "do_rotary", 0, &rot);
+            a.ints[0] = kv;
+            a.ints[1] = rot;
+            n = 2;
+        }
+        a.nints = n;
+        a.groups = heads;
+        a.flags |= uni ? FM_ATTR_CAUSAL : 0u;
+        if (!st && heads <= 0 && op != FM_OP_ROTARY_EMBEDDING)
+            st = ox_node_error(ox, node, FM_ERR_PARSE, "num_heads is missing or %lld",
+                               (long long)heads);
+        break;
+    case FM_OP_DYNAMIC_QUANTIZE_LSTM:
+        if (!st)
+            st = ox_attr_int(ox, node, "hidden_size", 0, &hidden);
+        if (!st)
+            st = ox_attr_string(ox, node, "direction", "forward", dir, sizeof(dir));
+        a.ints[0] = hidden;
+        a.ints[1] = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
+        a.nints = 2;
+        break;
+    default:
+        break;
+    }
+    if (st)
+        return st;
+    int n_out = fm_op_desc(op)->n_out;
+    if (!n_out) {
+        n_out = (int)node->n_output;
+        while (n_out > 1 && !*ox_str(node->output[n_out - 1]))
+            n_out--;
+    }
+    return ox_emit(ox, node, op, &a, in, trim(in, n_in), n_out);
 }
 
 static enum fm_status map_pool(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
@@ -1121,15 +1265,15 @@ static const struct op_map table[] = {
     FM_OP_LIST(OX_MAP_ROW)
     /* ONNX op types the list does not hold as their own: older names of its ops */
     {"Upsample", map_resize, FM_OP_RESIZE},   /* Resize before opset 10, same operands */
+    {"com.microsoft:Gelu", map_act, FM_OP_GELU},   /* ONNX Runtime's Gelu (erf) */
 };
 #undef OX_MAP_ROW
 
 enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                            int n_in)
 {
-    const char *op = ox_str(node->op_type);
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-        if (table[i].name && table[i].fn && strcmp(table[i].name, op) == 0)
+        if (table[i].fn && ox_op_is(node, table[i].name))
             return table[i].fn(ox, node, in, n_in, table[i].op);
     }
     return ox_emit_unknown(ox, node, "no cost rule for this op");
