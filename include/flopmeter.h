@@ -407,8 +407,8 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(QGEMM, qgemm, "QGemm", MATMUL, "com.microsoft:QGemm", msft, "xCCxCCCCC")                  \
     /*   A, a_scale, a_zp, B, b_scale, b_zp, C?, y_scale?, y_zp?; FM_ATTR_TRANS_A/B */           \
     X(DYNAMIC_QUANTIZE_LSTM, dynamic_quantize_lstm, "DynamicQuantizeLSTM", OTHER,               \
-      "com.microsoft:DynamicQuantizeLSTM", msft, "xxxCCCCC*")                                   \
-    /*   shaped, uncounted until rnn.c; ints = {hidden_size, directions} */                     \
+      "com.microsoft:DynamicQuantizeLSTM", rnn, "xxxCCCCC*")                                    \
+    /*   LSTM's operands and ints (rnn.c), W and R transposed, then their scales and zps */     \
     /* msft.c: ONNX Runtime's fused float ops (com.microsoft), inference only; num_heads in     \
        groups, epsilon in eps, FM_ATTR_CAUSAL for unidirectional */                             \
     X(FUSED_MATMUL, fused_matmul, "FusedMatMul", MATMUL, "com.microsoft:FusedMatMul", msft,     \

@@ -1350,17 +1350,22 @@ static void test_ort_quantize_dynamic(void **state)
     }
     fm_graph_free(g);
 
-    /* quantize_dynamic of an LSTM (8 -> 16, 5 steps, batch 2): DynamicQuantizeLSTM is shaped
-     * (Y (5, 1, 2, 16)) but stays uncounted until the LSTM cost rule (src/ops/rnn.c) */
+    /* quantize_dynamic of an LSTM (8 -> 16, 5 steps, batch 2): DynamicQuantizeLSTM is ONNX's
+     * LSTM with W and R transposed and int8 (src/ops/rnn.c's rule): Y (5, 1, 2, 16); over
+     * S = 5*2 = 10 row-steps the gate products are S*4H*I = 10*64*8 = 5120 MACs on the input
+     * and S*4H*H = 10*64*16 = 10240 on the hidden state, all int8; no backward */
     FM_ASSERT_OK(ctx, load(ctx, "ort/lstm_dynamic.onnx", 0, NULL, 0, &g));
-    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
-    assert_int_equal(c->n_uncounted, 1);
-    assert_string_equal(c->uncounted[0].op, "DynamicQuantizeLSTM");
+    struct fm_counts *c = count(ctx, g, FM_MODE_TRAIN);
+    assert_int_equal(c->n_uncounted, 0);
     fm_nid l = node_named(g, "/lstm/LSTM_quant");
+    assert_int_equal(fm_graph_node(g, l)->op, FM_OP_DYNAMIC_QUANTIZE_LSTM);
     const struct fm_shape *y = &fm_graph_tensor(g, fm_graph_node(g, l)->out[0])->shape;
     assert_int_equal(y->rank, 4);
     assert_true(y->dims[0] == 5 && y->dims[1] == 1 && y->dims[2] == 2 && y->dims[3] == 16);
-    assert_false(c->nodes[l].counted);
+    assert_true(c->nodes[l].counted && c->nodes[l].int8 && c->nodes[l].no_grad);
+    assert_int_equal(c->nodes[l].phase[FM_PHASE_FWD].prim[FM_PRIM_MAC], 5120 + 10240);
+    for (int p = FM_PHASE_BWD_DATA; p < FM_PHASE_OPTIMIZER; p++)
+        assert_int_equal(fm_work_flops(&c->nodes[l].phase[p]), 0);
     fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);
@@ -1552,6 +1557,22 @@ static void test_tf2onnx(void **state)
     assert_int_equal(pool_cmp, 2 * 8 * 4 * 4 * 3);              /* 4 values, 3 comparisons */
     assert_int_equal(mm, 2 * 16 * 10);
     assert_int_equal(fwd_macs(c), 2 * 8 * 8 * 8 * 27 + 2 * 16 * 2 * 2 * 72 + 2 * 16 * 10);
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* Keras LSTM(16) over 5 steps of 8 features at batch 2, then Dense 4: tf2onnx writes one
+     * ONNX LSTM (Keras's two bias vectors as B). Parameters: W 4H*I = 512, R 4H*H = 1024,
+     * B 8H = 128; the Dense 16*4 (its bias, zero at initialization, is an Add of zeros that
+     * tf2onnx's optimizer removes: the file has none). Forward MACs (src/ops/rnn.c): S = 5*2 row-steps,
+     * S*4H*(I + H) = 10*64*24 = 15360 in the LSTM, 2*16*4 = 128 in the Dense. */
+    FM_ASSERT_OK(ctx, load(ctx, "tf2onnx/keras_lstm.onnx", 0, NULL, 0, &g));
+    c = count(ctx, g, FM_MODE_TRAIN);
+    assert_int_equal(c->n_uncounted, 0);
+    assert_int_equal(c->params, 512 + 1024 + 128 + 16 * 4);
+    fm_nid l = node_named(g, "LSTM__43");
+    assert_int_equal(fm_graph_node(g, l)->op, FM_OP_LSTM);
+    assert_int_equal(c->nodes[l].phase[FM_PHASE_FWD].prim[FM_PRIM_MAC], 15360);
+    assert_int_equal(fwd_macs(c), 15360 + 128);
     fm_counts_free(c);
     fm_graph_free(g);
     fm_ctx_free(ctx);

@@ -442,31 +442,25 @@ static enum fm_status qgemm_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-/* DynamicQuantizeLSTM (com.microsoft): X (S,B,I), W, R, B?, seq_lens?, h0?, c0?, P?, scales
- * and zero points; ints = {hidden_size, directions} (the mapper's). Shaped, not counted. */
+/* DynamicQuantizeLSTM (com.microsoft): ONNX's LSTM (src/ops/rnn.c's shape and cost rules, the
+ * mapper's ints the same as LSTM's) with W and R stored transposed ([D, I, 4H], [D, H, 4H]) in
+ * int8 and the scales and zero points of W and R after P (dropped by the mapper). ONNX Runtime
+ * quantizes X and h at every step and runs both gate products in int8: the node's MACs are int8
+ * MACs; the gate activations and the cell update stay float. Inference only, like every
+ * quantized op: no backward. */
 static enum fm_status dynq_lstm_shape(struct fm_shape_call *call)
 {
-    const struct fm_node *n = call->node;
-    enum fm_status st = fm_shape_expect_rank(call, 0, 3, 3);
-    if (st)
-        return st;
-    if (n->attrs.nints < 2 || n->attrs.ints[0] <= 0 || n->attrs.ints[1] < 1 ||
-        n->attrs.ints[1] > 2)
-        return qerr(call->ctx, n, "needs hidden_size and a direction");
-    const int64_t *x = call->in[0]->shape.dims;
-    int64_t h = n->attrs.ints[0], dirs = n->attrs.ints[1];
-    call->out_shape[0] = (struct fm_shape){4, {x[0], dirs, x[1], h}};
-    for (int i = 1; i < n->n_out; i++)
-        call->out_shape[i] = (struct fm_shape){3, {dirs, x[1], h}};
-    for (int i = 0; i < n->n_out; i++)
-        call->out_dtype[i] = call->in[0]->dtype;
-    return FM_OK;
+    return fm_rnn_shape(call, FM_RNN_CELL_LSTM);
 }
 
 static enum fm_status dynq_lstm_cost(struct fm_cost_call *call)
 {
-    call->cost->counted = false;   /* until src/ops/rnn.c's LSTM rule counts it */
-    return FM_OK;
+    for (int i = 0; i < FM_MAX_IO; i++)
+        call->grad[i] = false;
+    enum fm_status st = fm_rnn_cost(call, FM_RNN_CELL_LSTM);
+    call->cost->int8 = true;
+    call->cost->no_grad = true;
+    return st;
 }
 
 const struct fm_op_desc fm_op_quantize_linear_desc = {2, 3, 1, quantize_shape, quantize_cost};

@@ -276,8 +276,7 @@ static enum fm_status map_msft(struct ox *ox, const Onnx__NodeProto *node, const
 {
     struct fm_attrs a;
     fm_attrs_init(&a);
-    int64_t ta = 0, tb = 0, heads = 0, uni = 0, kv = 0, rot = 0, hidden = 0, tba = 0, tbb = 0;
-    char dir[32] = "forward";
+    int64_t ta = 0, tb = 0, heads = 0, uni = 0, kv = 0, rot = 0, tba = 0, tbb = 0;
     int n = 0;
     enum fm_status st = need(ox, node, in, n_in, 1);
     switch (op) {
@@ -337,15 +336,6 @@ static enum fm_status map_msft(struct ox *ox, const Onnx__NodeProto *node, const
         if (!st && heads <= 0 && op != FM_OP_ROTARY_EMBEDDING)
             st = ox_node_error(ox, node, FM_ERR_PARSE, "num_heads is missing or %lld",
                                (long long)heads);
-        break;
-    case FM_OP_DYNAMIC_QUANTIZE_LSTM:
-        if (!st)
-            st = ox_attr_int(ox, node, "hidden_size", 0, &hidden);
-        if (!st)
-            st = ox_attr_string(ox, node, "direction", "forward", dir, sizeof(dir));
-        a.ints[0] = hidden;
-        a.ints[1] = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
-        a.nints = 2;
         break;
     default:
         break;
