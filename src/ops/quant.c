@@ -26,8 +26,8 @@
  *   MatMulIntegerToFloat.
  * Scales: per tensor (one element) or per axis (a 1-D tensor of the length of the quantized
  * dim); any other shape is an error naming the layer. A zero point has the scale's shape.
- * DynamicQuantizeLSTM is shaped (Y (S, dirs, B, H), Y_h and Y_c (dirs, B, H)) but listed as
- * uncounted until the LSTM cost rule (src/ops/rnn.c) can count it. */
+ * DynamicQuantizeLSTM: ONNX's LSTM counted by src/ops/rnn.c's rule (W and R stored transposed),
+ * its gate products int8 MACs. */
 #include "ops.h"
 
 #include <string.h>
