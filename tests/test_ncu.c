@@ -786,6 +786,25 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "fm_sgd_update"));
     free(out);
     free(err);
+    assert_int_equal(test_run_cli("nsys " NSYS_DIR "nvtx_kern_sum.csv --format json", &out, &err),
+                     0);
+    assert_non_null(strstr(out, "\"kind\": \"nvtx_kernels\""));
+    /* the fm_sgd_update row: 9 launches, 3 range instances, PID and TID 4711 */
+    assert_non_null(strstr(out, "\"kernel\": \"fm_sgd_update\""));
+    assert_non_null(strstr(out, "\"range_instances\": 3, \"pid\": 4711, \"tid\": 4711}"));
+    /* kernels outside any range: 2 launches, 3001 ns */
+    const char *out_r = strstr(out, "{\"name\": \"\", \"style\": \"\", \"gpu_s\": 3.00");
+    assert_non_null(out_r);
+    assert_non_null(strstr(out_r, "\"gpu_ops\": 2, \"instances\": 0, \"range_time_s\": null, "
+                                  "\"rows\": 1}"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("nsys " NSYS_DIR "nvtx_gpu_proj_sum.csv --format csv", &out, &err),
+                     0);
+    assert_non_null(strstr(out, "range,total_s,instances,avg_s,med_s,min_s,max_s,stddev_s,time_pct,"
+                                "style,range_time_s,gpu_ops,avg_gpu_ops,avg_level,avg_children\n"));
+    free(out);
+    free(err);
     assert_int_equal(test_run_cli("ncu", &out, &err), 2);
     free(out);
     free(err);

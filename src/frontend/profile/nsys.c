@@ -398,7 +398,7 @@ enum fm_status fm_nsys_read_buffer(struct fm_ctx *ctx, const char *data, size_t 
             if (nr == FM_NUM_MISSING && k != C_TOTAL && k != C_INST)
                 continue;
             if (nr != FM_NUM_OK || num.value < 0 || (col_is_count(k) && !num.exact) ||
-                (col_is_count(k) && num.count > (uint64_t)INT64_MAX)) {
+                ((k == C_PID || k == C_TID) && num.count > (uint64_t)INT64_MAX)) {
                 st = fm_error(ctx, FM_ERR_PARSE, "%s:%d:%d: \"%s\" is not %s", name,
                               r.f[col[k]].line, r.f[col[k]].col, t,
                               k == C_INST || k == C_RINST ? "a count of instances"
