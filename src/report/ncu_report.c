@@ -430,22 +430,34 @@ static void nsys_gpu_table(FILE *f, const struct fm_nsys_summary *s)
             proj ? "NVTX ranges projected onto the GPU" : "kernels by the NVTX range that "
             "launched them", s->n_rows, s->n_rows == 1 ? "" : "s", s->n_ranges,
             s->n_ranges == 1 ? "" : "s");
-    fprintf(f, "  %-40s %10s %10s %10s %10s %10s  %s\n", "range", "GPU time", "instances",
-            proj ? "GPU avg" : "", proj ? "GPU ops" : "kernels", proj ? "CPU time" : "",
-            "style");
+    if (proj)
+        fprintf(f, "  %-40s %10s %10s %10s %10s %10s  %s\n", "range", "GPU time", "instances",
+                "GPU avg", "GPU ops", "CPU time", "style");
+    else
+        fprintf(f, "  %-40s %10s %10s %10s  %s\n", "range", "GPU time", "instances", "kernels",
+                "style");
     for (size_t i = 0; i < s->n_ranges; i++) {
         const struct fm_nsys_range *g = &s->ranges[i];
+        const char *name = g->name[0] ? g->name : "(outside any range)";
         char inst[32], ops[32];
-        snprintf(inst, sizeof(inst), "%s%" PRIu64, proj ? "" : ">=", g->instances);
+        if (proj)
+            snprintf(inst, sizeof(inst), "%" PRIu64, g->instances);
+        else if (g->name[0])
+            snprintf(inst, sizeof(inst), ">=%" PRIu64, g->instances);
+        else
+            snprintf(inst, sizeof(inst), "-");
         if (g->gpu_ops_known)
             snprintf(ops, sizeof(ops), "%" PRIu64, g->gpu_ops);
         else
             snprintf(ops, sizeof(ops), "-");
-        double avg = proj && g->instances ? g->gpu_s / (double)g->instances : NAN;
-        fprintf(f, "  %-40.40s %10s %10s %10s %10s %10s  %s\n",
-                g->name[0] ? g->name : "(outside any range)", fm_format_time(g->gpu_s, b[0]),
-                inst, proj ? dash_time(avg, b[1]) : "", ops,
-                proj ? dash_time(g->range_time_s, b[2]) : "", g->style);
+        if (proj)
+            fprintf(f, "  %-40.40s %10s %10s %10s %10s %10s  %s\n", name,
+                    fm_format_time(g->gpu_s, b[0]), inst,
+                    dash_time(g->instances ? g->gpu_s / (double)g->instances : NAN, b[1]), ops,
+                    dash_time(g->range_time_s, b[2]), g->style);
+        else
+            fprintf(f, "  %-40.40s %10s %10s %10s  %s\n", name, fm_format_time(g->gpu_s, b[0]),
+                    inst, ops, g->style);
     }
     fprintf(f, "  %-40s %10s\n", "total (nested ranges counted in each)",
             fm_format_time(s->total_s, b[3]));
