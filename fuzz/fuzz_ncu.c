@@ -86,7 +86,16 @@ int fm_fuzz_ncu(const uint8_t *data, size_t size)
         if (s) {
             FUZZ_CHECK(s->n_rows > 0, "a summary without rows was accepted");
             for (size_t i = 0; i < s->n_rows; i++)
-                FUZZ_CHECK(s->rows[i].total_s >= 0 && s->rows[i].name, "a bad row");
+                FUZZ_CHECK(s->rows[i].total_s >= 0 && s->rows[i].name && s->rows[i].style &&
+                           s->rows[i].kernel, "a bad row");
+            bool gpu = s->kind == FM_NSYS_NVTX_GPU || s->kind == FM_NSYS_NVTX_KERNELS;
+            size_t in_ranges = 0;
+            for (size_t i = 0; i < s->n_ranges; i++) {
+                FUZZ_CHECK(s->ranges[i].name && s->ranges[i].gpu_s >= 0, "a bad range");
+                in_ranges += s->ranges[i].rows;
+            }
+            FUZZ_CHECK(gpu ? s->n_ranges > 0 && in_ranges == s->n_rows : s->n_ranges == 0,
+                       "the ranges do not hold every row once");
             render_all(render_nsys, s);
             fm_nsys_summary_free(s);
         }

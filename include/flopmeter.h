@@ -1789,8 +1789,18 @@ FM_API enum fm_status fm_report_ncu(FILE *f, const struct fm_ncu_profile *p,
                                     const struct fm_ncu_match *m, const struct fm_device *dev,
                                     const struct fm_report_opts *opts);
 
-enum fm_nsys_kind { FM_NSYS_KERNELS = 0, FM_NSYS_NVTX, FM_NSYS_KIND_COUNT };
-FM_API const char *fm_nsys_kind_name(enum fm_nsys_kind k);   /* "kernels", "nvtx" */
+/* KERNELS: cuda_gpu_kern_sum; NVTX: nvtx_sum (the ranges' CPU-side time); NVTX_GPU:
+ * nvtx_gpu_proj_sum (the ranges projected onto the GPU); NVTX_KERNELS: nvtx_kern_sum (kernels
+ * grouped by the NVTX range that launched them). */
+enum fm_nsys_kind {
+    FM_NSYS_KERNELS = 0,
+    FM_NSYS_NVTX,
+    FM_NSYS_NVTX_GPU,
+    FM_NSYS_NVTX_KERNELS,
+    FM_NSYS_KIND_COUNT
+};
+/* "kernels", "nvtx", "nvtx_gpu", "nvtx_kernels" */
+FM_API const char *fm_nsys_kind_name(enum fm_nsys_kind k);
 
 /* One row of an `nsys stats` summary: a kernel, or an NVTX range. Times in seconds; a column
  * the file lacks is NaN. */
@@ -1802,6 +1812,33 @@ struct fm_nsys_row {
     uint64_t instances;          /* "Instances" (older reports: "Calls") */
     double avg_s, med_s, min_s, max_s, stddev_s;
     int line;
+    /* nvtx_gpu_proj_sum: total_s, avg_s ... are the projected (GPU) times ("Total Proj Time",
+     * "Proj Avg" ...), instances the "Range Instances" */
+    double range_time_s;         /* "Total Range Time": the ranges' CPU-side time */
+    uint64_t gpu_ops;            /* "Total GPU Ops" (valid when gpu_ops_known) */
+    bool gpu_ops_known;
+    double avg_gpu_ops;          /* "Avg GPU Ops" */
+    double avg_level;            /* "Avg Range Lvl": 0 for an outermost range */
+    double avg_children;         /* "Avg Num Child" */
+    /* nvtx_kern_sum: one row per range and kernel; name is the range ("" for kernels launched
+     * outside any range), total_s ... the kernel's execution times, instances "Kern Inst" */
+    const char *kernel;          /* "Kernel Name"; "" in the other reports */
+    uint64_t range_instances;    /* "NVTX Inst": range instances that launched this kernel */
+    int64_t pid, tid;            /* "PID", "TID"; -1 when absent */
+};
+
+/* GPU time per NVTX range (nvtx_gpu_proj_sum, nvtx_kern_sum), one per range name and style. */
+struct fm_nsys_range {
+    const char *name, *style;    /* the rows' (not copies) */
+    double gpu_s;                /* nvtx_gpu_proj_sum: Total Proj Time; nvtx_kern_sum: its
+                                  * kernels' execution times added */
+    uint64_t gpu_ops;            /* GPU operations (proj) or kernel instances (kern) */
+    bool gpu_ops_known;
+    uint64_t instances;          /* proj: Range Instances; kern: the largest NVTX Inst of its
+                                  * rows (a lower bound) */
+    double range_time_s;         /* proj: Total Range Time (CPU side); kern: NaN */
+    size_t rows;                 /* the file's rows it adds up (kern: one per kernel name,
+                                  * process and thread) */
 };
 
 struct fm_nsys_summary {
@@ -1813,11 +1850,19 @@ struct fm_nsys_summary {
     struct fm_nsys_row *rows;
     double total_s;              /* the rows' total times added */
     uint64_t instances;
+    /* nvtx_gpu_proj_sum and nvtx_kern_sum only (else 0 / NULL / NaN) */
+    size_t n_ranges;
+    struct fm_nsys_range *ranges;
+    double top_level_s;          /* proj: Total Proj Time of the rows with Avg Range Lvl 0 */
+    uint64_t gpu_ops;            /* the rows' GPU ops (proj) or kernel instances (kern) added */
+    bool gpu_ops_known;
 };
 
 /* Reads one summary `nsys stats --format csv` writes: the CUDA kernel summary
- * (cuda_gpu_kern_sum; older gpukernsum) or the NVTX range summary (nvtx_sum; older nvtxsum,
- * nvtxppsum), told apart by its header; lines before the header are skipped. Another report
+ * (cuda_gpu_kern_sum; older gpukernsum), the NVTX range summary (nvtx_sum; older nvtxsum,
+ * nvtxppsum, nvtx_pushpop_sum), the NVTX GPU projection summary (nvtx_gpu_proj_sum) or the NVTX
+ * range kernel summary (nvtx_kern_sum; older nvtxkernsum), told apart by its header; lines
+ * before the header are skipped. Another report
  * (API calls, memory operations) or another tool's CSV is FM_ERR_PARSE with line and column.
  * Free with fm_nsys_summary_free. */
 FM_API enum fm_status fm_nsys_read_file(struct fm_ctx *ctx, const char *path,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #define NCU_DIR FM_TEST_DATA "/profiles/ncu/"
+#define NSYS_DIR FM_TEST_DATA "/profiles/nsys/"
 
 static struct fm_ncu_profile *read_ok(struct fm_ctx *ctx, const char *text)
 {
@@ -547,6 +548,195 @@ static void test_nsys(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ---- Nsight Systems, GPU time per NVTX range: nvtx_gpu_proj_sum and nvtx_kern_sum ----
+ * The inputs in profiles/nsys/ are CONSTRUCTED with NVIDIA's documented column sets
+ * (make_nsys_inputs.py; no capture could be made); their totals come from expect_nsys.py, a
+ * reading with Python's csv module alone. */
+
+static void test_nsys_gpu_inputs_match_independent_totals(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    FILE *f = fopen(NSYS_DIR "expected.txt", "r");
+    assert_non_null(f);
+    char line[512], cur[128] = "";
+    struct fm_nsys_summary *s = NULL;
+    int checked = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (line[0] == '#')
+            continue;
+        char file[128], key[256], val[64];
+        assert_int_equal(sscanf(line, "%127[^,],%255[^,],%63s", file, key, val), 3);
+        if (strcmp(file, cur) != 0) {
+            fm_nsys_summary_free(s);
+            char path[512];
+            snprintf(path, sizeof(path), NSYS_DIR "%s", file);
+            FM_ASSERT_OK(ctx, fm_nsys_read_file(ctx, path, &s));
+            snprintf(cur, sizeof(cur), "%s", file);
+        }
+        uint64_t n = strtoull(val, NULL, 10);
+        double x = strtod(val, NULL);
+        if (strcmp(key, "rows") == 0) {
+            assert_int_equal(s->n_rows, n);
+        } else if (strcmp(key, "total_s") == 0) {
+            assert_rel(s->total_s, x, 1e-9);
+        } else if (strcmp(key, "instances") == 0) {
+            assert_int_equal(s->instances, n);
+        } else if (strcmp(key, "gpu_ops") == 0) {
+            assert_true(s->gpu_ops_known);
+            assert_int_equal(s->gpu_ops, n);
+        } else if (strcmp(key, "ranges") == 0) {
+            assert_int_equal(s->n_ranges, n);
+        } else if (strcmp(key, "top_level_s") == 0) {
+            assert_rel(s->top_level_s, x, 1e-9);
+        } else if (strncmp(key, "range_s:", 8) == 0) {
+            const struct fm_nsys_range *g = NULL;
+            for (size_t i = 0; i < s->n_ranges; i++)
+                if (strcmp(s->ranges[i].name, key + 8) == 0)
+                    g = &s->ranges[i];
+            if (!g)
+                fail_msg("%s: no range '%s'", file, key + 8);
+            assert_rel(g->gpu_s, x, 1e-9);
+        } else {
+            fail_msg("unknown key %s", key);
+        }
+        checked++;
+    }
+    fclose(f);
+    fm_nsys_summary_free(s);
+    assert_true(checked >= 20);
+    fm_ctx_free(ctx);
+}
+
+static void test_nsys_gpu_forms(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_nsys_summary *s = NULL;
+    FM_ASSERT_OK(ctx, fm_nsys_read_file(ctx, NSYS_DIR "nvtx_gpu_proj_sum.csv", &s));
+    assert_int_equal(s->kind, FM_NSYS_NVTX_GPU);
+    assert_string_equal(fm_nsys_kind_name(s->kind), "nvtx_gpu");
+    assert_string_equal(s->report, "nvtx_gpu_proj_sum");   /* from nsys's "Processing" line */
+    /* line 5: ":conv1 bwd_weight",PushPop,2393773,283603,3,797924.3,792120.0,790233,811420,
+     * 11725.6,9,3.0,1.0,0.0 */
+    const struct fm_nsys_row *r = &s->rows[1];
+    assert_string_equal(r->name, ":conv1 bwd_weight");
+    assert_string_equal(r->style, "PushPop");
+    assert_int_equal(r->line, 5);
+    assert_rel(r->total_s, 2393773e-9, 1e-12);
+    assert_rel(r->range_time_s, 283603e-9, 1e-12);
+    assert_int_equal(r->instances, 3);
+    assert_rel(r->avg_s, 797924.3e-9, 1e-12);
+    assert_rel(r->med_s, 792120e-9, 1e-12);
+    assert_rel(r->min_s, 790233e-9, 1e-12);
+    assert_rel(r->max_s, 811420e-9, 1e-12);
+    assert_rel(r->stddev_s, 11725.6e-9, 1e-12);
+    assert_true(r->gpu_ops_known);
+    assert_int_equal(r->gpu_ops, 9);
+    assert_rel(r->avg_gpu_ops, 3.0, 1e-12);
+    assert_rel(r->avg_level, 1.0, 1e-12);
+    assert_rel(r->avg_children, 0.0, 1e-12);
+    assert_true(isnan(r->time_pct));   /* the projection has no percentage column */
+    assert_string_equal(r->kernel, "");
+    /* its range: the same figures, CPU time beside */
+    assert_string_equal(s->ranges[1].name, ":conv1 bwd_weight");
+    assert_rel(s->ranges[1].range_time_s, 283603e-9, 1e-12);
+    assert_int_equal(s->ranges[1].instances, 3);
+    fm_nsys_summary_free(s);
+
+    FM_ASSERT_OK(ctx, fm_nsys_read_file(ctx, NSYS_DIR "nvtx_kern_sum.csv", &s));
+    assert_int_equal(s->kind, FM_NSYS_NVTX_KERNELS);
+    assert_string_equal(s->report, "nvtx_kern_sum");
+    /* line 3: a kernel launched outside any range: empty "NVTX Range", "NVTX Inst" 0 */
+    assert_string_equal(s->rows[0].name, "");
+    assert_int_equal(s->rows[0].range_instances, 0);
+    assert_int_equal(s->rows[0].pid, 4711);
+    assert_int_equal(s->rows[0].tid, 4711);
+    assert_non_null(strstr(s->rows[0].kernel, "FillFunctor<float>, at::detail::Array<char *, 2>"));
+    /* ":conv1 fwd": two kernels, 3 + 6 launches, 1133653 + 53730 ns; NVTX Inst 3 on both */
+    const struct fm_nsys_range *g = &s->ranges[1];
+    assert_string_equal(g->name, ":conv1 fwd");
+    assert_int_equal(g->rows, 2);
+    assert_int_equal(g->gpu_ops, 3 + 6);
+    assert_rel(g->gpu_s, (1133653 + 53730) * 1e-9, 1e-12);
+    assert_int_equal(g->instances, 3);
+    assert_true(isnan(g->range_time_s));
+    assert_true(isnan(s->top_level_s));
+    fm_nsys_summary_free(s);
+
+    /* no preamble, quoted header, --timeunit us, the optional columns left out */
+    const char *t = "\"Range\",\"Style\",\"Total Proj Time (us)\",\"Range Instances\"\n"
+                    "\":step\",\"PushPop\",\"1,500.5\",\"3\"\n";
+    FM_ASSERT_OK(ctx, fm_nsys_read_buffer(ctx, t, strlen(t), "p.csv", &s));
+    assert_int_equal(s->kind, FM_NSYS_NVTX_GPU);
+    assert_rel(s->rows[0].total_s, 1500.5e-6, 1e-12);
+    assert_true(isnan(s->rows[0].range_time_s));
+    assert_false(s->rows[0].gpu_ops_known);
+    assert_false(s->gpu_ops_known);
+    assert_true(isnan(s->top_level_s));   /* no "Avg Range Lvl": the outermost are unknown */
+    fm_nsys_summary_free(s);
+    /* the older nvtxkernsum: "Average", "Minimum", "Maximum" (ns) */
+    t = "NVTX Range,Style,PID,TID,NVTX Inst,Kern Inst,Total Time (ns),Average,Minimum,Maximum,"
+        "Kernel Name\n:fwd,PushPop,7,8,2,4,400,100.0,90,110,k\n";
+    FM_ASSERT_OK(ctx, fm_nsys_read_buffer(ctx, t, strlen(t), "k.csv", &s));
+    assert_string_equal(s->report, "nvtxkernsum");
+    assert_rel(s->rows[0].avg_s, 100e-9, 1e-12);
+    assert_rel(s->rows[0].max_s, 110e-9, 1e-12);
+    assert_int_equal(s->rows[0].instances, 4);
+    fm_nsys_summary_free(s);
+    fm_ctx_free(ctx);
+}
+
+static void test_nsys_gpu_errors(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+#define PHDR "Range,Style,Total Proj Time (ns),Total Range Time (ns),Range Instances," \
+             "Proj Avg (ns),Proj Med (ns),Proj Min (ns),Proj Max (ns),Proj StdDev (ns)," \
+             "Total GPU Ops,Avg GPU Ops,Avg Range Lvl,Avg Num Child\n"
+#define KHDR "NVTX Range,Style,PID,TID,NVTX Inst,Kern Inst,Total Time (ns),Avg (ns),Med (ns)," \
+             "Min (ns),Max (ns),StdDev (ns),Kernel Name\n"
+    struct { const char *text, *where, *what; } bad[] = {
+        /* a truncated file: the last row stops after "Proj Avg" (column 24, just past "10.0") */
+        {PHDR ":a,PushPop,30,40,3,10.0,10.0,9,11,1.0,3,1.0,0.0,0.0\n:b,PushPop,30,40,3,10.0",
+         "g.csv:3:24", "cut short"},
+        /* a truncated file inside a quoted kernel name */
+        {KHDR ":a,PushPop,1,1,1,2,20,10.0,10.0,9,11,1.0,\"void k<int,",
+         "g.csv:2:", "quote"},
+        /* a column missing: the column named is the end of the header (68 and 42 characters) */
+        {"Range,Style,Total Proj Time (ns),Total Range Time (ns),Proj Avg (ns)\n:a,PushPop,1,2,1.0\n",
+         "g.csv:1:69", "\"Range Instances\""},
+        {"NVTX Range,Style,Kern Inst,Total Time (ns)\n:a,PushPop,1,5\n", "g.csv:1:43",
+         "\"Kernel Name\""},
+        /* another report: the projection trace, the API summary */
+        {"Processing [r.sqlite] with [/r/nvtx_gpu_proj_trace.py]... \n"
+         "Name,Projected Start (ns),Projected Duration (ns),Orig Start (ns),Orig Duration (ns),"
+         "Style,PID,TID,NumGPUOps,Lvl,NumChild,RangeId,ParentId,RangeStack\n",
+         "g.csv:2:1", "nvtx_gpu_proj_trace"},
+        {"Time (%),Total Time (ns),Num Calls,Avg (ns),Name\n99.0,5,3,1.0,cudaMalloc\n",
+         "g.csv:1:1", "API-call summary"},
+        /* a figure that is not one (the fields start at columns 39, 12 and 12) */
+        {PHDR ":a,PushPop,30,40,3,10.0,10.0,9,11,1.0,2.5,1.0,0.0,0.0\n", "g.csv:2:39",
+         "count of GPU operations"},
+        {PHDR ":a,PushPop,,40,3,10.0,10.0,9,11,1.0,3,1.0,0.0,0.0\n", "g.csv:2:12",
+         "non-negative number"},
+        {KHDR ":a,PushPop,x,1,1,2,20,10.0,10.0,9,11,1.0,k\n", "g.csv:2:12", "process or thread"},
+        {PHDR, "g.csv:1:1", "no rows"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct fm_nsys_summary *s = NULL;
+        assert_int_equal(fm_nsys_read_buffer(ctx, bad[i].text, strlen(bad[i].text), "g.csv", &s),
+                         FM_ERR_PARSE);
+        assert_null(s);
+        const char *msg = fm_ctx_error(ctx);
+        if (!strstr(msg, bad[i].where) || !strstr(msg, bad[i].what))
+            fail_msg("case %zu: '%s' lacks '%s' or '%s'", i, msg, bad[i].where, bad[i].what);
+    }
+#undef PHDR
+#undef KHDR
+    fm_ctx_free(ctx);
+}
+
 static void test_cli(void **state)
 {
     (void)state;
@@ -577,6 +767,44 @@ static void test_cli(void **state)
     assert_non_null(strstr(err, "flopmeter ncu"));
     free(out);
     free(err);
+    assert_int_equal(test_run_cli("nsys " NSYS_DIR "nvtx_gpu_proj_sum.csv --format json", &out,
+                                  &err), 0);
+    assert_non_null(strstr(out, "\"kind\": \"nvtx_gpu\""));
+    assert_non_null(strstr(out, "\"ranges\": ["));
+    /* ":conv1 fwd": Total Proj Time 1199584 ns, Total GPU Ops 9, Total Range Time 238168 ns */
+    const char *cf = strstr(out, "{\"name\": \":conv1 fwd\", \"style\": \"PushPop\", "
+                                 "\"gpu_s\": 0.00119958");
+    assert_non_null(cf);
+    const char *eol = strchr(cf, '\n');
+    const char *ops = strstr(cf, "\"gpu_ops\": 9, \"instances\": 3, \"range_time_s\": 0.00023816");
+    assert_true(ops && eol && ops < eol);
+    assert_non_null(strstr(out, "\"top_level_s\": 0.00485054"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("nsys " NSYS_DIR "nvtx_kern_sum.csv", &out, &err), 0);
+    assert_non_null(strstr(out, "(outside any range)"));
+    assert_non_null(strstr(out, "fm_sgd_update"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("nsys " NSYS_DIR "nvtx_kern_sum.csv --format json", &out, &err),
+                     0);
+    assert_non_null(strstr(out, "\"kind\": \"nvtx_kernels\""));
+    /* the fm_sgd_update row: 9 launches, 3 range instances, PID and TID 4711 */
+    assert_non_null(strstr(out, "\"kernel\": \"fm_sgd_update\""));
+    assert_non_null(strstr(out, "\"range_instances\": 3, \"pid\": 4711, \"tid\": 4711}"));
+    /* kernels outside any range: 2 launches, 3001 ns */
+    const char *out_r = strstr(out, "{\"name\": \"\", \"style\": \"\", \"gpu_s\": 3.00");
+    assert_non_null(out_r);
+    assert_non_null(strstr(out_r, "\"gpu_ops\": 2, \"instances\": 0, \"range_time_s\": null, "
+                                  "\"rows\": 1}"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("nsys " NSYS_DIR "nvtx_gpu_proj_sum.csv --format csv", &out, &err),
+                     0);
+    assert_non_null(strstr(out, "range,total_s,instances,avg_s,med_s,min_s,max_s,stddev_s,time_pct,"
+                                "style,range_time_s,gpu_ops,avg_gpu_ops,avg_level,avg_children\n"));
+    free(out);
+    free(err);
     assert_int_equal(test_run_cli("ncu", &out, &err), 2);
     free(out);
     free(err);
@@ -597,6 +825,9 @@ int main(void)
         cmocka_unit_test(test_nvtx_groups),
         cmocka_unit_test(test_match_to_layers),
         cmocka_unit_test(test_nsys),
+        cmocka_unit_test(test_nsys_gpu_inputs_match_independent_totals),
+        cmocka_unit_test(test_nsys_gpu_forms),
+        cmocka_unit_test(test_nsys_gpu_errors),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -416,14 +416,126 @@ enum fm_status fm_report_ncu(FILE *f, const struct fm_ncu_profile *p,
 
 /* ---- Nsight Systems ---- */
 
+static const char *dash_time(double s, char *buf)
+{
+    return isnan(s) ? "-" : fm_format_time(s, buf);
+}
+
+/* nvtx_gpu_proj_sum and nvtx_kern_sum: the GPU time of each range, then the file's rows. */
+static void nsys_gpu_table(FILE *f, const struct fm_nsys_summary *s)
+{
+    bool proj = s->kind == FM_NSYS_NVTX_GPU;
+    char b[6][FM_FORMAT_SIZE];
+    fprintf(f, "Nsight Systems: %s (%s, %s), %zu row%s, %zu range%s\n", s->source, s->report,
+            proj ? "NVTX ranges projected onto the GPU" : "kernels by the NVTX range that "
+            "launched them", s->n_rows, s->n_rows == 1 ? "" : "s", s->n_ranges,
+            s->n_ranges == 1 ? "" : "s");
+    if (proj)
+        fprintf(f, "  %-40s %10s %10s %10s %10s %10s  %s\n", "range", "GPU time", "instances",
+                "GPU avg", "GPU ops", "CPU time", "style");
+    else
+        fprintf(f, "  %-40s %10s %10s %10s  %s\n", "range", "GPU time", "instances", "kernels",
+                "style");
+    for (size_t i = 0; i < s->n_ranges; i++) {
+        const struct fm_nsys_range *g = &s->ranges[i];
+        const char *name = g->name[0] ? g->name : "(outside any range)";
+        char inst[32], ops[32];
+        if (proj)
+            snprintf(inst, sizeof(inst), "%" PRIu64, g->instances);
+        else if (g->name[0])
+            snprintf(inst, sizeof(inst), ">=%" PRIu64, g->instances);
+        else
+            snprintf(inst, sizeof(inst), "-");
+        if (g->gpu_ops_known)
+            snprintf(ops, sizeof(ops), "%" PRIu64, g->gpu_ops);
+        else
+            snprintf(ops, sizeof(ops), "-");
+        if (proj)
+            fprintf(f, "  %-40.40s %10s %10s %10s %10s %10s  %s\n", name,
+                    fm_format_time(g->gpu_s, b[0]), inst,
+                    dash_time(g->instances ? g->gpu_s / (double)g->instances : NAN, b[1]), ops,
+                    dash_time(g->range_time_s, b[2]), g->style);
+        else
+            fprintf(f, "  %-40.40s %10s %10s %10s  %s\n", name, fm_format_time(g->gpu_s, b[0]),
+                    inst, ops, g->style);
+    }
+    fprintf(f, "  %-40s %10s\n", "total (nested ranges counted in each)",
+            fm_format_time(s->total_s, b[3]));
+    if (proj && !isnan(s->top_level_s))
+        fprintf(f, "  %-40s %10s\n", "outermost ranges (Avg Range Lvl 0)",
+                fm_format_time(s->top_level_s, b[4]));
+    if (proj) {
+        fprintf(f, "GPU time = nsys's Total Proj Time: each range instance projected onto the GPU, "
+                   "from the start of the first GPU operation launched inside it to the end of "
+                   "the last (idle gaps between them included); CPU time = Total Range Time. A "
+                   "range nested in another is counted in both.\n");
+        return;
+    }
+    fprintf(f, "GPU time = the execution times of the kernels launched inside the range added "
+               "(gaps not included; concurrent kernels each counted); a kernel under nested "
+               "ranges counts in each. instances = the most range instances that launched any "
+               "one of its kernels (a lower bound).\n");
+    fprintf(f, "\n  %-28s %-40s %10s %10s %10s\n", "range", "kernel", "instances", "total",
+            "average");
+    for (size_t i = 0; i < s->n_rows; i++) {
+        const struct fm_nsys_row *r = &s->rows[i];
+        fprintf(f, "  %-28.28s %-40.40s %10" PRIu64 " %10s %10s\n",
+                r->name[0] ? r->name : "(outside any range)", r->kernel, r->instances,
+                fm_format_time(r->total_s, b[0]), dash_time(r->avg_s, b[1]));
+    }
+}
+
+static void nsys_json_row(struct fm_jw *w, const struct fm_nsys_summary *s,
+                          const struct fm_nsys_row *r)
+{
+    fm_jw_object(w, NULL, true);
+    fm_jw_string(w, "name", r->name);
+    if (s->kind != FM_NSYS_KERNELS)
+        fm_jw_string(w, "style", r->style);
+    if (s->kind == FM_NSYS_NVTX_KERNELS)
+        fm_jw_string(w, "kernel", r->kernel);
+    fm_jw_double(w, "total_s", r->total_s);
+    fm_jw_u64(w, "instances", r->instances);
+    fm_jw_double(w, "avg_s", r->avg_s);
+    fm_jw_double(w, "med_s", r->med_s);
+    fm_jw_double(w, "min_s", r->min_s);
+    fm_jw_double(w, "max_s", r->max_s);
+    fm_jw_double(w, "stddev_s", r->stddev_s);
+    fm_jw_double(w, "time_pct", r->time_pct);
+    if (s->kind == FM_NSYS_NVTX_GPU) {
+        fm_jw_double(w, "range_time_s", r->range_time_s);
+        if (r->gpu_ops_known)
+            fm_jw_u64(w, "gpu_ops", r->gpu_ops);
+        else
+            fm_jw_null(w, "gpu_ops");
+        fm_jw_double(w, "avg_gpu_ops", r->avg_gpu_ops);
+        fm_jw_double(w, "avg_level", r->avg_level);
+        fm_jw_double(w, "avg_children", r->avg_children);
+    } else if (s->kind == FM_NSYS_NVTX_KERNELS) {
+        fm_jw_u64(w, "range_instances", r->range_instances);
+        if (r->pid >= 0)
+            fm_jw_i64(w, "pid", r->pid);
+        else
+            fm_jw_null(w, "pid");
+        if (r->tid >= 0)
+            fm_jw_i64(w, "tid", r->tid);
+        else
+            fm_jw_null(w, "tid");
+    }
+    fm_jw_end(w);
+}
+
 enum fm_status fm_report_nsys(FILE *f, const struct fm_nsys_summary *s,
                               const struct fm_report_opts *opts)
 {
     if (!f || !s)
         return FM_ERR_INVALID;
     enum fm_format format = opts ? opts->format : FM_FORMAT_TABLE;
-    bool nvtx = s->kind == FM_NSYS_NVTX;
-    if (format == FM_FORMAT_TABLE) {
+    bool nvtx = s->kind != FM_NSYS_KERNELS;
+    bool gpu = s->kind == FM_NSYS_NVTX_GPU || s->kind == FM_NSYS_NVTX_KERNELS;
+    if (format == FM_FORMAT_TABLE && gpu) {
+        nsys_gpu_table(f, s);
+    } else if (format == FM_FORMAT_TABLE) {
         char b[4][FM_FORMAT_SIZE];
         fprintf(f, "Nsight Systems: %s (%s, %s), %zu row%s\n", s->source, s->report,
                 nvtx ? "NVTX ranges" : "CUDA kernels", s->n_rows, s->n_rows == 1 ? "" : "s");
@@ -447,8 +559,11 @@ enum fm_status fm_report_nsys(FILE *f, const struct fm_nsys_summary *s,
         else
             fprintf(f, "kernel times are GPU execution times; share = of the kernels listed.\n");
     } else if (format == FM_FORMAT_CSV) {
-        fprintf(f, "%s,total_s,instances,avg_s,med_s,min_s,max_s,stddev_s,time_pct%s\n",
-                nvtx ? "range" : "name", nvtx ? ",style" : "");
+        fprintf(f, "%s,total_s,instances,avg_s,med_s,min_s,max_s,stddev_s,time_pct%s%s%s\n",
+                nvtx ? "range" : "name", nvtx ? ",style" : "",
+                s->kind == FM_NSYS_NVTX_GPU ? ",range_time_s,gpu_ops,avg_gpu_ops,avg_level,"
+                                              "avg_children" : "",
+                s->kind == FM_NSYS_NVTX_KERNELS ? ",kernel,range_instances,pid,tid" : "");
         for (size_t i = 0; i < s->n_rows; i++) {
             const struct fm_nsys_row *r = &s->rows[i];
             csv_str(f, r->name);
@@ -463,6 +578,25 @@ enum fm_status fm_report_nsys(FILE *f, const struct fm_nsys_summary *s,
                 fputc(',', f);
                 csv_str(f, r->style);
             }
+            if (s->kind == FM_NSYS_NVTX_GPU) {
+                csv_dbl(f, r->range_time_s);
+                if (r->gpu_ops_known)
+                    fprintf(f, ",%" PRIu64, r->gpu_ops);
+                else
+                    fputc(',', f);
+                csv_dbl(f, r->avg_gpu_ops);
+                csv_dbl(f, r->avg_level);
+                csv_dbl(f, r->avg_children);
+            } else if (s->kind == FM_NSYS_NVTX_KERNELS) {
+                fputc(',', f);
+                csv_str(f, r->kernel);
+                fprintf(f, ",%" PRIu64 ",", r->range_instances);
+                if (r->pid >= 0)
+                    fprintf(f, "%" PRId64, r->pid);
+                fputc(',', f);
+                if (r->tid >= 0)
+                    fprintf(f, "%" PRId64, r->tid);
+            }
             fputc('\n', f);
         }
     } else {
@@ -474,26 +608,38 @@ enum fm_status fm_report_nsys(FILE *f, const struct fm_nsys_summary *s,
         fm_jw_string(&w, "report", s->report);
         fm_jw_string(&w, "kind", fm_nsys_kind_name(s->kind));
         fm_jw_array(&w, "rows", false);
-        for (size_t i = 0; i < s->n_rows; i++) {
-            const struct fm_nsys_row *r = &s->rows[i];
-            fm_jw_object(&w, NULL, true);
-            fm_jw_string(&w, "name", r->name);
-            if (nvtx)
-                fm_jw_string(&w, "style", r->style);
-            fm_jw_double(&w, "total_s", r->total_s);
-            fm_jw_u64(&w, "instances", r->instances);
-            fm_jw_double(&w, "avg_s", r->avg_s);
-            fm_jw_double(&w, "med_s", r->med_s);
-            fm_jw_double(&w, "min_s", r->min_s);
-            fm_jw_double(&w, "max_s", r->max_s);
-            fm_jw_double(&w, "stddev_s", r->stddev_s);
-            fm_jw_double(&w, "time_pct", r->time_pct);
+        for (size_t i = 0; i < s->n_rows; i++)
+            nsys_json_row(&w, s, &s->rows[i]);
+        fm_jw_end(&w);
+        if (gpu) {
+            fm_jw_array(&w, "ranges", false);
+            for (size_t i = 0; i < s->n_ranges; i++) {
+                const struct fm_nsys_range *g = &s->ranges[i];
+                fm_jw_object(&w, NULL, true);
+                fm_jw_string(&w, "name", g->name);
+                fm_jw_string(&w, "style", g->style);
+                fm_jw_double(&w, "gpu_s", g->gpu_s);
+                if (g->gpu_ops_known)
+                    fm_jw_u64(&w, "gpu_ops", g->gpu_ops);
+                else
+                    fm_jw_null(&w, "gpu_ops");
+                fm_jw_u64(&w, "instances", g->instances);
+                fm_jw_double(&w, "range_time_s", g->range_time_s);
+                fm_jw_u64(&w, "rows", g->rows);
+                fm_jw_end(&w);
+            }
             fm_jw_end(&w);
         }
-        fm_jw_end(&w);
         fm_jw_object(&w, "totals", true);
         fm_jw_double(&w, "total_s", s->total_s);
         fm_jw_u64(&w, "instances", s->instances);
+        if (gpu) {
+            if (s->gpu_ops_known)
+                fm_jw_u64(&w, "gpu_ops", s->gpu_ops);
+            else
+                fm_jw_null(&w, "gpu_ops");
+            fm_jw_double(&w, "top_level_s", s->top_level_s);
+        }
         fm_jw_end(&w);
         fm_jw_end(&w);
         fm_jw_finish(&w);

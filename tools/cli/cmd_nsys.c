@@ -1,14 +1,20 @@
-/* flopmeter nsys FILE.csv: a summary `nsys stats --format csv` wrote, the CUDA kernel summary
- * or the NVTX range summary (told apart by its header), per kernel or range and in total. */
+/* flopmeter nsys FILE.csv: a summary `nsys stats --format csv` wrote, the CUDA kernel summary,
+ * an NVTX range summary or a GPU-per-range summary (told apart by its header), per kernel or
+ * range and in total. */
 #include "cli.h"
 
 static const char description[] =
     "Reads one report of `nsys stats --format csv`: cuda_gpu_kern_sum (older: gpukernsum), the\n"
-    "GPU time and instances of each kernel, or nvtx_sum (older: nvtxsum), the time and\n"
-    "instances of each NVTX range. Which one it is comes from the file's header.\n\n"
+    "GPU time and instances of each kernel; nvtx_sum (older: nvtxsum), the CPU-side time and\n"
+    "instances of each NVTX range; nvtx_gpu_proj_sum, the GPU time of each NVTX range (its\n"
+    "instances projected onto the GPU), with its GPU operations and CPU time; or nvtx_kern_sum\n"
+    "(older: nvtxkernsum), the kernels launched in each range and their time. Which one it is\n"
+    "comes from the file's header.\n\n"
     "examples:\n"
     "  nsys stats --report cuda_gpu_kern_sum --format csv run.nsys-rep > kernels.csv\n"
-    "  flopmeter nsys kernels.csv --format json";
+    "  flopmeter nsys kernels.csv --format json\n"
+    "  nsys stats --report nvtx_gpu_proj_sum --format csv -o gpu run.nsys-rep\n"
+    "  flopmeter nsys gpu_nvtx_gpu_proj_sum.csv";
 
 int cmd_nsys(int argc, char **argv)
 {
