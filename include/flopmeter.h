@@ -764,8 +764,9 @@ FM_API enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
 FM_API enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, size_t size,
                                           const char *name, const struct fm_load_opts *opts,
                                           struct fm_graph **out);
-/* Whether the ONNX frontend reads op_type of domain ("", "ai.onnx" or NULL: the default one)
- * as a counted op or evaluates it at load time (Constant, Shape, Size): false for an op it
+/* Whether the ONNX frontend reads op_type of domain ("", "ai.onnx" or NULL: the default one;
+ * "com.microsoft": ONNX Runtime's) as a counted op, evaluates it at load time (Constant, Shape,
+ * Size) or replaces it by the nodes it runs (If, Loop, Scan): false for an op it
  * would list as uncounted, and always false in a build without protobuf-c. Opset-specific
  * limits are reported when loading. */
 FM_API bool fm_onnx_op_known(const char *domain, const char *op_type);

@@ -715,10 +715,23 @@ enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
 
 bool fm_onnx_op_known(const char *domain, const char *op_type)
 {
-    if (!op_type || !ox_default_domain(domain))
+    if (!op_type)
         return false;
-    /* evaluated at load time whatever their inputs (a shape is always known) */
-    if (!strcmp(op_type, "Constant") || !strcmp(op_type, "Shape") || !strcmp(op_type, "Size"))
-        return true;
+    /* an op of ONNX Runtime's domain: its row in the table is "com.microsoft:Name" */
+    if (ox_msft_domain(domain)) {
+        char listed[160];
+        if (snprintf(listed, sizeof(listed), "com.microsoft:%s", op_type) >= (int)sizeof(listed))
+            return false;
+        return ox_map_known(listed);
+    }
+    if (!ox_default_domain(domain))
+        return false;
+    /* evaluated at load time whatever their inputs (a shape is always known), and control flow
+     * (onnx_control.c), which becomes the nodes it runs */
+    static const char *const built_in[] = {"Constant", "Shape", "Size", "If", "Loop", "Scan"};
+    for (size_t i = 0; i < sizeof(built_in) / sizeof(built_in[0]); i++) {
+        if (!strcmp(op_type, built_in[i]))
+            return true;
+    }
     return ox_map_known(op_type);
 }
