@@ -337,7 +337,17 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(FLOOR, floor, "Floor", ELEMENTWISE, "Floor", plain, "")                                   \
     X(CEIL, ceil, "Ceil", ELEMENTWISE, "Ceil", plain, "")                                       \
     X(ROUND, round, "Round", ELEMENTWISE, "Round", plain, "")                                   \
-    X(SIGN, sign, "Sign", ELEMENTWISE, "Sign", plain, "")
+    X(SIGN, sign, "Sign", ELEMENTWISE, "Sign", plain, "")                                       \
+    /* index.c: gather and scatter by index tensors; reduction 0 none, 1 add, 2 mul, 3 max,      \
+       4 min */                                                                                 \
+    X(GATHER_ELEMENTS, gather_elements, "GatherElements", DATA_MOVEMENT, "GatherElements",      \
+      index, "xC*") /* data, indices (int, data's rank); axis */                                \
+    X(GATHER_ND, gather_nd, "GatherND", DATA_MOVEMENT, "GatherND", index, "xC*")                \
+    /*   data, indices (int, (..., k)); ints = {batch_dims} */                                  \
+    X(SCATTER_ELEMENTS, scatter_elements, "ScatterElements", DATA_MOVEMENT, "ScatterElements",  \
+      index, "xCx") /* data, indices, updates (indices' shape); axis; ints = {reduction} */     \
+    X(SCATTER_ND, scatter_nd, "ScatterND", DATA_MOVEMENT, "ScatterND", index, "xCx")            \
+    /*   data, indices (..., k), updates; ints = {reduction} */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_

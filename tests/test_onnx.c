@@ -569,6 +569,127 @@ static void test_node_tests_trig(void **state)
     fm_ctx_free(ctx);
 }
 
+/* One of ONNX's node tests, counted: the op it maps to, the forward's operations and bytes, and
+ * the shape of output 0 as its test_data_set_0/output_0.pb holds it. own_loss: the node is a
+ * loss, kept as the model's own in training (no loss added). */
+struct node_case {
+    const char *dir;
+    enum fm_op op;
+    uint64_t fwd[FM_PRIM_COUNT];   /* mac, add, mul, div, cmp, special */
+    uint64_t rd, wr;               /* forward bytes */
+    int rank;
+    int64_t dims[4];
+    bool own_loss;
+};
+
+static void run_node_cases(const struct node_case *cases, size_t n)
+{
+    if (access(FM_ONNX_NODE_TESTS "/test_sin/model.onnx", R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
+               "deps installs it)\n");
+        skip();
+    }
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t i = 0; i < n; i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, cases[i].dir);
+        for (int mode = 0; mode < FM_MODE_COUNT; mode++) {
+            struct fm_session_opts o;
+            fm_session_opts_init(&o, FM_TASK_WORK);
+            o.model = path;
+            o.count.mode = (enum fm_mode)mode;
+            struct fm_session *s = NULL;
+            enum fm_status st = fm_session_run(ctx, &o, &s);
+            if (st)
+                fail_msg("%s: %s", cases[i].dir, fm_ctx_error(ctx));
+            assert_int_equal(fm_graph_node_count(s->graph), 1);
+            const struct fm_node *node = fm_graph_node(s->graph, 0);
+            assert_int_equal(node->op, cases[i].op);
+            const struct fm_shape *y = &fm_graph_tensor(s->graph, node->out[0])->shape;
+            if (y->rank != cases[i].rank)
+                fail_msg("%s: output rank %d, expected %d", cases[i].dir, y->rank,
+                         cases[i].rank);
+            for (int d = 0; d < y->rank; d++)
+                assert_int_equal(y->dims[d], cases[i].dims[d]);
+            assert_int_equal(s->counts->n_uncounted, 0);
+            const struct fm_work *f = &s->counts->total[FM_PHASE_FWD];
+            for (int p = 0; p < FM_PRIM_COUNT; p++) {
+                if (f->prim[p] != cases[i].fwd[p])
+                    fail_msg("%s: fwd %s %llu, expected %llu", cases[i].dir,
+                             fm_prim_name((enum fm_prim)p), (unsigned long long)f->prim[p],
+                             (unsigned long long)cases[i].fwd[p]);
+            }
+            assert_int_equal(f->bytes_read, cases[i].rd);
+            assert_int_equal(f->bytes_written, cases[i].wr);
+            for (int p = FM_PHASE_BWD_DATA; p < FM_PHASE_COUNT; p++)
+                assert_int_equal(fm_work_flops(&s->counts->total[p]), 0);
+            bool train = mode == FM_MODE_TRAIN;
+            assert_int_equal(s->loss.n, cases[i].own_loss && train ? 1 : 0);
+            if (cases[i].own_loss && train) {
+                assert_int_equal(s->loss.loss[0].kind, FM_LOSS_MODEL);
+                assert_false(s->loss.loss[0].added);
+            }
+            fm_session_free(s);
+        }
+    }
+    fm_ctx_free(ctx);
+}
+#define NC_PRIMS(mac, add, mul, div, cmp, special) {mac, add, mul, div, cmp, special}
+#define NC_COUNT(c) (sizeof(c) / sizeof((c)[0]))
+
+/* ONNX's node tests of GatherElements, GatherND, ScatterElements, Scatter (opset 10) and
+ * ScatterND (src/ops/index.c), every operand a graph input, so nothing needs a gradient: the
+ * forward only. Gathers: no arithmetic, reading the indices (int64, 8 B) and the E gathered
+ * fp32 elements (4 B), writing E. Scatters: reading data X, indices and updates U once and
+ * writing X; reduction add U add, mul U mul. */
+static void test_node_tests_index(void **state)
+{
+    (void)state;
+    const struct node_case cases[] = {
+        /* data 2x2, indices 2x2: E = 4: 4*8 + 4*4 read, 16 written */
+        {"test_gather_elements_0", FM_OP_GATHER_ELEMENTS, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         32 + 16, 16, 2, {2, 2}, false},
+        /* data 3x3, indices 2x3: E = 6: 48 + 24 read, 24 written */
+        {"test_gather_elements_1", FM_OP_GATHER_ELEMENTS, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         48 + 24, 24, 2, {2, 3}, false},
+        {"test_gather_elements_negative_indices", FM_OP_GATHER_ELEMENTS,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 48 + 24, 24, 2, {2, 3}, false},
+        /* data 2x2x2, indices 2x1x2 (k = 2): out 2x1 + (2) = 2x1x2, E = 4: 32 + 16, 16 */
+        {"test_gathernd_example_float32", FM_OP_GATHER_ND, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         32 + 16, 16, 3, {2, 1, 2}, false},
+        /* int32 data 2x2, indices 2x2 (k = 2): out (2), E = 2: 32 + 8, 8 */
+        {"test_gathernd_example_int32", FM_OP_GATHER_ND, NC_PRIMS(0, 0, 0, 0, 0, 0), 32 + 8, 8,
+         1, {2}, false},
+        /* int32 data 2x2x2, indices 2x1, batch_dims 1 (k = 1): out (2) + (2), E = 4: 16 + 16 */
+        {"test_gathernd_example_int32_batch_dim1", FM_OP_GATHER_ND, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         16 + 16, 16, 2, {2, 2}, false},
+        /* data 1x5 (20 B), indices 1x2 (16), updates 1x2 (8): 44 read, 20 written */
+        {"test_scatter_elements_with_axis", FM_OP_SCATTER_ELEMENTS, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         44, 20, 2, {1, 5}, false},
+        /* reduction add: U = 2 add */
+        {"test_scatter_elements_with_duplicate_indices", FM_OP_SCATTER_ELEMENTS,
+         NC_PRIMS(0, 2, 0, 0, 0, 0), 44, 20, 2, {1, 5}, false},
+        {"test_scatter_elements_with_negative_indices", FM_OP_SCATTER_ELEMENTS,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 44, 20, 2, {1, 5}, false},
+        /* data 3x3 (36 B), indices 2x3 (48), updates 2x3 (24): 108 read, 36 written */
+        {"test_scatter_elements_without_axis", FM_OP_SCATTER_ELEMENTS,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 108, 36, 2, {3, 3}, false},
+        /* the deprecated Scatter (opset 10) is ScatterElements */
+        {"test_scatter_with_axis", FM_OP_SCATTER_ELEMENTS, NC_PRIMS(0, 0, 0, 0, 0, 0), 44, 20,
+         2, {1, 5}, false},
+        {"test_scatter_without_axis", FM_OP_SCATTER_ELEMENTS, NC_PRIMS(0, 0, 0, 0, 0, 0), 108,
+         36, 2, {3, 3}, false},
+        /* data 4x4x4 (256 B), indices 2x1 (16), updates 2x4x4 (U = 32, 128 B): 400 read */
+        {"test_scatternd", FM_OP_SCATTER_ND, NC_PRIMS(0, 0, 0, 0, 0, 0), 400, 256, 3,
+         {4, 4, 4}, false},
+        {"test_scatternd_add", FM_OP_SCATTER_ND, NC_PRIMS(0, 32, 0, 0, 0, 0), 400, 256, 3,
+         {4, 4, 4}, false},
+        {"test_scatternd_multiply", FM_OP_SCATTER_ND, NC_PRIMS(0, 0, 32, 0, 0, 0), 400, 256, 3,
+         {4, 4, 4}, false},
+    };
+    run_node_cases(cases, NC_COUNT(cases));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -582,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_corrupted_never_crash),
         cmocka_unit_test(test_node_tests_trig),
+        cmocka_unit_test(test_node_tests_index),
         cmocka_unit_test(test_folded_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1447,6 +1447,161 @@ static void test_peer_tool_figures(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ============================================================================================
+ * index.c: GatherElements, GatherND, ScatterElements, ScatterND (fp32 data, int64 indices)
+ * ========================================================================================= */
+
+static void test_gather_elements_nd(void **state)
+{
+    (void)state;
+    /* GatherElements: data (3,4) needs a gradient, indices (2,4) int64, axis 0: E = 8 outputs.
+     * fwd: no arithmetic; reads the indices (8*8 = 64 B) and the 8 gathered (32 B), writes 32.
+     * dX: scatter-add of dy, E = 8 add; reads dy (32) + indices (64), writes dX (12*4 = 48). */
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.axis = 0;
+    fm_nid n = NODE(&t, FM_OP_GATHER_ELEMENTS, "ge", &a, ACT(&t, "x", 3, 4),
+                    LABELS(&t, "i", 2, 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 4);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 64 + 32, 32);
+    EXPECT(c, BD, 0, 8, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 32 + 64, 48);
+    EXPECT_NONE(c, BW);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(ci, FWD, 64 + 32, 32);
+    EXPECT_NONE(ci, BD);
+    tg_free(&t);
+    /* the network input needs no gradient */
+    t = tg_new();
+    n = NODE(&t, FM_OP_GATHER_ELEMENTS, "ge", &a, INPUT(&t, "x", 3, 4), LABELS(&t, "i", 2, 4));
+    c = COST(&t, n);
+    EXPECT_BYTES(c, FWD, 64 + 32, 32);
+    EXPECT_NONE(c, BD);
+    /* indices of another rank, and float indices, are refused naming the layer */
+    fm_tid x = INPUT(&t, "x2", 3, 4), bad = LABELS(&t, "i2", 8);
+    fm_tid in[2] = {x, bad};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_GATHER_ELEMENTS, "ge2", &a, in, 2, NULL, 1,
+                                       NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "ge2", "rank 1", "rank 2");
+    in[1] = INPUT(&t, "fi", 3, 4);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_GATHER_ELEMENTS, "ge3", &a, in, 2, NULL, 1,
+                                       NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "ge3", "fp32", "not integers");
+    tg_free(&t);
+
+    /* GatherND: data (2,3,4), indices (2,1), batch_dims 1: k = 1, out = (2) + (4) = (2,4),
+     * E = 8. fwd: reads indices (2*8 = 16) + gathered (32), writes 32. dX: 8 add; reads dy (32)
+     * + indices (16), writes dX (24*4 = 96). */
+    t = tg_new();
+    a = attrs();
+    a.ints[0] = 1;
+    a.nints = 1;
+    n = NODE(&t, FM_OP_GATHER_ND, "gnd", &a, ACT(&t, "x", 2, 3, 4), LABELS(&t, "i", 2, 1));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 4);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 16 + 32, 32);
+    EXPECT(c, BD, 0, 8, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 32 + 16, 96);
+    ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_BYTES(ci, FWD, 16 + 32, 32);
+    EXPECT_NONE(ci, BD);
+    /* batch_dims 0, tuples of 2 on (2,3,4): out = (5) + (4) */
+    a.ints[0] = 0;
+    n = NODE(&t, FM_OP_GATHER_ND, "gnd0", &a, INPUT(&t, "x0", 2, 3, 4), LABELS(&t, "i0", 5, 2));
+    EXPECT_SHAPE(&t, out_of(&t, n), 5, 4);
+    c = COST(&t, n);
+    EXPECT_NONE(c, BD);   /* the network input needs no gradient */
+    /* tuples of 4 values address a rank-3 tensor: refused */
+    fm_tid in3[2] = {INPUT(&t, "x4", 2, 3, 4), LABELS(&t, "i4", 5, 4)};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_GATHER_ND, "gnd4", &a, in3, 2, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "gnd4", "tuples of 4");
+    tg_free(&t);
+}
+
+static void test_scatter(void **state)
+{
+    (void)state;
+    /* ScatterElements: data (3,4) X = 12, indices (2,4) int64, updates (2,4) U = 8, axis 0,
+     * data and updates both need gradients (bwd_data). Bytes: data 48, indices 64, updates 32.
+     * fwd reads all three (144) and writes Y (48), for every reduction. */
+    const struct {
+        int64_t red;
+        struct prims fwd, bwd;
+        uint64_t bwd_read;
+    } cases[] = {
+        /* none: fwd nothing; dX = dy zeroed where scattered (reads dy 48 + indices 64), dU =
+         * dy gathered (reads indices 64 + 32 of dy): 208 read, 48 + 32 written */
+        {0, PRIMS(0, 0, 0, 0, 0, 0), PRIMS(0, 0, 0, 0, 0, 0), 48 + 64 + 64 + 32},
+        /* add: U = 8 add; dX = dy (48 read), dU gathered (64 + 32) */
+        {1, PRIMS(0, 8, 0, 0, 0, 0), PRIMS(0, 0, 0, 0, 0, 0), 48 + 64 + 32},
+        /* mul: U = 8 mul; dX = dy*y/x: 12 mul + 12 div (reads dy, y, x: 3*48); dU =
+         * dy[p]*y[p]/u: 8 mul + 8 div (reads indices 64, dy and y gathered and u: 3*32) */
+        {2, PRIMS(0, 0, 8, 0, 0, 0), PRIMS(0, 0, 12 + 8, 12 + 8, 0, 0), 3 * 48 + 64 + 3 * 32},
+        /* max, min: U = 8 cmp; dX: 12 cmp (x == y), dU: 8 cmp (u == y[p]), bytes as mul */
+        {3, PRIMS(0, 0, 0, 0, 8, 0), PRIMS(0, 0, 0, 0, 12 + 8, 0), 3 * 48 + 64 + 3 * 32},
+        {4, PRIMS(0, 0, 0, 0, 8, 0), PRIMS(0, 0, 0, 0, 12 + 8, 0), 3 * 48 + 64 + 3 * 32},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct tg t = tg_new();
+        struct fm_attrs a = attrs();
+        a.ints[0] = cases[k].red;
+        a.nints = 1;
+        fm_nid n = NODE(&t, FM_OP_SCATTER_ELEMENTS, "se", &a, ACT(&t, "x", 3, 4),
+                        LABELS(&t, "i", 2, 4), ACT(&t, "u", 2, 4));
+        EXPECT_SHAPE(&t, out_of(&t, n), 3, 4);
+        struct fm_node_cost c = COST(&t, n);
+        expect_work_(&c.phase[FWD], "fwd", cases[k].fwd, __FILE__, __LINE__);
+        EXPECT_BYTES(c, FWD, 48 + 64 + 32, 48);
+        expect_work_(&c.phase[BD], "bwd_data", cases[k].bwd, __FILE__, __LINE__);
+        EXPECT_BYTES(c, BD, cases[k].bwd_read, 48 + 32);
+        EXPECT_NONE(c, BW);
+        struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+        expect_work_(&ci.phase[FWD], "fwd", cases[k].fwd, __FILE__, __LINE__);
+        EXPECT_NONE(ci, BD);
+        /* neither data nor updates need a gradient: the forward alone */
+        n = NODE(&t, FM_OP_SCATTER_ELEMENTS, "se_in", &a, INPUT(&t, "x0", 3, 4),
+                 LABELS(&t, "i0", 2, 4), INPUT(&t, "u0", 2, 4));
+        c = COST(&t, n);
+        expect_work_(&c.phase[FWD], "fwd", cases[k].fwd, __FILE__, __LINE__);
+        EXPECT_NONE(c, BD);
+        EXPECT_NONE(c, BW);
+        tg_free(&t);
+    }
+    /* ScatterND, reduction add: data (4,3) an activation, indices (2,1), updates (2,3) a
+     * parameter: U = 6 add forward; reads 48 + 16 + 24, writes 48. dX = dy: reads 48, writes
+     * 48 (bwd_data); dU = dy gathered: reads indices 16 + 24, writes 24 (bwd_weight). */
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.ints[0] = 1;
+    a.nints = 1;
+    fm_nid n = NODE(&t, FM_OP_SCATTER_ND, "snd", &a, ACT(&t, "x", 4, 3), LABELS(&t, "i", 2, 1),
+                    PARAM(&t, "u", 2, 3));
+    EXPECT_SHAPE(&t, out_of(&t, n), 4, 3);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 6, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 48 + 16 + 24, 48);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 48, 48);
+    EXPECT(c, BW, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BW, 16 + 24, 24);
+    /* updates that do not fit the index tuples are refused naming the layer */
+    fm_tid in[3] = {INPUT(&t, "x2", 4, 3), LABELS(&t, "i2", 2, 1), INPUT(&t, "u2", 2, 4)};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_SCATTER_ND, "snd2", &a, in, 3, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "snd2", "2x4", "2x3");
+    a.ints[0] = 7;
+    in[2] = INPUT(&t, "u3", 2, 3);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_SCATTER_ND, "snd3", &a, in, 3, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "snd3", "reduction 7");
+    tg_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1465,6 +1620,8 @@ int main(void)
         cmocka_unit_test(test_groupnorm_instancenorm),
         cmocka_unit_test(test_activations_elementwise),
         cmocka_unit_test(test_trig_and_rounding),
+        cmocka_unit_test(test_gather_elements_nd),
+        cmocka_unit_test(test_scatter),
         cmocka_unit_test(test_relu_bytes),
         cmocka_unit_test(test_prelu),
         cmocka_unit_test(test_softmax_logsoftmax),

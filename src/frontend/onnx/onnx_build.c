@@ -453,6 +453,7 @@ struct op_slots {
 static const struct op_slots slot_table[] = {
     FM_OP_LIST(OX_SLOTS_ROW)
     {"Upsample", "xC*"},          /* Resize's older name: scales (and roi) */
+    {"Scatter", "xCx"},           /* ScatterElements's older name: data, indices, updates */
     {"Shape", "C*"},              /* evaluated at load time: only the shape is read */
     {"Size", "C*"},
     {"ArgMax", "C*"},             /* indices out: nothing flows back */

@@ -927,6 +927,50 @@ bad:
     return ox_node_error(ox, node, FM_ERR_PARSE, "equation '%s%s%s' does not fit its operands",
                          eq, arrow ? "->" : "", arrow ? arrow + 2 : "");
 }
+/* ---- indexing, selection, layout and losses (index.c, select.c, layout.c, loss.c) ---- */
+
+/* ONNX's reduction attribute (ScatterElements, ScatterND from opsets 16/18) -> 0 none, 1 add,
+ * 2 mul, 3 max, 4 min (index.c) */
+static enum fm_status reduction_attr(struct ox *ox, const Onnx__NodeProto *node, int64_t *out)
+{
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    char r[16];
+    enum fm_status st = ox_attr_string(ox, node, "reduction", "none", r, sizeof(r));
+    if (st)
+        return st;
+    for (int64_t i = 0; i < 5; i++) {
+        if (!strcmp(r, names[i])) {
+            *out = i;
+            return FM_OK;
+        }
+    }
+    return ox_node_error(ox, node, FM_ERR_PARSE, "reduction '%s' is not one of none, add, mul, "
+                         "max, min", r);
+}
+
+/* GatherElements, GatherND, ScatterElements (and the deprecated Scatter), ScatterND */
+static enum fm_status map_index(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    bool scatter = op == FM_OP_SCATTER_ELEMENTS || op == FM_OP_SCATTER_ND;
+    enum fm_status st = need(ox, node, in, n_in, scatter ? 3 : 2);
+    if (!st && (op == FM_OP_GATHER_ELEMENTS || op == FM_OP_SCATTER_ELEMENTS))
+        st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+    if (!st && op == FM_OP_GATHER_ND) {
+        st = ox_attr_int(ox, node, "batch_dims", 0, &a.ints[0]);
+        a.nints = 1;
+    }
+    if (!st && scatter) {
+        st = reduction_attr(ox, node, &a.ints[0]);
+        a.nints = 1;
+    }
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, &a, in, scatter ? 3 : 2, 1);
+}
+
 
 /* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
 
@@ -945,6 +989,7 @@ static const struct op_map table[] = {
     FM_OP_LIST(OX_MAP_ROW)
     /* ONNX op types the list does not hold as their own: older names of its ops */
     {"Upsample", map_resize, FM_OP_RESIZE},   /* Resize before opset 10, same operands */
+    {"Scatter", map_index, FM_OP_SCATTER_ELEMENTS},   /* opsets 9-10: ScatterElements */
 };
 #undef OX_MAP_ROW
 
