@@ -347,7 +347,13 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(SCATTER_ELEMENTS, scatter_elements, "ScatterElements", DATA_MOVEMENT, "ScatterElements",  \
       index, "xCx") /* data, indices, updates (indices' shape); axis; ints = {reduction} */     \
     X(SCATTER_ND, scatter_nd, "ScatterND", DATA_MOVEMENT, "ScatterND", index, "xCx")            \
-    /*   data, indices (..., k), updates; ints = {reduction} */
+    /*   data, indices (..., k), updates; ints = {reduction} */                                 \
+    /* loss.c: ONNX's losses, a model's own: input (N, C, d...), labels (N, d...) int,          \
+       weights (C)?; ints = {reduction 0 none 1 sum 2 mean, has ignore_index, ignore_index} */  \
+    X(SOFTMAX_CE_LOSS, softmax_ce_loss, "SoftmaxCrossEntropyLoss", LOSS,                        \
+      "SoftmaxCrossEntropyLoss", onnx_loss, "xCC") /* outputs loss, log_prob? */                \
+    X(NLL_LOSS, nll_loss, "NegativeLogLikelihoodLoss", LOSS, "NegativeLogLikelihoodLoss",       \
+      onnx_loss, "xCC")
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_

@@ -578,7 +578,7 @@ struct node_case {
     uint64_t fwd[FM_PRIM_COUNT];   /* mac, add, mul, div, cmp, special */
     uint64_t rd, wr;               /* forward bytes */
     int rank;
-    int64_t dims[4];
+    int64_t dims[8];
     bool own_loss;
 };
 
@@ -690,6 +690,58 @@ static void test_node_tests_index(void **state)
     run_node_cases(cases, NC_COUNT(cases));
 }
 
+/* ONNX's node tests of SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (src/ops/loss.c):
+ * the graph is the loss, so training keeps it as the model's own (none added); the scores are
+ * a graph input, so no backward. M positions, C classes, E = M*C, per the family file:
+ *   SCE cmp E-M; add E + (E-M) + M + (log_prob output ? E : M); special E + M
+ *   both: weights M mul; ignore_index M cmp; sum M-1 add; mean M-1 add + 1 div, and M-1 add
+ *   more with weights or ignore_index
+ * Bytes: scores and labels (int64) and weights read; the loss (and log_prob) written. */
+static void test_node_tests_losses(void **state)
+{
+    (void)state;
+    const struct node_case cases[] = {
+        /* x 3x5: M = 3, C = 5, E = 15; mean: add 15 + 12 + 3 + 3 + 2 = 35, cmp 12, special
+         * 18, div 1; reads 60 + 24, writes 4 */
+        {"test_sce_mean", FM_OP_SOFTMAX_CE_LOSS, NC_PRIMS(0, 35, 0, 1, 12, 18), 84, 4, 0, {0},
+         true},
+        /* log_prob output: add 15 + 12 + 3 + 15 + 2 = 47; writes 4 + 60 */
+        {"test_sce_mean_log_prob", FM_OP_SOFTMAX_CE_LOSS, NC_PRIMS(0, 47, 0, 1, 12, 18), 84,
+         64, 0, {0}, true},
+        /* none: add 33, no reduction; writes the 3 losses, 12 */
+        {"test_sce_none", FM_OP_SOFTMAX_CE_LOSS, NC_PRIMS(0, 33, 0, 0, 12, 18), 84, 12, 1, {3},
+         true},
+        /* sum: add 33 + 2 */
+        {"test_sce_sum", FM_OP_SOFTMAX_CE_LOSS, NC_PRIMS(0, 35, 0, 0, 12, 18), 84, 4, 0, {0},
+         true},
+        /* mean, weights (5), ignore_index 0: cmp 12 + 3; add 33 + 2 + 2; mul 3; reads + 20 */
+        {"test_sce_mean_weight_ii", FM_OP_SOFTMAX_CE_LOSS, NC_PRIMS(0, 37, 3, 1, 15, 18), 104,
+         4, 0, {0}, true},
+        /* x 3x5x6x6x5: M = 540, E = 2700; none, ignore_index: cmp 2160 + 540; add 2700 + 2160
+         * + 540 + 540; special 3240; reads 10800 + 4320, writes 2160 */
+        {"test_sce_NCd1d2d3_none_no_weight_negative_ii", FM_OP_SOFTMAX_CE_LOSS,
+         NC_PRIMS(0, 5940, 0, 0, 2700, 3240), 15120, 2160, 4, {3, 6, 6, 5}, true},
+        /* x 3x5x6x6x5x3x4: M = 6480, E = 32400; mean, weights, log_prob: cmp 25920; add 32400
+         * + 25920 + 6480 + 32400 + 6479 + 6479 = 110158; mul 6480; special 38880; reads
+         * 129600 + 51840 + 20, writes 4 + 129600 */
+        {"test_sce_NCd1d2d3d4d5_mean_weight_log_prob", FM_OP_SOFTMAX_CE_LOSS,
+         NC_PRIMS(0, 110158, 6480, 1, 25920, 38880), 181460, 129604, 0, {0}, true},
+        /* NLL 3x5, none: a gather, no arithmetic; reads 60 + 24, writes 12 */
+        {"test_nllloss_NC", FM_OP_NLL_LOSS, NC_PRIMS(0, 0, 0, 0, 0, 0), 84, 12, 1, {3}, true},
+        /* 3x5x2: M = 6; mean, ignore_index: cmp 6, add 5 + 5, div 1; reads 120 + 48 */
+        {"test_nllloss_NCd1_ii", FM_OP_NLL_LOSS, NC_PRIMS(0, 10, 0, 1, 6, 0), 168, 4, 0, {0},
+         true},
+        /* 3x5x6x6: M = 108; sum, weights, ignore_index: mul 108, cmp 108, add 107; reads 2160
+         * + 864 + 20 */
+        {"test_nllloss_NCd1d2_with_weight_reduction_sum_ii", FM_OP_NLL_LOSS,
+         NC_PRIMS(0, 107, 108, 0, 108, 0), 3044, 4, 0, {0}, true},
+        /* 3x5x6x6x5x3x4, none: reads 129600 + 51840, writes 6480 * 4 */
+        {"test_nllloss_NCd1d2d3d4d5_none_no_weight", FM_OP_NLL_LOSS,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 181440, 25920, 6, {3, 6, 6, 5, 3, 4}, true},
+    };
+    run_node_cases(cases, NC_COUNT(cases));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -704,6 +756,7 @@ int main(void)
         cmocka_unit_test(test_corrupted_never_crash),
         cmocka_unit_test(test_node_tests_trig),
         cmocka_unit_test(test_node_tests_index),
+        cmocka_unit_test(test_node_tests_losses),
         cmocka_unit_test(test_folded_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1602,6 +1602,118 @@ static void test_scatter(void **state)
     tg_free(&t);
 }
 
+/* ============================================================================================
+ * loss.c: ONNX's SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss. Input (2,4,3): N = 2,
+ * C = 4, d1 = 3: M = 6 positions, E = 24 scores (96 B); labels (2,3) int64 (48 B); weights (4)
+ * fp32 (16 B). ints = {reduction 0 none 1 sum 2 mean, has ignore_index, ignore_index}.
+ * ========================================================================================= */
+
+static struct fm_attrs loss_attrs(int64_t red, bool ignore)
+{
+    struct fm_attrs a = attrs();
+    a.ints[0] = red;
+    a.ints[1] = ignore;
+    a.ints[2] = -1;
+    a.nints = 3;
+    return a;
+}
+
+static void test_onnx_losses(void **state)
+{
+    (void)state;
+    /* SCE, mean, no weights, no ignore_index, no log_prob output:
+     *   fwd cmp E-M = 18; add x-max 24 + sum 18 + lse 6 + x_label - lse 6 + mean's sum 5 = 59;
+     *   special exp 24 + log 6 = 30; div 1 (mean)
+     *   bwd div 1 (1/M); x - lse 24 add + minus one-hot 6 add = 30; exp 24 special; * f 24 mul
+     *   bytes fwd: x 96 + labels 48 read; loss 4 + lse 6*4 = 24 (kept) written
+     *         bwd: dy 4 + labels 48 + x 96 + lse 24 read; dX 96 written */
+    struct tg t = tg_new();
+    struct fm_attrs a = loss_attrs(2, false);
+    fm_nid n = NODE(&t, FM_OP_SOFTMAX_CE_LOSS, "sce", &a, ACT(&t, "x", 2, 4, 3),
+                    LABELS(&t, "y", 2, 3));
+    assert_int_equal(shape_at(&t, out_of(&t, n))->rank, 0);   /* a scalar */
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 59, 0, 1, 18, 30);
+    EXPECT_BYTES(c, FWD, 96 + 48, 4 + 24);
+    EXPECT(c, BD, 0, 30, 24, 1, 0, 24);
+    EXPECT_BYTES(c, BD, 4 + 48 + 96 + 24, 96);
+    EXPECT_NONE(c, BW);
+    assert_int_equal(c.saved_bytes, 24);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 59, 0, 1, 18, 30);
+    EXPECT_NONE(ci, BD);
+    /* the graph ends in the model's own loss: the policy keeps it and adds none */
+    size_t nodes = fm_graph_node_count(t.g);
+    struct fm_loss_info info;
+    FM_ASSERT_OK(t.ctx, fm_graph_add_loss(t.g, FM_NONE, &info));
+    assert_int_equal(info.n, 1);
+    assert_int_equal(info.loss[0].kind, FM_LOSS_MODEL);
+    assert_false(info.loss[0].added);
+    assert_int_equal(info.loss[0].node, n);
+    assert_int_equal(info.loss[0].classes, 4);
+    assert_int_equal(info.loss[0].positions, 6);
+    assert_int_equal(fm_graph_node_count(t.g), nodes);
+    tg_free(&t);
+
+    /* SCE, none, weights, ignore_index, the log_prob output:
+     *   fwd cmp 18 + ignore 6 = 24; add 24 + 18 + 6 + log_prob = x - lse 24 = 72; special 30;
+     *       mul 6 (weights); no reduction
+     *   bwd mul dy_i * w_i 6 + * f 24 = 30; cmp 6 (ignored masked); exp(log_prob) 24 special;
+     *       minus one-hot 6 add
+     *   bytes fwd: 96 + 48 + 16 read; loss (6) 24 + log_prob 96 written
+     *         bwd: dy 24 + labels 48 + weights 16 + log_prob 96 read; dX 96 written */
+    t = tg_new();
+    a = loss_attrs(0, true);
+    fm_tid in[3] = {ACT(&t, "x", 2, 4, 3), LABELS(&t, "y", 2, 3), INPUT(&t, "w", 4)};
+    const char *names[2] = {"loss", "log_prob"};
+    fm_tid outs[2];
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_SOFTMAX_CE_LOSS, "sce2", &a, in, 3, names, 2,
+                                          outs));
+    n = (fm_nid)fm_graph_node_count(t.g) - 1;
+    EXPECT_SHAPE(&t, outs[0], 2, 3);
+    EXPECT_SHAPE(&t, outs[1], 2, 4, 3);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 72, 6, 0, 24, 30);
+    EXPECT_BYTES(c, FWD, 96 + 48 + 16, 24 + 96);
+    EXPECT(c, BD, 0, 6, 30, 0, 6, 24);
+    EXPECT_BYTES(c, BD, 24 + 48 + 16 + 96, 96);
+    assert_int_equal(c.saved_bytes, 0);
+    tg_free(&t);
+
+    /* NLL, sum, weights, ignore_index: fwd mul 6, cmp 6, add M-1 = 5; bwd f_i = w_i (no mul),
+     * cmp 6; bytes fwd 160 read, 4 written; bwd dy 4 + labels 48 + weights 16 read, dX 96 */
+    t = tg_new();
+    a = loss_attrs(1, true);
+    n = NODE(&t, FM_OP_NLL_LOSS, "nll", &a, ACT(&t, "x", 2, 4, 3), LABELS(&t, "y", 2, 3),
+             INPUT(&t, "w", 4));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 5, 6, 0, 6, 0);
+    EXPECT_BYTES(c, FWD, 96 + 48 + 16, 4);
+    EXPECT(c, BD, 0, 0, 0, 0, 6, 0);
+    EXPECT_BYTES(c, BD, 4 + 48 + 16, 96);
+    /* NLL, mean, no weights: fwd add 5, div 1; bwd div 1 (f = 1/M) */
+    a = loss_attrs(2, false);
+    n = NODE(&t, FM_OP_NLL_LOSS, "nll_mean", &a, ACT(&t, "x2", 2, 4, 3), LABELS(&t, "y2", 2, 3));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 5, 0, 1, 0, 0);
+    EXPECT(c, BD, 0, 0, 0, 1, 0, 0);
+    EXPECT_BYTES(c, BD, 4 + 48, 96);
+    ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 5, 0, 1, 0, 0);
+    EXPECT_NONE(ci, BD);
+    /* the network input needs no gradient */
+    n = NODE(&t, FM_OP_NLL_LOSS, "nll_in", &a, INPUT(&t, "x3", 2, 4, 3), LABELS(&t, "y3", 2, 3));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 5, 0, 1, 0, 0);
+    EXPECT_NONE(c, BD);
+    /* labels that do not match the input's positions, and NLL with two outputs: refused */
+    fm_tid bad[2] = {INPUT(&t, "x4", 2, 4, 3), LABELS(&t, "y4", 2, 4)};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_NLL_LOSS, "nll_bad", &a, bad, 2, NULL, 1,
+                                       NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "nll_bad", "2x4", "2x3");
+    tg_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1622,6 +1734,7 @@ int main(void)
         cmocka_unit_test(test_trig_and_rounding),
         cmocka_unit_test(test_gather_elements_nd),
         cmocka_unit_test(test_scatter),
+        cmocka_unit_test(test_onnx_losses),
         cmocka_unit_test(test_relu_bytes),
         cmocka_unit_test(test_prelu),
         cmocka_unit_test(test_softmax_logsoftmax),

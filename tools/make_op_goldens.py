@@ -608,6 +608,34 @@ def add_misc_cases():
          [P("prediction", v.normal((2, 3, 2))), P("target", v.normal((2, 3, 2)))])
 
 
+    # ONNX's SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss: ints = {reduction (0 none,
+    # 1 sum, 2 mean), has ignore_index, ignore_index}; their own loss in training (mean or
+    # sum), forward only with reduction none (the output is not a scalar)
+    v = Values("sce_mean")
+    case("sce_mean", "SoftmaxCrossEntropyLoss", "train", lambda x, y: [F.cross_entropy(x, y)],
+         [P("scores", v.normal((3, 5), 2.0)), I("labels", v.ints((3,), 0, 5))], ints=[2, 0, 0])
+    v = Values("sce_sum_weight_ii")
+    case("sce_sum_weight_ii", "SoftmaxCrossEntropyLoss", "train",
+         lambda x, y, w: [F.cross_entropy(x, y, weight=w, ignore_index=1, reduction="sum")],
+         [P("scores", v.normal((2, 4, 3), 2.0)), I("labels", torch.tensor([[0, 1, 3], [2, 1, 0]])),
+          I("weights", v.uniform((4,), 0.5, 1.5))], ints=[1, 1, 1])
+    v = Values("sce_none_log_prob")
+    case("sce_none_log_prob", "SoftmaxCrossEntropyLoss", "infer",
+         lambda x, y: [F.cross_entropy(x, y, reduction="none"), F.log_softmax(x, 1)],
+         [I("scores", v.normal((3, 4, 2), 2.0)), I("labels", v.ints((3, 2), 0, 4))], n_out=2,
+         ints=[0, 0, 0])
+    v = Values("nll_mean_weight")
+    case("nll_mean_weight", "NegativeLogLikelihoodLoss", "train",
+         lambda x, y, w: [F.nll_loss(x, y, weight=w)],
+         [P("log_probs", v.normal((3, 5))), I("labels", v.ints((3,), 0, 5)),
+          I("weights", v.uniform((5,), 0.5, 1.5))], ints=[2, 0, 0])
+    v = Values("nll_mean_ii")
+    case("nll_mean_ii", "NegativeLogLikelihoodLoss", "train",
+         lambda x, y: [F.nll_loss(x, y, ignore_index=2)],
+         [P("log_probs", v.normal((2, 3, 4))), I("labels", torch.tensor([[0, 2, 1, 2], [1, 0, 2, 2]]))],
+         ints=[2, 1, 2])
+
+
 # -- unary.c --
 
 def add_unary_cases():
@@ -976,7 +1004,8 @@ def run_case(c):
     if len(outs) != c.n_out:
         raise SystemExit("%s: %d outputs, %d declared" % (c.name, len(outs), c.n_out))
     if train:
-        if c.op in ("CrossEntropy", "MSELoss"):   # a loss op: its output is the loss
+        if c.op in ("CrossEntropy", "MSELoss", "SoftmaxCrossEntropyLoss",
+                    "NegativeLogLikelihoodLoss"):   # a loss op: its output is the loss
             loss = outs[0]
         else:
             y = outs[0]

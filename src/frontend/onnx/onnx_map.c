@@ -971,6 +971,34 @@ static enum fm_status map_index(struct ox *ox, const Onnx__NodeProto *node, cons
     return ox_emit(ox, node, op, &a, in, scatter ? 3 : 2, 1);
 }
 
+/* SoftmaxCrossEntropyLoss (loss, log_prob?) and NegativeLogLikelihoodLoss (loss.c) */
+static enum fm_status map_onnx_loss(struct ox *ox, const Onnx__NodeProto *node,
+                                    const fm_tid *in, int n_in, enum fm_op op)
+{
+    static const char *const names[] = {"none", "sum", "mean"};
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    char r[16];
+    enum fm_status st = need(ox, node, in, n_in, 2);
+    if (!st)
+        st = ox_attr_string(ox, node, "reduction", "mean", r, sizeof(r));
+    if (!st)
+        st = ox_attr_int(ox, node, "ignore_index", 0, &a.ints[2]);
+    if (st)
+        return st;
+    a.ints[0] = -1;
+    for (int i = 0; i < 3; i++)
+        a.ints[0] = strcmp(r, names[i]) ? a.ints[0] : i;
+    if (a.ints[0] < 0)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "reduction '%s' is not one of none, sum, "
+                             "mean", r);
+    a.ints[1] = ox_attr(node, "ignore_index") != NULL;
+    a.nints = 3;
+    int n_out = op == FM_OP_SOFTMAX_CE_LOSS && node->n_output > 1 &&
+                ox_str(node->output[1])[0] ? 2 : 1;
+    return ox_emit(ox, node, op, &a, in, trim(in, n_in), n_out);
+}
+
 
 /* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
 
