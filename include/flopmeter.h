@@ -353,7 +353,19 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(SOFTMAX_CE_LOSS, softmax_ce_loss, "SoftmaxCrossEntropyLoss", LOSS,                        \
       "SoftmaxCrossEntropyLoss", onnx_loss, "xCC") /* outputs loss, log_prob? */                \
     X(NLL_LOSS, nll_loss, "NegativeLogLikelihoodLoss", LOSS, "NegativeLogLikelihoodLoss",       \
-      onnx_loss, "xCC")
+      onnx_loss, "xCC")                                                                         \
+    /* select.c: selection; shapes that depend on values only where those are known */          \
+    X(ARGMAX, argmax, "ArgMax", REDUCTION, "ArgMax", select, "C")                               \
+    /*   X; axis, FM_ATTR_KEEPDIMS; ints = {select_last_index}; int64 out */                    \
+    X(ARGMIN, argmin, "ArgMin", REDUCTION, "ArgMin", select, "C") /* as ArgMax */               \
+    X(TOPK, topk, "TopK", REDUCTION, "TopK", select, "xC")                                      \
+    /*   X; axis; ints = {k, largest, sorted}; outputs values, indices (int64) */               \
+    X(ONEHOT, onehot, "OneHot", DATA_MOVEMENT, "OneHot", select, "CCC")                         \
+    /*   indices, values (off, on); axis; ints = {depth} */                                     \
+    X(COMPRESS, compress, "Compress", DATA_MOVEMENT, "Compress", select, "xC")                  \
+    /*   X; axis; ints = {kept, flatten}: the condition known when read */                      \
+    X(NONZERO, nonzero, "NonZero", DATA_MOVEMENT, "NonZero", select, "C")                       \
+    /*   X; ints = {count of nonzero elements}: the input known when read */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_

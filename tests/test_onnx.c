@@ -582,9 +582,11 @@ struct node_case {
     bool own_loss;
 };
 
-static void run_node_cases(const struct node_case *cases, size_t n)
+/* bound: the cases are node tests with an input bound (tests/data/onnx/node_bound/<dir>.onnx,
+ * made by tools/make_bound_node_tests.py), not the installed originals */
+static void run_node_cases_(const struct node_case *cases, size_t n, bool bound)
 {
-    if (access(FM_ONNX_NODE_TESTS "/test_sin/model.onnx", R_OK) != 0) {
+    if (!bound && access(FM_ONNX_NODE_TESTS "/test_sin/model.onnx", R_OK) != 0) {
         printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
                "deps installs it)\n");
         skip();
@@ -592,7 +594,10 @@ static void run_node_cases(const struct node_case *cases, size_t n)
     struct fm_ctx *ctx = test_ctx();
     for (size_t i = 0; i < n; i++) {
         char path[512];
-        snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, cases[i].dir);
+        if (bound)
+            snprintf(path, sizeof(path), "%snode_bound/%s.onnx", DATA, cases[i].dir);
+        else
+            snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, cases[i].dir);
         for (int mode = 0; mode < FM_MODE_COUNT; mode++) {
             struct fm_session_opts o;
             fm_session_opts_init(&o, FM_TASK_WORK);
@@ -634,6 +639,7 @@ static void run_node_cases(const struct node_case *cases, size_t n)
     }
     fm_ctx_free(ctx);
 }
+#define run_node_cases(c, n) run_node_cases_(c, n, false)
 #define NC_PRIMS(mac, add, mul, div, cmp, special) {mac, add, mul, div, cmp, special}
 #define NC_COUNT(c) (sizeof(c) / sizeof((c)[0]))
 
@@ -742,6 +748,103 @@ static void test_node_tests_losses(void **state)
     run_node_cases(cases, NC_COUNT(cases));
 }
 
+/* ONNX's node tests of ArgMax and ArgMin (src/ops/select.c): (n-1) cmp per row of n, E - R;
+ * fp32 X read, int64 indices written. select_last_index costs the same. */
+static void test_node_tests_argmax(void **state)
+{
+    (void)state;
+    const struct node_case cases[] = {
+        /* 2x2, axis 0, keepdims: E = 4, R = 2: 2 cmp; 16 read, 2*8 written */
+        {"test_argmax_default_axis_example", FM_OP_ARGMAX, NC_PRIMS(0, 0, 0, 0, 2, 0), 16, 16,
+         2, {1, 2}, false},
+        {"test_argmax_default_axis_example_select_last_index", FM_OP_ARGMAX,
+         NC_PRIMS(0, 0, 0, 0, 2, 0), 16, 16, 2, {1, 2}, false},
+        /* 2x3x4 (96 B), axis 1: R = 8: 16 cmp; 64 written */
+        {"test_argmax_keepdims_random", FM_OP_ARGMAX, NC_PRIMS(0, 0, 0, 0, 16, 0), 96, 64, 3,
+         {2, 1, 4}, false},
+        {"test_argmax_no_keepdims_random", FM_OP_ARGMAX, NC_PRIMS(0, 0, 0, 0, 16, 0), 96, 64, 2,
+         {2, 4}, false},
+        /* axis -1: R = 6: 18 cmp; 48 written */
+        {"test_argmax_negative_axis_keepdims_random_select_last_index", FM_OP_ARGMAX,
+         NC_PRIMS(0, 0, 0, 0, 18, 0), 96, 48, 3, {2, 3, 1}, false},
+        /* axis 0: R = 12: 12 cmp; 96 written */
+        {"test_argmin_default_axis_random", FM_OP_ARGMIN, NC_PRIMS(0, 0, 0, 0, 12, 0), 96, 96,
+         3, {1, 3, 4}, false},
+        /* 2x2, axis 1, no keepdims: 2 cmp */
+        {"test_argmin_no_keepdims_example_select_last_index", FM_OP_ARGMIN,
+         NC_PRIMS(0, 0, 0, 0, 2, 0), 16, 16, 1, {2}, false},
+        {"test_argmin_keepdims_random", FM_OP_ARGMIN, NC_PRIMS(0, 0, 0, 0, 16, 0), 96, 64, 3,
+         {2, 1, 4}, false},
+    };
+    run_node_cases(cases, NC_COUNT(cases));
+}
+
+/* ONNX's node tests of TopK, OneHot, Compress and NonZero, whose output shapes depend on an
+ * input's value: as installed (the value is a graph input) they are declined with a message
+ * naming the input; with the input bound to the value the test feeds it
+ * (tools/make_bound_node_tests.py) they are counted exactly (src/ops/select.c). */
+static void test_node_tests_select(void **state)
+{
+    (void)state;
+    const struct node_case cases[] = {
+        /* x 3x4 (48 B), k = 3, axis 1, sorted: R = 3 rows of n = 4: per row 4*ceil(log2 4) = 8
+         * + 3*ceil(log2 3) = 6: 42 cmp; values 3x3 fp32 (36) + indices int64 (72) written */
+        {"test_top_k", FM_OP_TOPK, NC_PRIMS(0, 0, 0, 0, 42, 0), 48, 108, 2, {3, 3}, false},
+        {"test_top_k_negative_axis", FM_OP_TOPK, NC_PRIMS(0, 0, 0, 0, 42, 0), 48, 108, 2,
+         {3, 3}, false},
+        {"test_top_k_smallest", FM_OP_TOPK, NC_PRIMS(0, 0, 0, 0, 42, 0), 48, 108, 2, {3, 3},
+         false},
+        /* indices int64 (3) 24 B, depth 10, values fp32 (2) 8 B: E = 30 cmp; 120 written */
+        {"test_onehot_negative_indices", FM_OP_ONEHOT, NC_PRIMS(0, 0, 0, 0, 30, 0), 32, 120, 2,
+         {3, 10}, false},
+        /* indices fp32 2x2 (16 B), depth 10 at axis 1: E = 40 cmp; 160 written */
+        {"test_onehot_with_axis", FM_OP_ONEHOT, NC_PRIMS(0, 0, 0, 0, 40, 0), 24, 160, 3,
+         {2, 10, 2}, false},
+        {"test_onehot_with_negative_axis", FM_OP_ONEHOT, NC_PRIMS(0, 0, 0, 0, 40, 0), 24, 160, 3,
+         {2, 10, 2}, false},
+        /* depth 12, int32 values: E = 36 cmp; 144 written */
+        {"test_onehot_without_axis", FM_OP_ONEHOT, NC_PRIMS(0, 0, 0, 0, 36, 0), 32, 144, 2,
+         {3, 12}, false},
+        /* input 3x2 fp32; condition [0,1,1] on axis 0 keeps 2 rows: 16 B read and written */
+        {"test_compress_0", FM_OP_COMPRESS, NC_PRIMS(0, 0, 0, 0, 0, 0), 16, 16, 2, {2, 2}, false},
+        /* [0,1] on axis 1: 3x1, 12 B */
+        {"test_compress_1", FM_OP_COMPRESS, NC_PRIMS(0, 0, 0, 0, 0, 0), 12, 12, 2, {3, 1}, false},
+        {"test_compress_negative_axis", FM_OP_COMPRESS, NC_PRIMS(0, 0, 0, 0, 0, 0), 12, 12, 2,
+         {3, 1}, false},
+        /* no axis: the flattened 6, [0,1,0,0,1] keeps 2: 8 B */
+        {"test_compress_default_axis", FM_OP_COMPRESS, NC_PRIMS(0, 0, 0, 0, 0, 0), 8, 8, 1, {2},
+         false},
+        /* condition bool 2x2 [[1,0],[1,1]]: 4 cmp; 4 B read, (2, 3) int64 = 48 written */
+        {"test_nonzero_example", FM_OP_NONZERO, NC_PRIMS(0, 0, 0, 0, 4, 0), 4, 48, 2, {2, 3},
+         false},
+    };
+    run_node_cases_(cases, NC_COUNT(cases), true);
+    if (access(FM_ONNX_NODE_TESTS "/test_top_k/model.onnx", R_OK) != 0)
+        return;
+    const struct {
+        const char *dir, *input;
+    } declined[] = {
+        {"test_top_k", "'k'"},
+        {"test_onehot_with_axis", "'depth'"},
+        {"test_compress_0", "'condition'"},
+        {"test_nonzero_example", "'condition'"},
+        {"test_unique_sorted_with_axis", "'X'"},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t i = 0; i < sizeof(declined) / sizeof(declined[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, declined[i].dir);
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_WORK);
+        o.model = path;
+        struct fm_session *s = NULL;
+        assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_UNSUPPORTED);
+        assert_null(s);
+        EXPECT_MESSAGE(ctx, declined[i].input, "known", "network");
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -757,6 +860,8 @@ int main(void)
         cmocka_unit_test(test_node_tests_trig),
         cmocka_unit_test(test_node_tests_index),
         cmocka_unit_test(test_node_tests_losses),
+        cmocka_unit_test(test_node_tests_argmax),
+        cmocka_unit_test(test_node_tests_select),
         cmocka_unit_test(test_folded_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1714,6 +1714,129 @@ static void test_onnx_losses(void **state)
     tg_free(&t);
 }
 
+/* ============================================================================================
+ * select.c: ArgMax/ArgMin, TopK, OneHot, Compress, NonZero
+ * ========================================================================================= */
+
+static void test_select(void **state)
+{
+    (void)state;
+    /* ArgMax of (3,4) along axis 1, no keepdims: R = 3 rows of 4: 3*(4-1) = 9 cmp; reads 48,
+     * writes 3 int64 = 24. Indices carry no gradient, even from an input that needs one. */
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.axis = 1;
+    fm_nid n = NODE(&t, FM_OP_ARGMAX, "am", &a, ACT(&t, "x", 3, 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 3);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 9, 0);
+    EXPECT_BYTES(c, FWD, 48, 24);
+    EXPECT_NONE(c, BD);
+    a.flags |= FM_ATTR_KEEPDIMS;
+    a.axis = 0;
+    n = NODE(&t, FM_OP_ARGMIN, "amin", &a, INPUT(&t, "x2", 3, 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 4);
+    c = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(c, FWD, 0, 0, 0, 0, 12 - 4, 0);   /* E - R */
+    tg_free(&t);
+
+    /* TopK of (2,5), k = 2 along the last axis, sorted: per row 5*ceil(log2 3) = 10 + 2*ceil(
+     * log2 2) = 2: 24 cmp for 2 rows. Reads 40; writes values 2x2 fp32 16 + indices int64 32.
+     * dX: dy scattered at the indices: no arithmetic; reads dy 16 + indices 32, writes 40. */
+    t = tg_new();
+    a = attrs();
+    a.axis = -1;
+    a.ints[0] = 2;
+    a.ints[1] = 1;
+    a.ints[2] = 1;
+    a.nints = 3;
+    fm_tid in = ACT(&t, "x", 2, 5);
+    const char *names[2] = {"values", "indices"};
+    fm_tid outs[2];
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_TOPK, "topk", &a, &in, 1, names, 2, outs));
+    n = (fm_nid)fm_graph_node_count(t.g) - 1;
+    EXPECT_SHAPE(&t, outs[0], 2, 2);
+    EXPECT_SHAPE(&t, outs[1], 2, 2);
+    assert_int_equal(fm_graph_tensor(t.g, outs[1])->dtype, FM_DTYPE_INT64);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 24, 0);
+    EXPECT_BYTES(c, FWD, 40, 16 + 32);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 16 + 32, 40);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 0, 0, 0, 24, 0);
+    EXPECT_NONE(ci, BD);
+    /* unsorted: 10 per row, 20; k = 1: 5*ceil(log2 2) = 5 per row, 10; the input needs no
+     * gradient: no backward */
+    a.ints[2] = 0;
+    in = INPUT(&t, "x1", 2, 5);
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_TOPK, "topk_u", &a, &in, 1, NULL, 2, NULL));
+    c = COST(&t, (fm_nid)fm_graph_node_count(t.g) - 1);
+    EXPECT(c, FWD, 0, 0, 0, 0, 20, 0);
+    EXPECT_NONE(c, BD);
+    a.ints[0] = 1;
+    a.ints[2] = 1;
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_TOPK, "top1", &a, &in, 1, NULL, 2, NULL));
+    c = COST(&t, (fm_nid)fm_graph_node_count(t.g) - 1);
+    EXPECT(c, FWD, 0, 0, 0, 0, 10, 0);
+    a.ints[0] = 6;   /* more than the 5 there are */
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_TOPK, "top6", &a, &in, 1, NULL, 2, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "top6", "k = 6 of 5");
+    tg_free(&t);
+
+    /* OneHot: indices (4) int64, values (2) needing a gradient, depth 3, axis -1: (4,3), E = 12
+     * cmp; reads 32 + 8, writes 48. d(values): E - 2 = 10 add; reads dy 48 + indices 32,
+     * writes 8. */
+    t = tg_new();
+    a = attrs();
+    a.axis = -1;
+    a.ints[0] = 3;
+    a.nints = 1;
+    n = NODE(&t, FM_OP_ONEHOT, "oh", &a, LABELS(&t, "i", 4), ACT(&t, "v", 2));
+    EXPECT_SHAPE(&t, out_of(&t, n), 4, 3);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 12, 0);
+    EXPECT_BYTES(c, FWD, 32 + 8, 48);
+    EXPECT(c, BD, 0, 10, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 48 + 32, 8);
+    ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_NONE(ci, BD);
+    a.axis = 0;   /* depth first; constant values: no backward */
+    n = NODE(&t, FM_OP_ONEHOT, "oh0", &a, LABELS(&t, "i2", 4), INPUT(&t, "v2", 2));
+    EXPECT_SHAPE(&t, out_of(&t, n), 3, 4);
+    c = COST(&t, n);
+    EXPECT_NONE(c, BD);
+    tg_free(&t);
+
+    /* Compress (4,3) keeping 2 rows on axis 0: (2,3); reads and writes 24; dX: dy put back,
+     * reads 24, writes 48. NonZero of (2,3) with 4 nonzero: 6 cmp; (2,4) int64 = 64 written. */
+    t = tg_new();
+    a = attrs();
+    a.ints[0] = 2;
+    a.ints[1] = 0;
+    a.nints = 2;
+    n = NODE(&t, FM_OP_COMPRESS, "cp", &a, ACT(&t, "x", 4, 3));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 3);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 24, 24);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 24, 48);
+    ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_NONE(ci, BD);
+    a = attrs();
+    a.ints[0] = 4;
+    a.nints = 1;
+    n = NODE(&t, FM_OP_NONZERO, "nz", &a, INPUT(&t, "c", 2, 3));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 4);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 6, 0);
+    EXPECT_BYTES(c, FWD, 24, 64);
+    EXPECT_NONE(c, BD);
+    tg_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1735,6 +1858,7 @@ int main(void)
         cmocka_unit_test(test_gather_elements_nd),
         cmocka_unit_test(test_scatter),
         cmocka_unit_test(test_onnx_losses),
+        cmocka_unit_test(test_select),
         cmocka_unit_test(test_relu_bytes),
         cmocka_unit_test(test_prelu),
         cmocka_unit_test(test_softmax_logsoftmax),

@@ -999,6 +999,128 @@ static enum fm_status map_onnx_loss(struct ox *ox, const Onnx__NodeProto *node,
     return ox_emit(ox, node, op, &a, in, trim(in, n_in), n_out);
 }
 
+/* A known integer operand (TopK's K, OneHot's depth), or an error naming the input and saying
+ * that the output shape depends on it. */
+static enum fm_status known_count(struct ox *ox, const Onnx__NodeProto *node, fm_tid t,
+                                  const char *what, int64_t *out)
+{
+    double v;
+    if (!scalar_value(ox, t, &v)) {
+        const char *name = tensor(ox, t)->name;
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its %s ('%s') is not known before "
+                             "running the network, but the output shape depends on it: make "
+                             "it a constant, or bind its value (--value %s=N)", what, name, name);
+    }
+    if (!(v >= 0 && v <= (double)OX_DIM_MAX) || v != floor(v))
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "its %s is %g", what, v);
+    *out = (int64_t)v;
+    return FM_OK;
+}
+
+/* ArgMax, ArgMin, TopK, OneHot, Compress, NonZero (select.c); Unique is declined */
+static enum fm_status map_select(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int64_t v;
+    enum fm_status st = need(ox, node, in, n_in, op == FM_OP_ONEHOT ? 3
+                                               : op == FM_OP_COMPRESS ? 2 : 1);
+    if (st)
+        return st;
+    if (op == FM_OP_ARGMAX || op == FM_OP_ARGMIN) {
+        st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+        if (!st)
+            st = ox_attr_int(ox, node, "keepdims", 1, &v);
+        if (!st && v)
+            a.flags |= FM_ATTR_KEEPDIMS;
+        if (!st)
+            st = ox_attr_int(ox, node, "select_last_index", 0, &a.ints[0]);
+        a.nints = 1;
+        return st ? st : ox_emit(ox, node, op, &a, in, 1, 1);
+    }
+    if (op == FM_OP_TOPK) {
+        int64_t largest, sorted;
+        st = ox_attr_int(ox, node, "axis", -1, &a.axis);
+        if (!st)
+            st = ox_attr_int(ox, node, "largest", 1, &largest);
+        if (!st)
+            st = ox_attr_int(ox, node, "sorted", 1, &sorted);
+        if (!st && ox->opset < 10)
+            st = ox_attr_int(ox, node, "k", 0, &a.ints[0]);
+        else if (!st)
+            st = n_in > 1 && in[1] != FM_NONE ? known_count(ox, node, in[1], "k", &a.ints[0])
+                 : ox_node_error(ox, node, FM_ERR_PARSE, "required input 1 (K) is missing");
+        if (st)
+            return st;
+        a.ints[1] = largest != 0;
+        a.ints[2] = sorted != 0;
+        a.nints = 3;
+        return ox_emit(ox, node, op, &a, in, 1, 2);
+    }
+    if (op == FM_OP_ONEHOT) {
+        st = ox_attr_int(ox, node, "axis", -1, &a.axis);
+        if (!st)
+            st = known_count(ox, node, in[1], "depth", &a.ints[0]);
+        if (st)
+            return st;
+        a.nints = 1;
+        fm_tid x[2] = {in[0], in[2]};
+        return ox_emit(ox, node, op, &a, x, 2, 1);
+    }
+    if (op == FM_OP_COMPRESS) {
+        const struct ox_val *c = ox_val_of(ox, in[1]);
+        const struct fm_tensor *x = tensor(ox, in[0]);
+        bool flatten = ox_attr(node, "axis") == NULL;
+        st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+        if (st)
+            return st;
+        if (!c || c->is_float)
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its condition ('%s') is not "
+                                 "known before running the network, and the output's length is "
+                                 "the number of its true values (a data-dependent shape): make "
+                                 "it a constant, or bind its value (--value %s=...)",
+                                 tensor(ox, in[1])->name, tensor(ox, in[1])->name);
+        uint64_t len = 0;
+        int64_t ax = a.axis < 0 ? a.axis + x->shape.rank : a.axis;
+        if (flatten)
+            st = fm_shape_numel(&x->shape, &len);
+        else if (ax < 0 || ax >= x->shape.rank)
+            st = FM_ERR_SHAPE;
+        else
+            len = (uint64_t)x->shape.dims[ax];
+        if (st)
+            return ox_node_error(ox, node, FM_ERR_SHAPE, "axis %lld does not fit rank %d",
+                                 (long long)a.axis, x->shape.rank);
+        int64_t kept = 0;
+        for (uint64_t i = 0; i < c->n && i < len; i++)
+            kept += c->i[i] != 0;
+        a.ints[0] = kept;
+        a.ints[1] = flatten;
+        a.nints = 2;
+        return ox_emit(ox, node, op, &a, in, 1, 1);
+    }
+    if (op == FM_OP_NONZERO) {
+        const struct ox_val *c = ox_val_of(ox, in[0]);
+        if (!c)
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its output has one column per "
+                                 "nonzero element of '%s', known only when the network runs (a "
+                                 "data-dependent shape): make it a constant, or bind its value "
+                                 "(--value %s=...)", tensor(ox, in[0])->name,
+                                 tensor(ox, in[0])->name);
+        int64_t count = 0;
+        for (uint64_t i = 0; i < c->n; i++)
+            count += c->is_float ? c->f[i] != 0 : c->i[i] != 0;
+        a.ints[0] = count;
+        a.nints = 1;
+        return ox_emit(ox, node, op, &a, in, 1, 1);
+    }
+    /* Unique */
+    return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its outputs have one entry per distinct "
+                         "value of '%s', known only when the network runs (a data-dependent "
+                         "shape), so nothing after it can be counted", n_in ? tensor(ox, in[0])->name : "?");
+}
+
 
 /* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
 
@@ -1018,6 +1140,7 @@ static const struct op_map table[] = {
     /* ONNX op types the list does not hold as their own: older names of its ops */
     {"Upsample", map_resize, FM_OP_RESIZE},   /* Resize before opset 10, same operands */
     {"Scatter", map_index, FM_OP_SCATTER_ELEMENTS},   /* opsets 9-10: ScatterElements */
+    {"Unique", map_select, FM_OP_UNKNOWN},   /* declined: a data-dependent shape */
 };
 #undef OX_MAP_ROW
 
