@@ -365,7 +365,18 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(COMPRESS, compress, "Compress", DATA_MOVEMENT, "Compress", select, "xC")                  \
     /*   X; axis; ints = {kept, flatten}: the condition known when read */                      \
     X(NONZERO, nonzero, "NonZero", DATA_MOVEMENT, "NonZero", select, "C")                       \
-    /*   X; ints = {count of nonzero elements}: the input known when read */
+    /*   X; ints = {count of nonzero elements}: the input known when read */                    \
+    /* layout.c: elements moved without arithmetic, and EyeLike */                              \
+    X(DEPTH_TO_SPACE, depth_to_space, "DepthToSpace", DATA_MOVEMENT, "DepthToSpace", layout,    \
+      "T") /* X (N,C,H,W); ints = {blocksize, mode 0 DCR 1 CRD} */                              \
+    X(SPACE_TO_DEPTH, space_to_depth, "SpaceToDepth", DATA_MOVEMENT, "SpaceToDepth", layout,    \
+      "T") /* X (N,C,H,W); ints = {blocksize} */                                                \
+    X(REVERSE_SEQUENCE, reverse_sequence, "ReverseSequence", DATA_MOVEMENT, "ReverseSequence",  \
+      layout, "TC") /* X, sequence_lens (int); ints = {batch_axis, time_axis} */                \
+    X(MAX_UNPOOL, max_unpool, "MaxUnpool", DATA_MOVEMENT, "MaxUnpool", layout, "xCC")           \
+    /*   X (N,C,...), indices (X's shape); ints = the output dims */                            \
+    X(EYELIKE, eyelike, "EyeLike", DATA_MOVEMENT, "EyeLike", layout, "C")                       \
+    /*   X (2-D, only its shape read); ints = {enum fm_dtype, k} */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_

@@ -845,6 +845,73 @@ static void test_node_tests_select(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ONNX's node tests of DepthToSpace, SpaceToDepth, MaxUnpool, EyeLike, ReverseSequence
+ * (src/ops/layout.c) and CastLike (Cast to the second input's dtype, src/ops/tensor.c): no
+ * arithmetic; every input read once (EyeLike reads only a shape), the output written once. */
+static void test_node_tests_layout(void **state)
+{
+    (void)state;
+    const struct node_case cases[] = {
+        /* 2x8x3x3 fp32 = 576 B each way; blocksize 2: (2, 8/4, 6, 6) */
+        {"test_depthtospace_crd_mode", FM_OP_DEPTH_TO_SPACE, NC_PRIMS(0, 0, 0, 0, 0, 0), 576,
+         576, 4, {2, 2, 6, 6}, false},
+        {"test_depthtospace_dcr_mode", FM_OP_DEPTH_TO_SPACE, NC_PRIMS(0, 0, 0, 0, 0, 0), 576,
+         576, 4, {2, 2, 6, 6}, false},
+        /* 1x8x2x3 = 192 B: (1, 2, 4, 6) */
+        {"test_depthtospace_example", FM_OP_DEPTH_TO_SPACE, NC_PRIMS(0, 0, 0, 0, 0, 0), 192,
+         192, 4, {1, 2, 4, 6}, false},
+        {"test_depthtospace_crd_mode_example", FM_OP_DEPTH_TO_SPACE,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 192, 192, 4, {1, 2, 4, 6}, false},
+        /* 2x2x6x6 = 576 B: (2, 8, 3, 3); 1x1x4x6 = 96 B: (1, 4, 2, 3) */
+        {"test_spacetodepth", FM_OP_SPACE_TO_DEPTH, NC_PRIMS(0, 0, 0, 0, 0, 0), 576, 576, 4,
+         {2, 8, 3, 3}, false},
+        {"test_spacetodepth_example", FM_OP_SPACE_TO_DEPTH, NC_PRIMS(0, 0, 0, 0, 0, 0), 96, 96,
+         4, {1, 4, 2, 3}, false},
+        /* X 1x1x2x2 fp32 16 B + indices int64 32 B; kernel 2 stride 2: (2-1)*2 + 2 = 4:
+         * 1x1x4x4 = 64 B written */
+        {"test_maxunpool_export_without_output_shape", FM_OP_MAX_UNPOOL,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 48, 64, 4, {1, 1, 4, 4}, false},
+        /* EyeLike: nothing read; 4x5 fp32 80 B, 3x4 double 96 B, 4x4 int32 64 B written */
+        {"test_eyelike_populate_off_main_diagonal", FM_OP_EYELIKE, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         0, 80, 2, {4, 5}, false},
+        {"test_eyelike_with_dtype", FM_OP_EYELIKE, NC_PRIMS(0, 0, 0, 0, 0, 0), 0, 96, 2, {3, 4},
+         false},
+        {"test_eyelike_without_dtype", FM_OP_EYELIKE, NC_PRIMS(0, 0, 0, 0, 0, 0), 0, 64, 2,
+         {4, 4}, false},
+        /* X 4x4 fp32 64 B + sequence_lens 4 int64 32 B read, 64 written */
+        {"test_reversesequence_batch", FM_OP_REVERSE_SEQUENCE, NC_PRIMS(0, 0, 0, 0, 0, 0), 96,
+         64, 2, {4, 4}, false},
+        {"test_reversesequence_time", FM_OP_REVERSE_SEQUENCE, NC_PRIMS(0, 0, 0, 0, 0, 0), 96,
+         64, 2, {4, 4}, false},
+        /* CastLike 3x4: bf16 24 B -> fp32 48 B; fp32 -> fp16; double 96 B -> fp32 */
+        {"test_castlike_BFLOAT16_to_FLOAT", FM_OP_CAST, NC_PRIMS(0, 0, 0, 0, 0, 0), 24, 48, 2,
+         {3, 4}, false},
+        {"test_castlike_FLOAT_to_FLOAT16", FM_OP_CAST, NC_PRIMS(0, 0, 0, 0, 0, 0), 48, 24, 2,
+         {3, 4}, false},
+        {"test_castlike_DOUBLE_to_FLOAT", FM_OP_CAST, NC_PRIMS(0, 0, 0, 0, 0, 0), 96, 48, 2,
+         {3, 4}, false},
+    };
+    run_node_cases(cases, NC_COUNT(cases));
+    /* output_shape (1,1,5,5) as the test feeds it, bound: 48 B read, 25*4 = 100 written */
+    const struct node_case bound[] = {
+        {"test_maxunpool_export_with_output_shape", FM_OP_MAX_UNPOOL,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 48, 100, 4, {1, 1, 5, 5}, false},
+    };
+    run_node_cases_(bound, NC_COUNT(bound), true);
+    /* a cast to a string is refused saying so */
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = FM_ONNX_NODE_TESTS "/test_cast_FLOAT_to_STRING/model.onnx";
+    struct fm_session *s = NULL;
+    assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_UNSUPPORTED);
+    EXPECT_MESSAGE(ctx, "(string)", "numeric types only");
+    o.model = FM_ONNX_NODE_TESTS "/test_maxunpool_export_with_output_shape/model.onnx";
+    assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_UNSUPPORTED);
+    EXPECT_MESSAGE(ctx, "'output_shape'", "not known");
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -862,6 +929,7 @@ int main(void)
         cmocka_unit_test(test_node_tests_losses),
         cmocka_unit_test(test_node_tests_argmax),
         cmocka_unit_test(test_node_tests_select),
+        cmocka_unit_test(test_node_tests_layout),
         cmocka_unit_test(test_folded_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

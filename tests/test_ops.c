@@ -1837,6 +1837,88 @@ static void test_select(void **state)
     tg_free(&t);
 }
 
+/* ============================================================================================
+ * layout.c: DepthToSpace, SpaceToDepth, ReverseSequence, MaxUnpool, EyeLike: no arithmetic
+ * ========================================================================================= */
+
+static void test_layout(void **state)
+{
+    (void)state;
+    /* DepthToSpace (1,8,2,3), blocksize 2, DCR: (1,2,4,6); 48 fp32 = 192 B each way; dX is dy
+     * permuted back: 192 read, 192 written */
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.ints[0] = 2;
+    a.ints[1] = 0;
+    a.nints = 2;
+    fm_nid n = NODE(&t, FM_OP_DEPTH_TO_SPACE, "d2s", &a, ACT(&t, "x", 1, 8, 2, 3));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 2, 4, 6);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 192, 192);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 192, 192);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_BYTES(ci, FWD, 192, 192);
+    EXPECT_NONE(ci, BD);
+    /* SpaceToDepth of the network input (1,2,4,6): (1,8,2,3), no backward */
+    a.nints = 1;
+    n = NODE(&t, FM_OP_SPACE_TO_DEPTH, "s2d", &a, INPUT(&t, "x2", 1, 2, 4, 6));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 8, 2, 3);
+    c = COST(&t, n);
+    EXPECT_BYTES(c, FWD, 192, 192);
+    EXPECT_NONE(c, BD);
+    a.ints[0] = 3;   /* 8 channels are not a multiple of 9 */
+    fm_tid x3 = INPUT(&t, "x3", 1, 8, 2, 3);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_DEPTH_TO_SPACE, "d2s3", &a, &x3, 1, NULL, 1,
+                                       NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "d2s3", "multiple of blocksize^2 = 9");
+    tg_free(&t);
+
+    /* ReverseSequence (T=3, B=4), time axis 0, batch axis 1, lengths (4) int64: reads 48 + 32,
+     * writes 48; dX reversed the same way: reads dy 48 + lengths 32, writes 48 */
+    t = tg_new();
+    a = attrs();
+    a.ints[0] = 1;
+    a.ints[1] = 0;
+    a.nints = 2;
+    n = NODE(&t, FM_OP_REVERSE_SEQUENCE, "rev", &a, ACT(&t, "x", 3, 4), LABELS(&t, "len", 4));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 48 + 32, 48);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 48 + 32, 48);
+    /* MaxUnpool (1,1,2,2) with indices int64 to (1,1,4,4): reads 16 + 32, writes 64; dX = dy
+     * gathered: reads 16 + indices 32, writes 16 */
+    a = attrs();
+    a.ints[0] = 1;
+    a.ints[1] = 1;
+    a.ints[2] = 4;
+    a.ints[3] = 4;
+    a.nints = 4;
+    n = NODE(&t, FM_OP_MAX_UNPOOL, "unpool", &a, ACT(&t, "p", 1, 1, 2, 2),
+             LABELS(&t, "i", 1, 1, 2, 2));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 1, 4, 4);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 16 + 32, 64);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 16 + 32, 16);
+    ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_NONE(ci, BD);
+    /* EyeLike of (3,4) as fp32: nothing read, 48 written; no gradient flows */
+    a = attrs();
+    a.ints[0] = FM_DTYPE_FP32;
+    a.ints[1] = 1;
+    a.nints = 2;
+    n = NODE(&t, FM_OP_EYELIKE, "eye", &a, ACT(&t, "e", 3, 4));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 0, 48);
+    EXPECT_NONE(c, BD);
+    tg_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1859,6 +1941,7 @@ int main(void)
         cmocka_unit_test(test_scatter),
         cmocka_unit_test(test_onnx_losses),
         cmocka_unit_test(test_select),
+        cmocka_unit_test(test_layout),
         cmocka_unit_test(test_relu_bytes),
         cmocka_unit_test(test_prelu),
         cmocka_unit_test(test_softmax_logsoftmax),

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """ONNX's own backend node tests whose output shape depends on the value of an input (TopK's K,
-OneHot's depth, Compress's condition, NonZero's input), with that input bound: the same model
-file, the input turned into an initializer holding the value the test feeds it
-(test_data_set_0/input_N.pb). tests/test_onnx.c counts them exactly; the unbound originals are
-tested to be declined with a message naming the input.
+OneHot's depth, Compress's condition, NonZero's input, MaxUnpool's output_shape), with that
+input bound: the same model file, the input turned into an initializer holding the value the
+test feeds it (test_data_set_0/input_N.pb). tests/test_onnx.c counts them exactly; the unbound
+originals are tested to be declined with a message naming the input.
 
 Run: /usr/bin/python3 tools/make_bound_node_tests.py   (Debian's python3-onnx and
 libonnx-testdata); writes tests/data/onnx/node_bound/<test>.onnx
@@ -30,6 +30,7 @@ BIND = {
     "test_compress_default_axis": ["condition"],
     "test_compress_negative_axis": ["condition"],
     "test_nonzero_example": ["condition"],
+    "test_maxunpool_export_with_output_shape": ["output_shape"],
 }
 
 

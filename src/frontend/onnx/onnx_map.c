@@ -776,8 +776,9 @@ static enum fm_status map_cast(struct ox *ox, const Onnx__NodeProto *node, const
     if (st)
         return st;
     if (to < INT32_MIN || to > INT32_MAX || !ox_dtype((int32_t)to, &dt))
-        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "cast to ONNX type %lld",
-                             (long long)to);
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "cast to ONNX type %lld%s: "
+                             "flopmeter counts tensors of numeric types only", (long long)to,
+                             to == ONNX__TENSOR_PROTO__DATA_TYPE__STRING ? " (string)" : "");
     struct fm_attrs a;
     fm_attrs_init(&a);
     a.ints[0] = dt;
@@ -1121,6 +1122,105 @@ static enum fm_status map_select(struct ox *ox, const Onnx__NodeProto *node, con
                          "shape), so nothing after it can be counted", n_in ? tensor(ox, in[0])->name : "?");
 }
 
+/* DepthToSpace, SpaceToDepth, ReverseSequence, MaxUnpool, EyeLike (layout.c) */
+static enum fm_status map_layout(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, op == FM_OP_REVERSE_SEQUENCE ||
+                                                 op == FM_OP_MAX_UNPOOL ? 2 : 1);
+    if (st)
+        return st;
+    if (op == FM_OP_DEPTH_TO_SPACE || op == FM_OP_SPACE_TO_DEPTH) {
+        char mode[8];
+        st = ox_attr_int(ox, node, "blocksize", 0, &a.ints[0]);
+        if (!st)
+            st = ox_attr_string(ox, node, "mode", "DCR", mode, sizeof(mode));
+        if (st)
+            return st;
+        if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "mode '%s' is neither DCR nor CRD",
+                                 mode);
+        a.ints[1] = !strcmp(mode, "CRD");
+        a.nints = op == FM_OP_DEPTH_TO_SPACE ? 2 : 1;
+        return ox_emit(ox, node, op, &a, in, 1, 1);
+    }
+    if (op == FM_OP_REVERSE_SEQUENCE) {
+        st = ox_attr_int(ox, node, "batch_axis", 1, &a.ints[0]);
+        if (!st)
+            st = ox_attr_int(ox, node, "time_axis", 0, &a.ints[1]);
+        a.nints = 2;
+        return st ? st : ox_emit(ox, node, op, &a, in, 2, 1);
+    }
+    const struct fm_tensor *x = tensor(ox, in[0]);
+    if (op == FM_OP_EYELIKE) {
+        int64_t dt;
+        enum fm_dtype d = x->dtype;
+        st = ox_attr_int(ox, node, "dtype", -1, &dt);
+        if (st)
+            return st;
+        if (dt >= 0 && (dt > INT32_MAX || !ox_dtype((int32_t)dt, &d)))
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "dtype %lld is not a numeric "
+                                 "ONNX type", (long long)dt);
+        a.ints[0] = d;
+        st = ox_attr_int(ox, node, "k", 0, &a.ints[1]);
+        a.nints = 2;
+        return st ? st : ox_emit(ox, node, op, &a, in, 1, 1);
+    }
+    /* MaxUnpool: the output dims from output_shape when given, else from the window */
+    int r = x->shape.rank;
+    if (r < 3 || r > FM_MAX_DIMS)
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "input of rank %d is not (N, C, spatial...)",
+                             r);
+    if (n_in > 2 && in[2] != FM_NONE) {
+        const struct ox_val *v;
+        st = ox_need_ints(ox, node, in[2], "output_shape", &v);
+        if (st)
+            return st;
+        if (v->n != (uint64_t)r)
+            return ox_node_error(ox, node, FM_ERR_SHAPE, "output_shape has %llu values for rank "
+                                 "%d", (unsigned long long)v->n, r);
+        for (int i = 0; i < r; i++)
+            a.ints[i] = v->i[i];
+    } else {
+        int64_t k[FM_MAX_DIMS], s[FM_MAX_DIMS], p[2 * FM_MAX_DIMS];
+        int nk, ns, np;
+        st = ox_attr_ints(ox, node, "kernel_shape", k, FM_MAX_DIMS, &nk);
+        if (!st)
+            st = ox_attr_ints(ox, node, "strides", s, FM_MAX_DIMS, &ns);
+        if (!st)
+            st = ox_attr_ints(ox, node, "pads", p, 2 * FM_MAX_DIMS, &np);
+        if (st)
+            return st;
+        if (nk != r - 2 || (ns && ns != nk) || (np && np != 2 * nk))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "kernel_shape, strides and pads do "
+                                 "not fit %d spatial dims", r - 2);
+        a.ints[0] = x->shape.dims[0];
+        a.ints[1] = x->shape.dims[1];
+        for (int i = 0; i < nk; i++) {
+            int64_t st_i = ns ? s[i] : 1, lo = np ? p[i] : 0, hi = np ? p[nk + i] : 0;
+            a.ints[2 + i] = (x->shape.dims[2 + i] - 1) * st_i + k[i] - lo - hi;
+        }
+    }
+    a.nints = r;
+    return ox_emit(ox, node, op, &a, in, 2, 1);
+}
+
+/* CastLike: Cast to the dtype of the second input (opset 15) */
+static enum fm_status map_castlike(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                   int n_in, enum fm_op op)
+{
+    enum fm_status st = need(ox, node, in, n_in, 2);
+    if (st)
+        return st;
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.ints[0] = tensor(ox, in[1])->dtype;
+    a.nints = 1;
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
 
 /* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
 
@@ -1141,6 +1241,7 @@ static const struct op_map table[] = {
     {"Upsample", map_resize, FM_OP_RESIZE},   /* Resize before opset 10, same operands */
     {"Scatter", map_index, FM_OP_SCATTER_ELEMENTS},   /* opsets 9-10: ScatterElements */
     {"Unique", map_select, FM_OP_UNKNOWN},   /* declined: a data-dependent shape */
+    {"CastLike", map_castlike, FM_OP_CAST},   /* Cast to the second input's dtype */
 };
 #undef OX_MAP_ROW
 
