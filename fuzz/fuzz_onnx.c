@@ -131,6 +131,9 @@ static const char *const ops[] = {
     "Unsqueeze", "Concat", "Split", "Slice", "Gather", "Expand", "Tile", "Pad", "Resize",
     "Upsample", "ConstantOfShape", "Range", "Cast", "Identity", "Dropout", "Constant", "Shape",
     "Size", "ArgMax", "TopK", "NonZero", "Floor", "Ceil", "Round", "Sign", "Mod",
+    "GatherElements", "GatherND", "ScatterElements", "Scatter", "ScatterND", "OneHot", "ArgMin",
+    "Compress", "Unique", "DepthToSpace", "SpaceToDepth", "ReverseSequence", "MaxUnpool",
+    "EyeLike", "CastLike", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss",
     "ReduceLogSumExp", "NoSuchOp"};
 static const char *const attr_names[] = {
     "alpha", "approximate", "auto_pad", "axes", "axis", "beta", "ceil_mode",
@@ -139,8 +142,11 @@ static const char *const attr_names[] = {
     "output_padding", "output_shape", "pads", "perm", "ratio", "strides", "to", "upper",
     "value", "value_ints", "value_float", "split", "transA", "transB", "exclusive", "reverse",
     "k", "largest", "sorted", "fmod", "scales", "sizes", "coordinate_transformation_mode",
+    "batch_dims", "reduction", "ignore_index", "select_last_index", "blocksize", "batch_axis",
+    "time_axis", "dtype",
     "stash_type", "training_mode", "momentum", "spatial", "storage_order"};
 static const char *const strings[] = {"", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID",
+                                      "add", "mul", "max", "min", "sum", "mean", "DCR", "CRD",
                                       "nearest", "linear", "cubic", "tanh", "none", "ij,jk->ik",
                                       "bij,bjk->bik", "ii->i", "i,i", "...ij->...ji", "constant",
                                       "reflect", "edge", "??"};

@@ -1706,11 +1706,15 @@ static void test_onnx_losses(void **state)
     c = COST(&t, n);
     EXPECT(c, FWD, 0, 5, 0, 1, 0, 0);
     EXPECT_NONE(c, BD);
-    /* labels that do not match the input's positions, and NLL with two outputs: refused */
+    /* labels that do not match the input's positions, and SCE with three outputs: refused */
     fm_tid bad[2] = {INPUT(&t, "x4", 2, 4, 3), LABELS(&t, "y4", 2, 4)};
     assert_int_equal(fm_graph_add_node(t.g, FM_OP_NLL_LOSS, "nll_bad", &a, bad, 2, NULL, 1,
                                        NULL), FM_ERR_SHAPE);
     EXPECT_MESSAGE(t.ctx, "nll_bad", "2x4", "2x3");
+    bad[1] = LABELS(&t, "y5", 2, 3);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_SOFTMAX_CE_LOSS, "sce3", &a, bad, 2, NULL, 3,
+                                       NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "sce3", "has 3 outputs");
     tg_free(&t);
 }
 

@@ -161,9 +161,10 @@ static enum fm_status onnx_loss_shape(struct fm_shape_call *call)
     call->out_shape[0] = n->attrs.ints[0] == RED_NONE ? m : (struct fm_shape){0, {0}};
     call->out_dtype[0] = x->dtype;
     if (n->n_out > 1) {
-        if (n->op != FM_OP_SOFTMAX_CE_LOSS)
-            return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (%s): has one output", n->name,
-                            n->op_name);
+        if (n->op != FM_OP_SOFTMAX_CE_LOSS || n->n_out > 2)
+            return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (%s): has %d outputs (the loss, "
+                            "and for SoftmaxCrossEntropyLoss log_prob)", n->name, n->op_name,
+                            n->n_out);
         call->out_shape[1] = x->shape;
         call->out_dtype[1] = x->dtype;
     }
