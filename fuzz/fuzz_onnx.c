@@ -134,13 +134,16 @@ static const char *const ops[] = {
     "Unsqueeze", "Concat", "Split", "Slice", "Gather", "Expand", "Tile", "Pad", "Resize",
     "Upsample", "ConstantOfShape", "Range", "Cast", "Identity", "Dropout", "Constant", "Shape",
     "Size", "ArgMax", "TopK", "NonZero", "Floor", "Ceil", "Round", "Sign", "Mod",
-    "ReduceLogSumExp", "NoSuchOp",
-    /* issue 14's math ops */
+    /* issue 14's ops */
     "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf", "IsNaN", "Elu",
     "Selu", "Celu", "Softplus", "Softsign", "Mish", "ThresholdedRelu", "Shrink", "Hardmax",
     "BitShift", "Sum", "Mean", "ReduceL1", "ReduceLogSum", "LpNormalization",
     "MeanVarianceNormalization", "LRN", "LpPool", "GlobalLpPool",
-    "LSTM", "GRU", "RNN"};
+    "LSTM", "GRU", "RNN",
+    "GatherElements", "GatherND", "ScatterElements", "Scatter", "ScatterND", "OneHot", "ArgMin",
+    "Compress", "Unique", "DepthToSpace", "SpaceToDepth", "ReverseSequence", "MaxUnpool",
+    "EyeLike", "CastLike", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss",
+    "ReduceLogSumExp", "NoSuchOp"};
 static const char *const attr_names[] = {
     "alpha", "approximate", "auto_pad", "axes", "axis", "beta", "ceil_mode",
     "count_include_pad", "dilations", "epsilon", "equation", "group", "keepdims",
@@ -150,8 +153,11 @@ static const char *const attr_names[] = {
     "k", "largest", "sorted", "fmod", "scales", "sizes", "coordinate_transformation_mode",
     "stash_type", "training_mode", "momentum", "spatial", "storage_order", "p", "size",
     "lambd", "bias", "gamma", "direction", "detect_negative", "detect_positive",
-    "hidden_size", "layout", "linear_before_reset", "clip", "activations"};
+    "hidden_size", "layout", "linear_before_reset", "clip", "activations",
+    "batch_dims", "reduction", "ignore_index", "select_last_index", "blocksize", "batch_axis",
+    "time_axis", "dtype"};
 static const char *const strings[] = {"", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID",
+                                      "add", "mul", "max", "min", "sum", "mean", "DCR", "CRD",
                                       "nearest", "linear", "cubic", "tanh", "none", "ij,jk->ik",
                                       "bij,bjk->bik", "ii->i", "i,i", "...ij->...ji", "constant",
                                       "reflect", "edge", "??", "LEFT", "RIGHT",

@@ -435,7 +435,46 @@ FM_API const char *fm_class_name(enum fm_class cls);
       "com.microsoft:RotaryEmbedding", msft, "xCCC") /* X, position ids, cos, sin */             \
     X(GROUP_QUERY_ATTENTION, group_query_attention, "GroupQueryAttention", ATTENTION,           \
       "com.microsoft:GroupQueryAttention", msft, "xxxxxCCCC")                                   \
-    /*   ints = {kv_num_heads, do_rotary} */
+    /*   ints = {kv_num_heads, do_rotary} */                                                    \
+    /* index.c: gather and scatter by index tensors; reduction 0 none, 1 add, 2 mul, 3 max,      \
+       4 min */                                                                                 \
+    X(GATHER_ELEMENTS, gather_elements, "GatherElements", DATA_MOVEMENT, "GatherElements",      \
+      index, "xC*") /* data, indices (int, data's rank); axis */                                \
+    X(GATHER_ND, gather_nd, "GatherND", DATA_MOVEMENT, "GatherND", index, "xC*")                \
+    /*   data, indices (int, (..., k)); ints = {batch_dims} */                                  \
+    X(SCATTER_ELEMENTS, scatter_elements, "ScatterElements", DATA_MOVEMENT, "ScatterElements",  \
+      index, "xCx") /* data, indices, updates (indices' shape); axis; ints = {reduction} */     \
+    X(SCATTER_ND, scatter_nd, "ScatterND", DATA_MOVEMENT, "ScatterND", index, "xCx")            \
+    /*   data, indices (..., k), updates; ints = {reduction} */                                 \
+    /* loss.c: ONNX's losses, a model's own: input (N, C, d...), labels (N, d...) int,          \
+       weights (C)?; ints = {reduction 0 none 1 sum 2 mean, has ignore_index, ignore_index} */  \
+    X(SOFTMAX_CE_LOSS, softmax_ce_loss, "SoftmaxCrossEntropyLoss", LOSS,                        \
+      "SoftmaxCrossEntropyLoss", onnx_loss, "xCC") /* outputs loss, log_prob? */                \
+    X(NLL_LOSS, nll_loss, "NegativeLogLikelihoodLoss", LOSS, "NegativeLogLikelihoodLoss",       \
+      onnx_loss, "xCC")                                                                         \
+    /* select.c: selection; shapes that depend on values only where those are known */          \
+    X(ARGMAX, argmax, "ArgMax", REDUCTION, "ArgMax", select, "C")                               \
+    /*   X; axis, FM_ATTR_KEEPDIMS; ints = {select_last_index}; int64 out */                    \
+    X(ARGMIN, argmin, "ArgMin", REDUCTION, "ArgMin", select, "C") /* as ArgMax */               \
+    X(TOPK, topk, "TopK", REDUCTION, "TopK", select, "xC")                                      \
+    /*   X; axis; ints = {k, largest, sorted}; outputs values, indices (int64) */               \
+    X(ONEHOT, onehot, "OneHot", DATA_MOVEMENT, "OneHot", select, "CCC")                         \
+    /*   indices, values (off, on); axis; ints = {depth} */                                     \
+    X(COMPRESS, compress, "Compress", DATA_MOVEMENT, "Compress", select, "xC")                  \
+    /*   X; axis; ints = {kept, flatten}: the condition known when read */                      \
+    X(NONZERO, nonzero, "NonZero", DATA_MOVEMENT, "NonZero", select, "C")                       \
+    /*   X; ints = {count of nonzero elements}: the input known when read */                    \
+    /* layout.c: elements moved without arithmetic, and EyeLike */                              \
+    X(DEPTH_TO_SPACE, depth_to_space, "DepthToSpace", DATA_MOVEMENT, "DepthToSpace", layout,    \
+      "T") /* X (N,C,H,W); ints = {blocksize, mode 0 DCR 1 CRD} */                              \
+    X(SPACE_TO_DEPTH, space_to_depth, "SpaceToDepth", DATA_MOVEMENT, "SpaceToDepth", layout,    \
+      "T") /* X (N,C,H,W); ints = {blocksize} */                                                \
+    X(REVERSE_SEQUENCE, reverse_sequence, "ReverseSequence", DATA_MOVEMENT, "ReverseSequence",  \
+      layout, "TC") /* X, sequence_lens (int); ints = {batch_axis, time_axis} */                \
+    X(MAX_UNPOOL, max_unpool, "MaxUnpool", DATA_MOVEMENT, "MaxUnpool", layout, "xCC")           \
+    /*   X (N,C,...), indices (X's shape); ints = the output dims */                            \
+    X(EYELIKE, eyelike, "EyeLike", DATA_MOVEMENT, "EyeLike", layout, "C")                       \
+    /*   X (2-D, only its shape read); ints = {enum fm_dtype, k} */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_

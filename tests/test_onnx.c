@@ -1625,6 +1625,349 @@ static void test_ort_corrupted_never_crash(void **state)
     fm_ctx_free(ctx);
 }
 
+/* One of ONNX's node tests, counted: the op it maps to, the forward's operations and bytes, and
+ * the shape of output 0 as its test_data_set_0/output_0.pb holds it. own_loss: the node is a
+ * loss, kept as the model's own in training (no loss added). */
+struct node_case {
+    const char *dir;
+    enum fm_op op;
+    uint64_t fwd[FM_PRIM_COUNT];   /* mac, add, mul, div, cmp, special */
+    uint64_t rd, wr;               /* forward bytes */
+    int rank;
+    int64_t dims[8];
+    bool own_loss;
+};
+
+/* bound: the cases are node tests with an input bound (tests/data/onnx/node_bound/<dir>.onnx,
+ * made by tools/make_bound_node_tests.py), not the installed originals */
+static void run_node_cases_(const struct node_case *cases, size_t n, bool bound)
+{
+    if (!bound && access(FM_ONNX_NODE_TESTS "/test_sin/model.onnx", R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
+               "deps installs it)\n");
+        skip();
+    }
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t i = 0; i < n; i++) {
+        char path[512];
+        if (bound)
+            snprintf(path, sizeof(path), "%snode_bound/%s.onnx", DATA, cases[i].dir);
+        else
+            snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, cases[i].dir);
+        for (int mode = 0; mode < FM_MODE_COUNT; mode++) {
+            struct fm_session_opts o;
+            fm_session_opts_init(&o, FM_TASK_WORK);
+            o.model = path;
+            o.count.mode = (enum fm_mode)mode;
+            struct fm_session *s = NULL;
+            enum fm_status st = fm_session_run(ctx, &o, &s);
+            if (st)
+                fail_msg("%s: %s", cases[i].dir, fm_ctx_error(ctx));
+            assert_int_equal(fm_graph_node_count(s->graph), 1);
+            const struct fm_node *node = fm_graph_node(s->graph, 0);
+            assert_int_equal(node->op, cases[i].op);
+            const struct fm_shape *y = &fm_graph_tensor(s->graph, node->out[0])->shape;
+            if (y->rank != cases[i].rank)
+                fail_msg("%s: output rank %d, expected %d", cases[i].dir, y->rank,
+                         cases[i].rank);
+            for (int d = 0; d < y->rank; d++)
+                assert_int_equal(y->dims[d], cases[i].dims[d]);
+            assert_int_equal(s->counts->n_uncounted, 0);
+            const struct fm_work *f = &s->counts->total[FM_PHASE_FWD];
+            for (int p = 0; p < FM_PRIM_COUNT; p++) {
+                if (f->prim[p] != cases[i].fwd[p])
+                    fail_msg("%s: fwd %s %llu, expected %llu", cases[i].dir,
+                             fm_prim_name((enum fm_prim)p), (unsigned long long)f->prim[p],
+                             (unsigned long long)cases[i].fwd[p]);
+            }
+            assert_int_equal(f->bytes_read, cases[i].rd);
+            assert_int_equal(f->bytes_written, cases[i].wr);
+            for (int p = FM_PHASE_BWD_DATA; p < FM_PHASE_COUNT; p++)
+                assert_int_equal(fm_work_flops(&s->counts->total[p]), 0);
+            bool train = mode == FM_MODE_TRAIN;
+            assert_int_equal(s->loss.n, cases[i].own_loss && train ? 1 : 0);
+            if (cases[i].own_loss && train) {
+                assert_int_equal(s->loss.loss[0].kind, FM_LOSS_MODEL);
+                assert_false(s->loss.loss[0].added);
+            }
+            fm_session_free(s);
+        }
+    }
+    fm_ctx_free(ctx);
+}
+#define run_node_cases(c, n) run_node_cases_(c, n, false)
+#define NC_PRIMS(mac, add, mul, div, cmp, special) {mac, add, mul, div, cmp, special}
+#define NC_COUNT(c) (sizeof(c) / sizeof((c)[0]))
+
+/* ONNX's node tests of GatherElements, GatherND, ScatterElements, Scatter (opset 10) and
+ * ScatterND (src/ops/index.c), every operand a graph input, so nothing needs a gradient: the
+ * forward only. Gathers: no arithmetic, reading the indices (int64, 8 B) and the E gathered
+ * fp32 elements (4 B), writing E. Scatters: reading data X, indices and updates U once and
+ * writing X; reduction add U add, mul U mul. */
+static void test_node_tests_index(void **state)
+{
+    (void)state;
+    const struct node_case cases[] = {
+        /* data 2x2, indices 2x2: E = 4: 4*8 + 4*4 read, 16 written */
+        {"test_gather_elements_0", FM_OP_GATHER_ELEMENTS, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         32 + 16, 16, 2, {2, 2}, false},
+        /* data 3x3, indices 2x3: E = 6: 48 + 24 read, 24 written */
+        {"test_gather_elements_1", FM_OP_GATHER_ELEMENTS, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         48 + 24, 24, 2, {2, 3}, false},
+        {"test_gather_elements_negative_indices", FM_OP_GATHER_ELEMENTS,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 48 + 24, 24, 2, {2, 3}, false},
+        /* data 2x2x2, indices 2x1x2 (k = 2): out 2x1 + (2) = 2x1x2, E = 4: 32 + 16, 16 */
+        {"test_gathernd_example_float32", FM_OP_GATHER_ND, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         32 + 16, 16, 3, {2, 1, 2}, false},
+        /* int32 data 2x2, indices 2x2 (k = 2): out (2), E = 2: 32 + 8, 8 */
+        {"test_gathernd_example_int32", FM_OP_GATHER_ND, NC_PRIMS(0, 0, 0, 0, 0, 0), 32 + 8, 8,
+         1, {2}, false},
+        /* int32 data 2x2x2, indices 2x1, batch_dims 1 (k = 1): out (2) + (2), E = 4: 16 + 16 */
+        {"test_gathernd_example_int32_batch_dim1", FM_OP_GATHER_ND, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         16 + 16, 16, 2, {2, 2}, false},
+        /* data 1x5 (20 B), indices 1x2 (16), updates 1x2 (8): 44 read, 20 written */
+        {"test_scatter_elements_with_axis", FM_OP_SCATTER_ELEMENTS, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         44, 20, 2, {1, 5}, false},
+        /* reduction add: U = 2 add */
+        {"test_scatter_elements_with_duplicate_indices", FM_OP_SCATTER_ELEMENTS,
+         NC_PRIMS(0, 2, 0, 0, 0, 0), 44, 20, 2, {1, 5}, false},
+        {"test_scatter_elements_with_negative_indices", FM_OP_SCATTER_ELEMENTS,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 44, 20, 2, {1, 5}, false},
+        /* data 3x3 (36 B), indices 2x3 (48), updates 2x3 (24): 108 read, 36 written */
+        {"test_scatter_elements_without_axis", FM_OP_SCATTER_ELEMENTS,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 108, 36, 2, {3, 3}, false},
+        /* the deprecated Scatter (opset 10) is ScatterElements */
+        {"test_scatter_with_axis", FM_OP_SCATTER_ELEMENTS, NC_PRIMS(0, 0, 0, 0, 0, 0), 44, 20,
+         2, {1, 5}, false},
+        {"test_scatter_without_axis", FM_OP_SCATTER_ELEMENTS, NC_PRIMS(0, 0, 0, 0, 0, 0), 108,
+         36, 2, {3, 3}, false},
+        /* data 4x4x4 (256 B), indices 2x1 (16), updates 2x4x4 (U = 32, 128 B): 400 read */
+        {"test_scatternd", FM_OP_SCATTER_ND, NC_PRIMS(0, 0, 0, 0, 0, 0), 400, 256, 3,
+         {4, 4, 4}, false},
+        {"test_scatternd_add", FM_OP_SCATTER_ND, NC_PRIMS(0, 32, 0, 0, 0, 0), 400, 256, 3,
+         {4, 4, 4}, false},
+        {"test_scatternd_multiply", FM_OP_SCATTER_ND, NC_PRIMS(0, 0, 32, 0, 0, 0), 400, 256, 3,
+         {4, 4, 4}, false},
+    };
+    run_node_cases(cases, NC_COUNT(cases));
+}
+
+/* ONNX's node tests of SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (src/ops/loss.c):
+ * the graph is the loss, so training keeps it as the model's own (none added); the scores are
+ * a graph input, so no backward. M positions, C classes, E = M*C, per the family file:
+ *   SCE cmp E-M; add E + (E-M) + M + (log_prob output ? E : M); special E + M
+ *   both: weights M mul; ignore_index M cmp; sum M-1 add; mean M-1 add + 1 div, and M-1 add
+ *   more with weights or ignore_index
+ * Bytes: scores and labels (int64) and weights read; the loss (and log_prob) written. */
+static void test_node_tests_losses(void **state)
+{
+    (void)state;
+    const struct node_case cases[] = {
+        /* x 3x5: M = 3, C = 5, E = 15; mean: add 15 + 12 + 3 + 3 + 2 = 35, cmp 12, special
+         * 18, div 1; reads 60 + 24, writes 4 */
+        {"test_sce_mean", FM_OP_SOFTMAX_CE_LOSS, NC_PRIMS(0, 35, 0, 1, 12, 18), 84, 4, 0, {0},
+         true},
+        /* log_prob output: add 15 + 12 + 3 + 15 + 2 = 47; writes 4 + 60 */
+        {"test_sce_mean_log_prob", FM_OP_SOFTMAX_CE_LOSS, NC_PRIMS(0, 47, 0, 1, 12, 18), 84,
+         64, 0, {0}, true},
+        /* none: add 33, no reduction; writes the 3 losses, 12 */
+        {"test_sce_none", FM_OP_SOFTMAX_CE_LOSS, NC_PRIMS(0, 33, 0, 0, 12, 18), 84, 12, 1, {3},
+         true},
+        /* sum: add 33 + 2 */
+        {"test_sce_sum", FM_OP_SOFTMAX_CE_LOSS, NC_PRIMS(0, 35, 0, 0, 12, 18), 84, 4, 0, {0},
+         true},
+        /* mean, weights (5), ignore_index 0: cmp 12 + 3; add 33 + 2 + 2; mul 3; reads + 20 */
+        {"test_sce_mean_weight_ii", FM_OP_SOFTMAX_CE_LOSS, NC_PRIMS(0, 37, 3, 1, 15, 18), 104,
+         4, 0, {0}, true},
+        /* x 3x5x6x6x5: M = 540, E = 2700; none, ignore_index: cmp 2160 + 540; add 2700 + 2160
+         * + 540 + 540; special 3240; reads 10800 + 4320, writes 2160 */
+        {"test_sce_NCd1d2d3_none_no_weight_negative_ii", FM_OP_SOFTMAX_CE_LOSS,
+         NC_PRIMS(0, 5940, 0, 0, 2700, 3240), 15120, 2160, 4, {3, 6, 6, 5}, true},
+        /* x 3x5x6x6x5x3x4: M = 6480, E = 32400; mean, weights, log_prob: cmp 25920; add 32400
+         * + 25920 + 6480 + 32400 + 6479 + 6479 = 110158; mul 6480; special 38880; reads
+         * 129600 + 51840 + 20, writes 4 + 129600 */
+        {"test_sce_NCd1d2d3d4d5_mean_weight_log_prob", FM_OP_SOFTMAX_CE_LOSS,
+         NC_PRIMS(0, 110158, 6480, 1, 25920, 38880), 181460, 129604, 0, {0}, true},
+        /* NLL 3x5, none: a gather, no arithmetic; reads 60 + 24, writes 12 */
+        {"test_nllloss_NC", FM_OP_NLL_LOSS, NC_PRIMS(0, 0, 0, 0, 0, 0), 84, 12, 1, {3}, true},
+        /* 3x5x2: M = 6; mean, ignore_index: cmp 6, add 5 + 5, div 1; reads 120 + 48 */
+        {"test_nllloss_NCd1_ii", FM_OP_NLL_LOSS, NC_PRIMS(0, 10, 0, 1, 6, 0), 168, 4, 0, {0},
+         true},
+        /* 3x5x6x6: M = 108; sum, weights, ignore_index: mul 108, cmp 108, add 107; reads 2160
+         * + 864 + 20 */
+        {"test_nllloss_NCd1d2_with_weight_reduction_sum_ii", FM_OP_NLL_LOSS,
+         NC_PRIMS(0, 107, 108, 0, 108, 0), 3044, 4, 0, {0}, true},
+        /* 3x5x6x6x5x3x4, none: reads 129600 + 51840, writes 6480 * 4 */
+        {"test_nllloss_NCd1d2d3d4d5_none_no_weight", FM_OP_NLL_LOSS,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 181440, 25920, 6, {3, 6, 6, 5, 3, 4}, true},
+    };
+    run_node_cases(cases, NC_COUNT(cases));
+}
+
+/* ONNX's node tests of ArgMax and ArgMin (src/ops/select.c): (n-1) cmp per row of n, E - R;
+ * fp32 X read, int64 indices written. select_last_index costs the same. */
+static void test_node_tests_argmax(void **state)
+{
+    (void)state;
+    const struct node_case cases[] = {
+        /* 2x2, axis 0, keepdims: E = 4, R = 2: 2 cmp; 16 read, 2*8 written */
+        {"test_argmax_default_axis_example", FM_OP_ARGMAX, NC_PRIMS(0, 0, 0, 0, 2, 0), 16, 16,
+         2, {1, 2}, false},
+        {"test_argmax_default_axis_example_select_last_index", FM_OP_ARGMAX,
+         NC_PRIMS(0, 0, 0, 0, 2, 0), 16, 16, 2, {1, 2}, false},
+        /* 2x3x4 (96 B), axis 1: R = 8: 16 cmp; 64 written */
+        {"test_argmax_keepdims_random", FM_OP_ARGMAX, NC_PRIMS(0, 0, 0, 0, 16, 0), 96, 64, 3,
+         {2, 1, 4}, false},
+        {"test_argmax_no_keepdims_random", FM_OP_ARGMAX, NC_PRIMS(0, 0, 0, 0, 16, 0), 96, 64, 2,
+         {2, 4}, false},
+        /* axis -1: R = 6: 18 cmp; 48 written */
+        {"test_argmax_negative_axis_keepdims_random_select_last_index", FM_OP_ARGMAX,
+         NC_PRIMS(0, 0, 0, 0, 18, 0), 96, 48, 3, {2, 3, 1}, false},
+        /* axis 0: R = 12: 12 cmp; 96 written */
+        {"test_argmin_default_axis_random", FM_OP_ARGMIN, NC_PRIMS(0, 0, 0, 0, 12, 0), 96, 96,
+         3, {1, 3, 4}, false},
+        /* 2x2, axis 1, no keepdims: 2 cmp */
+        {"test_argmin_no_keepdims_example_select_last_index", FM_OP_ARGMIN,
+         NC_PRIMS(0, 0, 0, 0, 2, 0), 16, 16, 1, {2}, false},
+        {"test_argmin_keepdims_random", FM_OP_ARGMIN, NC_PRIMS(0, 0, 0, 0, 16, 0), 96, 64, 3,
+         {2, 1, 4}, false},
+    };
+    run_node_cases(cases, NC_COUNT(cases));
+}
+
+/* ONNX's node tests of TopK, OneHot, Compress and NonZero, whose output shapes depend on an
+ * input's value: as installed (the value is a graph input) they are declined with a message
+ * naming the input; with the input bound to the value the test feeds it
+ * (tools/make_bound_node_tests.py) they are counted exactly (src/ops/select.c). */
+static void test_node_tests_select(void **state)
+{
+    (void)state;
+    const struct node_case cases[] = {
+        /* x 3x4 (48 B), k = 3, axis 1, sorted: R = 3 rows of n = 4: per row 4*ceil(log2 4) = 8
+         * + 3*ceil(log2 3) = 6: 42 cmp; values 3x3 fp32 (36) + indices int64 (72) written */
+        {"test_top_k", FM_OP_TOPK, NC_PRIMS(0, 0, 0, 0, 42, 0), 48, 108, 2, {3, 3}, false},
+        {"test_top_k_negative_axis", FM_OP_TOPK, NC_PRIMS(0, 0, 0, 0, 42, 0), 48, 108, 2,
+         {3, 3}, false},
+        {"test_top_k_smallest", FM_OP_TOPK, NC_PRIMS(0, 0, 0, 0, 42, 0), 48, 108, 2, {3, 3},
+         false},
+        /* indices int64 (3) 24 B, depth 10, values fp32 (2) 8 B: E = 30 cmp; 120 written */
+        {"test_onehot_negative_indices", FM_OP_ONEHOT, NC_PRIMS(0, 0, 0, 0, 30, 0), 32, 120, 2,
+         {3, 10}, false},
+        /* indices fp32 2x2 (16 B), depth 10 at axis 1: E = 40 cmp; 160 written */
+        {"test_onehot_with_axis", FM_OP_ONEHOT, NC_PRIMS(0, 0, 0, 0, 40, 0), 24, 160, 3,
+         {2, 10, 2}, false},
+        {"test_onehot_with_negative_axis", FM_OP_ONEHOT, NC_PRIMS(0, 0, 0, 0, 40, 0), 24, 160, 3,
+         {2, 10, 2}, false},
+        /* depth 12, int32 values: E = 36 cmp; 144 written */
+        {"test_onehot_without_axis", FM_OP_ONEHOT, NC_PRIMS(0, 0, 0, 0, 36, 0), 32, 144, 2,
+         {3, 12}, false},
+        /* input 3x2 fp32; condition [0,1,1] on axis 0 keeps 2 rows: 16 B read and written */
+        {"test_compress_0", FM_OP_COMPRESS, NC_PRIMS(0, 0, 0, 0, 0, 0), 16, 16, 2, {2, 2}, false},
+        /* [0,1] on axis 1: 3x1, 12 B */
+        {"test_compress_1", FM_OP_COMPRESS, NC_PRIMS(0, 0, 0, 0, 0, 0), 12, 12, 2, {3, 1}, false},
+        {"test_compress_negative_axis", FM_OP_COMPRESS, NC_PRIMS(0, 0, 0, 0, 0, 0), 12, 12, 2,
+         {3, 1}, false},
+        /* no axis: the flattened 6, [0,1,0,0,1] keeps 2: 8 B */
+        {"test_compress_default_axis", FM_OP_COMPRESS, NC_PRIMS(0, 0, 0, 0, 0, 0), 8, 8, 1, {2},
+         false},
+        /* condition bool 2x2 [[1,0],[1,1]]: 4 cmp; 4 B read, (2, 3) int64 = 48 written */
+        {"test_nonzero_example", FM_OP_NONZERO, NC_PRIMS(0, 0, 0, 0, 4, 0), 4, 48, 2, {2, 3},
+         false},
+    };
+    run_node_cases_(cases, NC_COUNT(cases), true);
+    if (access(FM_ONNX_NODE_TESTS "/test_top_k/model.onnx", R_OK) != 0)
+        return;
+    const struct {
+        const char *dir, *input;
+    } declined[] = {
+        {"test_top_k", "'k'"},
+        {"test_onehot_with_axis", "'depth'"},
+        {"test_compress_0", "'condition'"},
+        {"test_nonzero_example", "'condition'"},
+        {"test_unique_sorted_with_axis", "'X'"},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t i = 0; i < sizeof(declined) / sizeof(declined[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, declined[i].dir);
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_WORK);
+        o.model = path;
+        struct fm_session *s = NULL;
+        assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_UNSUPPORTED);
+        assert_null(s);
+        EXPECT_MESSAGE(ctx, declined[i].input, "known", "network");
+    }
+    fm_ctx_free(ctx);
+}
+
+/* ONNX's node tests of DepthToSpace, SpaceToDepth, MaxUnpool, EyeLike, ReverseSequence
+ * (src/ops/layout.c) and CastLike (Cast to the second input's dtype, src/ops/tensor.c): no
+ * arithmetic; every input read once (EyeLike reads only a shape), the output written once. */
+static void test_node_tests_layout(void **state)
+{
+    (void)state;
+    const struct node_case cases[] = {
+        /* 2x8x3x3 fp32 = 576 B each way; blocksize 2: (2, 8/4, 6, 6) */
+        {"test_depthtospace_crd_mode", FM_OP_DEPTH_TO_SPACE, NC_PRIMS(0, 0, 0, 0, 0, 0), 576,
+         576, 4, {2, 2, 6, 6}, false},
+        {"test_depthtospace_dcr_mode", FM_OP_DEPTH_TO_SPACE, NC_PRIMS(0, 0, 0, 0, 0, 0), 576,
+         576, 4, {2, 2, 6, 6}, false},
+        /* 1x8x2x3 = 192 B: (1, 2, 4, 6) */
+        {"test_depthtospace_example", FM_OP_DEPTH_TO_SPACE, NC_PRIMS(0, 0, 0, 0, 0, 0), 192,
+         192, 4, {1, 2, 4, 6}, false},
+        {"test_depthtospace_crd_mode_example", FM_OP_DEPTH_TO_SPACE,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 192, 192, 4, {1, 2, 4, 6}, false},
+        /* 2x2x6x6 = 576 B: (2, 8, 3, 3); 1x1x4x6 = 96 B: (1, 4, 2, 3) */
+        {"test_spacetodepth", FM_OP_SPACE_TO_DEPTH, NC_PRIMS(0, 0, 0, 0, 0, 0), 576, 576, 4,
+         {2, 8, 3, 3}, false},
+        {"test_spacetodepth_example", FM_OP_SPACE_TO_DEPTH, NC_PRIMS(0, 0, 0, 0, 0, 0), 96, 96,
+         4, {1, 4, 2, 3}, false},
+        /* X 1x1x2x2 fp32 16 B + indices int64 32 B; kernel 2 stride 2: (2-1)*2 + 2 = 4:
+         * 1x1x4x4 = 64 B written */
+        {"test_maxunpool_export_without_output_shape", FM_OP_MAX_UNPOOL,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 48, 64, 4, {1, 1, 4, 4}, false},
+        /* EyeLike: nothing read; 4x5 fp32 80 B, 3x4 double 96 B, 4x4 int32 64 B written */
+        {"test_eyelike_populate_off_main_diagonal", FM_OP_EYELIKE, NC_PRIMS(0, 0, 0, 0, 0, 0),
+         0, 80, 2, {4, 5}, false},
+        {"test_eyelike_with_dtype", FM_OP_EYELIKE, NC_PRIMS(0, 0, 0, 0, 0, 0), 0, 96, 2, {3, 4},
+         false},
+        {"test_eyelike_without_dtype", FM_OP_EYELIKE, NC_PRIMS(0, 0, 0, 0, 0, 0), 0, 64, 2,
+         {4, 4}, false},
+        /* X 4x4 fp32 64 B + sequence_lens 4 int64 32 B read, 64 written */
+        {"test_reversesequence_batch", FM_OP_REVERSE_SEQUENCE, NC_PRIMS(0, 0, 0, 0, 0, 0), 96,
+         64, 2, {4, 4}, false},
+        {"test_reversesequence_time", FM_OP_REVERSE_SEQUENCE, NC_PRIMS(0, 0, 0, 0, 0, 0), 96,
+         64, 2, {4, 4}, false},
+        /* CastLike 3x4: bf16 24 B -> fp32 48 B; fp32 -> fp16; double 96 B -> fp32 */
+        {"test_castlike_BFLOAT16_to_FLOAT", FM_OP_CAST, NC_PRIMS(0, 0, 0, 0, 0, 0), 24, 48, 2,
+         {3, 4}, false},
+        {"test_castlike_FLOAT_to_FLOAT16", FM_OP_CAST, NC_PRIMS(0, 0, 0, 0, 0, 0), 48, 24, 2,
+         {3, 4}, false},
+        {"test_castlike_DOUBLE_to_FLOAT", FM_OP_CAST, NC_PRIMS(0, 0, 0, 0, 0, 0), 96, 48, 2,
+         {3, 4}, false},
+    };
+    run_node_cases(cases, NC_COUNT(cases));
+    /* output_shape (1,1,5,5) as the test feeds it, bound: 48 B read, 25*4 = 100 written */
+    const struct node_case bound[] = {
+        {"test_maxunpool_export_with_output_shape", FM_OP_MAX_UNPOOL,
+         NC_PRIMS(0, 0, 0, 0, 0, 0), 48, 100, 4, {1, 1, 5, 5}, false},
+    };
+    run_node_cases_(bound, NC_COUNT(bound), true);
+    /* a cast to a string is refused saying so */
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = FM_ONNX_NODE_TESTS "/test_cast_FLOAT_to_STRING/model.onnx";
+    struct fm_session *s = NULL;
+    assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_UNSUPPORTED);
+    EXPECT_MESSAGE(ctx, "(string)", "numeric types only");
+    o.model = FM_ONNX_NODE_TESTS "/test_maxunpool_export_with_output_shape/model.onnx";
+    assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_UNSUPPORTED);
+    EXPECT_MESSAGE(ctx, "'output_shape'", "not known");
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1651,6 +1994,11 @@ int main(void)
         cmocka_unit_test(test_paddle2onnx),
         cmocka_unit_test(test_tf2onnx),
         cmocka_unit_test(test_ort_corrupted_never_crash),
+        cmocka_unit_test(test_node_tests_index),
+        cmocka_unit_test(test_node_tests_losses),
+        cmocka_unit_test(test_node_tests_argmax),
+        cmocka_unit_test(test_node_tests_select),
+        cmocka_unit_test(test_node_tests_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

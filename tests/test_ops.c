@@ -2354,6 +2354,482 @@ static void test_msft_ops(void **state)
     }
 }
 
+/* ============================================================================================
+ * index.c: GatherElements, GatherND, ScatterElements, ScatterND (fp32 data, int64 indices)
+ * ========================================================================================= */
+
+static void test_gather_elements_nd(void **state)
+{
+    (void)state;
+    /* GatherElements: data (3,4) needs a gradient, indices (2,4) int64, axis 0: E = 8 outputs.
+     * fwd: no arithmetic; reads the indices (8*8 = 64 B) and the 8 gathered (32 B), writes 32.
+     * dX: scatter-add of dy, E = 8 add; reads dy (32) + indices (64), writes dX (12*4 = 48). */
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.axis = 0;
+    fm_nid n = NODE(&t, FM_OP_GATHER_ELEMENTS, "ge", &a, ACT(&t, "x", 3, 4),
+                    LABELS(&t, "i", 2, 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 4);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 64 + 32, 32);
+    EXPECT(c, BD, 0, 8, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 32 + 64, 48);
+    EXPECT_NONE(c, BW);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(ci, FWD, 64 + 32, 32);
+    EXPECT_NONE(ci, BD);
+    tg_free(&t);
+    /* the network input needs no gradient */
+    t = tg_new();
+    n = NODE(&t, FM_OP_GATHER_ELEMENTS, "ge", &a, INPUT(&t, "x", 3, 4), LABELS(&t, "i", 2, 4));
+    c = COST(&t, n);
+    EXPECT_BYTES(c, FWD, 64 + 32, 32);
+    EXPECT_NONE(c, BD);
+    /* indices of another rank, and float indices, are refused naming the layer */
+    fm_tid x = INPUT(&t, "x2", 3, 4), bad = LABELS(&t, "i2", 8);
+    fm_tid in[2] = {x, bad};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_GATHER_ELEMENTS, "ge2", &a, in, 2, NULL, 1,
+                                       NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "ge2", "rank 1", "rank 2");
+    in[1] = INPUT(&t, "fi", 3, 4);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_GATHER_ELEMENTS, "ge3", &a, in, 2, NULL, 1,
+                                       NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "ge3", "fp32", "not integers");
+    tg_free(&t);
+
+    /* GatherND: data (2,3,4), indices (2,1), batch_dims 1: k = 1, out = (2) + (4) = (2,4),
+     * E = 8. fwd: reads indices (2*8 = 16) + gathered (32), writes 32. dX: 8 add; reads dy (32)
+     * + indices (16), writes dX (24*4 = 96). */
+    t = tg_new();
+    a = attrs();
+    a.ints[0] = 1;
+    a.nints = 1;
+    n = NODE(&t, FM_OP_GATHER_ND, "gnd", &a, ACT(&t, "x", 2, 3, 4), LABELS(&t, "i", 2, 1));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 4);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 16 + 32, 32);
+    EXPECT(c, BD, 0, 8, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 32 + 16, 96);
+    ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_BYTES(ci, FWD, 16 + 32, 32);
+    EXPECT_NONE(ci, BD);
+    /* batch_dims 0, tuples of 2 on (2,3,4): out = (5) + (4) */
+    a.ints[0] = 0;
+    n = NODE(&t, FM_OP_GATHER_ND, "gnd0", &a, INPUT(&t, "x0", 2, 3, 4), LABELS(&t, "i0", 5, 2));
+    EXPECT_SHAPE(&t, out_of(&t, n), 5, 4);
+    c = COST(&t, n);
+    EXPECT_NONE(c, BD);   /* the network input needs no gradient */
+    /* tuples of 4 values address a rank-3 tensor: refused */
+    fm_tid in3[2] = {INPUT(&t, "x4", 2, 3, 4), LABELS(&t, "i4", 5, 4)};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_GATHER_ND, "gnd4", &a, in3, 2, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "gnd4", "tuples of 4");
+    tg_free(&t);
+}
+
+static void test_scatter(void **state)
+{
+    (void)state;
+    /* ScatterElements: data (3,4) X = 12, indices (2,4) int64, updates (2,4) U = 8, axis 0,
+     * data and updates both need gradients (bwd_data). Bytes: data 48, indices 64, updates 32.
+     * fwd reads all three (144) and writes Y (48), for every reduction. */
+    const struct {
+        int64_t red;
+        struct prims fwd, bwd;
+        uint64_t bwd_read;
+    } cases[] = {
+        /* none: fwd nothing; dX = dy zeroed where scattered (reads dy 48 + indices 64), dU =
+         * dy gathered (reads indices 64 + 32 of dy): 208 read, 48 + 32 written */
+        {0, PRIMS(0, 0, 0, 0, 0, 0), PRIMS(0, 0, 0, 0, 0, 0), 48 + 64 + 64 + 32},
+        /* add: U = 8 add; dX = dy (48 read), dU gathered (64 + 32) */
+        {1, PRIMS(0, 8, 0, 0, 0, 0), PRIMS(0, 0, 0, 0, 0, 0), 48 + 64 + 32},
+        /* mul: U = 8 mul; dX = dy*y/x: 12 mul + 12 div (reads dy, y, x: 3*48); dU =
+         * dy[p]*y[p]/u: 8 mul + 8 div (reads indices 64, dy and y gathered and u: 3*32) */
+        {2, PRIMS(0, 0, 8, 0, 0, 0), PRIMS(0, 0, 12 + 8, 12 + 8, 0, 0), 3 * 48 + 64 + 3 * 32},
+        /* max, min: U = 8 cmp; dX: 12 cmp (x == y), dU: 8 cmp (u == y[p]), bytes as mul */
+        {3, PRIMS(0, 0, 0, 0, 8, 0), PRIMS(0, 0, 0, 0, 12 + 8, 0), 3 * 48 + 64 + 3 * 32},
+        {4, PRIMS(0, 0, 0, 0, 8, 0), PRIMS(0, 0, 0, 0, 12 + 8, 0), 3 * 48 + 64 + 3 * 32},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct tg t = tg_new();
+        struct fm_attrs a = attrs();
+        a.ints[0] = cases[k].red;
+        a.nints = 1;
+        fm_nid n = NODE(&t, FM_OP_SCATTER_ELEMENTS, "se", &a, ACT(&t, "x", 3, 4),
+                        LABELS(&t, "i", 2, 4), ACT(&t, "u", 2, 4));
+        EXPECT_SHAPE(&t, out_of(&t, n), 3, 4);
+        struct fm_node_cost c = COST(&t, n);
+        expect_work_(&c.phase[FWD], "fwd", cases[k].fwd, __FILE__, __LINE__);
+        EXPECT_BYTES(c, FWD, 48 + 64 + 32, 48);
+        expect_work_(&c.phase[BD], "bwd_data", cases[k].bwd, __FILE__, __LINE__);
+        EXPECT_BYTES(c, BD, cases[k].bwd_read, 48 + 32);
+        EXPECT_NONE(c, BW);
+        struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+        expect_work_(&ci.phase[FWD], "fwd", cases[k].fwd, __FILE__, __LINE__);
+        EXPECT_NONE(ci, BD);
+        /* neither data nor updates need a gradient: the forward alone */
+        n = NODE(&t, FM_OP_SCATTER_ELEMENTS, "se_in", &a, INPUT(&t, "x0", 3, 4),
+                 LABELS(&t, "i0", 2, 4), INPUT(&t, "u0", 2, 4));
+        c = COST(&t, n);
+        expect_work_(&c.phase[FWD], "fwd", cases[k].fwd, __FILE__, __LINE__);
+        EXPECT_NONE(c, BD);
+        EXPECT_NONE(c, BW);
+        tg_free(&t);
+    }
+    /* ScatterND, reduction add: data (4,3) an activation, indices (2,1), updates (2,3) a
+     * parameter: U = 6 add forward; reads 48 + 16 + 24, writes 48. dX = dy: reads 48, writes
+     * 48 (bwd_data); dU = dy gathered: reads indices 16 + 24, writes 24 (bwd_weight). */
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.ints[0] = 1;
+    a.nints = 1;
+    fm_nid n = NODE(&t, FM_OP_SCATTER_ND, "snd", &a, ACT(&t, "x", 4, 3), LABELS(&t, "i", 2, 1),
+                    PARAM(&t, "u", 2, 3));
+    EXPECT_SHAPE(&t, out_of(&t, n), 4, 3);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 6, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 48 + 16 + 24, 48);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 48, 48);
+    EXPECT(c, BW, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BW, 16 + 24, 24);
+    /* updates that do not fit the index tuples are refused naming the layer */
+    fm_tid in[3] = {INPUT(&t, "x2", 4, 3), LABELS(&t, "i2", 2, 1), INPUT(&t, "u2", 2, 4)};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_SCATTER_ND, "snd2", &a, in, 3, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "snd2", "2x4", "2x3");
+    a.ints[0] = 7;
+    in[2] = INPUT(&t, "u3", 2, 3);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_SCATTER_ND, "snd3", &a, in, 3, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "snd3", "reduction 7");
+    tg_free(&t);
+}
+
+/* ============================================================================================
+ * loss.c: ONNX's SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss. Input (2,4,3): N = 2,
+ * C = 4, d1 = 3: M = 6 positions, E = 24 scores (96 B); labels (2,3) int64 (48 B); weights (4)
+ * fp32 (16 B). ints = {reduction 0 none 1 sum 2 mean, has ignore_index, ignore_index}.
+ * ========================================================================================= */
+
+static struct fm_attrs loss_attrs(int64_t red, bool ignore)
+{
+    struct fm_attrs a = attrs();
+    a.ints[0] = red;
+    a.ints[1] = ignore;
+    a.ints[2] = -1;
+    a.nints = 3;
+    return a;
+}
+
+static void test_onnx_losses(void **state)
+{
+    (void)state;
+    /* SCE, mean, no weights, no ignore_index, no log_prob output:
+     *   fwd cmp E-M = 18; add x-max 24 + sum 18 + lse 6 + x_label - lse 6 + mean's sum 5 = 59;
+     *   special exp 24 + log 6 = 30; div 1 (mean)
+     *   bwd div 1 (1/M); x - lse 24 add + minus one-hot 6 add = 30; exp 24 special; * f 24 mul
+     *   bytes fwd: x 96 + labels 48 read; loss 4 + lse 6*4 = 24 (kept) written
+     *         bwd: dy 4 + labels 48 + x 96 + lse 24 read; dX 96 written */
+    struct tg t = tg_new();
+    struct fm_attrs a = loss_attrs(2, false);
+    fm_nid n = NODE(&t, FM_OP_SOFTMAX_CE_LOSS, "sce", &a, ACT(&t, "x", 2, 4, 3),
+                    LABELS(&t, "y", 2, 3));
+    assert_int_equal(shape_at(&t, out_of(&t, n))->rank, 0);   /* a scalar */
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 59, 0, 1, 18, 30);
+    EXPECT_BYTES(c, FWD, 96 + 48, 4 + 24);
+    EXPECT(c, BD, 0, 30, 24, 1, 0, 24);
+    EXPECT_BYTES(c, BD, 4 + 48 + 96 + 24, 96);
+    EXPECT_NONE(c, BW);
+    assert_int_equal(c.saved_bytes, 24);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 59, 0, 1, 18, 30);
+    EXPECT_NONE(ci, BD);
+    /* the graph ends in the model's own loss: the policy keeps it and adds none */
+    size_t nodes = fm_graph_node_count(t.g);
+    struct fm_loss_info info;
+    FM_ASSERT_OK(t.ctx, fm_graph_add_loss(t.g, FM_NONE, &info));
+    assert_int_equal(info.n, 1);
+    assert_int_equal(info.loss[0].kind, FM_LOSS_MODEL);
+    assert_false(info.loss[0].added);
+    assert_int_equal(info.loss[0].node, n);
+    assert_int_equal(info.loss[0].classes, 4);
+    assert_int_equal(info.loss[0].positions, 6);
+    assert_int_equal(fm_graph_node_count(t.g), nodes);
+    tg_free(&t);
+
+    /* SCE, none, weights, ignore_index, the log_prob output:
+     *   fwd cmp 18 + ignore 6 = 24; add 24 + 18 + 6 + log_prob = x - lse 24 = 72; special 30;
+     *       mul 6 (weights); no reduction
+     *   bwd mul dy_i * w_i 6 + * f 24 = 30; cmp 6 (ignored masked); exp(log_prob) 24 special;
+     *       minus one-hot 6 add
+     *   bytes fwd: 96 + 48 + 16 read; loss (6) 24 + log_prob 96 written
+     *         bwd: dy 24 + labels 48 + weights 16 + log_prob 96 read; dX 96 written */
+    t = tg_new();
+    a = loss_attrs(0, true);
+    fm_tid in[3] = {ACT(&t, "x", 2, 4, 3), LABELS(&t, "y", 2, 3), INPUT(&t, "w", 4)};
+    const char *names[2] = {"loss", "log_prob"};
+    fm_tid outs[2];
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_SOFTMAX_CE_LOSS, "sce2", &a, in, 3, names, 2,
+                                          outs));
+    n = (fm_nid)fm_graph_node_count(t.g) - 1;
+    EXPECT_SHAPE(&t, outs[0], 2, 3);
+    EXPECT_SHAPE(&t, outs[1], 2, 4, 3);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 72, 6, 0, 24, 30);
+    EXPECT_BYTES(c, FWD, 96 + 48 + 16, 24 + 96);
+    EXPECT(c, BD, 0, 6, 30, 0, 6, 24);
+    EXPECT_BYTES(c, BD, 24 + 48 + 16 + 96, 96);
+    assert_int_equal(c.saved_bytes, 0);
+    tg_free(&t);
+
+    /* NLL, sum, weights, ignore_index: fwd mul 6, cmp 6, add M-1 = 5; bwd f_i = w_i (no mul),
+     * cmp 6; bytes fwd 160 read, 4 written; bwd dy 4 + labels 48 + weights 16 read, dX 96 */
+    t = tg_new();
+    a = loss_attrs(1, true);
+    n = NODE(&t, FM_OP_NLL_LOSS, "nll", &a, ACT(&t, "x", 2, 4, 3), LABELS(&t, "y", 2, 3),
+             INPUT(&t, "w", 4));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 5, 6, 0, 6, 0);
+    EXPECT_BYTES(c, FWD, 96 + 48 + 16, 4);
+    EXPECT(c, BD, 0, 0, 0, 0, 6, 0);
+    EXPECT_BYTES(c, BD, 4 + 48 + 16, 96);
+    /* NLL, mean, no weights: fwd add 5, div 1; bwd div 1 (f = 1/M) */
+    a = loss_attrs(2, false);
+    n = NODE(&t, FM_OP_NLL_LOSS, "nll_mean", &a, ACT(&t, "x2", 2, 4, 3), LABELS(&t, "y2", 2, 3));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 5, 0, 1, 0, 0);
+    EXPECT(c, BD, 0, 0, 0, 1, 0, 0);
+    EXPECT_BYTES(c, BD, 4 + 48, 96);
+    ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 5, 0, 1, 0, 0);
+    EXPECT_NONE(ci, BD);
+    /* the network input needs no gradient */
+    n = NODE(&t, FM_OP_NLL_LOSS, "nll_in", &a, INPUT(&t, "x3", 2, 4, 3), LABELS(&t, "y3", 2, 3));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 5, 0, 1, 0, 0);
+    EXPECT_NONE(c, BD);
+    /* labels that do not match the input's positions, and SCE with three outputs: refused */
+    fm_tid bad[2] = {INPUT(&t, "x4", 2, 4, 3), LABELS(&t, "y4", 2, 4)};
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_NLL_LOSS, "nll_bad", &a, bad, 2, NULL, 1,
+                                       NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "nll_bad", "2x4", "2x3");
+    bad[1] = LABELS(&t, "y5", 2, 3);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_SOFTMAX_CE_LOSS, "sce3", &a, bad, 2, NULL, 3,
+                                       NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "sce3", "has 3 outputs");
+    tg_free(&t);
+}
+
+/* ============================================================================================
+ * select.c: ArgMax/ArgMin, TopK, OneHot, Compress, NonZero
+ * ========================================================================================= */
+
+static void test_select(void **state)
+{
+    (void)state;
+    /* ArgMax of (3,4) along axis 1, no keepdims: R = 3 rows of 4: 3*(4-1) = 9 cmp; reads 48,
+     * writes 3 int64 = 24. Indices carry no gradient, even from an input that needs one. */
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.axis = 1;
+    fm_nid n = NODE(&t, FM_OP_ARGMAX, "am", &a, ACT(&t, "x", 3, 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 3);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 9, 0);
+    EXPECT_BYTES(c, FWD, 48, 24);
+    EXPECT_NONE(c, BD);
+    a.flags |= FM_ATTR_KEEPDIMS;
+    a.axis = 0;
+    n = NODE(&t, FM_OP_ARGMIN, "amin", &a, INPUT(&t, "x2", 3, 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 4);
+    c = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(c, FWD, 0, 0, 0, 0, 12 - 4, 0);   /* E - R */
+    tg_free(&t);
+
+    /* TopK of (2,5), k = 2 along the last axis, sorted: per row 5*ceil(log2 3) = 10 + 2*ceil(
+     * log2 2) = 2: 24 cmp for 2 rows. Reads 40; writes values 2x2 fp32 16 + indices int64 32.
+     * dX: dy scattered at the indices: no arithmetic; reads dy 16 + indices 32, writes 40. */
+    t = tg_new();
+    a = attrs();
+    a.axis = -1;
+    a.ints[0] = 2;
+    a.ints[1] = 1;
+    a.ints[2] = 1;
+    a.nints = 3;
+    fm_tid in = ACT(&t, "x", 2, 5);
+    const char *names[2] = {"values", "indices"};
+    fm_tid outs[2];
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_TOPK, "topk", &a, &in, 1, names, 2, outs));
+    n = (fm_nid)fm_graph_node_count(t.g) - 1;
+    EXPECT_SHAPE(&t, outs[0], 2, 2);
+    EXPECT_SHAPE(&t, outs[1], 2, 2);
+    assert_int_equal(fm_graph_tensor(t.g, outs[1])->dtype, FM_DTYPE_INT64);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 24, 0);
+    EXPECT_BYTES(c, FWD, 40, 16 + 32);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 16 + 32, 40);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 0, 0, 0, 24, 0);
+    EXPECT_NONE(ci, BD);
+    /* unsorted: 10 per row, 20; k = 1: 5*ceil(log2 2) = 5 per row, 10; the input needs no
+     * gradient: no backward */
+    a.ints[2] = 0;
+    in = INPUT(&t, "x1", 2, 5);
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_TOPK, "topk_u", &a, &in, 1, NULL, 2, NULL));
+    c = COST(&t, (fm_nid)fm_graph_node_count(t.g) - 1);
+    EXPECT(c, FWD, 0, 0, 0, 0, 20, 0);
+    EXPECT_NONE(c, BD);
+    a.ints[0] = 1;
+    a.ints[2] = 1;
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_TOPK, "top1", &a, &in, 1, NULL, 2, NULL));
+    c = COST(&t, (fm_nid)fm_graph_node_count(t.g) - 1);
+    EXPECT(c, FWD, 0, 0, 0, 0, 10, 0);
+    a.ints[0] = 6;   /* more than the 5 there are */
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_TOPK, "top6", &a, &in, 1, NULL, 2, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "top6", "k = 6 of 5");
+    tg_free(&t);
+
+    /* OneHot: indices (4) int64, values (2) needing a gradient, depth 3, axis -1: (4,3), E = 12
+     * cmp; reads 32 + 8, writes 48. d(values): E - 2 = 10 add; reads dy 48 + indices 32,
+     * writes 8. */
+    t = tg_new();
+    a = attrs();
+    a.axis = -1;
+    a.ints[0] = 3;
+    a.nints = 1;
+    n = NODE(&t, FM_OP_ONEHOT, "oh", &a, LABELS(&t, "i", 4), ACT(&t, "v", 2));
+    EXPECT_SHAPE(&t, out_of(&t, n), 4, 3);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 12, 0);
+    EXPECT_BYTES(c, FWD, 32 + 8, 48);
+    EXPECT(c, BD, 0, 10, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 48 + 32, 8);
+    ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_NONE(ci, BD);
+    a.axis = 0;   /* depth first; constant values: no backward */
+    n = NODE(&t, FM_OP_ONEHOT, "oh0", &a, LABELS(&t, "i2", 4), INPUT(&t, "v2", 2));
+    EXPECT_SHAPE(&t, out_of(&t, n), 3, 4);
+    c = COST(&t, n);
+    EXPECT_NONE(c, BD);
+    tg_free(&t);
+
+    /* Compress (4,3) keeping 2 rows on axis 0: (2,3); reads and writes 24; dX: dy put back,
+     * reads 24, writes 48. NonZero of (2,3) with 4 nonzero: 6 cmp; (2,4) int64 = 64 written. */
+    t = tg_new();
+    a = attrs();
+    a.ints[0] = 2;
+    a.ints[1] = 0;
+    a.nints = 2;
+    n = NODE(&t, FM_OP_COMPRESS, "cp", &a, ACT(&t, "x", 4, 3));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 3);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 24, 24);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 24, 48);
+    ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_NONE(ci, BD);
+    a = attrs();
+    a.ints[0] = 4;
+    a.nints = 1;
+    n = NODE(&t, FM_OP_NONZERO, "nz", &a, INPUT(&t, "c", 2, 3));
+    EXPECT_SHAPE(&t, out_of(&t, n), 2, 4);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 6, 0);
+    EXPECT_BYTES(c, FWD, 24, 64);
+    EXPECT_NONE(c, BD);
+    tg_free(&t);
+}
+
+/* ============================================================================================
+ * layout.c: DepthToSpace, SpaceToDepth, ReverseSequence, MaxUnpool, EyeLike: no arithmetic
+ * ========================================================================================= */
+
+static void test_layout(void **state)
+{
+    (void)state;
+    /* DepthToSpace (1,8,2,3), blocksize 2, DCR: (1,2,4,6); 48 fp32 = 192 B each way; dX is dy
+     * permuted back: 192 read, 192 written */
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.ints[0] = 2;
+    a.ints[1] = 0;
+    a.nints = 2;
+    fm_nid n = NODE(&t, FM_OP_DEPTH_TO_SPACE, "d2s", &a, ACT(&t, "x", 1, 8, 2, 3));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 2, 4, 6);
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 192, 192);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 192, 192);
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_BYTES(ci, FWD, 192, 192);
+    EXPECT_NONE(ci, BD);
+    /* SpaceToDepth of the network input (1,2,4,6): (1,8,2,3), no backward */
+    a.nints = 1;
+    n = NODE(&t, FM_OP_SPACE_TO_DEPTH, "s2d", &a, INPUT(&t, "x2", 1, 2, 4, 6));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 8, 2, 3);
+    c = COST(&t, n);
+    EXPECT_BYTES(c, FWD, 192, 192);
+    EXPECT_NONE(c, BD);
+    a.ints[0] = 3;   /* 8 channels are not a multiple of 9 */
+    fm_tid x3 = INPUT(&t, "x3", 1, 8, 2, 3);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_DEPTH_TO_SPACE, "d2s3", &a, &x3, 1, NULL, 1,
+                                       NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "d2s3", "multiple of blocksize^2 = 9");
+    tg_free(&t);
+
+    /* ReverseSequence (T=3, B=4), time axis 0, batch axis 1, lengths (4) int64: reads 48 + 32,
+     * writes 48; dX reversed the same way: reads dy 48 + lengths 32, writes 48 */
+    t = tg_new();
+    a = attrs();
+    a.ints[0] = 1;
+    a.ints[1] = 0;
+    a.nints = 2;
+    n = NODE(&t, FM_OP_REVERSE_SEQUENCE, "rev", &a, ACT(&t, "x", 3, 4), LABELS(&t, "len", 4));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 48 + 32, 48);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 48 + 32, 48);
+    /* MaxUnpool (1,1,2,2) with indices int64 to (1,1,4,4): reads 16 + 32, writes 64; dX = dy
+     * gathered: reads 16 + indices 32, writes 16 */
+    a = attrs();
+    a.ints[0] = 1;
+    a.ints[1] = 1;
+    a.ints[2] = 4;
+    a.ints[3] = 4;
+    a.nints = 4;
+    n = NODE(&t, FM_OP_MAX_UNPOOL, "unpool", &a, ACT(&t, "p", 1, 1, 2, 2),
+             LABELS(&t, "i", 1, 1, 2, 2));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 1, 4, 4);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 16 + 32, 64);
+    EXPECT(c, BD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 16 + 32, 16);
+    ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_NONE(ci, BD);
+    /* EyeLike of (3,4) as fp32: nothing read, 48 written; no gradient flows */
+    a = attrs();
+    a.ints[0] = FM_DTYPE_FP32;
+    a.ints[1] = 1;
+    a.nints = 2;
+    n = NODE(&t, FM_OP_EYELIKE, "eye", &a, ACT(&t, "e", 3, 4));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 0, 48);
+    EXPECT_NONE(c, BD);
+    tg_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2404,6 +2880,11 @@ int main(void)
         cmocka_unit_test(test_peer_tool_figures),
         cmocka_unit_test(test_quantized_ops),
         cmocka_unit_test(test_msft_ops),
+        cmocka_unit_test(test_gather_elements_nd),
+        cmocka_unit_test(test_scatter),
+        cmocka_unit_test(test_onnx_losses),
+        cmocka_unit_test(test_select),
+        cmocka_unit_test(test_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

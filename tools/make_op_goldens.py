@@ -609,6 +609,34 @@ def add_misc_cases():
          [P("prediction", v.normal((2, 3, 2))), P("target", v.normal((2, 3, 2)))])
 
 
+    # ONNX's SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss: ints = {reduction (0 none,
+    # 1 sum, 2 mean), has ignore_index, ignore_index}; their own loss in training (mean or
+    # sum), forward only with reduction none (the output is not a scalar)
+    v = Values("sce_mean")
+    case("sce_mean", "SoftmaxCrossEntropyLoss", "train", lambda x, y: [F.cross_entropy(x, y)],
+         [P("scores", v.normal((3, 5), 2.0)), I("labels", v.ints((3,), 0, 5))], ints=[2, 0, 0])
+    v = Values("sce_sum_weight_ii")
+    case("sce_sum_weight_ii", "SoftmaxCrossEntropyLoss", "train",
+         lambda x, y, w: [F.cross_entropy(x, y, weight=w, ignore_index=1, reduction="sum")],
+         [P("scores", v.normal((2, 4, 3), 2.0)), I("labels", torch.tensor([[0, 1, 3], [2, 1, 0]])),
+          I("weights", v.uniform((4,), 0.5, 1.5))], ints=[1, 1, 1])
+    v = Values("sce_none_log_prob")
+    case("sce_none_log_prob", "SoftmaxCrossEntropyLoss", "infer",
+         lambda x, y: [F.cross_entropy(x, y, reduction="none"), F.log_softmax(x, 1)],
+         [I("scores", v.normal((3, 4, 2), 2.0)), I("labels", v.ints((3, 2), 0, 4))], n_out=2,
+         ints=[0, 0, 0])
+    v = Values("nll_mean_weight")
+    case("nll_mean_weight", "NegativeLogLikelihoodLoss", "train",
+         lambda x, y, w: [F.nll_loss(x, y, weight=w)],
+         [P("log_probs", v.normal((3, 5))), I("labels", v.ints((3,), 0, 5)),
+          I("weights", v.uniform((5,), 0.5, 1.5))], ints=[2, 0, 0])
+    v = Values("nll_mean_ii")
+    case("nll_mean_ii", "NegativeLogLikelihoodLoss", "train",
+         lambda x, y: [F.nll_loss(x, y, ignore_index=2)],
+         [P("log_probs", v.normal((2, 3, 4))), I("labels", torch.tensor([[0, 2, 1, 2], [1, 0, 2, 2]]))],
+         ints=[2, 1, 2])
+
+
 # -- unary.c --
 
 def add_unary_cases():
@@ -924,7 +952,7 @@ def add_quant_cases():
          [I("x", x), I("w", W, "int8"), I("r", R, "int8"), I("b", bias), None, None, None, None,
           I("sw", torch.tensor([0.004])), I("zw", i8(torch.tensor([0])), "int8"),
           I("sr", torch.tensor([0.004])), I("zr", i8(torch.tensor([0])), "int8")],
-         ints=[H, 1], tol=(0.05, 0.05))
+         ints=[H, 0, 0, 0, 4], tol=(0.05, 0.05))   # rnn.c's ints: FM_RNN_W_TRANSPOSED = 4
 
 
 # -- msft.c: ONNX Runtime's fused float ops (com.microsoft), inference only --
@@ -1030,6 +1058,178 @@ def add_msft_cases():
           None, None, I("seqlens", torch.tensor([2, 2], dtype=torch.int32), "int32"),
           I("total", torch.tensor(3, dtype=torch.int32), "int32")],
          groups=4, ints=[2, 0])
+
+
+# -- index.c: GatherElements, GatherND, ScatterElements, ScatterND (reduction in ints[0]:
+# 0 none, 1 add, 2 mul, 3 max, 4 min); indices are distinct where a reduction of none would
+# make the result depend on the order of writes --
+
+def add_index_cases():
+    v = Values("gather_elements")
+    case("gather_elements", "GatherElements", "train", lambda x, i: [torch.gather(x, 1, i)],
+         [P("x", v.normal((3, 4))), I("indices", v.ints((3, 5), -4, 4) % 4)], axis=1)
+
+    def gather_nd(b):
+        def f(x, idx):
+            k = idx.shape[-1]
+            outs = []
+            for pos in torch.cartesian_prod(*[torch.arange(d) for d in idx.shape[:-1]]).reshape(
+                    -1, idx.dim() - 1).tolist():
+                t = x
+                for d in range(b):
+                    t = t[pos[d]]
+                for j in range(k):
+                    t = t[idx[tuple(pos)][j]]
+                outs.append(t)
+            shape = list(idx.shape[:-1]) + list(x.shape[b + k:])
+            return [torch.stack(outs).reshape(shape)]
+        return f
+    v = Values("gather_nd")
+    case("gather_nd", "GatherND", "train", gather_nd(0),
+         [P("x", v.normal((3, 4, 5))), I("indices", torch.tensor([[[0, 1], [2, 3]], [[1, 0], [0, 1]]]))],
+         ints=[0])
+    v = Values("gather_nd_batch")
+    case("gather_nd_batch", "GatherND", "train", gather_nd(1),
+         [P("x", v.normal((2, 3, 4))), I("indices", torch.tensor([[[2], [0]], [[1], [1]]]))],
+         ints=[1])
+
+    red = {0: None, 1: "sum", 2: "prod", 3: "amax", 4: "amin"}
+
+    def scatter_el(r):
+        def f(x, i, u):
+            if r == 0:
+                return [x.scatter(0, i, u)]
+            return [x.scatter_reduce(0, i, u, red[r], include_self=True)]
+        return f
+    for r, name in ((0, "none"), (1, "add"), (2, "mul"), (3, "max"), (4, "min")):
+        nm = "scatter_elements_" + name
+        v = Values(nm)
+        x = v.distinct((4, 3)) if r >= 3 else v.uniform((4, 3), 0.5, 1.5) * (1 if r else 1)
+        u = v.distinct((2, 3), 0.07) if r >= 3 else v.uniform((2, 3), 0.5, 1.5)
+        idx = torch.tensor([[3, 0, 2], [1, 2, 0]])   # distinct per column
+        case(nm, "ScatterElements", "train", scatter_el(r),
+             [P("data", x), I("indices", idx), P("updates", u)], ints=[r])
+
+    def scatter_nd(r):
+        def f(x, i, u):
+            y = x.clone()
+            for j in range(i.shape[0]):
+                p = i[j, 0]
+                if r == 0:
+                    y = torch.cat([y[:p], u[j:j + 1], y[p + 1:]])
+                else:
+                    y = torch.cat([y[:p], y[p:p + 1] + u[j:j + 1], y[p + 1:]])
+            return [y]
+        return f
+    for r, name in ((0, "none"), (1, "add")):
+        nm = "scatter_nd_" + name
+        v = Values(nm)
+        case(nm, "ScatterND", "train", scatter_nd(r),
+             [P("data", v.normal((4, 3))), I("indices", torch.tensor([[2], [0]])),
+              P("updates", v.normal((2, 3)))], ints=[r])
+
+
+# -- select.c: ArgMax/ArgMin (axis, KEEPDIMS; ints = {select_last_index}), TopK (ints = {k,
+# largest, sorted}; values and indices), OneHot (indices, values; ints = {depth}), Compress
+# (ints = {kept, flatten}: the rule carries only the count, so the case keeps the first rows),
+# NonZero (ints = {count}) --
+
+def add_select_cases():
+    v = Values("argmax_keepdims")
+    case("argmax_keepdims", "ArgMax", "infer",
+         lambda x: [torch.argmax(x, 1, keepdim=True)], [I("x", v.distinct((3, 4, 2)))], axis=1,
+         flags=["KEEPDIMS"], ints=[0])
+    v = Values("argmin")
+    case("argmin", "ArgMin", "infer", lambda x: [torch.argmin(x, -1)],
+         [I("x", v.distinct((3, 5)))], axis=-1, ints=[0])
+
+    def topk(k, largest):
+        def f(x):
+            vals, idx = torch.topk(x, k, dim=-1, largest=largest, sorted=True)
+            return [vals, idx]
+        return f
+    v = Values("topk")
+    case("topk", "TopK", "train", topk(3, True), [P("x", v.distinct((3, 5)))], n_out=2,
+         axis=-1, ints=[3, 1, 1])
+    v = Values("topk_smallest")
+    case("topk_smallest", "TopK", "train", topk(2, False), [P("x", v.distinct((2, 6)))],
+         n_out=2, axis=-1, ints=[2, 0, 1])
+
+    def onehot(depth):
+        def f(i, vals):
+            oh = F.one_hot(i, depth).double()
+            return [vals[0] + (vals[1] - vals[0]) * oh]
+        return f
+    v = Values("onehot")
+    case("onehot", "OneHot", "train", onehot(3), [I("indices", v.ints((4,), 0, 3)),
+                                                  P("values", torch.tensor([-0.5, 2.0]))],
+         axis=-1, ints=[3])
+    v = Values("compress")
+    case("compress", "Compress", "train", lambda x: [x[:2]], [P("x", v.normal((4, 3)))],
+         ints=[2, 0])
+    x = torch.tensor([[0.0, 1.5, 0.0], [-2.0, 0.5, 3.0]])
+    case("nonzero", "NonZero", "infer", lambda t: [torch.nonzero(t).T.contiguous()], [I("x", x)],
+         ints=[4])
+
+
+# -- layout.c: DepthToSpace (ints = {blocksize, mode 0 DCR 1 CRD}), SpaceToDepth ({blocksize}),
+# ReverseSequence ({batch_axis, time_axis}), MaxUnpool (ints = the output dims), EyeLike
+# ({dtype, k}); the permutations as the ONNX spec writes them --
+
+def add_layout_cases():
+    def d2s(b, crd):
+        def f(x):
+            n, c, h, w = x.shape
+            if crd:   # PyTorch's pixel_shuffle
+                y = x.reshape(n, c // (b * b), b, b, h, w).permute(0, 1, 4, 2, 5, 3)
+            else:
+                y = x.reshape(n, b, b, c // (b * b), h, w).permute(0, 3, 4, 1, 5, 2)
+            return [y.reshape(n, c // (b * b), h * b, w * b)]
+        return f
+    case("depth_to_space_dcr", "DepthToSpace", "train", d2s(2, False),
+         [P("x", Values("depth_to_space_dcr").normal((2, 8, 2, 3)))], ints=[2, 0])
+    case("depth_to_space_crd", "DepthToSpace", "train", d2s(2, True),
+         [P("x", Values("depth_to_space_crd").normal((1, 8, 3, 2)))], ints=[2, 1])
+
+    def s2d(b):
+        def f(x):
+            n, c, h, w = x.shape
+            y = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+            return [y.reshape(n, c * b * b, h // b, w // b)]
+        return f
+    case("space_to_depth", "SpaceToDepth", "train", s2d(2),
+         [P("x", Values("space_to_depth").normal((2, 2, 4, 6)))], ints=[2])
+
+    def rev(batch_axis, time_axis):
+        def f(x, lens):
+            y = x.clone()
+            for b in range(x.shape[batch_axis]):
+                n = int(lens[b])
+                idx = torch.arange(n - 1, -1, -1)
+                if time_axis == 0:
+                    y = torch.cat([y[:, :b], torch.cat([x[:n, b:b + 1].index_select(0, idx),
+                                                        x[n:, b:b + 1]]), y[:, b + 1:]], 1)
+                else:
+                    y = torch.cat([y[:b], torch.cat([x[b:b + 1, :n].index_select(1, idx),
+                                                     x[b:b + 1, n:]], 1), y[b + 1:]])
+            return [y]
+        return f
+    case("reverse_sequence_time", "ReverseSequence", "train", rev(1, 0),
+         [P("x", Values("reverse_sequence_time").normal((4, 3, 2))),
+          I("sequence_lens", torch.tensor([4, 1, 3]))], ints=[1, 0])
+    case("reverse_sequence_batch", "ReverseSequence", "train", rev(0, 1),
+         [P("x", Values("reverse_sequence_batch").normal((3, 5))),
+          I("sequence_lens", torch.tensor([2, 5, 1]))], ints=[0, 1])
+
+    # MaxUnpool: each value written where its index (flat within its (N, C) plane) points
+    v = Values("max_unpool")
+    idx = torch.stack([torch.randperm(16, generator=v.g)[:4] for _ in range(2)]).reshape(1, 2, 2, 2)
+    case("max_unpool", "MaxUnpool", "train",
+         lambda x, i: [F.max_unpool2d(x, i, 2, 2, output_size=(4, 4))],
+         [P("x", v.normal((1, 2, 2, 2))), I("indices", idx)], ints=[1, 2, 4, 4])
+    case("eyelike", "EyeLike", "infer",
+         lambda x: [torch.eye(3, 4, dtype=torch.float64).roll(1, 1) * (torch.arange(4) > 0)],
+         [I("x", Values("eyelike").normal((3, 4)))], ints=[DT["fp32"], 1])
 
 
 # -- compare.c --
@@ -1290,7 +1490,8 @@ def run_case(c):
     if len(outs) != c.n_out:
         raise SystemExit("%s: %d outputs, %d declared" % (c.name, len(outs), c.n_out))
     if train:
-        if c.op in ("CrossEntropy", "MSELoss"):   # a loss op: its output is the loss
+        if c.op in ("CrossEntropy", "MSELoss", "SoftmaxCrossEntropyLoss",
+                    "NegativeLogLikelihoodLoss"):   # a loss op: its output is the loss
             loss = outs[0]
         else:
             y = outs[0]
@@ -1402,7 +1603,8 @@ def main():
                 add_eltwise_cases, add_shape_cases, add_misc_cases, add_unary_cases,
                 add_compare_cases, add_reduce_cases, add_tensor_cases, add_einsum_cases,
                 add_trig_cases, add_math_cases, add_rnn_cases,
-                add_quant_cases, add_msft_cases):
+                add_quant_cases, add_msft_cases, add_index_cases, add_select_cases,
+                add_layout_cases):
         add()
     names = set()
     out = ["# generated by tools/make_op_goldens.py with torch %s; do not edit" % torch.__version__]

@@ -169,6 +169,9 @@ static void describe(struct fm_loss_info *info)
                      "%lld positions", (long long)l->classes, (long long)l->positions);
         else if (l->kind == FM_LOSS_MSE)
             snprintf(what, sizeof(what), "mean squared error against a random target");
+        else if (l->classes)
+            snprintf(what, sizeof(what), "the model's own, over %lld classes at %lld positions",
+                     (long long)l->classes, (long long)l->positions);
         else
             snprintf(what, sizeof(what), "the model's own");
         len += (size_t)snprintf(info->summary + len, sizeof(info->summary) - len, "%s%s%s",
@@ -193,6 +196,14 @@ enum fm_status fm_graph_add_loss(struct fm_graph *g, fm_tid output, struct fm_lo
         l->kind = FM_LOSS_MODEL;
         l->node = (fm_nid)i;
         l->output = n->in[0];
+        if (n->op == FM_OP_SOFTMAX_CE_LOSS || n->op == FM_OP_NLL_LOSS) {
+            /* ONNX's losses: input (N, C, d...), labels (N, d...) */
+            const struct fm_shape *x = &g->tensors[n->in[0]].shape;
+            uint64_t m = 0;
+            l->classes = x->dims[1];
+            if (fm_shape_numel(&g->tensors[n->in[1]].shape, &m) == FM_OK && m <= INT64_MAX)
+                l->positions = (int64_t)m;
+        }
     }
     if (info->n) {
         describe(info);

@@ -458,6 +458,8 @@ struct op_slots {
 static const struct op_slots slot_table[] = {
     FM_OP_LIST(OX_SLOTS_ROW)
     {"Upsample", "xC*"},          /* Resize's older name: scales (and roi) */
+    {"Scatter", "xCx"},           /* ScatterElements's older name: data, indices, updates */
+    {"CastLike", "TC"},           /* Cast to the dtype of input 1, whose values are not read */
     {"Shape", "C*"},              /* evaluated at load time: only the shape is read */
     {"Size", "C*"},
     {"ArgMax", "C*"},             /* indices out: nothing flows back */

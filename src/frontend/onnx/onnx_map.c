@@ -1013,8 +1013,9 @@ static enum fm_status map_cast(struct ox *ox, const Onnx__NodeProto *node, const
     if (st)
         return st;
     if (to < INT32_MIN || to > INT32_MAX || !ox_dtype((int32_t)to, &dt))
-        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "cast to ONNX type %lld",
-                             (long long)to);
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "cast to ONNX type %lld%s: "
+                             "flopmeter counts tensors of numeric types only", (long long)to,
+                             to == ONNX__TENSOR_PROTO__DATA_TYPE__STRING ? " (string)" : "");
     struct fm_attrs a;
     fm_attrs_init(&a);
     a.ints[0] = dt;
@@ -1164,6 +1165,299 @@ bad:
     return ox_node_error(ox, node, FM_ERR_PARSE, "equation '%s%s%s' does not fit its operands",
                          eq, arrow ? "->" : "", arrow ? arrow + 2 : "");
 }
+/* ---- indexing, selection, layout and losses (index.c, select.c, layout.c, loss.c) ---- */
+
+/* ONNX's reduction attribute (ScatterElements, ScatterND from opsets 16/18) -> 0 none, 1 add,
+ * 2 mul, 3 max, 4 min (index.c) */
+static enum fm_status reduction_attr(struct ox *ox, const Onnx__NodeProto *node, int64_t *out)
+{
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    char r[16];
+    enum fm_status st = ox_attr_string(ox, node, "reduction", "none", r, sizeof(r));
+    if (st)
+        return st;
+    for (int64_t i = 0; i < 5; i++) {
+        if (!strcmp(r, names[i])) {
+            *out = i;
+            return FM_OK;
+        }
+    }
+    return ox_node_error(ox, node, FM_ERR_PARSE, "reduction '%s' is not one of none, add, mul, "
+                         "max, min", r);
+}
+
+/* GatherElements, GatherND, ScatterElements (and the deprecated Scatter), ScatterND */
+static enum fm_status map_index(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    bool scatter = op == FM_OP_SCATTER_ELEMENTS || op == FM_OP_SCATTER_ND;
+    enum fm_status st = need(ox, node, in, n_in, scatter ? 3 : 2);
+    if (!st && (op == FM_OP_GATHER_ELEMENTS || op == FM_OP_SCATTER_ELEMENTS))
+        st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+    if (!st && op == FM_OP_GATHER_ND) {
+        st = ox_attr_int(ox, node, "batch_dims", 0, &a.ints[0]);
+        a.nints = 1;
+    }
+    if (!st && scatter) {
+        st = reduction_attr(ox, node, &a.ints[0]);
+        a.nints = 1;
+    }
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, &a, in, scatter ? 3 : 2, 1);
+}
+
+/* SoftmaxCrossEntropyLoss (loss, log_prob?) and NegativeLogLikelihoodLoss (loss.c) */
+static enum fm_status map_onnx_loss(struct ox *ox, const Onnx__NodeProto *node,
+                                    const fm_tid *in, int n_in, enum fm_op op)
+{
+    static const char *const names[] = {"none", "sum", "mean"};
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    char r[16];
+    enum fm_status st = need(ox, node, in, n_in, 2);
+    if (!st)
+        st = ox_attr_string(ox, node, "reduction", "mean", r, sizeof(r));
+    if (!st)
+        st = ox_attr_int(ox, node, "ignore_index", 0, &a.ints[2]);
+    if (st)
+        return st;
+    a.ints[0] = -1;
+    for (int i = 0; i < 3; i++)
+        a.ints[0] = strcmp(r, names[i]) ? a.ints[0] : i;
+    if (a.ints[0] < 0)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "reduction '%s' is not one of none, sum, "
+                             "mean", r);
+    a.ints[1] = ox_attr(node, "ignore_index") != NULL;
+    a.nints = 3;
+    int n_out = op == FM_OP_SOFTMAX_CE_LOSS && node->n_output > 1 &&
+                ox_str(node->output[1])[0] ? 2 : 1;
+    return ox_emit(ox, node, op, &a, in, trim(in, n_in), n_out);
+}
+
+/* A known integer operand (TopK's K, OneHot's depth), or an error naming the input and saying
+ * that the output shape depends on it. */
+static enum fm_status known_count(struct ox *ox, const Onnx__NodeProto *node, fm_tid t,
+                                  const char *what, int64_t *out)
+{
+    double v;
+    if (!scalar_value(ox, t, &v)) {
+        const char *name = tensor(ox, t)->name;
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its %s ('%s') is not known before "
+                             "running the network, but the output shape depends on it: make "
+                             "it a constant, or bind its value (--value %s=N)", what, name, name);
+    }
+    if (!(v >= 0 && v <= (double)OX_DIM_MAX) || v != floor(v))
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "its %s is %g", what, v);
+    *out = (int64_t)v;
+    return FM_OK;
+}
+
+/* ArgMax, ArgMin, TopK, OneHot, Compress, NonZero (select.c); Unique is declined */
+static enum fm_status map_select(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    int64_t v;
+    enum fm_status st = need(ox, node, in, n_in, op == FM_OP_ONEHOT ? 3
+                                               : op == FM_OP_COMPRESS ? 2 : 1);
+    if (st)
+        return st;
+    if (op == FM_OP_ARGMAX || op == FM_OP_ARGMIN) {
+        st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+        if (!st)
+            st = ox_attr_int(ox, node, "keepdims", 1, &v);
+        if (!st && v)
+            a.flags |= FM_ATTR_KEEPDIMS;
+        if (!st)
+            st = ox_attr_int(ox, node, "select_last_index", 0, &a.ints[0]);
+        a.nints = 1;
+        return st ? st : ox_emit(ox, node, op, &a, in, 1, 1);
+    }
+    if (op == FM_OP_TOPK) {
+        int64_t largest, sorted;
+        st = ox_attr_int(ox, node, "axis", -1, &a.axis);
+        if (!st)
+            st = ox_attr_int(ox, node, "largest", 1, &largest);
+        if (!st)
+            st = ox_attr_int(ox, node, "sorted", 1, &sorted);
+        if (!st && ox->opset < 10)
+            st = ox_attr_int(ox, node, "k", 0, &a.ints[0]);
+        else if (!st)
+            st = n_in > 1 && in[1] != FM_NONE ? known_count(ox, node, in[1], "k", &a.ints[0])
+                 : ox_node_error(ox, node, FM_ERR_PARSE, "required input 1 (K) is missing");
+        if (st)
+            return st;
+        a.ints[1] = largest != 0;
+        a.ints[2] = sorted != 0;
+        a.nints = 3;
+        return ox_emit(ox, node, op, &a, in, 1, 2);
+    }
+    if (op == FM_OP_ONEHOT) {
+        st = ox_attr_int(ox, node, "axis", -1, &a.axis);
+        if (!st)
+            st = known_count(ox, node, in[1], "depth", &a.ints[0]);
+        if (st)
+            return st;
+        a.nints = 1;
+        fm_tid x[2] = {in[0], in[2]};
+        return ox_emit(ox, node, op, &a, x, 2, 1);
+    }
+    if (op == FM_OP_COMPRESS) {
+        const struct ox_val *c = ox_val_of(ox, in[1]);
+        const struct fm_tensor *x = tensor(ox, in[0]);
+        bool flatten = ox_attr(node, "axis") == NULL;
+        st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+        if (st)
+            return st;
+        if (!c || c->is_float)
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its condition ('%s') is not "
+                                 "known before running the network, and the output's length is "
+                                 "the number of its true values (a data-dependent shape): make "
+                                 "it a constant, or bind its value (--value %s=...)",
+                                 tensor(ox, in[1])->name, tensor(ox, in[1])->name);
+        uint64_t len = 0;
+        int64_t ax = a.axis < 0 ? a.axis + x->shape.rank : a.axis;
+        if (flatten)
+            st = fm_shape_numel(&x->shape, &len);
+        else if (ax < 0 || ax >= x->shape.rank)
+            st = FM_ERR_SHAPE;
+        else
+            len = (uint64_t)x->shape.dims[ax];
+        if (st)
+            return ox_node_error(ox, node, FM_ERR_SHAPE, "axis %lld does not fit rank %d",
+                                 (long long)a.axis, x->shape.rank);
+        int64_t kept = 0;
+        for (uint64_t i = 0; i < c->n && i < len; i++)
+            kept += c->i[i] != 0;
+        a.ints[0] = kept;
+        a.ints[1] = flatten;
+        a.nints = 2;
+        return ox_emit(ox, node, op, &a, in, 1, 1);
+    }
+    if (op == FM_OP_NONZERO) {
+        const struct ox_val *c = ox_val_of(ox, in[0]);
+        if (!c)
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its output has one column per "
+                                 "nonzero element of '%s', known only when the network runs (a "
+                                 "data-dependent shape): make it a constant, or bind its value "
+                                 "(--value %s=...)", tensor(ox, in[0])->name,
+                                 tensor(ox, in[0])->name);
+        int64_t count = 0;
+        for (uint64_t i = 0; i < c->n; i++)
+            count += c->is_float ? c->f[i] != 0 : c->i[i] != 0;
+        a.ints[0] = count;
+        a.nints = 1;
+        return ox_emit(ox, node, op, &a, in, 1, 1);
+    }
+    /* Unique */
+    return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its outputs have one entry per distinct "
+                         "value of '%s', known only when the network runs (a data-dependent "
+                         "shape), so nothing after it can be counted", n_in ? tensor(ox, in[0])->name : "?");
+}
+
+/* DepthToSpace, SpaceToDepth, ReverseSequence, MaxUnpool, EyeLike (layout.c) */
+static enum fm_status map_layout(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    enum fm_status st = need(ox, node, in, n_in, op == FM_OP_REVERSE_SEQUENCE ||
+                                                 op == FM_OP_MAX_UNPOOL ? 2 : 1);
+    if (st)
+        return st;
+    if (op == FM_OP_DEPTH_TO_SPACE || op == FM_OP_SPACE_TO_DEPTH) {
+        char mode[8];
+        st = ox_attr_int(ox, node, "blocksize", 0, &a.ints[0]);
+        if (!st)
+            st = ox_attr_string(ox, node, "mode", "DCR", mode, sizeof(mode));
+        if (st)
+            return st;
+        if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "mode '%s' is neither DCR nor CRD",
+                                 mode);
+        a.ints[1] = !strcmp(mode, "CRD");
+        a.nints = op == FM_OP_DEPTH_TO_SPACE ? 2 : 1;
+        return ox_emit(ox, node, op, &a, in, 1, 1);
+    }
+    if (op == FM_OP_REVERSE_SEQUENCE) {
+        st = ox_attr_int(ox, node, "batch_axis", 1, &a.ints[0]);
+        if (!st)
+            st = ox_attr_int(ox, node, "time_axis", 0, &a.ints[1]);
+        a.nints = 2;
+        return st ? st : ox_emit(ox, node, op, &a, in, 2, 1);
+    }
+    const struct fm_tensor *x = tensor(ox, in[0]);
+    if (op == FM_OP_EYELIKE) {
+        int64_t dt;
+        enum fm_dtype d = x->dtype;
+        st = ox_attr_int(ox, node, "dtype", -1, &dt);
+        if (st)
+            return st;
+        if (dt >= 0 && (dt > INT32_MAX || !ox_dtype((int32_t)dt, &d)))
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "dtype %lld is not a numeric "
+                                 "ONNX type", (long long)dt);
+        a.ints[0] = d;
+        st = ox_attr_int(ox, node, "k", 0, &a.ints[1]);
+        a.nints = 2;
+        return st ? st : ox_emit(ox, node, op, &a, in, 1, 1);
+    }
+    /* MaxUnpool: the output dims from output_shape when given, else from the window */
+    int r = x->shape.rank;
+    if (r < 3 || r > FM_MAX_DIMS)
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "input of rank %d is not (N, C, spatial...)",
+                             r);
+    if (n_in > 2 && in[2] != FM_NONE) {
+        const struct ox_val *v;
+        st = ox_need_ints(ox, node, in[2], "output_shape", &v);
+        if (st)
+            return st;
+        if (v->n != (uint64_t)r)
+            return ox_node_error(ox, node, FM_ERR_SHAPE, "output_shape has %llu values for rank "
+                                 "%d", (unsigned long long)v->n, r);
+        for (int i = 0; i < r; i++)
+            a.ints[i] = v->i[i];
+    } else {
+        int64_t k[FM_MAX_DIMS], s[FM_MAX_DIMS], p[2 * FM_MAX_DIMS];
+        int nk, ns, np;
+        st = ox_attr_ints(ox, node, "kernel_shape", k, FM_MAX_DIMS, &nk);
+        if (!st)
+            st = ox_attr_ints(ox, node, "strides", s, FM_MAX_DIMS, &ns);
+        if (!st)
+            st = ox_attr_ints(ox, node, "pads", p, 2 * FM_MAX_DIMS, &np);
+        if (st)
+            return st;
+        if (nk != r - 2 || (ns && ns != nk) || (np && np != 2 * nk))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "kernel_shape, strides and pads do "
+                                 "not fit %d spatial dims", r - 2);
+        a.ints[0] = x->shape.dims[0];
+        a.ints[1] = x->shape.dims[1];
+        for (int i = 0; i < nk; i++) {
+            int64_t st_i = ns ? s[i] : 1, lo = np ? p[i] : 0, hi = np ? p[nk + i] : 0;
+            a.ints[2 + i] = (x->shape.dims[2 + i] - 1) * st_i + k[i] - lo - hi;
+        }
+    }
+    a.nints = r;
+    return ox_emit(ox, node, op, &a, in, 2, 1);
+}
+
+/* CastLike: Cast to the dtype of the second input (opset 15) */
+static enum fm_status map_castlike(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                   int n_in, enum fm_op op)
+{
+    enum fm_status st = need(ox, node, in, n_in, 2);
+    if (st)
+        return st;
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.ints[0] = tensor(ox, in[1])->dtype;
+    a.nints = 1;
+    return ox_emit(ox, node, op, &a, in, 1, 1);
+}
+
 
 /* ---- recurrent layers: LSTM, GRU, RNN (and wrappers of the same cells) ---- */
 
@@ -1256,6 +1550,9 @@ static const struct op_map table[] = {
     /* ONNX op types the list does not hold as their own: older names of its ops */
     {"Upsample", map_resize, FM_OP_RESIZE},   /* Resize before opset 10, same operands */
     {"com.microsoft:Gelu", map_act, FM_OP_GELU},   /* ONNX Runtime's Gelu (erf) */
+    {"Scatter", map_index, FM_OP_SCATTER_ELEMENTS},   /* opsets 9-10: ScatterElements */
+    {"Unique", map_select, FM_OP_UNKNOWN},   /* declined: a data-dependent shape */
+    {"CastLike", map_castlike, FM_OP_CAST},   /* Cast to the second input's dtype */
 };
 #undef OX_MAP_ROW
 
