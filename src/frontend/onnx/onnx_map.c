@@ -1,4 +1,4 @@
-/* ONNX ops -> flopmeter ops, opsets 7 to 21: one mapper per kind of op, turning attributes and
+/* ONNX ops -> flopmeter ops, opsets 1 to 21: one mapper per kind of op, turning attributes and
  * constant operands (axes, pads, scales, target shapes) into the op's attrs, and the table that
  * picks it. Exported patterns stay as they are (Gemm, MatMul + Add, an Erf-based GELU
  * subgraph); an op without a mapping becomes an uncounted node. Attribute access, tensors and
@@ -411,7 +411,8 @@ static enum fm_status map_concat(struct ox *ox, const Onnx__NodeProto *node, con
 {
     struct fm_attrs a;
     fm_attrs_init(&a);
-    enum fm_status st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+    /* Concat-1 (opsets 1 to 3): axis is optional, default 1 */
+    enum fm_status st = ox_attr_int(ox, node, "axis", ox->opset < 4 ? 1 : 0, &a.axis);
     if (st)
         return st;
     fm_tid x[FM_MAX_IO];
@@ -429,6 +430,22 @@ static enum fm_status map_reshape(struct ox *ox, const Onnx__NodeProto *node, co
                                   int n_in, enum fm_op op)
 {
     const struct ox_val *v;
+    if (ox->opset < 5) {   /* Reshape-1: the target is attribute 'shape' */
+        int64_t dims[FM_MAX_DIMS];
+        int nd;
+        enum fm_status st = need(ox, node, in, n_in, 1);
+        if (!st)
+            st = ox_attr_ints(ox, node, "shape", dims, FM_MAX_DIMS, &nd);
+        if (!st && !ox_attr(node, "shape"))
+            st = ox_node_error(ox, node, FM_ERR_PARSE, "Reshape-1 (opset %lld) needs attribute "
+                               "'shape'", (long long)ox->opset);
+        struct fm_shape s = {1, {nd}};
+        struct ox_val tv = {true, false, (uint64_t)nd, dims, NULL};
+        fm_tid x[2] = {in[0], FM_NONE};
+        if (!st)
+            st = ox_const_tensor(ox, node, NULL, FM_ROLE_CONST, FM_DTYPE_INT64, &s, &tv, &x[1]);
+        return st ? st : ox_emit(ox, node, op, NULL, x, 2, 1);
+    }
     enum fm_status st = need(ox, node, in, n_in, 2);
     if (!st)
         st = ox_need_ints(ox, node, in[1], "target shape", &v);
@@ -459,7 +476,10 @@ static enum fm_status map_split(struct ox *ox, const Onnx__NodeProto *node, cons
     if (!st)
         st = ox_attr_int(ox, node, "axis", 0, &a.axis);
     if (!st)
-        st = axes_operand(ox, node, in, n_in, 1, ox->opset >= 13, "split", a.ints, &a.nints);
+        /* Split-1 takes the sizes from an optional second input or the attribute */
+        st = axes_operand(ox, node, in, n_in, 1,
+                          ox->opset >= 13 || (ox->opset < 2 && n_in > 1 && in[1] != FM_NONE),
+                          "split", a.ints, &a.nints);
     if (st)
         return st;
     int n_out = (int)node->n_output;
@@ -611,8 +631,9 @@ static enum fm_status map_pad(struct ox *ox, const Onnx__NodeProto *node, const 
     const struct fm_shape *x = &tensor(ox, in[0])->shape;
     int64_t pads[2 * FM_MAX_DIMS], axes[FM_MAX_DIMS];
     int np = 0, na = 0;
-    if (ox->opset < 11) {
-        st = ox_attr_ints(ox, node, "pads", pads, 2 * FM_MAX_DIMS, &np);
+    if (ox->opset < 11) {   /* Pad-1 names the attribute 'paddings', Pad-2 'pads' */
+        st = ox_attr_ints(ox, node, ox->opset < 2 ? "paddings" : "pads", pads, 2 * FM_MAX_DIMS,
+                          &np);
     } else {
         const struct ox_val *v;
         st = need(ox, node, in, n_in, 2);
@@ -673,7 +694,22 @@ static enum fm_status map_resize(struct ox *ox, const Onnx__NodeProto *node, con
     bool have_sizes = false, have_scales = false;
     bool upsample = strcmp(ox_str(node->op_type), "Upsample") == 0;
     fm_tid ts = FM_NONE, tz = FM_NONE;
-    if (upsample && ox->opset < 9) {
+    if (upsample && ox->opset < 7) {   /* Upsample-1: NCHW, height_scale and width_scale */
+        double hs, ws;
+        st = ox_attr_float(ox, node, "height_scale", 0, &hs);
+        if (!st)
+            st = ox_attr_float(ox, node, "width_scale", 0, &ws);
+        if (st)
+            return st;
+        if (x->rank != 4 || !ox_attr(node, "height_scale") || !ox_attr(node, "width_scale"))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "Upsample-1 (opset %lld) needs a 4-D "
+                                 "input and attributes 'height_scale' and 'width_scale'",
+                                 (long long)ox->opset);
+        scales[0] = scales[1] = 1;
+        scales[2] = hs;
+        scales[3] = ws;
+        have_scales = true;
+    } else if (upsample && ox->opset < 9) {
         const Onnx__AttributeProto *sa = ox_attr(node, "scales");
         if (!sa || sa->n_floats != (size_t)x->rank)
             return ox_node_error(ox, node, FM_ERR_PARSE, "attribute 'scales' needs %d floats",
@@ -772,7 +808,7 @@ static enum fm_status map_cast(struct ox *ox, const Onnx__NodeProto *node, const
     enum fm_dtype dt;
     enum fm_status st = need(ox, node, in, n_in, 1);
     if (!st)
-        st = ox_attr_int(ox, node, "to", 0, &to);
+        st = ox_cast_to(ox, node, &to);
     if (st)
         return st;
     if (to < INT32_MIN || to > INT32_MAX || !ox_dtype((int32_t)to, &dt))
@@ -928,6 +964,121 @@ bad:
                          eq, arrow ? "->" : "", arrow ? arrow + 2 : "");
 }
 
+/* ---- opsets 1 to 6 ---- */
+
+/* Attributes that later became inputs are read by the mappers above (Reshape-1's shape,
+ * Pad-1's paddings, Slice-1's starts/ends/axes, Split-1's split, Upsample-1's scales, Cast-1's
+ * type name, Concat-1's default axis). What follows changes the operands themselves, or
+ * refuses an old version whose meaning flopmeter does not implement. */
+
+/* A view of t as shape `to` (a copy, never a pointer into the graph): a synthesized Reshape,
+ * which costs nothing. */
+static enum fm_status view_as(struct ox *ox, const Onnx__NodeProto *node, fm_tid t,
+                              struct fm_shape to, const char *suffix, fm_tid *out)
+{
+    struct fm_shape s = {1, {to.rank}};
+    struct ox_val v = {true, false, (uint64_t)to.rank, to.dims, NULL};
+    fm_tid c;
+    enum fm_status st = ox_const_tensor(ox, node, NULL, FM_ROLE_CONST, FM_DTYPE_INT64, &s, &v, &c);
+    if (st)
+        return st;
+    char name[512];
+    snprintf(name, sizeof(name), "%s:%s", ox_node_name(node), suffix);
+    fm_tid rin[2] = {t, c};
+    const char *on = name;
+    return fm_graph_add_node(ox->g, FM_OP_RESHAPE, name, NULL, rin, 2, &on, 1, out);
+}
+
+static bool legacy_broadcast_op(const char *op)
+{
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor",
+                                      "Equal", "Greater", "Less"};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        if (!strcmp(op, ops[i]))
+            return true;
+    }
+    return false;
+}
+
+/* Opsets 1 to 6: the binary ops take B of A's shape, or with broadcast=1 a B whose dims match
+ * A's from `axis` on (from the end when axis is absent); PRelu's slope of C values is per
+ * channel (axis 1). numpy's broadcasting, which flopmeter's ops implement, aligns at the end:
+ * B becomes a view with trailing 1s, so that both rules agree. x[1] is in[1] or that view. */
+static enum fm_status legacy_operands(struct ox *ox, const Onnx__NodeProto *node,
+                                      const fm_tid *in, int n_in, fm_tid *x)
+{
+    const char *op = ox_str(node->op_type);
+    bool bin = legacy_broadcast_op(op), prelu = !strcmp(op, "PRelu");
+    if ((!bin && !prelu) || n_in < 2 || in[0] == FM_NONE || in[1] == FM_NONE)
+        return FM_OK;
+    const struct fm_shape a = tensor(ox, in[0])->shape, b = tensor(ox, in[1])->shape;
+    int64_t axis = 1, bcast = 0;
+    if (bin) {
+        enum fm_status st = ox_attr_int(ox, node, "broadcast", 0, &bcast);
+        if (st)
+            return st;
+        if (!bcast) {
+            bool same = a.rank == b.rank;
+            for (int d = 0; same && d < a.rank; d++)
+                same = a.dims[d] == b.dims[d];
+            if (!same)
+                return ox_node_error(ox, node, FM_ERR_SHAPE, "%s at opset %lld: inputs of "
+                                     "different shapes need broadcast=1", op,
+                                     (long long)ox->opset);
+            return FM_OK;
+        }
+        if (!ox_attr(node, "axis"))
+            return FM_OK;   /* aligned at the end: numpy's rule */
+        st = ox_attr_int(ox, node, "axis", 0, &axis);
+        if (st)
+            return st;
+    } else if (b.rank != 1 || a.rank < 3 || b.dims[0] != a.dims[1]) {
+        return FM_OK;
+    }
+    if (axis < 0)
+        axis += a.rank;
+    if (axis < 0 || axis + b.rank > a.rank)
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "%s at opset %lld: broadcast axis %lld "
+                             "does not place B (rank %d) inside A (rank %d)", op,
+                             (long long)ox->opset, (long long)axis, b.rank, a.rank);
+    for (int k = 0; k < b.rank; k++) {
+        if (b.dims[k] != a.dims[axis + k] && b.dims[k] != 1)
+            return ox_node_error(ox, node, FM_ERR_SHAPE, "%s at opset %lld: B's dim %d (%lld) "
+                                 "does not match A's dim %lld (%lld) at broadcast axis %lld",
+                                 op, (long long)ox->opset, k, (long long)b.dims[k],
+                                 (long long)(axis + k), (long long)a.dims[axis + k],
+                                 (long long)axis);
+    }
+    if (axis + b.rank == a.rank)
+        return FM_OK;
+    struct fm_shape to = b;
+    while (to.rank < a.rank - axis)
+        to.dims[to.rank++] = 1;
+    return view_as(ox, node, in[1], to, "broadcast_axis", &x[1]);
+}
+
+/* Old versions whose meaning differs and is not implemented: refused by op and version. */
+static enum fm_status legacy_refuse(struct ox *ox, const Onnx__NodeProto *node)
+{
+    const char *op = ox_str(node->op_type);
+    if (!strcmp(op, "Tile") && ox->opset < 6)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "Tile-1 (opset %lld), whose inputs "
+                             "are a count and one axis, is not implemented (Tile-6 and later "
+                             "are); re-export at opset 6 or later", (long long)ox->opset);
+    if (!strcmp(op, "BatchNormalization") && ox->opset < 9) {
+        int64_t spatial;
+        enum fm_status st = ox_attr_int(ox, node, "spatial", 1, &spatial);
+        if (st)
+            return st;
+        if (!spatial)
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "BatchNormalization-%d (opset "
+                                 "%lld) with spatial=0 (statistics per activation rather than "
+                                 "per channel) is not implemented",
+                                 ox->opset < 6 ? 1 : ox->opset < 7 ? 6 : 7, (long long)ox->opset);
+    }
+    return FM_OK;
+}
+
 /* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
 
 /* Ops no ONNX op type maps to (Linear, SiLU, Attention ...) name the mapper "none": their rows
@@ -952,6 +1103,17 @@ enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_
                            int n_in)
 {
     const char *op = ox_str(node->op_type);
+    fm_tid x[FM_MAX_IO];
+    if (ox->opset < 9) {
+        enum fm_status st = legacy_refuse(ox, node);
+        if (!st && ox->opset < 7 && n_in > 0 && n_in <= FM_MAX_IO) {
+            memcpy(x, in, sizeof(fm_tid) * (size_t)n_in);
+            st = legacy_operands(ox, node, in, n_in, x);
+            in = x;
+        }
+        if (st)
+            return st;
+    }
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
         if (table[i].name && table[i].fn && strcmp(table[i].name, op) == 0)
             return table[i].fn(ox, node, in, n_in, table[i].op);
