@@ -569,6 +569,118 @@ static void test_node_tests_trig(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ---- opsets 1 to 6 ---- */
+
+static const struct fm_shape *out_shape(const struct fm_graph *g, const char *name)
+{
+    fm_tid t = fm_graph_find_tensor(g, name);
+    if (t == FM_NONE)
+        fail_msg("no tensor '%s'", name);
+    return &fm_graph_tensor(g, t)->shape;
+}
+
+static void assert_dims(const struct fm_shape *s, int rank, const int64_t *dims)
+{
+    assert_int_equal(s->rank, rank);
+    for (int d = 0; d < rank; d++)
+        assert_int_equal(s->dims[d], dims[d]);
+}
+
+/* Old forms, from ONNX's operator changelog (tools/make_old_opset_fixtures.py): attributes that
+ * later became inputs, the binary ops' broadcast axis, and what is refused by op and version.
+ * Then files other people made: ONNX's node tests and PyTorch's converted modules stamped
+ * opset 1 or 6 (Debian's libonnx-testdata), each output's dims those of its
+ * test_data_set_0/output_0.pb. */
+static void test_old_opsets(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    /* opset 1, x (2,3,4,4): Reshape-1 shape=[2,3,16]; Pad-1 paddings [0,0,1 | 0,0,2]: 16+1+2 =
+     * 19; Concat-1 default axis 1: 3+3 = 6; Split-1 sizes [2,4] from its second input;
+     * Upsample-1 height 4*2 = 8, width 4*3 = 12; Cast-1 to "INT64" */
+    FM_ASSERT_OK(ctx, load(ctx, "old_opset1.onnx", 0, NULL, 0, &g));
+    assert_dims(out_shape(g, "r"), 3, (const int64_t[]){2, 3, 16});
+    assert_dims(out_shape(g, "p"), 3, (const int64_t[]){2, 3, 19});
+    assert_dims(out_shape(g, "c"), 3, (const int64_t[]){2, 6, 19});
+    assert_dims(out_shape(g, "s1"), 3, (const int64_t[]){2, 2, 19});
+    assert_dims(out_shape(g, "s2"), 3, (const int64_t[]){2, 4, 19});
+    assert_dims(out_shape(g, "u"), 4, (const int64_t[]){2, 3, 8, 12});
+    assert_dims(out_shape(g, "k"), 4, (const int64_t[]){2, 3, 4, 4});
+    assert_int_equal(fm_graph_tensor(g, fm_graph_find_tensor(g, "k"))->dtype, FM_DTYPE_INT64);
+    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    assert_int_equal(c->n_uncounted, 0);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    /* opset 6: x (2,3,4,5) + b (3,4) at axis 1, then * s (2) at axis 0: E = 2*3*4*5 = 120 adds
+     * and 120 muls forward (numpy's rule would have refused both); params 3*4 + 2 = 14 */
+    FM_ASSERT_OK(ctx, load(ctx, "old_opset6_broadcast.onnx", 0, NULL, 0, &g));
+    assert_dims(out_shape(g, "y"), 4, (const int64_t[]){2, 3, 4, 5});
+    c = count(ctx, g, FM_MODE_TRAIN);
+    assert_int_equal(c->n_uncounted, 0);
+    assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_ADD], 120);
+    assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MUL], 120);
+    assert_int_equal(c->params, 14);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    /* refused, naming the op and the version */
+    expect_fail(ctx, "bad_old_tile1.onnx", FM_ERR_UNSUPPORTED, "'tile' (Tile)", "Tile-1 (opset 1)");
+    expect_fail(ctx, "bad_old_bn_spatial.onnx", FM_ERR_UNSUPPORTED, "BatchNormalization-6",
+                "spatial=0");
+    expect_fail(ctx, "bad_old_add_shapes.onnx", FM_ERR_SHAPE, "Add at opset 6",
+                "broadcast=1");
+    expect_fail(ctx, "bad_old_cast_name.onnx", FM_ERR_PARSE, "Cast-1 (opset 5)", "'REAL'");
+
+    if (access(FM_ONNX_NODE_TESTS "/test_not_2d/model.onnx", R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
+               "deps installs it)\n");
+        fm_ctx_free(ctx);
+        return;
+    }
+    const struct {
+        const char *dir, *out;   /* under FM_ONNX_NODE_TESTS/.. */
+        int rank;
+        int64_t dims[4];
+    } cases[] = {
+        {"node/test_globalaveragepool", "y", 4, {1, 3, 1, 1}},              /* opset 1 */
+        {"node/test_globalmaxpool", "y", 4, {1, 3, 1, 1}},                  /* opset 1 */
+        {"node/test_not_2d", "not", 2, {3, 4}},                             /* opset 1 */
+        {"node/test_hardsigmoid", "y", 3, {3, 4, 5}},                       /* opset 6 */
+        {"node/test_instancenorm_epsilon", "y", 4, {2, 3, 4, 5}},           /* opset 6 */
+        {"pytorch-converted/test_PReLU_2d_multiparam", "2", 4, {2, 3, 4, 5}},
+        {"pytorch-converted/test_PReLU_1d_multiparam", "2", 3, {2, 3, 4}},
+        {"pytorch-operator/test_operator_add_size1_broadcast", "2", 2, {2, 3}},
+        {"pytorch-converted/test_ConstantPad2d", "1", 4, {2, 3, 11, 7}},    /* Pad-2 pads */
+        {"pytorch-converted/test_BatchNorm2d_eval", "5", 4, {2, 3, 6, 6}},  /* is_test */
+        {"pytorch-operator/test_operator_chunk", "1", 1, {2}},              /* Split-2 */
+        {"pytorch-converted/test_PixelShuffle", "5", 4, {1, 1, 12, 12}},
+        {"pytorch-converted/test_ConvTranspose2d", "3", 4, {1, 4, 20, 12}},
+        {"pytorch-converted/test_AvgPool2d_stride", "1", 4, {2, 3, 3, 3}},
+        {"pytorch-converted/test_Linear", "3", 2, {4, 8}},                  /* Gemm-6 */
+        {"pytorch-operator/test_operator_index", "2", 1, {1}},              /* Slice-1 */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/../%s/model.onnx", FM_ONNX_NODE_TESTS, cases[i].dir);
+        struct fm_load_opts o;
+        fm_load_opts_init(&o);
+        g = NULL;
+        if (fm_onnx_load_file(ctx, path, &o, &g))
+            fail_msg("%s: %s", cases[i].dir, fm_ctx_error(ctx));
+        assert_dims(out_shape(g, cases[i].out), cases[i].rank, cases[i].dims);
+        c = count(ctx, g, FM_MODE_INFER);
+        assert_int_equal(c->n_uncounted, 0);
+        if (strstr(cases[i].dir, "PReLU_2d")) {
+            /* the slope (3) is per channel at opset 6: E = 2*3*4*5 = 120 cmp and 120 mul */
+            assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_CMP], 120);
+            assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MUL], 120);
+        }
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -583,6 +695,7 @@ int main(void)
         cmocka_unit_test(test_corrupted_never_crash),
         cmocka_unit_test(test_node_tests_trig),
         cmocka_unit_test(test_folded_shapes),
+        cmocka_unit_test(test_old_opsets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
