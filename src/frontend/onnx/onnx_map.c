@@ -115,7 +115,7 @@ static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
 {
     int sr = x->rank - 2;
     int64_t strides[4] = {1, 1}, dil[4] = {1, 1}, pads[8] = {0}, outpad[4] = {0};
-    int64_t oshape[4] = {0};
+    int64_t oshape[4] = {0};   /* spatial dims, or N, C and the spatial dims */
     int n;
     enum fm_status st = ox_attr_ints(ox, node, "strides", strides, 2, &n);
     if (!st && n && n != sr)
@@ -135,7 +135,12 @@ static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
         st = ox_attr_ints(ox, node, "output_padding", outpad, 2, &n);
     int nos = 0;
     if (!st)
-        st = ox_attr_ints(ox, node, "output_shape", oshape, 2, &nos);
+        st = ox_attr_ints(ox, node, "output_shape", oshape, 4, &nos);
+    if (!st && nos && nos != sr && nos != sr + 2)
+        st = ox_node_error(ox, node, FM_ERR_PARSE, "output_shape has %d values for %d spatial "
+                           "dims", nos, sr);
+    if (!st && nos == sr + 2)
+        memmove(oshape, oshape + 2, sizeof(int64_t) * (size_t)sr);
     char autopad[32];
     if (!st)
         st = ox_attr_string(ox, node, "auto_pad", "NOTSET", autopad, sizeof(autopad));
@@ -149,26 +154,50 @@ static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
                                  "%lld, pads %lld/%lld: must be positive (pads non-negative)",
                                  (long long)kernel[d], (long long)strides[d], (long long)dil[d],
                                  (long long)pads[d], (long long)pads[sr + d]);
-        int64_t in = x->dims[2 + d], span = dil[d] * (kernel[d] - 1) + 1, total = -1;
+        if (outpad[d] < 0 || outpad[d] > OX_DIM_MAX)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "output_padding %lld",
+                                 (long long)outpad[d]);
+        /* file values up to 2^40: products are checked, never wrapped */
+        int64_t in = x->dims[2 + d], span, reach, total = 0;
+        bool computed = false;
+        bool ovf = __builtin_mul_overflow(dil[d], kernel[d] - 1, &span) ||
+                   __builtin_mul_overflow(strides[d], in - 1, &reach) ||
+                   __builtin_add_overflow(reach, span + 1 + outpad[d], &reach);
+        span += 1;   /* reach: stride*(in-1) + output_padding + span, ConvTranspose's output
+                        before padding */
+        if (ovf)
+            return ox_node_error(ox, node, FM_ERR_OVERFLOW, "kernel %lld, stride %lld, dilation "
+                                 "%lld: the window does not fit in 64 bits",
+                                 (long long)kernel[d], (long long)strides[d],
+                                 (long long)dil[d]);
         if (transposed && nos) {
-            total = strides[d] * (in - 1) + outpad[d] + span - oshape[d];
+            if (oshape[d] <= 0 || oshape[d] > OX_DIM_MAX)
+                return ox_node_error(ox, node, FM_ERR_PARSE, "output_shape %lld",
+                                     (long long)oshape[d]);
+            total = reach - oshape[d];
+            computed = true;
         } else if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER")) {
+            /* output in*stride (transposed) or ceil(in/stride) */
             int64_t out = transposed ? in * strides[d] : (in + strides[d] - 1) / strides[d];
-            total = transposed ? strides[d] * (in - 1) + outpad[d] + span - out
-                               : (out - 1) * strides[d] + span - in;
+            total = transposed ? reach - out : (out - 1) * strides[d] + span - in;
+            computed = true;
         } else if (!strcmp(autopad, "VALID")) {
-            total = 0;
+            computed = true;
         } else if (strcmp(autopad, "NOTSET") != 0) {
             return ox_node_error(ox, node, FM_ERR_PARSE, "auto_pad '%s' is not NOTSET, "
                                  "SAME_UPPER, SAME_LOWER or VALID", autopad);
         }
-        if (total >= 0 || (transposed && nos)) {
+        if (computed) {
+            /* ConvTranspose's output_shape (or SAME) beyond what the pads can reach: the
+             * extra output positions are output padding (they receive the bias only); a
+             * convolution never pads negatively */
+            if (total < 0 && transposed)
+                outpad[d] -= total;
             if (total < 0)
                 total = 0;
-            bool upper = strcmp(autopad, "SAME_LOWER") != 0;
-            if (transposed)   /* ConvTranspose puts the larger half first for SAME_UPPER */
-                upper = !upper;
-            pads[d] = upper ? total / 2 : total - total / 2;
+            /* the spec, for both ops: SAME_UPPER puts the smaller half first; SAME_LOWER and
+             * ConvTranspose's output_shape without auto_pad the larger */
+            pads[d] = !strcmp(autopad, "SAME_UPPER") ? total / 2 : total - total / 2;
             pads[sr + d] = total - pads[d];
         }
         int ax = sr == 1 ? 1 : d;   /* 1-D ops use index 1 */
@@ -224,16 +253,16 @@ static enum fm_status map_pool(struct ox *ox, const Onnx__NodeProto *node, const
     if (st)
         return st;
     const struct fm_shape *x = &tensor(ox, in[0])->shape;
-    if (x->rank != 4)
-        return ox_emit_unknown(ox, node, "only 2-D pooling is counted");
+    if (x->rank != 3 && x->rank != 4)
+        return ox_emit_unknown(ox, node, "only 1-D and 2-D pooling is counted");
     struct fm_attrs a;
     fm_attrs_init(&a);
     int64_t k[2], ceil_mode = 0, count_pad = 0;
     int nk;
     st = ox_attr_ints(ox, node, "kernel_shape", k, 2, &nk);
-    if (!st && nk != 2)
-        st = ox_node_error(ox, node, FM_ERR_PARSE, "kernel_shape must have 2 values, has %d",
-                           nk);
+    if (!st && nk != x->rank - 2)
+        st = ox_node_error(ox, node, FM_ERR_PARSE, "kernel_shape must have %d values, has %d",
+                           x->rank - 2, nk);
     if (!st)
         st = window(ox, node, x, k, false, &a);
     if (!st)
@@ -243,7 +272,9 @@ static enum fm_status map_pool(struct ox *ox, const Onnx__NodeProto *node, const
     if (st)
         return st;
     a.flags |= (ceil_mode ? FM_ATTR_CEIL_MODE : 0u) | (count_pad ? FM_ATTR_COUNT_PAD : 0u);
-    return ox_emit(ox, node, op, &a, in, 1, 1);
+    /* MaxPool-8 and later may output the argmax indices (storage_order only orders them) */
+    bool indices = op == FM_OP_MAXPOOL && node->n_output > 1 && node->output[1][0];
+    return ox_emit(ox, node, op, &a, in, 1, indices ? 2 : 1);
 }
 
 /* ---- matrix products and norms ---- */
