@@ -681,6 +681,107 @@ static void test_old_opsets(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ONNX's own node tests (and PyTorch's converted modules) of ConvTranspose and the windowed
+ * pools, in inference mode: the output dims are those of test_data_set_0/output_N.pb, the
+ * forward counts follow src/ops/conv.c and src/ops/pool.c:
+ *   ConvTranspose: N*Cin*H*W*(Cout/g)*kh*kw MACs, no bias here; X (1,1,3,3), W (1,2,3,3):
+ *                  1*1*3*3*2*3*3 = 162 whatever the strides, pads or output_shape
+ *   max:  (k-1) cmp per output; avg: (k-1) add + 1 div per output */
+static void test_node_tests_windows(void **state)
+{
+    (void)state;
+    if (access(FM_ONNX_NODE_TESTS "/test_convtranspose/model.onnx", R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
+               "deps installs it)\n");
+        skip();
+    }
+    const struct {
+        const char *dir;        /* under FM_ONNX_NODE_TESTS/.. */
+        const char *out[2];     /* the second: MaxPool's Indices, or NULL */
+        int rank;
+        int64_t dims[4];
+        uint64_t mac, add, div, cmp;
+    } cases[] = {
+        {"node/test_convtranspose", {"Y"}, 4, {1, 2, 5, 5}, 162, 0, 0, 0},
+        /* 1-D: 1*1*3 * 2*3 = 18 */
+        {"node/test_convtranspose_1d", {"Y"}, 3, {1, 2, 5}, 18, 0, 0, 0},
+        /* SAME_UPPER, strides 2: 3*2 = 6 */
+        {"node/test_convtranspose_autopad_same", {"Y"}, 4, {1, 2, 6, 6}, 162, 0, 0, 0},
+        /* W (1,1,2,2), dilation 2: 1*1*3*3 * 1*2*2 = 36; (3-1) + 2*(2-1) + 1 = 5 */
+        {"node/test_convtranspose_dilations", {"Y"}, 4, {1, 1, 5, 5}, 36, 0, 0, 0},
+        /* output_shape [10,8], strides [3,2]: total padding 3*2 + 3 - 10 = -1 and 2*2 + 3 - 8
+         * = -1, an extra row and column */
+        {"node/test_convtranspose_output_shape", {"Y"}, 4, {1, 2, 10, 8}, 162, 0, 0, 0},
+        /* output_shape with output_padding [1,1]: total 3*2 + 1 + 3 - 10 = 0 */
+        {"node/test_convtranspose_kernel_shape", {"Y"}, 4, {1, 2, 10, 8}, 162, 0, 0, 0},
+        {"node/test_convtranspose_with_kernel", {"y"}, 4, {1, 2, 10, 8}, 162, 0, 0, 0},
+        /* output_padding [1,1]: 3*2 + 3 + 1 = 10, 2*2 + 3 + 1 = 8 */
+        {"node/test_convtranspose_pad", {"Y"}, 4, {1, 2, 10, 8}, 162, 0, 0, 0},
+        /* pads [1,2,1,2]: 9 - 2 = 7, 7 - 4 = 3 */
+        {"node/test_convtranspose_pads", {"Y"}, 4, {1, 2, 7, 3}, 162, 0, 0, 0},
+        /* opset 6, X (2,3,4,5), W (3,3,3,3), strides 3, pads 1, output_padding 2:
+         * 3*3 + 3 - 2 + 2 = 12, 3*4 + 3 - 2 + 2 = 15; 2*3*4*5 * 3*3*3 = 3240 MACs */
+        {"pytorch-operator/test_operator_convtranspose", {"2"}, 4, {2, 3, 12, 15}, 3240, 0, 0,
+         0},
+        /* 1-D, X (1,3,32), k=2: 31 outputs per row, O = 93 */
+        {"node/test_maxpool_1d_default", {"y"}, 3, {1, 3, 31}, 0, 0, 0, 93},
+        {"node/test_averagepool_1d_default", {"y"}, 3, {1, 3, 31}, 0, 93, 93, 0},
+        /* opset 6, X (2,10,4), k=4, s=4: O = 20, 3 cmp each */
+        {"pytorch-converted/test_MaxPool1d", {"1"}, 3, {2, 10, 1}, 0, 0, 0, 60},
+        /* X (1,1,220000), k=200, dilation 10, pads 100, s=10: span 1991,
+         * (220000 + 200 - 1991)/10 + 1 = 21821 outputs, 199 cmp each */
+        {"pytorch-converted/test_MaxPool1d_stride_padding_dilation", {"Y"}, 3, {1, 1, 21821}, 0,
+         0, 0, 21821ull * 199},
+        /* pads 2 with k=3: 28 + 4 - 3 + 1 = 30; O = 3*30*30 = 2700, 8 cmp (or add) each */
+        {"node/test_maxpool_2d_pads", {"y"}, 4, {1, 3, 30, 30}, 0, 0, 0, 2700 * 8},
+        {"node/test_averagepool_2d_pads", {"y"}, 4, {1, 3, 30, 30}, 0, 2700 * 8, 2700, 0},
+        {"node/test_averagepool_2d_pads_count_include_pad", {"y"}, 4, {1, 3, 30, 30}, 0,
+         2700 * 8, 2700, 0},
+        /* k=2, dilation 2 on 4x4: span 3, 2x2 outputs, 3 cmp each */
+        {"node/test_maxpool_2d_dilations", {"y"}, 4, {1, 1, 2, 2}, 0, 0, 0, 4 * 3},
+        /* ceil mode, k=3, s=2 on 4x4: ceil(1/2) + 1 = 2 */
+        {"node/test_maxpool_2d_ceil", {"y"}, 4, {1, 1, 2, 2}, 0, 0, 0, 4 * 8},
+        {"node/test_averagepool_2d_ceil", {"y"}, 4, {1, 1, 2, 2}, 0, 4 * 8, 4, 0},
+        /* with the argmax: k=5, pads 2 on 5x5: 25 outputs, 24 cmp each, and the indices */
+        {"node/test_maxpool_with_argmax_2d_precomputed_pads", {"y", "z"}, 4, {1, 1, 5, 5}, 0, 0,
+         0, 25 * 24},
+        /* k=2, s=2 on 5x5: 2x2 outputs, 3 cmp each */
+        {"node/test_maxpool_with_argmax_2d_precomputed_strides", {"y", "z"}, 4, {1, 1, 2, 2}, 0,
+         0, 0, 4 * 3},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/../%s/model.onnx", FM_ONNX_NODE_TESTS, cases[i].dir);
+        struct fm_load_opts o;
+        fm_load_opts_init(&o);
+        struct fm_graph *g = NULL;
+        if (fm_onnx_load_file(ctx, path, &o, &g))
+            fail_msg("%s: %s", cases[i].dir, fm_ctx_error(ctx));
+        for (int k = 0; k < 2 && cases[i].out[k]; k++) {
+            fm_tid t = fm_graph_find_tensor(g, cases[i].out[k]);
+            assert_int_not_equal(t, FM_NONE);
+            assert_dims(&fm_graph_tensor(g, t)->shape, cases[i].rank, cases[i].dims);
+            if (k == 1)
+                assert_int_equal(fm_graph_tensor(g, t)->dtype, FM_DTYPE_INT64);
+        }
+        struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+        assert_int_equal(c->n_uncounted, 0);
+        const struct fm_work *f = &c->total[FM_PHASE_FWD];
+        if (f->prim[FM_PRIM_MAC] != cases[i].mac || f->prim[FM_PRIM_ADD] != cases[i].add ||
+            f->prim[FM_PRIM_DIV] != cases[i].div || f->prim[FM_PRIM_CMP] != cases[i].cmp ||
+            f->prim[FM_PRIM_MUL] || f->prim[FM_PRIM_SPECIAL])
+            fail_msg("%s: mac %llu add %llu div %llu cmp %llu", cases[i].dir,
+                     (unsigned long long)f->prim[FM_PRIM_MAC],
+                     (unsigned long long)f->prim[FM_PRIM_ADD],
+                     (unsigned long long)f->prim[FM_PRIM_DIV],
+                     (unsigned long long)f->prim[FM_PRIM_CMP]);
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -696,6 +797,7 @@ int main(void)
         cmocka_unit_test(test_node_tests_trig),
         cmocka_unit_test(test_folded_shapes),
         cmocka_unit_test(test_old_opsets),
+        cmocka_unit_test(test_node_tests_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -934,6 +934,95 @@ static void test_avgpool_adaptive_global(void **state)
     tg_free(&t);
 }
 
+/* 1-D windows (index 1 of the attrs, kernel[0] = 1), pads up to kernel - 1, dilations, and
+ * MaxPool's Indices as a second output (ONNX's form). */
+static void test_pool_variants(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    /* 1-D max: X (2,3,10), k=3, s=2, pads 1/1: Lo = floor((10 + 2 - 3)/2) + 1 = 5 */
+    struct fm_attrs a = attrs();
+    a.kernel[1] = 3;
+    a.stride[1] = 2;
+    a.pad[1] = a.pad[3] = 1;
+    fm_nid m1 = NODE(&t, FM_OP_MAXPOOL, "max1d", &a, ACT(&t, "x", 2, 3, 10));
+    EXPECT_SHAPE(&t, out_of(&t, m1), 2, 3, 5);
+    uint64_t O = 2 * 3 * 5;
+    struct fm_node_cost c = COST(&t, m1);
+    EXPECT(c, FWD, 0, 0, 0, 0, O * (3 - 1), 0);
+    EXPECT(c, BD, 0, O, 0, 0, 0, 0);
+    assert_int_equal(c.saved_bytes, O * 8);
+    /* 1-D average: X (1,3,32), k=2: Lo = 31; k-1 adds + 1 div per output */
+    a = attrs();
+    a.kernel[1] = 2;
+    fm_nid a1 = NODE(&t, FM_OP_AVGPOOL, "avg1d", &a, ACT(&t, "x1", 1, 3, 32));
+    EXPECT_SHAPE(&t, out_of(&t, a1), 1, 3, 31);
+    O = 1 * 3 * 31;
+    c = COST(&t, a1);
+    EXPECT(c, FWD, 0, O * (2 - 1), 0, O, 0, 0);
+    EXPECT(c, BD, 0, O * 2, 0, O, 0, 0);
+    /* pads of 2 with k=3 (more than half the kernel, as ONNX allows): 28 + 4 - 3 + 1 = 30 */
+    a = attrs();
+    a.kernel[0] = a.kernel[1] = 3;
+    a.pad[0] = a.pad[1] = a.pad[2] = a.pad[3] = 2;
+    fm_nid ap = NODE(&t, FM_OP_AVGPOOL, "avgpad2", &a, ACT(&t, "x2", 1, 3, 28, 28));
+    EXPECT_SHAPE(&t, out_of(&t, ap), 1, 3, 30, 30);
+    O = 1 * 3 * 30 * 30;
+    c = COST(&t, ap);
+    EXPECT(c, FWD, 0, O * (9 - 1), 0, O, 0, 0);
+    /* a pad as large as the kernel would make windows of padding alone: refused */
+    a = attrs();
+    a.kernel[0] = a.kernel[1] = 2;
+    a.pad[0] = 2;
+    fm_tid xb = ACT(&t, "xb", 1, 1, 6, 6);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_MAXPOOL, "padbig", &a, &xb, 1, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    assert_non_null(strstr(fm_ctx_error(t.ctx), "smaller than the kernel"));
+    /* dilated max: X (1,1,4,4), k=2, dilation 2: span 3, Ho = 4 - 3 + 1 = 2; k-1 = 3 compares
+     * per output (the dilation spreads the window, it does not enlarge it) */
+    a = attrs();
+    a.kernel[0] = a.kernel[1] = 2;
+    a.dilation[0] = a.dilation[1] = 2;
+    fm_nid md = NODE(&t, FM_OP_MAXPOOL, "maxdil", &a, ACT(&t, "x3", 1, 1, 4, 4));
+    EXPECT_SHAPE(&t, out_of(&t, md), 1, 1, 2, 2);
+    c = COST(&t, md);
+    EXPECT(c, FWD, 0, 0, 0, 0, 4 * 3, 0);
+    tg_free(&t);
+
+    /* the Indices output: X (1,1,5,5), k=5, pads 2: Y and I (1,1,5,5), I int64. The forward
+     * writes Y (25 * 4 B) and I (25 * 8 B); the backward reads dY and I, writes dX; no private
+     * saved bytes (I is kept as a tensor instead) */
+    t = tg_new();
+    a = attrs();
+    a.kernel[0] = a.kernel[1] = 5;
+    a.pad[0] = a.pad[1] = a.pad[2] = a.pad[3] = 2;
+    fm_tid xi = ACT(&t, "x4", 1, 1, 5, 5);
+    const char *names[2] = {"y", "idx"};
+    fm_tid outs[2];
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_MAXPOOL, "argmax", &a, &xi, 1, names, 2,
+                                          outs));
+    fm_nid mi = (fm_nid)fm_graph_node_count(t.g) - 1;
+    EXPECT_SHAPE(&t, outs[0], 1, 1, 5, 5);
+    EXPECT_SHAPE(&t, outs[1], 1, 1, 5, 5);
+    assert_int_equal(fm_graph_tensor(t.g, outs[1])->dtype, FM_DTYPE_INT64);
+    c = COST(&t, mi);
+    EXPECT(c, FWD, 0, 0, 0, 0, 25 * (25 - 1), 0);
+    EXPECT_BYTES(c, FWD, 25 * 4, 25 * 4 + 25 * 8);
+    EXPECT(c, BD, 0, 25, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 25 * 4 + 25 * 8, 25 * 4);
+    assert_int_equal(c.saved_bytes, 0);
+    /* three outputs: no such pool */
+    const char *three[3] = {"p", "q", "r"};
+    assert_int_not_equal(fm_graph_add_node(t.g, FM_OP_MAXPOOL, "three", &a, &xi, 1, three, 3,
+                                           NULL),
+                         FM_OK);
+    /* an average pool has no Indices */
+    const char *two[2] = {"s", "u"};
+    assert_int_not_equal(fm_graph_add_node(t.g, FM_OP_AVGPOOL, "avg2", &a, &xi, 1, two, 2, NULL),
+                         FM_OK);
+    tg_free(&t);
+}
+
 /* ============================================================================================
  * Elementwise arithmetic with broadcasting (src/ops/eltwise.c)
  * ========================================================================================= */
@@ -1470,6 +1559,7 @@ int main(void)
         cmocka_unit_test(test_softmax_logsoftmax),
         cmocka_unit_test(test_maxpool),
         cmocka_unit_test(test_avgpool_adaptive_global),
+        cmocka_unit_test(test_pool_variants),
         cmocka_unit_test(test_eltwise_broadcast),
         cmocka_unit_test(test_data_movement),
         cmocka_unit_test(test_dropout),
