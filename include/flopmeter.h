@@ -365,6 +365,9 @@ struct fm_attrs {
     int64_t dilation[2];
     int64_t pad[4];             /* top, left, bottom, right */
     int64_t output_padding[2];  /* conv transpose */
+    /* 3-D windows (N, C, D, H, W): the depth dim's kernel, stride, dilation, pads (front,
+     * back) and output padding; H and W stay in the fields above. 1, 1, 1, 0, 0, 0 otherwise */
+    int64_t kernel_d, stride_d, dilation_d, pad_d[2], output_padding_d;
     int64_t out_size[2];        /* adaptive pooling output (h, w) */
     int64_t groups;             /* conv groups; group norm groups; attention heads */
     int64_t axis;               /* softmax, concat, split, flatten, layernorm's first axis */

@@ -699,7 +699,7 @@ static void test_node_tests_windows(void **state)
         const char *dir;        /* under FM_ONNX_NODE_TESTS/.. */
         const char *out[2];     /* the second: MaxPool's Indices, or NULL */
         int rank;
-        int64_t dims[4];
+        int64_t dims[5];
         uint64_t mac, add, div, cmp;
     } cases[] = {
         {"node/test_convtranspose", {"Y"}, 4, {1, 2, 5, 5}, 162, 0, 0, 0},
@@ -748,6 +748,26 @@ static void test_node_tests_windows(void **state)
         /* k=2, s=2 on 5x5: 2x2 outputs, 3 cmp each */
         {"node/test_maxpool_with_argmax_2d_precomputed_strides", {"y", "z"}, 4, {1, 1, 2, 2}, 0,
          0, 0, 4 * 3},
+        /* 3-D: X (1,1,3,4,5), W (1,2,3,3,3): 1*1*3*4*5 * 2*27 = 3240 */
+        {"node/test_convtranspose_3d", {"Y"}, 5, {1, 2, 5, 6, 7}, 3240, 0, 0, 0},
+        /* X (1,3,32,32,32), k=2x2x2: O = 3*31^3 = 89373, 7 cmp (or add) each */
+        {"node/test_maxpool_3d_default", {"y"}, 5, {1, 3, 31, 31, 31}, 0, 0, 0, 89373 * 7},
+        {"node/test_averagepool_3d_default", {"y"}, 5, {1, 3, 31, 31, 31}, 0, 89373 * 7, 89373,
+         0},
+        /* opset 6, X (2,3,5,5,5), W (4,3,2,2,2), bias: dilation 2, stride 2: (5 - 3)/2 + 1 = 2;
+         * O = 2*4*8 = 64, 64 * 3*8 = 1536 MACs, 64 bias adds */
+        {"pytorch-converted/test_Conv3d_dilated_strided", {"3"}, 5, {2, 4, 2, 2, 2}, 1536, 64, 0,
+         0},
+        /* X (2,4,4,5,4), W (6,2,3,3,3), 2 groups: O = 2*6*2*3*2 = 144, 144 * 2*27 = 7776 */
+        {"pytorch-converted/test_Conv3d_groups", {"3"}, 5, {2, 6, 2, 3, 2}, 7776, 144, 0, 0},
+        /* pads 1, stride 2: (5 + 2 - 2)/2 + 1 = 3; O = 2*4*27 = 216, 216 * 3*8 = 5184 */
+        {"pytorch-converted/test_Conv3d_stride_padding", {"3"}, 5, {2, 4, 3, 3, 3}, 5184, 216, 0,
+         0},
+        /* X (2,3,5,5,5), k=2, s=2: O = 2*3*8 = 48, 7 adds + 1 div each */
+        {"pytorch-converted/test_AvgPool3d_stride", {"1"}, 5, {2, 3, 2, 2, 2}, 0, 48 * 7, 48, 0},
+        /* pads 1: (5 + 2 - 2)/2 + 1 = 3: O = 2*3*27 = 162, 7 cmp each */
+        {"pytorch-converted/test_MaxPool3d_stride_padding", {"1"}, 5, {2, 3, 3, 3, 3}, 0, 0, 0,
+         162 * 7},
     };
     struct fm_ctx *ctx = test_ctx();
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

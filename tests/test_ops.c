@@ -376,6 +376,63 @@ static void test_conv_transpose(void **state)
     tg_free(&t);
 }
 
+/* 3-D (N, C, D, H, W): the depth's window in the attrs' *_d fields, H and W as in 2-D; the
+ * formulas gain Do*kd (conv) or D*kd (transposed) */
+static void test_conv_3d(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    /* X (1,2,6,7,8), W (4,2,3,3,3); depth stride 2, pads 1/1; H, W stride 1, no pads:
+     * Do = floor((6 + 2 - 3)/2) + 1 = 3, Ho = 7 - 3 + 1 = 5, Wo = 8 - 3 + 1 = 6 */
+    struct fm_attrs a = attrs();
+    a.stride_d = 2;
+    a.pad_d[0] = a.pad_d[1] = 1;
+    fm_nid n = NODE(&t, FM_OP_CONV, "conv3d", &a, ACT(&t, "x", 1, 2, 6, 7, 8),
+                    PARAM(&t, "w", 4, 2, 3, 3, 3), PARAM(&t, "b", 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 4, 3, 5, 6);
+    const uint64_t out = 1 * 4 * 3 * 5 * 6, mac = out * 2 * 3 * 3 * 3;   /* 360 * 54 = 19440 */
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, mac, out, 0, 0, 0, 0);
+    EXPECT(c, BD, mac, 0, 0, 0, 0, 0);
+    EXPECT(c, BW, mac, out, 0, 0, 0, 0);
+    /* transposed: X (1,2,2,3,4), W (2,3,2,2,2), depth stride 2 and output_padding 1:
+     * Do = (2-1)*2 + (2-1) + 1 + 1 = 5, Ho = 2 + 1 + 1 = 4, Wo = 3 + 1 + 1 = 5;
+     * MAC = N*Cin*D*H*W * Cout*kd*kh*kw = 1*2*2*3*4 * 3*2*2*2 = 1152 */
+    a = attrs();
+    a.stride_d = 2;
+    a.output_padding_d = 1;
+    fm_nid tn = NODE(&t, FM_OP_CONV_TRANSPOSE, "up3d", &a, ACT(&t, "x2", 1, 2, 2, 3, 4),
+                     PARAM(&t, "w2", 2, 3, 2, 2, 2));
+    EXPECT_SHAPE(&t, out_of(&t, tn), 1, 3, 5, 4, 5);
+    c = COST(&t, tn);
+    EXPECT(c, FWD, 1152, 0, 0, 0, 0, 0);
+    EXPECT(c, BD, 1152, 0, 0, 0, 0, 0);
+    EXPECT(c, BW, 1152, 0, 0, 0, 0, 0);
+    /* pools: X (1,1,4,6,6), window 2x3x3, strides 2, 3, 3: Do = 2, Ho = Wo = 2; O = 8,
+     * k = 18: max 17 cmp per output; average 17 add + 1 div */
+    a = attrs();
+    a.kernel_d = 2;
+    a.stride_d = 2;
+    a.kernel[0] = a.kernel[1] = 3;
+    a.stride[0] = a.stride[1] = 3;
+    fm_nid mp = NODE(&t, FM_OP_MAXPOOL, "max3d", &a, ACT(&t, "x3", 1, 1, 4, 6, 6));
+    fm_nid ap = NODE(&t, FM_OP_AVGPOOL, "avg3d", &a, ACT(&t, "x4", 1, 1, 4, 6, 6));
+    EXPECT_SHAPE(&t, out_of(&t, mp), 1, 1, 2, 2, 2);
+    EXPECT_SHAPE(&t, out_of(&t, ap), 1, 1, 2, 2, 2);
+    c = COST(&t, mp);
+    EXPECT(c, FWD, 0, 0, 0, 0, 8 * 17, 0);
+    EXPECT(c, BD, 0, 8, 0, 0, 0, 0);
+    c = COST(&t, ap);
+    EXPECT(c, FWD, 0, 8 * 17, 0, 8, 0, 0);
+    EXPECT(c, BD, 0, 8 * 18, 0, 8, 0, 0);
+    /* a depth pad as large as the depth kernel: refused */
+    a.pad_d[1] = 2;
+    fm_tid xb = ACT(&t, "xb", 1, 1, 4, 6, 6);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_MAXPOOL, "padbig", &a, &xb, 1, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    tg_free(&t);
+}
+
 /* ============================================================================================
  * Matrix products: M*K*N MACs per product and per needed gradient.
  * ========================================================================================= */
@@ -1545,6 +1602,7 @@ int main(void)
         cmocka_unit_test(test_conv_grouped_depthwise),
         cmocka_unit_test(test_conv_1d),
         cmocka_unit_test(test_conv_transpose),
+        cmocka_unit_test(test_conv_3d),
         cmocka_unit_test(test_linear_2d_3d_bytes),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_matmul_batched),

@@ -1,5 +1,6 @@
 /* Pooling: MaxPool, AvgPool, AdaptiveAvgPool, GlobalAvgPool, GlobalMaxPool (NCHW; MaxPool and
- * AvgPool also 1-D, NCL, with the window on index 1 of the attrs and kernel[0] = 1).
+ * AvgPool also 1-D, NCL, with the window on index 1 of the attrs and kernel[0] = 1, and 3-D,
+ * NCDHW, with the depth in the attrs' *_d fields: k = kd*kh*kw).
  * O = output elements, k = window elements.
  *   max:      (k-1) cmp per output (pthflops' count)    | dx[argmax] += dy: O add
  *   avg:      (k-1) add + 1 div per output              | dy/k: O div; scatter into the
@@ -18,7 +19,7 @@
 
 static enum fm_status pool_window_shape(struct fm_shape_call *call)
 {
-    enum fm_status st = fm_shape_expect_rank(call, 0, 3, 4);
+    enum fm_status st = fm_shape_expect_rank(call, 0, 3, 5);
     if (st)
         return st;
     const struct fm_node *n = call->node;
@@ -29,33 +30,35 @@ static enum fm_status pool_window_shape(struct fm_shape_call *call)
     const struct fm_shape *x = &call->in[0]->shape;
     bool ceil_mode = a->flags & FM_ATTR_CEIL_MODE;
     struct fm_shape y = *x;
-    int sp0 = x->rank - 2 == 1 ? 1 : 0;   /* first attrs index in use; dims[2] is its dim */
-    for (int ax = sp0; ax < 2; ax++) {
-        int xi = 2 + ax - sp0;
-        if (a->kernel[ax] <= 0 || a->stride[ax] <= 0 || a->dilation[ax] <= 0 || a->pad[ax] < 0 ||
-            a->pad[ax + 2] < 0)
+    int sr = x->rank - 2;
+    static const char *const axis_names[3][3] = {
+        {"width"}, {"height", "width"}, {"depth", "height", "width"}};
+    for (int i = 0; i < sr; i++) {
+        int xi = 2 + i;
+        struct fm_window w = fm_window_of(a, sr, i);
+        if (w.kernel <= 0 || w.stride <= 0 || w.dilation <= 0 || w.pad_lo < 0 || w.pad_hi < 0)
             return fm_error(call->ctx, FM_ERR_SHAPE,
                             "layer '%s' (%s): kernel, stride and dilation must be positive and "
                             "pads non-negative (got kernel %lld, stride %lld, dilation %lld, "
                             "pads %lld/%lld)",
-                            call->node->name, call->node->op_name, (long long)a->kernel[ax],
-                            (long long)a->stride[ax], (long long)a->dilation[ax],
-                            (long long)a->pad[ax], (long long)a->pad[ax + 2]);
-        if (a->pad[ax] >= a->kernel[ax] || a->pad[ax + 2] >= a->kernel[ax])
+                            call->node->name, call->node->op_name, (long long)w.kernel,
+                            (long long)w.stride, (long long)w.dilation, (long long)w.pad_lo,
+                            (long long)w.pad_hi);
+        if (w.pad_lo >= w.kernel || w.pad_hi >= w.kernel)
             return fm_error(call->ctx, FM_ERR_SHAPE,
                             "layer '%s' (%s): padding %lld/%lld must be smaller than the kernel "
                             "(%lld): a window of padding alone",
-                            call->node->name, call->node->op_name, (long long)a->pad[ax],
-                            (long long)a->pad[ax + 2], (long long)a->kernel[ax]);
-        y.dims[xi] = fm_window_out(x->dims[xi], a->kernel[ax], a->stride[ax], a->pad[ax],
-                                   a->pad[ax + 2], a->dilation[ax], ceil_mode);
+                            call->node->name, call->node->op_name, (long long)w.pad_lo,
+                            (long long)w.pad_hi, (long long)w.kernel);
+        y.dims[xi] = fm_window_out(x->dims[xi], w.kernel, w.stride, w.pad_lo, w.pad_hi,
+                                   w.dilation, ceil_mode);
         if (y.dims[xi] <= 0)
             return fm_error(call->ctx, FM_ERR_SHAPE,
                             "layer '%s' (%s): the %s size reaches zero (input %lld, window "
                             "%lld): the input is too small for this network; use a larger "
                             "--input",
-                            call->node->name, call->node->op_name, ax ? "width" : "height",
-                            (long long)x->dims[xi], (long long)a->kernel[ax]);
+                            call->node->name, call->node->op_name, axis_names[sr - 1][i],
+                            (long long)x->dims[xi], (long long)w.kernel);
     }
     call->out_shape[0] = y;
     if (n->n_out == 2) {   /* ONNX's Indices */
@@ -69,7 +72,8 @@ static enum fm_status maxpool_cost(struct fm_cost_call *call)
 {
     const struct fm_attrs *a = &call->node->attrs;
     uint64_t o = fm_cost_numel(call, call->out[0]);
-    uint64_t k = fm_cmul(&call->ovf, (uint64_t)a->kernel[0], (uint64_t)a->kernel[1]);
+    uint64_t k = fm_cmul3(&call->ovf, (uint64_t)a->kernel_d, (uint64_t)a->kernel[0],
+                          (uint64_t)a->kernel[1]);
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, fm_cmul(&call->ovf, o, k - 1));
     fm_cost_fwd_bytes_default(call);   /* with an Indices output, its 8 bytes per output too */
     if (call->grad[0]) {
@@ -106,7 +110,8 @@ static enum fm_status avgpool_cost(struct fm_cost_call *call)
 {
     const struct fm_attrs *a = &call->node->attrs;
     uint64_t o = fm_cost_numel(call, call->out[0]);
-    uint64_t k = fm_cmul(&call->ovf, (uint64_t)a->kernel[0], (uint64_t)a->kernel[1]);
+    uint64_t k = fm_cmul3(&call->ovf, (uint64_t)a->kernel_d, (uint64_t)a->kernel[0],
+                          (uint64_t)a->kernel[1]);
     avg_cost(call, o, fm_cmul(&call->ovf, o, k));
     return FM_OK;
 }

@@ -108,34 +108,35 @@ static enum fm_status map_identity(struct ox *ox, const Onnx__NodeProto *node, c
 
 /* ---- convolution and pooling geometry ---- */
 
-/* Reads kernel, strides, dilations, pads and auto_pad for 1 or 2 spatial dims into attrs. */
+/* Reads kernel, strides, dilations, pads and auto_pad for 1 to 3 spatial dims into attrs (the
+ * layout of fm_window_of: 1-D on index 1, 3-D's depth in the *_d fields). */
 static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
                              const struct fm_shape *x, const int64_t *kernel, bool transposed,
                              struct fm_attrs *a)
 {
     int sr = x->rank - 2;
-    int64_t strides[4] = {1, 1}, dil[4] = {1, 1}, pads[8] = {0}, outpad[4] = {0};
-    int64_t oshape[4] = {0};   /* spatial dims, or N, C and the spatial dims */
+    int64_t strides[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pads[6] = {0}, outpad[3] = {0};
+    int64_t oshape[5] = {0};   /* spatial dims, or N, C and the spatial dims */
     int n;
-    enum fm_status st = ox_attr_ints(ox, node, "strides", strides, 2, &n);
+    enum fm_status st = ox_attr_ints(ox, node, "strides", strides, 3, &n);
     if (!st && n && n != sr)
         st = ox_node_error(ox, node, FM_ERR_PARSE, "strides has %d values for %d spatial dims",
                            n, sr);
     if (!st)
-        st = ox_attr_ints(ox, node, "dilations", dil, 2, &n);
+        st = ox_attr_ints(ox, node, "dilations", dil, 3, &n);
     if (!st && n && n != sr)
         st = ox_node_error(ox, node, FM_ERR_PARSE, "dilations has %d values for %d spatial dims",
                            n, sr);
     if (!st)
-        st = ox_attr_ints(ox, node, "pads", pads, 4, &n);
+        st = ox_attr_ints(ox, node, "pads", pads, 6, &n);
     if (!st && n && n != 2 * sr)
         st = ox_node_error(ox, node, FM_ERR_PARSE, "pads has %d values for %d spatial dims", n,
                            sr);
     if (!st)
-        st = ox_attr_ints(ox, node, "output_padding", outpad, 2, &n);
+        st = ox_attr_ints(ox, node, "output_padding", outpad, 3, &n);
     int nos = 0;
     if (!st)
-        st = ox_attr_ints(ox, node, "output_shape", oshape, 4, &nos);
+        st = ox_attr_ints(ox, node, "output_shape", oshape, 5, &nos);
     if (!st && nos && nos != sr && nos != sr + 2)
         st = ox_node_error(ox, node, FM_ERR_PARSE, "output_shape has %d values for %d spatial "
                            "dims", nos, sr);
@@ -200,7 +201,16 @@ static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
             pads[d] = !strcmp(autopad, "SAME_UPPER") ? total / 2 : total - total / 2;
             pads[sr + d] = total - pads[d];
         }
-        int ax = sr == 1 ? 1 : d;   /* 1-D ops use index 1 */
+        if (sr == 3 && d == 0) {   /* 3-D: the depth */
+            a->kernel_d = kernel[0];
+            a->stride_d = strides[0];
+            a->dilation_d = dil[0];
+            a->pad_d[0] = pads[0];
+            a->pad_d[1] = pads[sr];
+            a->output_padding_d = outpad[0];
+            continue;
+        }
+        int ax = sr == 1 ? 1 : sr == 3 ? d - 1 : d;   /* 1-D ops use index 1 */
         a->kernel[ax] = kernel[d];
         a->stride[ax] = strides[d];
         a->dilation[ax] = dil[d];
@@ -218,18 +228,21 @@ static enum fm_status map_conv(struct ox *ox, const Onnx__NodeProto *node, const
     if (st)
         return st;
     const struct fm_shape *x = &tensor(ox, in[0])->shape, *w = &tensor(ox, in[1])->shape;
-    if (x->rank != 3 && x->rank != 4)
-        return ox_emit_unknown(ox, node, "only 1-D and 2-D convolutions are counted");
+    if (x->rank < 3 || x->rank > 5)
+        return ox_emit_unknown(ox, node, "only 1-D, 2-D and 3-D convolutions are counted");
     if (w->rank != x->rank)
         return ox_node_error(ox, node, FM_ERR_SHAPE, "weight has rank %d, input rank %d",
                              w->rank, x->rank);
     struct fm_attrs a;
     fm_attrs_init(&a);
-    int64_t k[2];
+    int64_t k[3];
     int nk;
-    st = ox_attr_ints(ox, node, "kernel_shape", k, 2, &nk);
+    st = ox_attr_ints(ox, node, "kernel_shape", k, 3, &nk);
     if (st)
         return st;
+    if (nk && nk != x->rank - 2)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "kernel_shape has %d values for %d "
+                             "spatial dims", nk, x->rank - 2);
     for (int d = 0; d < x->rank - 2; d++) {
         if (nk && k[d] != w->dims[2 + d])
             return ox_node_error(ox, node, FM_ERR_SHAPE, "kernel_shape %lld disagrees with the "
@@ -253,13 +266,13 @@ static enum fm_status map_pool(struct ox *ox, const Onnx__NodeProto *node, const
     if (st)
         return st;
     const struct fm_shape *x = &tensor(ox, in[0])->shape;
-    if (x->rank != 3 && x->rank != 4)
-        return ox_emit_unknown(ox, node, "only 1-D and 2-D pooling is counted");
+    if (x->rank < 3 || x->rank > 5)
+        return ox_emit_unknown(ox, node, "only 1-D, 2-D and 3-D pooling is counted");
     struct fm_attrs a;
     fm_attrs_init(&a);
-    int64_t k[2], ceil_mode = 0, count_pad = 0;
+    int64_t k[3], ceil_mode = 0, count_pad = 0;
     int nk;
-    st = ox_attr_ints(ox, node, "kernel_shape", k, 2, &nk);
+    st = ox_attr_ints(ox, node, "kernel_shape", k, 3, &nk);
     if (!st && nk != x->rank - 2)
         st = ox_node_error(ox, node, FM_ERR_PARSE, "kernel_shape must have %d values, has %d",
                            x->rank - 2, nk);
