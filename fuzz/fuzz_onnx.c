@@ -139,11 +139,14 @@ static const char *const attr_names[] = {
     "output_padding", "output_shape", "pads", "perm", "ratio", "strides", "to", "upper",
     "value", "value_ints", "value_float", "split", "transA", "transB", "exclusive", "reverse",
     "k", "largest", "sorted", "fmod", "scales", "sizes", "coordinate_transformation_mode",
-    "stash_type", "training_mode", "momentum", "spatial", "storage_order"};
+    "stash_type", "training_mode", "momentum", "spatial", "storage_order",
+    /* opsets 1 to 6 */
+    "shape", "paddings", "broadcast", "height_scale", "width_scale", "is_test",
+    "consumed_inputs"};
 static const char *const strings[] = {"", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID",
                                       "nearest", "linear", "cubic", "tanh", "none", "ij,jk->ik",
                                       "bij,bjk->bik", "ii->i", "i,i", "...ij->...ji", "constant",
-                                      "reflect", "edge", "??"};
+                                      "reflect", "edge", "??", "FLOAT", "INT64"};
 
 #define MAXV 48
 
@@ -153,7 +156,7 @@ static void recipe(const uint8_t *data, size_t size)
     char names[MAXV][16];
     int nv = 0;
     struct ow graph = {0}, model = {0};
-    static const int64_t opsets[] = {13, 17, 11, 9, 7, 18, 21, 1, 100};
+    static const int64_t opsets[] = {13, 17, 11, 9, 7, 18, 21, 1, 100, 6, 4};
     int64_t opset = opsets[rd_pick(&r, sizeof(opsets) / sizeof(opsets[0]))];
 
     int n_inputs = 1 + (int)rd_pick(&r, 2);

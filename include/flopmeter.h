@@ -202,7 +202,7 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(UNKNOWN, unknown, "Unknown", OTHER, NULL, none, "")                                       \
     /* conv.c */                                                                                \
     X(CONV, conv, "Conv", CONV, "Conv", conv, "xPP*")                                           \
-    /*   X (N,C,H,W) [or (N,C,L)], W (Cout, C/g, kh, kw), B (Cout)? */                          \
+    /*   X (N,C,H,W) [or (N,C,L), (N,C,D,H,W)], W (Cout, C/g, kh, kw), B (Cout)? */             \
     X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV, "ConvTranspose", conv, "xPP*")     \
     /*   X (N,C,H,W), W (C, Cout/g, kh, kw), B (Cout)? */                                       \
     /* matmul.c */                                                                              \
@@ -235,7 +235,8 @@ FM_API const char *fm_class_name(enum fm_class cls);
     /*   alpha, beta */                                                                         \
     X(SOFTMAX, softmax, "Softmax", ACTIVATION, "Softmax", softmax, "") /* axis */               \
     X(LOG_SOFTMAX, log_softmax, "LogSoftmax", ACTIVATION, "LogSoftmax", softmax, "")            \
-    /* pool.c: kernel, stride, pad, dilation, FM_ATTR_CEIL_MODE, FM_ATTR_COUNT_PAD */           \
+    /* pool.c: kernel, stride, pad, dilation (*_d: 3-D), FM_ATTR_CEIL_MODE, FM_ATTR_COUNT_PAD;  \
+       MaxPool: Y, and optionally its int64 argmax indices (ONNX) */                            \
     X(MAXPOOL, maxpool, "MaxPool", POOL, "MaxPool", pool, "")                                   \
     X(AVGPOOL, avgpool, "AvgPool", POOL, "AveragePool", pool, "")                               \
     X(ADAPTIVE_AVGPOOL, adaptive_avgpool, "AdaptiveAvgPool", POOL, NULL, none, "")              \

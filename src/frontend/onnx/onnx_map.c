@@ -162,10 +162,12 @@ static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
         int64_t in = x->dims[2 + d], span, reach, total = 0;
         bool computed = false;
         bool ovf = __builtin_mul_overflow(dil[d], kernel[d] - 1, &span) ||
-                   __builtin_mul_overflow(strides[d], in - 1, &reach) ||
+                   span > (int64_t)1 << 62 || __builtin_mul_overflow(strides[d], in - 1, &reach) ||
                    __builtin_add_overflow(reach, span + 1 + outpad[d], &reach);
         span += 1;   /* reach: stride*(in-1) + output_padding + span, ConvTranspose's output
                         before padding */
+        int64_t same_t = 0;   /* SAME's transposed output, in*stride */
+        ovf = ovf || (transposed && __builtin_mul_overflow(in, strides[d], &same_t));
         if (ovf)
             return ox_node_error(ox, node, FM_ERR_OVERFLOW, "kernel %lld, stride %lld, dilation "
                                  "%lld: the window does not fit in 64 bits",
@@ -179,7 +181,7 @@ static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
             computed = true;
         } else if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER")) {
             /* output in*stride (transposed) or ceil(in/stride) */
-            int64_t out = transposed ? in * strides[d] : (in + strides[d] - 1) / strides[d];
+            int64_t out = transposed ? same_t : (in + strides[d] - 1) / strides[d];
             total = transposed ? reach - out : (out - 1) * strides[d] + span - in;
             computed = true;
         } else if (!strcmp(autopad, "VALID")) {
