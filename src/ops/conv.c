@@ -48,7 +48,7 @@ static enum fm_status window_error(struct fm_shape_call *call, const char *axis,
                     call->node->name, call->node->op_name, axis, (long long)in, (long long)k);
 }
 
-/* Shared shape checks: X (N,C,[H,]W), W of the same rank, optional bias of Cout. */
+/* Shared shape checks: X (N,C,[[D,]H,]W), W of the same rank, optional bias of Cout. */
 static enum fm_status conv_check(struct fm_shape_call *call, bool transposed, int64_t *cout)
 {
     const struct fm_node *n = call->node;
