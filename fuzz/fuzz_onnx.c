@@ -155,13 +155,17 @@ static const char *const attr_names[] = {
     "lambd", "bias", "gamma", "direction", "detect_negative", "detect_positive",
     "hidden_size", "layout", "linear_before_reset", "clip", "activations",
     "batch_dims", "reduction", "ignore_index", "select_last_index", "blocksize", "batch_axis",
-    "time_axis", "dtype"};
+    "time_axis", "dtype",
+    /* opsets 1 to 6 */
+    "shape", "paddings", "broadcast", "height_scale", "width_scale", "is_test",
+    "consumed_inputs"};
 static const char *const strings[] = {"", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID",
                                       "add", "mul", "max", "min", "sum", "mean", "DCR", "CRD",
                                       "nearest", "linear", "cubic", "tanh", "none", "ij,jk->ik",
                                       "bij,bjk->bik", "ii->i", "i,i", "...ij->...ji", "constant",
                                       "reflect", "edge", "??", "LEFT", "RIGHT",
-                                      "forward", "reverse", "bidirectional"};
+                                      "forward", "reverse", "bidirectional",
+                                      "FLOAT", "INT64"};
 
 /* ---- control flow: If, Loop and Scan around one node, nested up to 3 deep ---- */
 
@@ -276,7 +280,7 @@ static void recipe(const uint8_t *data, size_t size)
     char names[MAXV][16];
     int nv = 0;
     struct ow graph = {0}, model = {0};
-    static const int64_t opsets[] = {13, 17, 11, 9, 7, 18, 21, 1, 100};
+    static const int64_t opsets[] = {13, 17, 11, 9, 7, 18, 21, 1, 100, 6, 4};
     int64_t opset = opsets[rd_pick(&r, sizeof(opsets) / sizeof(opsets[0]))];
 
     struct fm_value_binding vb[2];

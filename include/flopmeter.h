@@ -202,7 +202,7 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(UNKNOWN, unknown, "Unknown", OTHER, NULL, none, "")                                       \
     /* conv.c */                                                                                \
     X(CONV, conv, "Conv", CONV, "Conv", conv, "xPP*")                                           \
-    /*   X (N,C,H,W) [or (N,C,L)], W (Cout, C/g, kh, kw), B (Cout)? */                          \
+    /*   X (N,C,H,W) [or (N,C,L), (N,C,D,H,W)], W (Cout, C/g, kh, kw), B (Cout)? */             \
     X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV, "ConvTranspose", conv, "xPP*")     \
     /*   X (N,C,H,W), W (C, Cout/g, kh, kw), B (Cout)? */                                       \
     /* matmul.c */                                                                              \
@@ -250,7 +250,8 @@ FM_API const char *fm_class_name(enum fm_class cls);
       act, "") /* alpha */                                                                      \
     X(SHRINK, shrink, "Shrink", ACTIVATION, "Shrink", act, "") /* lo = lambd, beta = bias */    \
     X(HARDMAX, hardmax, "Hardmax", ACTIVATION, "Hardmax", softmax, "") /* axis */               \
-    /* pool.c: kernel, stride, pad, dilation, FM_ATTR_CEIL_MODE, FM_ATTR_COUNT_PAD */           \
+    /* pool.c: kernel, stride, pad, dilation (*_d: 3-D), FM_ATTR_CEIL_MODE, FM_ATTR_COUNT_PAD;  \
+       MaxPool: Y, and optionally its int64 argmax indices (ONNX) */                            \
     X(MAXPOOL, maxpool, "MaxPool", POOL, "MaxPool", pool, "")                                   \
     X(AVGPOOL, avgpool, "AvgPool", POOL, "AveragePool", pool, "")                               \
     X(ADAPTIVE_AVGPOOL, adaptive_avgpool, "AdaptiveAvgPool", POOL, NULL, none, "")              \
@@ -502,6 +503,9 @@ struct fm_attrs {
     int64_t dilation[2];
     int64_t pad[4];             /* top, left, bottom, right */
     int64_t output_padding[2];  /* conv transpose */
+    /* 3-D windows (N, C, D, H, W): the depth dim's kernel, stride, dilation, pads (front,
+     * back) and output padding; H and W stay in the fields above. 1, 1, 1, 0, 0, 0 otherwise */
+    int64_t kernel_d, stride_d, dilation_d, pad_d[2], output_padding_d;
     int64_t out_size[2];        /* adaptive pooling output (h, w) */
     int64_t groups;             /* conv groups; group norm groups; attention heads */
     int64_t axis;               /* softmax, concat, split, flatten, layernorm's first axis */

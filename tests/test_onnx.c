@@ -1968,6 +1968,239 @@ static void test_node_tests_layout(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ---- opsets 1 to 6 ---- */
+
+static const struct fm_shape *out_shape(const struct fm_graph *g, const char *name)
+{
+    fm_tid t = fm_graph_find_tensor(g, name);
+    if (t == FM_NONE)
+        fail_msg("no tensor '%s'", name);
+    return &fm_graph_tensor(g, t)->shape;
+}
+
+static void assert_dims(const struct fm_shape *s, int rank, const int64_t *dims)
+{
+    assert_int_equal(s->rank, rank);
+    for (int d = 0; d < rank; d++)
+        assert_int_equal(s->dims[d], dims[d]);
+}
+
+/* Old forms, from ONNX's operator changelog (tools/make_old_opset_fixtures.py): attributes that
+ * later became inputs, the binary ops' broadcast axis, and what is refused by op and version.
+ * Then files other people made: ONNX's node tests and PyTorch's converted modules stamped
+ * opset 1 or 6 (Debian's libonnx-testdata), each output's dims those of its
+ * test_data_set_0/output_0.pb. */
+static void test_old_opsets(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    /* opset 1, x (2,3,4,4): Reshape-1 shape=[2,3,16]; Pad-1 paddings [0,0,1 | 0,0,2]: 16+1+2 =
+     * 19; Concat-1 default axis 1: 3+3 = 6; Split-1 sizes [2,4] from its second input;
+     * Upsample-1 height 4*2 = 8, width 4*3 = 12; Cast-1 to "INT64" */
+    FM_ASSERT_OK(ctx, load(ctx, "old_opset1.onnx", 0, NULL, 0, &g));
+    assert_dims(out_shape(g, "r"), 3, (const int64_t[]){2, 3, 16});
+    assert_dims(out_shape(g, "p"), 3, (const int64_t[]){2, 3, 19});
+    assert_dims(out_shape(g, "c"), 3, (const int64_t[]){2, 6, 19});
+    assert_dims(out_shape(g, "s1"), 3, (const int64_t[]){2, 2, 19});
+    assert_dims(out_shape(g, "s2"), 3, (const int64_t[]){2, 4, 19});
+    assert_dims(out_shape(g, "u"), 4, (const int64_t[]){2, 3, 8, 12});
+    assert_dims(out_shape(g, "k"), 4, (const int64_t[]){2, 3, 4, 4});
+    assert_int_equal(fm_graph_tensor(g, fm_graph_find_tensor(g, "k"))->dtype, FM_DTYPE_INT64);
+    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    assert_int_equal(c->n_uncounted, 0);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    /* opset 6: x (2,3,4,5) + b (3,4) at axis 1, then * s (2) at axis 0: E = 2*3*4*5 = 120 adds
+     * and 120 muls forward (numpy's rule would have refused both); params 3*4 + 2 = 14 */
+    FM_ASSERT_OK(ctx, load(ctx, "old_opset6_broadcast.onnx", 0, NULL, 0, &g));
+    assert_dims(out_shape(g, "y"), 4, (const int64_t[]){2, 3, 4, 5});
+    c = count(ctx, g, FM_MODE_TRAIN);
+    assert_int_equal(c->n_uncounted, 0);
+    assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_ADD], 120);
+    assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MUL], 120);
+    assert_int_equal(c->params, 14);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    /* refused, naming the op and the version */
+    expect_fail(ctx, "bad_old_tile1.onnx", FM_ERR_UNSUPPORTED, "'tile' (Tile)", "Tile-1 (opset 1)");
+    expect_fail(ctx, "bad_old_bn_spatial.onnx", FM_ERR_UNSUPPORTED, "BatchNormalization-6",
+                "spatial=0");
+    expect_fail(ctx, "bad_old_add_shapes.onnx", FM_ERR_SHAPE, "Add at opset 6",
+                "broadcast=1");
+    expect_fail(ctx, "bad_old_cast_name.onnx", FM_ERR_PARSE, "Cast-1 (opset 5)", "'REAL'");
+
+    if (access(FM_ONNX_NODE_TESTS "/test_not_2d/model.onnx", R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
+               "deps installs it)\n");
+        fm_ctx_free(ctx);
+        return;
+    }
+    const struct {
+        const char *dir, *out;   /* under FM_ONNX_NODE_TESTS/.. */
+        int rank;
+        int64_t dims[4];
+    } cases[] = {
+        {"node/test_globalaveragepool", "y", 4, {1, 3, 1, 1}},              /* opset 1 */
+        {"node/test_globalmaxpool", "y", 4, {1, 3, 1, 1}},                  /* opset 1 */
+        {"node/test_not_2d", "not", 2, {3, 4}},                             /* opset 1 */
+        {"node/test_hardsigmoid", "y", 3, {3, 4, 5}},                       /* opset 6 */
+        {"node/test_instancenorm_epsilon", "y", 4, {2, 3, 4, 5}},           /* opset 6 */
+        {"pytorch-converted/test_PReLU_2d_multiparam", "2", 4, {2, 3, 4, 5}},
+        {"pytorch-converted/test_PReLU_1d_multiparam", "2", 3, {2, 3, 4}},
+        {"pytorch-operator/test_operator_add_size1_broadcast", "2", 2, {2, 3}},
+        {"pytorch-converted/test_ConstantPad2d", "1", 4, {2, 3, 11, 7}},    /* Pad-2 pads */
+        {"pytorch-converted/test_BatchNorm2d_eval", "5", 4, {2, 3, 6, 6}},  /* is_test */
+        {"pytorch-operator/test_operator_chunk", "1", 1, {2}},              /* Split-2 */
+        {"pytorch-converted/test_PixelShuffle", "5", 4, {1, 1, 12, 12}},
+        {"pytorch-converted/test_ConvTranspose2d", "3", 4, {1, 4, 20, 12}},
+        {"pytorch-converted/test_AvgPool2d_stride", "1", 4, {2, 3, 3, 3}},
+        {"pytorch-converted/test_Linear", "3", 2, {4, 8}},                  /* Gemm-6 */
+        {"pytorch-operator/test_operator_index", "2", 1, {1}},              /* Slice-1 */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/../%s/model.onnx", FM_ONNX_NODE_TESTS, cases[i].dir);
+        struct fm_load_opts o;
+        fm_load_opts_init(&o);
+        g = NULL;
+        if (fm_onnx_load_file(ctx, path, &o, &g))
+            fail_msg("%s: %s", cases[i].dir, fm_ctx_error(ctx));
+        assert_dims(out_shape(g, cases[i].out), cases[i].rank, cases[i].dims);
+        c = count(ctx, g, FM_MODE_INFER);
+        assert_int_equal(c->n_uncounted, 0);
+        if (strstr(cases[i].dir, "PReLU_2d")) {
+            /* the slope (3) is per channel at opset 6: E = 2*3*4*5 = 120 cmp and 120 mul */
+            assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_CMP], 120);
+            assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MUL], 120);
+        }
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
+    fm_ctx_free(ctx);
+}
+
+/* ONNX's own node tests (and PyTorch's converted modules) of ConvTranspose and the windowed
+ * pools, in inference mode: the output dims are those of test_data_set_0/output_N.pb, the
+ * forward counts follow src/ops/conv.c and src/ops/pool.c:
+ *   ConvTranspose: N*Cin*H*W*(Cout/g)*kh*kw MACs, no bias here; X (1,1,3,3), W (1,2,3,3):
+ *                  1*1*3*3*2*3*3 = 162 whatever the strides, pads or output_shape
+ *   max:  (k-1) cmp per output; avg: (k-1) add + 1 div per output */
+static void test_node_tests_windows(void **state)
+{
+    (void)state;
+    if (access(FM_ONNX_NODE_TESTS "/test_convtranspose/model.onnx", R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
+               "deps installs it)\n");
+        skip();
+    }
+    const struct {
+        const char *dir;        /* under FM_ONNX_NODE_TESTS/.. */
+        const char *out[2];     /* the second: MaxPool's Indices, or NULL */
+        int rank;
+        int64_t dims[5];
+        uint64_t mac, add, div, cmp;
+    } cases[] = {
+        {"node/test_convtranspose", {"Y"}, 4, {1, 2, 5, 5}, 162, 0, 0, 0},
+        /* 1-D: 1*1*3 * 2*3 = 18 */
+        {"node/test_convtranspose_1d", {"Y"}, 3, {1, 2, 5}, 18, 0, 0, 0},
+        /* SAME_UPPER, strides 2: 3*2 = 6 */
+        {"node/test_convtranspose_autopad_same", {"Y"}, 4, {1, 2, 6, 6}, 162, 0, 0, 0},
+        /* W (1,1,2,2), dilation 2: 1*1*3*3 * 1*2*2 = 36; (3-1) + 2*(2-1) + 1 = 5 */
+        {"node/test_convtranspose_dilations", {"Y"}, 4, {1, 1, 5, 5}, 36, 0, 0, 0},
+        /* output_shape [10,8], strides [3,2]: total padding 3*2 + 3 - 10 = -1 and 2*2 + 3 - 8
+         * = -1, an extra row and column */
+        {"node/test_convtranspose_output_shape", {"Y"}, 4, {1, 2, 10, 8}, 162, 0, 0, 0},
+        /* output_shape with output_padding [1,1]: total 3*2 + 1 + 3 - 10 = 0 */
+        {"node/test_convtranspose_kernel_shape", {"Y"}, 4, {1, 2, 10, 8}, 162, 0, 0, 0},
+        {"node/test_convtranspose_with_kernel", {"y"}, 4, {1, 2, 10, 8}, 162, 0, 0, 0},
+        /* output_padding [1,1]: 3*2 + 3 + 1 = 10, 2*2 + 3 + 1 = 8 */
+        {"node/test_convtranspose_pad", {"Y"}, 4, {1, 2, 10, 8}, 162, 0, 0, 0},
+        /* pads [1,2,1,2]: 9 - 2 = 7, 7 - 4 = 3 */
+        {"node/test_convtranspose_pads", {"Y"}, 4, {1, 2, 7, 3}, 162, 0, 0, 0},
+        /* opset 6, X (2,3,4,5), W (3,3,3,3), strides 3, pads 1, output_padding 2:
+         * 3*3 + 3 - 2 + 2 = 12, 3*4 + 3 - 2 + 2 = 15; 2*3*4*5 * 3*3*3 = 3240 MACs */
+        {"pytorch-operator/test_operator_convtranspose", {"2"}, 4, {2, 3, 12, 15}, 3240, 0, 0,
+         0},
+        /* 1-D, X (1,3,32), k=2: 31 outputs per row, O = 93 */
+        {"node/test_maxpool_1d_default", {"y"}, 3, {1, 3, 31}, 0, 0, 0, 93},
+        {"node/test_averagepool_1d_default", {"y"}, 3, {1, 3, 31}, 0, 93, 93, 0},
+        /* opset 6, X (2,10,4), k=4, s=4: O = 20, 3 cmp each */
+        {"pytorch-converted/test_MaxPool1d", {"1"}, 3, {2, 10, 1}, 0, 0, 0, 60},
+        /* X (1,1,220000), k=200, dilation 10, pads 100, s=10: span 1991,
+         * (220000 + 200 - 1991)/10 + 1 = 21821 outputs, 199 cmp each */
+        {"pytorch-converted/test_MaxPool1d_stride_padding_dilation", {"Y"}, 3, {1, 1, 21821}, 0,
+         0, 0, 21821ull * 199},
+        /* pads 2 with k=3: 28 + 4 - 3 + 1 = 30; O = 3*30*30 = 2700, 8 cmp (or add) each */
+        {"node/test_maxpool_2d_pads", {"y"}, 4, {1, 3, 30, 30}, 0, 0, 0, 2700 * 8},
+        {"node/test_averagepool_2d_pads", {"y"}, 4, {1, 3, 30, 30}, 0, 2700 * 8, 2700, 0},
+        {"node/test_averagepool_2d_pads_count_include_pad", {"y"}, 4, {1, 3, 30, 30}, 0,
+         2700 * 8, 2700, 0},
+        /* k=2, dilation 2 on 4x4: span 3, 2x2 outputs, 3 cmp each */
+        {"node/test_maxpool_2d_dilations", {"y"}, 4, {1, 1, 2, 2}, 0, 0, 0, 4 * 3},
+        /* ceil mode, k=3, s=2 on 4x4: ceil(1/2) + 1 = 2 */
+        {"node/test_maxpool_2d_ceil", {"y"}, 4, {1, 1, 2, 2}, 0, 0, 0, 4 * 8},
+        {"node/test_averagepool_2d_ceil", {"y"}, 4, {1, 1, 2, 2}, 0, 4 * 8, 4, 0},
+        /* with the argmax: k=5, pads 2 on 5x5: 25 outputs, 24 cmp each, and the indices */
+        {"node/test_maxpool_with_argmax_2d_precomputed_pads", {"y", "z"}, 4, {1, 1, 5, 5}, 0, 0,
+         0, 25 * 24},
+        /* k=2, s=2 on 5x5: 2x2 outputs, 3 cmp each */
+        {"node/test_maxpool_with_argmax_2d_precomputed_strides", {"y", "z"}, 4, {1, 1, 2, 2}, 0,
+         0, 0, 4 * 3},
+        /* 3-D: X (1,1,3,4,5), W (1,2,3,3,3): 1*1*3*4*5 * 2*27 = 3240 */
+        {"node/test_convtranspose_3d", {"Y"}, 5, {1, 2, 5, 6, 7}, 3240, 0, 0, 0},
+        /* X (1,3,32,32,32), k=2x2x2: O = 3*31^3 = 89373, 7 cmp (or add) each */
+        {"node/test_maxpool_3d_default", {"y"}, 5, {1, 3, 31, 31, 31}, 0, 0, 0, 89373 * 7},
+        {"node/test_averagepool_3d_default", {"y"}, 5, {1, 3, 31, 31, 31}, 0, 89373 * 7, 89373,
+         0},
+        /* opset 6, X (2,3,5,5,5), W (4,3,2,2,2), bias: dilation 2, stride 2: (5 - 3)/2 + 1 = 2;
+         * O = 2*4*8 = 64, 64 * 3*8 = 1536 MACs, 64 bias adds */
+        {"pytorch-converted/test_Conv3d_dilated_strided", {"3"}, 5, {2, 4, 2, 2, 2}, 1536, 64, 0,
+         0},
+        /* X (2,4,4,5,4), W (6,2,3,3,3), 2 groups: O = 2*6*2*3*2 = 144, 144 * 2*27 = 7776 */
+        {"pytorch-converted/test_Conv3d_groups", {"3"}, 5, {2, 6, 2, 3, 2}, 7776, 144, 0, 0},
+        /* pads 1, stride 2: (5 + 2 - 2)/2 + 1 = 3; O = 2*4*27 = 216, 216 * 3*8 = 5184 */
+        {"pytorch-converted/test_Conv3d_stride_padding", {"3"}, 5, {2, 4, 3, 3, 3}, 5184, 216, 0,
+         0},
+        /* X (2,3,5,5,5), k=2, s=2: O = 2*3*8 = 48, 7 adds + 1 div each */
+        {"pytorch-converted/test_AvgPool3d_stride", {"1"}, 5, {2, 3, 2, 2, 2}, 0, 48 * 7, 48, 0},
+        /* pads 1: (5 + 2 - 2)/2 + 1 = 3: O = 2*3*27 = 162, 7 cmp each */
+        {"pytorch-converted/test_MaxPool3d_stride_padding", {"1"}, 5, {2, 3, 3, 3, 3}, 0, 0, 0,
+         162 * 7},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/../%s/model.onnx", FM_ONNX_NODE_TESTS, cases[i].dir);
+        struct fm_load_opts o;
+        fm_load_opts_init(&o);
+        struct fm_graph *g = NULL;
+        if (fm_onnx_load_file(ctx, path, &o, &g))
+            fail_msg("%s: %s", cases[i].dir, fm_ctx_error(ctx));
+        for (int k = 0; k < 2 && cases[i].out[k]; k++) {
+            fm_tid t = fm_graph_find_tensor(g, cases[i].out[k]);
+            assert_int_not_equal(t, FM_NONE);
+            assert_dims(&fm_graph_tensor(g, t)->shape, cases[i].rank, cases[i].dims);
+            if (k == 1)
+                assert_int_equal(fm_graph_tensor(g, t)->dtype, FM_DTYPE_INT64);
+        }
+        struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+        assert_int_equal(c->n_uncounted, 0);
+        const struct fm_work *f = &c->total[FM_PHASE_FWD];
+        if (f->prim[FM_PRIM_MAC] != cases[i].mac || f->prim[FM_PRIM_ADD] != cases[i].add ||
+            f->prim[FM_PRIM_DIV] != cases[i].div || f->prim[FM_PRIM_CMP] != cases[i].cmp ||
+            f->prim[FM_PRIM_MUL] || f->prim[FM_PRIM_SPECIAL])
+            fail_msg("%s: mac %llu add %llu div %llu cmp %llu", cases[i].dir,
+                     (unsigned long long)f->prim[FM_PRIM_MAC],
+                     (unsigned long long)f->prim[FM_PRIM_ADD],
+                     (unsigned long long)f->prim[FM_PRIM_DIV],
+                     (unsigned long long)f->prim[FM_PRIM_CMP]);
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1999,6 +2232,8 @@ int main(void)
         cmocka_unit_test(test_node_tests_argmax),
         cmocka_unit_test(test_node_tests_select),
         cmocka_unit_test(test_node_tests_layout),
+        cmocka_unit_test(test_old_opsets),
+        cmocka_unit_test(test_node_tests_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -376,6 +376,63 @@ static void test_conv_transpose(void **state)
     tg_free(&t);
 }
 
+/* 3-D (N, C, D, H, W): the depth's window in the attrs' *_d fields, H and W as in 2-D; the
+ * formulas gain Do*kd (conv) or D*kd (transposed) */
+static void test_conv_3d(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    /* X (1,2,6,7,8), W (4,2,3,3,3); depth stride 2, pads 1/1; H, W stride 1, no pads:
+     * Do = floor((6 + 2 - 3)/2) + 1 = 3, Ho = 7 - 3 + 1 = 5, Wo = 8 - 3 + 1 = 6 */
+    struct fm_attrs a = attrs();
+    a.stride_d = 2;
+    a.pad_d[0] = a.pad_d[1] = 1;
+    fm_nid n = NODE(&t, FM_OP_CONV, "conv3d", &a, ACT(&t, "x", 1, 2, 6, 7, 8),
+                    PARAM(&t, "w", 4, 2, 3, 3, 3), PARAM(&t, "b", 4));
+    EXPECT_SHAPE(&t, out_of(&t, n), 1, 4, 3, 5, 6);
+    const uint64_t out = 1 * 4 * 3 * 5 * 6, mac = out * 2 * 3 * 3 * 3;   /* 360 * 54 = 19440 */
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, mac, out, 0, 0, 0, 0);
+    EXPECT(c, BD, mac, 0, 0, 0, 0, 0);
+    EXPECT(c, BW, mac, out, 0, 0, 0, 0);
+    /* transposed: X (1,2,2,3,4), W (2,3,2,2,2), depth stride 2 and output_padding 1:
+     * Do = (2-1)*2 + (2-1) + 1 + 1 = 5, Ho = 2 + 1 + 1 = 4, Wo = 3 + 1 + 1 = 5;
+     * MAC = N*Cin*D*H*W * Cout*kd*kh*kw = 1*2*2*3*4 * 3*2*2*2 = 1152 */
+    a = attrs();
+    a.stride_d = 2;
+    a.output_padding_d = 1;
+    fm_nid tn = NODE(&t, FM_OP_CONV_TRANSPOSE, "up3d", &a, ACT(&t, "x2", 1, 2, 2, 3, 4),
+                     PARAM(&t, "w2", 2, 3, 2, 2, 2));
+    EXPECT_SHAPE(&t, out_of(&t, tn), 1, 3, 5, 4, 5);
+    c = COST(&t, tn);
+    EXPECT(c, FWD, 1152, 0, 0, 0, 0, 0);
+    EXPECT(c, BD, 1152, 0, 0, 0, 0, 0);
+    EXPECT(c, BW, 1152, 0, 0, 0, 0, 0);
+    /* pools: X (1,1,4,6,6), window 2x3x3, strides 2, 3, 3: Do = 2, Ho = Wo = 2; O = 8,
+     * k = 18: max 17 cmp per output; average 17 add + 1 div */
+    a = attrs();
+    a.kernel_d = 2;
+    a.stride_d = 2;
+    a.kernel[0] = a.kernel[1] = 3;
+    a.stride[0] = a.stride[1] = 3;
+    fm_nid mp = NODE(&t, FM_OP_MAXPOOL, "max3d", &a, ACT(&t, "x3", 1, 1, 4, 6, 6));
+    fm_nid ap = NODE(&t, FM_OP_AVGPOOL, "avg3d", &a, ACT(&t, "x4", 1, 1, 4, 6, 6));
+    EXPECT_SHAPE(&t, out_of(&t, mp), 1, 1, 2, 2, 2);
+    EXPECT_SHAPE(&t, out_of(&t, ap), 1, 1, 2, 2, 2);
+    c = COST(&t, mp);
+    EXPECT(c, FWD, 0, 0, 0, 0, 8 * 17, 0);
+    EXPECT(c, BD, 0, 8, 0, 0, 0, 0);
+    c = COST(&t, ap);
+    EXPECT(c, FWD, 0, 8 * 17, 0, 8, 0, 0);
+    EXPECT(c, BD, 0, 8 * 18, 0, 8, 0, 0);
+    /* a depth pad as large as the depth kernel: refused */
+    a.pad_d[1] = 2;
+    fm_tid xb = ACT(&t, "xb", 1, 1, 4, 6, 6);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_MAXPOOL, "padbig", &a, &xb, 1, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    tg_free(&t);
+}
+
 /* ============================================================================================
  * Matrix products: M*K*N MACs per product and per needed gradient.
  * ========================================================================================= */
@@ -1384,6 +1441,95 @@ static void test_avgpool_adaptive_global(void **state)
     c = COST(&t, gp);
     EXPECT(c, FWD, 0, E - O, 0, O, 0, 0);
     EXPECT(c, BD, 0, E, 0, O, 0, 0);
+    tg_free(&t);
+}
+
+/* 1-D windows (index 1 of the attrs, kernel[0] = 1), pads up to kernel - 1, dilations, and
+ * MaxPool's Indices as a second output (ONNX's form). */
+static void test_pool_variants(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    /* 1-D max: X (2,3,10), k=3, s=2, pads 1/1: Lo = floor((10 + 2 - 3)/2) + 1 = 5 */
+    struct fm_attrs a = attrs();
+    a.kernel[1] = 3;
+    a.stride[1] = 2;
+    a.pad[1] = a.pad[3] = 1;
+    fm_nid m1 = NODE(&t, FM_OP_MAXPOOL, "max1d", &a, ACT(&t, "x", 2, 3, 10));
+    EXPECT_SHAPE(&t, out_of(&t, m1), 2, 3, 5);
+    uint64_t O = 2 * 3 * 5;
+    struct fm_node_cost c = COST(&t, m1);
+    EXPECT(c, FWD, 0, 0, 0, 0, O * (3 - 1), 0);
+    EXPECT(c, BD, 0, O, 0, 0, 0, 0);
+    assert_int_equal(c.saved_bytes, O * 8);
+    /* 1-D average: X (1,3,32), k=2: Lo = 31; k-1 adds + 1 div per output */
+    a = attrs();
+    a.kernel[1] = 2;
+    fm_nid a1 = NODE(&t, FM_OP_AVGPOOL, "avg1d", &a, ACT(&t, "x1", 1, 3, 32));
+    EXPECT_SHAPE(&t, out_of(&t, a1), 1, 3, 31);
+    O = 1 * 3 * 31;
+    c = COST(&t, a1);
+    EXPECT(c, FWD, 0, O * (2 - 1), 0, O, 0, 0);
+    EXPECT(c, BD, 0, O * 2, 0, O, 0, 0);
+    /* pads of 2 with k=3 (more than half the kernel, as ONNX allows): 28 + 4 - 3 + 1 = 30 */
+    a = attrs();
+    a.kernel[0] = a.kernel[1] = 3;
+    a.pad[0] = a.pad[1] = a.pad[2] = a.pad[3] = 2;
+    fm_nid ap = NODE(&t, FM_OP_AVGPOOL, "avgpad2", &a, ACT(&t, "x2", 1, 3, 28, 28));
+    EXPECT_SHAPE(&t, out_of(&t, ap), 1, 3, 30, 30);
+    O = 1 * 3 * 30 * 30;
+    c = COST(&t, ap);
+    EXPECT(c, FWD, 0, O * (9 - 1), 0, O, 0, 0);
+    /* a pad as large as the kernel would make windows of padding alone: refused */
+    a = attrs();
+    a.kernel[0] = a.kernel[1] = 2;
+    a.pad[0] = 2;
+    fm_tid xb = ACT(&t, "xb", 1, 1, 6, 6);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_MAXPOOL, "padbig", &a, &xb, 1, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    assert_non_null(strstr(fm_ctx_error(t.ctx), "smaller than the kernel"));
+    /* dilated max: X (1,1,4,4), k=2, dilation 2: span 3, Ho = 4 - 3 + 1 = 2; k-1 = 3 compares
+     * per output (the dilation spreads the window, it does not enlarge it) */
+    a = attrs();
+    a.kernel[0] = a.kernel[1] = 2;
+    a.dilation[0] = a.dilation[1] = 2;
+    fm_nid md = NODE(&t, FM_OP_MAXPOOL, "maxdil", &a, ACT(&t, "x3", 1, 1, 4, 4));
+    EXPECT_SHAPE(&t, out_of(&t, md), 1, 1, 2, 2);
+    c = COST(&t, md);
+    EXPECT(c, FWD, 0, 0, 0, 0, 4 * 3, 0);
+    tg_free(&t);
+
+    /* the Indices output: X (1,1,5,5), k=5, pads 2: Y and I (1,1,5,5), I int64. The forward
+     * writes Y (25 * 4 B) and I (25 * 8 B); the backward reads dY and I, writes dX; no private
+     * saved bytes (I is kept as a tensor instead) */
+    t = tg_new();
+    a = attrs();
+    a.kernel[0] = a.kernel[1] = 5;
+    a.pad[0] = a.pad[1] = a.pad[2] = a.pad[3] = 2;
+    fm_tid xi = ACT(&t, "x4", 1, 1, 5, 5);
+    const char *names[2] = {"y", "idx"};
+    fm_tid outs[2];
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_MAXPOOL, "argmax", &a, &xi, 1, names, 2,
+                                          outs));
+    fm_nid mi = (fm_nid)fm_graph_node_count(t.g) - 1;
+    EXPECT_SHAPE(&t, outs[0], 1, 1, 5, 5);
+    EXPECT_SHAPE(&t, outs[1], 1, 1, 5, 5);
+    assert_int_equal(fm_graph_tensor(t.g, outs[1])->dtype, FM_DTYPE_INT64);
+    c = COST(&t, mi);
+    EXPECT(c, FWD, 0, 0, 0, 0, 25 * (25 - 1), 0);
+    EXPECT_BYTES(c, FWD, 25 * 4, 25 * 4 + 25 * 8);
+    EXPECT(c, BD, 0, 25, 0, 0, 0, 0);
+    EXPECT_BYTES(c, BD, 25 * 4 + 25 * 8, 25 * 4);
+    assert_int_equal(c.saved_bytes, 0);
+    /* three outputs: no such pool */
+    const char *three[3] = {"p", "q", "r"};
+    assert_int_not_equal(fm_graph_add_node(t.g, FM_OP_MAXPOOL, "three", &a, &xi, 1, three, 3,
+                                           NULL),
+                         FM_OK);
+    /* an average pool has no Indices */
+    const char *two[2] = {"s", "u"};
+    assert_int_not_equal(fm_graph_add_node(t.g, FM_OP_AVGPOOL, "avg2", &a, &xi, 1, two, 2, NULL),
+                         FM_OK);
     tg_free(&t);
 }
 
@@ -2839,6 +2985,7 @@ int main(void)
         cmocka_unit_test(test_conv_grouped_depthwise),
         cmocka_unit_test(test_conv_1d),
         cmocka_unit_test(test_conv_transpose),
+        cmocka_unit_test(test_conv_3d),
         cmocka_unit_test(test_linear_2d_3d_bytes),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_matmul_batched),
@@ -2861,6 +3008,7 @@ int main(void)
         cmocka_unit_test(test_softmax_logsoftmax),
         cmocka_unit_test(test_maxpool),
         cmocka_unit_test(test_avgpool_adaptive_global),
+        cmocka_unit_test(test_pool_variants),
         cmocka_unit_test(test_eltwise_broadcast),
         cmocka_unit_test(test_data_movement),
         cmocka_unit_test(test_dropout),

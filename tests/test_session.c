@@ -277,7 +277,7 @@ static void test_count_and_measure_one_graph(void **state)
             o.model = path;
             o.load.bindings = &ids;   /* only the files with an 'ids' input read it */
             o.load.n_bindings = strstr(e->d_name, "bert") || strstr(e->d_name, "gpt2") ||
-                                strstr(e->d_name, "symbolic");
+                                strstr(e->d_name, "llama") || strstr(e->d_name, "symbolic");
             o.device = k ? "cpu" : NULL;   /* count on a device would probe it for its memory */
             o.dry_run = true;
             enum fm_status st = fm_session_run(ctx, &o, &s[k]);

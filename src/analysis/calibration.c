@@ -94,7 +94,8 @@ void fm_calib_kind(const struct fm_graph *graph, fm_nid node, char kind[FM_CALIB
         for (int d = 2; d < w->shape.rank; d++)
             one_by_one = one_by_one && w->shape.dims[d] == 1;
     } else {
-        one_by_one = n->attrs.kernel[0] == 1 && n->attrs.kernel[1] == 1;
+        one_by_one = n->attrs.kernel[0] == 1 && n->attrs.kernel[1] == 1 &&
+                     n->attrs.kernel_d == 1;
     }
     snprintf(kind, FM_CALIB_KIND_MAX, "%s", kinds[one_by_one ? KIND_POINTWISE : KIND_DENSE]);
 }

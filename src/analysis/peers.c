@@ -440,7 +440,8 @@ static uint64_t kernel_elems(const struct fm_graph *g, const struct fm_node *n, 
 {
     if (n->op == FM_OP_CONV || n->op == FM_OP_CONV_TRANSPOSE)
         return spatial(g, n->in[1], ovf);
-    return fm_cmul(ovf, (uint64_t)n->attrs.kernel[0], (uint64_t)n->attrs.kernel[1]);
+    return fm_cmul(ovf, fm_cmul(ovf, (uint64_t)n->attrs.kernel_d, (uint64_t)n->attrs.kernel[0]),
+                   (uint64_t)n->attrs.kernel[1]);   /* kernel_d: 3-D pools, else 1 */
 }
 
 /* A Gemm that nn.Linear exports: A (M, K) not transposed, unit scales. */

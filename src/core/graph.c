@@ -13,6 +13,7 @@ void fm_attrs_init(struct fm_attrs *a)
     a->kernel[0] = a->kernel[1] = 1;
     a->stride[0] = a->stride[1] = 1;
     a->dilation[0] = a->dilation[1] = 1;
+    a->kernel_d = a->stride_d = a->dilation_d = 1;
     a->groups = 1;
     a->alpha = 1.0;
     a->beta = 1.0;

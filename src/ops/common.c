@@ -194,6 +194,16 @@ int64_t fm_window_out(int64_t in, int64_t k, int64_t stride, int64_t pad_lo, int
     return out;
 }
 
+struct fm_window fm_window_of(const struct fm_attrs *a, int sr, int i)
+{
+    if (sr == 3 && i == 0)
+        return (struct fm_window){a->kernel_d, a->stride_d, a->dilation_d, a->pad_d[0],
+                                  a->pad_d[1], a->output_padding_d};
+    int ax = sr == 1 ? 1 : sr == 3 ? i - 1 : i;
+    return (struct fm_window){a->kernel[ax], a->stride[ax], a->dilation[ax], a->pad[ax],
+                              a->pad[ax + 2], a->output_padding[ax]};
+}
+
 enum fm_status fm_shape_expect_rank(struct fm_shape_call *call, int i, int min_rank, int max_rank)
 {
     const struct fm_tensor *t = call->in[i];

@@ -1,9 +1,11 @@
-/* Convolution and transposed convolution (1-D and 2-D, grouped, depthwise, strided, dilated).
+/* Convolution and transposed convolution (1-D, 2-D and 3-D, grouped, depthwise, strided,
+ * dilated).
  *
  * Forward MACs are the implicit-GEMM count, padding included (the convention of fvcore, thop,
  * torchvision's published figures and PyTorch's FlopCounterMode):
  *     conv:       N * Cout * Ho * Wo * (Cin/g) * kh * kw
  *     transposed: N * Cin  * H  * W  * (Cout/g) * kh * kw   (each input scatters into a window)
+ * (3-D: times Do * kd, or D * kd; 1-D: Ho = H = kh = 1.)
  * The input gradient of a convolution is a transposed convolution with the same weights and the
  * weight gradient is a correlation of input and output gradient; each visits the same
  * (output position, weight element) pairs as the forward, so each costs exactly the forward
@@ -13,27 +15,29 @@
 #include "ops.h"
 
 struct conv_dims {
-    int64_t n, c, h, w;         /* input (h = 1 for 1-D) */
-    int64_t cout, ho, wo;       /* output */
-    int64_t kh, kw, groups;
+    uint64_t n, c, cout, groups;
+    uint64_t in_sp, out_sp, k_sp;   /* products over the spatial dims: input, output, kernel */
 };
 
-/* Reads the geometry of a conv node whose shapes are known. */
+/* Reads the geometry of a conv node whose shapes are known (products checked through ovf). */
 static void conv_dims_get(const struct fm_tensor *x, const struct fm_tensor *wt,
-                          const struct fm_tensor *y, int64_t groups, struct conv_dims *d)
+                          const struct fm_tensor *y, int64_t groups, bool *ovf,
+                          struct conv_dims *d)
 {
-    bool one_d = x->shape.rank == 3;
-    d->n = x->shape.dims[0];
-    d->c = x->shape.dims[1];
-    d->h = one_d ? 1 : x->shape.dims[2];
-    d->w = x->shape.dims[one_d ? 2 : 3];
-    d->cout = y->shape.dims[1];
-    d->ho = one_d ? 1 : y->shape.dims[2];
-    d->wo = y->shape.dims[one_d ? 2 : 3];
-    d->kh = one_d ? 1 : wt->shape.dims[2];
-    d->kw = wt->shape.dims[one_d ? 2 : 3];
-    d->groups = groups;
+    d->n = (uint64_t)x->shape.dims[0];
+    d->c = (uint64_t)x->shape.dims[1];
+    d->cout = (uint64_t)y->shape.dims[1];
+    d->groups = (uint64_t)groups;
+    d->in_sp = d->out_sp = d->k_sp = 1;
+    for (int i = 2; i < x->shape.rank; i++) {
+        d->in_sp = fm_cmul(ovf, d->in_sp, (uint64_t)x->shape.dims[i]);
+        d->out_sp = fm_cmul(ovf, d->out_sp, (uint64_t)y->shape.dims[i]);
+        d->k_sp = fm_cmul(ovf, d->k_sp, (uint64_t)wt->shape.dims[i]);
+    }
 }
+
+static const char *const axis_names[3][3] = {
+    {"width"}, {"height", "width"}, {"depth", "height", "width"}};
 
 static enum fm_status window_error(struct fm_shape_call *call, const char *axis, int64_t in,
                                    int64_t k)
@@ -44,11 +48,11 @@ static enum fm_status window_error(struct fm_shape_call *call, const char *axis,
                     call->node->name, call->node->op_name, axis, (long long)in, (long long)k);
 }
 
-/* Shared shape checks: X (N,C,[H,]W), W of the same rank, optional bias of Cout. */
+/* Shared shape checks: X (N,C,[[D,]H,]W), W of the same rank, optional bias of Cout. */
 static enum fm_status conv_check(struct fm_shape_call *call, bool transposed, int64_t *cout)
 {
     const struct fm_node *n = call->node;
-    enum fm_status st = fm_shape_expect_rank(call, 0, 3, 4);
+    enum fm_status st = fm_shape_expect_rank(call, 0, 3, 5);
     if (st)
         return st;
     int rank = call->in[0]->shape.rank;
@@ -62,15 +66,16 @@ static enum fm_status conv_check(struct fm_shape_call *call, bool transposed, in
                         n->name, n->op_name, (long long)g);
     /* window attributes come from files: reject what no framework accepts, by name */
     const struct fm_attrs *a = &n->attrs;
-    for (int ax = rank == 4 ? 0 : 1; ax < 2; ax++) {
-        if (a->stride[ax] <= 0 || a->dilation[ax] <= 0 || a->pad[ax] < 0 || a->pad[ax + 2] < 0 ||
-            (transposed && a->output_padding[ax] < 0))
+    for (int i = 0; i < rank - 2; i++) {
+        struct fm_window wi = fm_window_of(a, rank - 2, i);
+        if (wi.stride <= 0 || wi.dilation <= 0 || wi.pad_lo < 0 || wi.pad_hi < 0 ||
+            (transposed && wi.output_padding < 0))
             return fm_error(call->ctx, FM_ERR_SHAPE,
                             "layer '%s' (%s): strides and dilations must be positive, pads "
                             "non-negative%s (got stride %lld, dilation %lld, pads %lld/%lld)",
                             n->name, n->op_name, transposed ? ", output_padding too" : "",
-                            (long long)a->stride[ax], (long long)a->dilation[ax],
-                            (long long)a->pad[ax], (long long)a->pad[ax + 2]);
+                            (long long)wi.stride, (long long)wi.dilation,
+                            (long long)wi.pad_lo, (long long)wi.pad_hi);
     }
     int64_t wc;   /* channels the weight expects; a product of file values, so checked */
     if (!transposed) {
@@ -116,17 +121,14 @@ static enum fm_status conv_shape(struct fm_shape_call *call)
     y->rank = x->rank;
     y->dims[0] = x->dims[0];
     y->dims[1] = cout;
-    if (x->rank == 4) {
-        y->dims[2] = fm_window_out(x->dims[2], w->dims[2], a->stride[0], a->pad[0], a->pad[2],
-                                   a->dilation[0], false);
-        if (y->dims[2] <= 0)
-            return window_error(call, "height", x->dims[2], w->dims[2]);
+    int sr = x->rank - 2;
+    for (int i = 0; i < sr; i++) {
+        struct fm_window wi = fm_window_of(a, sr, i);
+        y->dims[2 + i] = fm_window_out(x->dims[2 + i], w->dims[2 + i], wi.stride, wi.pad_lo,
+                                       wi.pad_hi, wi.dilation, false);
+        if (y->dims[2 + i] <= 0)
+            return window_error(call, axis_names[sr - 1][i], x->dims[2 + i], w->dims[2 + i]);
     }
-    int xi = x->rank - 1;
-    y->dims[xi] = fm_window_out(x->dims[xi], w->dims[xi], a->stride[1], a->pad[1], a->pad[3],
-                                a->dilation[1], false);
-    if (y->dims[xi] <= 0)
-        return window_error(call, "width", x->dims[xi], w->dims[xi]);
     return FM_OK;
 }
 
@@ -142,26 +144,29 @@ static enum fm_status conv_transpose_shape(struct fm_shape_call *call)
     y->rank = x->rank;
     y->dims[0] = x->dims[0];
     y->dims[1] = cout;
-    for (int ax = x->rank == 4 ? 0 : 1; ax < 2; ax++) {
-        int xi = x->rank - 2 + ax;
+    int sr = x->rank - 2;
+    for (int i = 0; i < sr; i++) {
+        int xi = 2 + i;
+        struct fm_window wi = fm_window_of(a, sr, i);
+        const char *axis = axis_names[sr - 1][i];
         /* (in-1)*stride - pad_lo - pad_hi + dilation*(k-1) + output_padding + 1, from file
          * values: checked at each step */
         int64_t o, span;
-        bool ovf = __builtin_mul_overflow(x->dims[xi] - 1, a->stride[ax], &o) ||
-                   __builtin_sub_overflow(o, a->pad[ax], &o) ||
-                   __builtin_sub_overflow(o, a->pad[ax + 2], &o) ||
-                   __builtin_mul_overflow(a->dilation[ax], w->dims[xi] - 1, &span) ||
+        bool ovf = __builtin_mul_overflow(x->dims[xi] - 1, wi.stride, &o) ||
+                   __builtin_sub_overflow(o, wi.pad_lo, &o) ||
+                   __builtin_sub_overflow(o, wi.pad_hi, &o) ||
+                   __builtin_mul_overflow(wi.dilation, w->dims[xi] - 1, &span) ||
                    __builtin_add_overflow(o, span, &o) ||
-                   __builtin_add_overflow(o, a->output_padding[ax], &o) ||
+                   __builtin_add_overflow(o, wi.output_padding, &o) ||
                    __builtin_add_overflow(o, 1, &o);
         if (ovf)
             return fm_error(call->ctx, FM_ERR_OVERFLOW,
                             "layer '%s' (ConvTranspose): the output %s does not fit in 64 bits "
                             "(stride %lld, dilation %lld)",
-                            call->node->name, ax ? "width" : "height", (long long)a->stride[ax],
-                            (long long)a->dilation[ax]);
+                            call->node->name, axis, (long long)wi.stride,
+                            (long long)wi.dilation);
         if (o <= 0)
-            return window_error(call, ax ? "width" : "height", x->dims[xi], w->dims[xi]);
+            return window_error(call, axis, x->dims[xi], w->dims[xi]);
         y->dims[xi] = o;
     }
     return FM_OK;
@@ -206,11 +211,10 @@ static void conv_cost_common(struct fm_cost_call *call, uint64_t macs, uint64_t 
 static enum fm_status conv_cost(struct fm_cost_call *call)
 {
     struct conv_dims d;
-    conv_dims_get(call->in[0], call->in[1], call->out[0], call->node->attrs.groups, &d);
     bool *o = &call->ovf;
-    uint64_t out_elems = fm_cmul(o, fm_cmul3(o, (uint64_t)d.n, (uint64_t)d.cout, (uint64_t)d.ho),
-                                 (uint64_t)d.wo);
-    uint64_t per_out = fm_cmul3(o, (uint64_t)(d.c / d.groups), (uint64_t)d.kh, (uint64_t)d.kw);
+    conv_dims_get(call->in[0], call->in[1], call->out[0], call->node->attrs.groups, o, &d);
+    uint64_t out_elems = fm_cmul3(o, d.n, d.cout, d.out_sp);
+    uint64_t per_out = fm_cmul(o, d.c / d.groups, d.k_sp);
     conv_cost_common(call, fm_cmul(o, out_elems, per_out), out_elems);
     return FM_OK;
 }
@@ -218,11 +222,10 @@ static enum fm_status conv_cost(struct fm_cost_call *call)
 static enum fm_status conv_transpose_cost(struct fm_cost_call *call)
 {
     struct conv_dims d;
-    conv_dims_get(call->in[0], call->in[1], call->out[0], call->node->attrs.groups, &d);
     bool *o = &call->ovf;
-    uint64_t in_elems = fm_cmul(o, fm_cmul3(o, (uint64_t)d.n, (uint64_t)d.c, (uint64_t)d.h),
-                                (uint64_t)d.w);
-    uint64_t per_in = fm_cmul3(o, (uint64_t)(d.cout / d.groups), (uint64_t)d.kh, (uint64_t)d.kw);
+    conv_dims_get(call->in[0], call->in[1], call->out[0], call->node->attrs.groups, o, &d);
+    uint64_t in_elems = fm_cmul3(o, d.n, d.c, d.in_sp);
+    uint64_t per_in = fm_cmul(o, d.cout / d.groups, d.k_sp);
     uint64_t out_elems = fm_cost_numel(call, call->out[0]);
     conv_cost_common(call, fm_cmul(o, in_elems, per_in), out_elems);
     return FM_OK;

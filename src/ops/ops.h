@@ -106,6 +106,13 @@ bool fm_shape_equal(const struct fm_shape *a, const struct fm_shape *b);
 int64_t fm_window_out(int64_t in, int64_t k, int64_t stride, int64_t pad_lo, int64_t pad_hi,
                       int64_t dilation, bool ceil_mode);
 
+/* The window attributes of spatial dim i of an op with sr spatial dims (1 to 3): 1-D uses
+ * index 1 of the attrs, 2-D indices 0 and 1, 3-D the depth fields then 0 and 1. */
+struct fm_window {
+    int64_t kernel, stride, dilation, pad_lo, pad_hi, output_padding;
+};
+struct fm_window fm_window_of(const struct fm_attrs *a, int sr, int i);
+
 /* Requires input i to have the given rank (or a range); error message names the node. */
 enum fm_status fm_shape_expect_rank(struct fm_shape_call *call, int i, int min_rank, int max_rank);
 

@@ -1,5 +1,7 @@
 /* Pooling: MaxPool, AvgPool, AdaptiveAvgPool, GlobalAvgPool, GlobalMaxPool, LpPool and
- * GlobalLpPool (2-D, NCHW; the global ones any rank >= 3).
+ * GlobalLpPool (NCHW; the global ones any rank >= 3; MaxPool, AvgPool and LpPool also 1-D, NCL,
+ * with the window on index 1 of the attrs and kernel[0] = 1, and 3-D, NCDHW, with the depth in
+ * the attrs' *_d fields: k = kd*kh*kw).
  * O = output elements, k = window elements.
  *   max:      (k-1) cmp per output (pthflops' count)    | dx[argmax] += dy: O add
  *   avg:      (k-1) add + 1 div per output              | dy/k: O div; scatter into the
@@ -17,45 +19,62 @@
  *               output), sign (1 cmp), * dy (1 mul)
  *             and the scatter into the window: one add per window element (as avg); keeps x, y
  * Padding positions count as part of the window (PyTorch pads max with -inf); the average's
- * divisor does not change the count. MaxPool keeps int64 indices for its backward (written by
- * the forward, read by the backward, when the input needs a gradient). */
+ * divisor (count_include_pad) does not change the count, nor do dilations. A pad may be up to
+ * kernel - 1 (ONNX Runtime's rule: every window then holds an input element; PyTorch allows
+ * kernel/2). MaxPool keeps int64 indices for its backward (written by the forward, read by the
+ * backward, when the input needs a gradient); ONNX's MaxPool may also output them (a second
+ * output, int64, of Y's shape), which the forward then writes whether or not a gradient
+ * follows. */
 #include "ops.h"
 
 static enum fm_status pool_window_shape(struct fm_shape_call *call)
 {
-    enum fm_status st = fm_shape_expect_rank(call, 0, 4, 4);
+    enum fm_status st = fm_shape_expect_rank(call, 0, 3, 5);
     if (st)
         return st;
-    const struct fm_attrs *a = &call->node->attrs;
+    const struct fm_node *n = call->node;
+    if (n->n_out > (n->op == FM_OP_MAXPOOL ? 2 : 1))
+        return fm_error(call->ctx, FM_ERR_GRAPH, "layer '%s' (%s): %d outputs", n->name,
+                        n->op_name, n->n_out);
+    const struct fm_attrs *a = &n->attrs;
     const struct fm_shape *x = &call->in[0]->shape;
     bool ceil_mode = a->flags & FM_ATTR_CEIL_MODE;
     struct fm_shape y = *x;
-    for (int ax = 0; ax < 2; ax++) {
-        if (a->kernel[ax] <= 0 || a->stride[ax] <= 0 || a->dilation[ax] <= 0 || a->pad[ax] < 0 ||
-            a->pad[ax + 2] < 0)
+    int sr = x->rank - 2;
+    static const char *const axis_names[3][3] = {
+        {"width"}, {"height", "width"}, {"depth", "height", "width"}};
+    for (int i = 0; i < sr; i++) {
+        int xi = 2 + i;
+        struct fm_window w = fm_window_of(a, sr, i);
+        if (w.kernel <= 0 || w.stride <= 0 || w.dilation <= 0 || w.pad_lo < 0 || w.pad_hi < 0)
             return fm_error(call->ctx, FM_ERR_SHAPE,
                             "layer '%s' (%s): kernel, stride and dilation must be positive and "
                             "pads non-negative (got kernel %lld, stride %lld, dilation %lld, "
                             "pads %lld/%lld)",
-                            call->node->name, call->node->op_name, (long long)a->kernel[ax],
-                            (long long)a->stride[ax], (long long)a->dilation[ax],
-                            (long long)a->pad[ax], (long long)a->pad[ax + 2]);
-        /* pad > kernel/2 rather than 2*pad > kernel: pads come from files and may be huge */
-        if (a->pad[ax] > a->kernel[ax] / 2 || a->pad[ax + 2] > a->kernel[ax] / 2)
+                            call->node->name, call->node->op_name, (long long)w.kernel,
+                            (long long)w.stride, (long long)w.dilation, (long long)w.pad_lo,
+                            (long long)w.pad_hi);
+        if (w.pad_lo >= w.kernel || w.pad_hi >= w.kernel)
             return fm_error(call->ctx, FM_ERR_SHAPE,
-                            "layer '%s' (%s): padding must be at most half the kernel",
-                            call->node->name, call->node->op_name);
-        y.dims[2 + ax] = fm_window_out(x->dims[2 + ax], a->kernel[ax], a->stride[ax], a->pad[ax],
-                                       a->pad[ax + 2], a->dilation[ax], ceil_mode);
-        if (y.dims[2 + ax] <= 0)
+                            "layer '%s' (%s): padding %lld/%lld must be smaller than the kernel "
+                            "(%lld): a window of padding alone",
+                            call->node->name, call->node->op_name, (long long)w.pad_lo,
+                            (long long)w.pad_hi, (long long)w.kernel);
+        y.dims[xi] = fm_window_out(x->dims[xi], w.kernel, w.stride, w.pad_lo, w.pad_hi,
+                                   w.dilation, ceil_mode);
+        if (y.dims[xi] <= 0)
             return fm_error(call->ctx, FM_ERR_SHAPE,
                             "layer '%s' (%s): the %s size reaches zero (input %lld, window "
                             "%lld): the input is too small for this network; use a larger "
                             "--input",
-                            call->node->name, call->node->op_name, ax ? "width" : "height",
-                            (long long)x->dims[2 + ax], (long long)a->kernel[ax]);
+                            call->node->name, call->node->op_name, axis_names[sr - 1][i],
+                            (long long)x->dims[xi], (long long)w.kernel);
     }
     call->out_shape[0] = y;
+    if (n->n_out == 2) {   /* ONNX's Indices */
+        call->out_shape[1] = y;
+        call->out_dtype[1] = FM_DTYPE_INT64;
+    }
     return FM_OK;
 }
 
@@ -63,15 +82,23 @@ static enum fm_status maxpool_cost(struct fm_cost_call *call)
 {
     const struct fm_attrs *a = &call->node->attrs;
     uint64_t o = fm_cost_numel(call, call->out[0]);
-    uint64_t k = fm_cmul(&call->ovf, (uint64_t)a->kernel[0], (uint64_t)a->kernel[1]);
+    uint64_t k = fm_cmul3(&call->ovf, (uint64_t)a->kernel_d, (uint64_t)a->kernel[0],
+                          (uint64_t)a->kernel[1]);
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, fm_cmul(&call->ovf, o, k - 1));
-    fm_cost_fwd_bytes_default(call);
+    fm_cost_fwd_bytes_default(call);   /* with an Indices output, its 8 bytes per output too */
     if (call->grad[0]) {
         fm_cost_add(call, FM_PHASE_BWD_DATA, FM_PRIM_ADD, o);
-        call->cost->saved_bytes = fm_cmul(&call->ovf, o, 8);
-        fm_cost_write(call, FM_PHASE_FWD, call->cost->saved_bytes);   /* the indices */
-        fm_cost_bwd_bytes_default(call);
-        fm_cost_read(call, FM_PHASE_BWD_DATA, call->cost->saved_bytes);
+        uint64_t idx = fm_cmul(&call->ovf, o, 8);
+        if (call->node->n_out < 2) {   /* the indices, private to the backward */
+            call->cost->saved_bytes = idx;
+            fm_cost_write(call, FM_PHASE_FWD, idx);
+        } else {   /* the Indices output is kept instead (and counted once, as a tensor) */
+            call->saved_out_mask |= 1u << 1;
+        }
+        /* dY read, the indices read, dX written (the Indices output has no gradient) */
+        fm_cost_read(call, FM_PHASE_BWD_DATA, fm_cost_bytes(call, call->out[0]));
+        fm_cost_read(call, FM_PHASE_BWD_DATA, idx);
+        fm_cost_write(call, FM_PHASE_BWD_DATA, fm_cost_bytes(call, call->in[0]));
     }
     return FM_OK;
 }
@@ -93,7 +120,8 @@ static enum fm_status avgpool_cost(struct fm_cost_call *call)
 {
     const struct fm_attrs *a = &call->node->attrs;
     uint64_t o = fm_cost_numel(call, call->out[0]);
-    uint64_t k = fm_cmul(&call->ovf, (uint64_t)a->kernel[0], (uint64_t)a->kernel[1]);
+    uint64_t k = fm_cmul3(&call->ovf, (uint64_t)a->kernel_d, (uint64_t)a->kernel[0],
+                          (uint64_t)a->kernel[1]);
     avg_cost(call, o, fm_cmul(&call->ovf, o, k));
     return FM_OK;
 }
@@ -240,7 +268,8 @@ static enum fm_status lppool_cost(struct fm_cost_call *call)
 {
     const struct fm_attrs *a = &call->node->attrs;
     uint64_t o = fm_cost_numel(call, call->out[0]);
-    uint64_t k = fm_cmul(&call->ovf, (uint64_t)a->kernel[0], (uint64_t)a->kernel[1]);
+    uint64_t k = fm_cmul3(&call->ovf, (uint64_t)a->kernel_d, (uint64_t)a->kernel[0],
+                          (uint64_t)a->kernel[1]);
     lp_cost(call, o, fm_cmul(&call->ovf, o, k));
     return FM_OK;
 }
@@ -251,7 +280,7 @@ static enum fm_status global_lppool_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_maxpool_desc = {1, 1, 1, pool_window_shape, maxpool_cost};
+const struct fm_op_desc fm_op_maxpool_desc = {1, 1, 0, pool_window_shape, maxpool_cost};
 const struct fm_op_desc fm_op_avgpool_desc = {1, 1, 1, pool_window_shape, avgpool_cost};
 const struct fm_op_desc fm_op_adaptive_avgpool_desc = {1, 1, 1, adaptive_shape, adaptive_cost};
 const struct fm_op_desc fm_op_global_avgpool_desc = {1, 1, 1, global_shape, global_avg_cost};

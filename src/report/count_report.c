@@ -48,15 +48,24 @@ static void op_label(const struct fm_graph *g, const struct fm_node *n, char *bu
         const struct fm_tensor *w = fm_graph_tensor(g, n->in[1]);
         const struct fm_tensor *x = fm_graph_tensor(g, n->in[0]);
         int r = w->shape.rank;
-        int len = snprintf(buf, size, "%s %lldx%lld", n->op_name,
-                           (long long)(r == 4 ? w->shape.dims[2] : 1),
-                           (long long)w->shape.dims[r - 1]);
+        int len = r == 5 ? snprintf(buf, size, "%s %lldx%lldx%lld", n->op_name,
+                                    (long long)w->shape.dims[2], (long long)w->shape.dims[3],
+                                    (long long)w->shape.dims[4])
+                         : snprintf(buf, size, "%s %lldx%lld", n->op_name,
+                                    (long long)(r == 4 ? w->shape.dims[2] : 1),
+                                    (long long)w->shape.dims[r - 1]);
         if (a->stride[0] != 1 || a->stride[1] != 1)
             len += snprintf(buf + len, size - (size_t)len, " s%lld", (long long)a->stride[1]);
         if (a->groups > 1 && a->groups == x->shape.dims[1])
             snprintf(buf + len, size - (size_t)len, " dw");
         else if (a->groups > 1)
             snprintf(buf + len, size - (size_t)len, " g%lld", (long long)a->groups);
+        return;
+    }
+    if ((n->op == FM_OP_MAXPOOL || n->op == FM_OP_AVGPOOL) &&
+        fm_graph_tensor(g, n->in[0])->shape.rank == 5) {
+        snprintf(buf, size, "%s %lldx%lldx%lld s%lld", n->op_name, (long long)a->kernel_d,
+                 (long long)a->kernel[0], (long long)a->kernel[1], (long long)a->stride_d);
         return;
     }
     if (n->op == FM_OP_MAXPOOL || n->op == FM_OP_AVGPOOL) {

@@ -78,6 +78,11 @@ enum fm_status fm_cpu_pool_check(struct fm_ctx *ctx, const struct fm_graph *g,
         return fm_error(ctx, FM_ERR_UNSUPPORTED,
                         "layer '%s' (%s): only 2-D pooling (NCHW input) runs on the CPU backend",
                         n->name, n->op_name);
+    if (n->n_out > 1)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                        "layer '%s' (%s): the argmax indices as an output (ONNX MaxPool's "
+                        "second output) do not run on the CPU backend",
+                        n->name, n->op_name);
     struct pool_priv p;
     int64_t extra;
     if (pool_geometry(g, n, &p, &extra) && n->op == FM_OP_AVGPOOL &&

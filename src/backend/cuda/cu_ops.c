@@ -88,6 +88,8 @@ static const char *refusal(const struct fm_graph *g, const struct fm_node *n)
     }
     case FM_OP_MAXPOOL:
     case FM_OP_AVGPOOL:
+        if (n->n_out > 1)
+            return "the argmax indices as an output (ONNX MaxPool's second output)";
         if (a->dilation[0] != 1 || a->dilation[1] != 1)
             return "dilated pooling";
         /* fall through */

@@ -343,8 +343,8 @@ static enum fm_status fold_unsqueeze(struct fold *f, bool squeeze)
 
 static enum fm_status fold_concat(struct fold *f)
 {
-    int64_t axis;
-    enum fm_status st = ox_attr_int(f->ox, f->node, "axis", 0, &axis);
+    int64_t axis;   /* Concat-1 (opsets 1 to 3): optional, default 1 */
+    enum fm_status st = ox_attr_int(f->ox, f->node, "axis", f->ox->opset < 4 ? 1 : 0, &axis);
     if (st)
         return st;
     const struct tv *first = NULL;
@@ -779,10 +779,32 @@ static enum fm_status fold_reduce(struct fold *f, const char *op)
     return FM_OK;
 }
 
+enum fm_status ox_cast_to(struct ox *ox, const Onnx__NodeProto *node, int64_t *to)
+{
+    if (ox->opset >= 6)
+        return ox_attr_int(ox, node, "to", 0, to);
+    /* Cast-1 names the type: the TensorProto.DataType names, in their enum order */
+    static const char *const names[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16",
+                                        "INT16", "INT32", "INT64", "STRING", "BOOL", "FLOAT16",
+                                        "DOUBLE", "UINT32", "UINT64"};
+    char name[16];
+    enum fm_status st = ox_attr_string(ox, node, "to", "", name, sizeof(name));
+    if (st)
+        return st;
+    for (size_t i = 1; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (!strcmp(name, names[i])) {
+            *to = (int64_t)i;
+            return FM_OK;
+        }
+    }
+    return ox_node_error(ox, node, FM_ERR_PARSE, "Cast-1 (opset %lld): attribute 'to' is '%s', "
+                         "not a type name of ONNX's TensorProto", (long long)ox->opset, name);
+}
+
 static enum fm_status fold_cast(struct fold *f)
 {
     int64_t to;
-    enum fm_status st = ox_attr_int(f->ox, f->node, "to", 0, &to);
+    enum fm_status st = ox_cast_to(f->ox, f->node, &to);
     if (st)
         return st;
     enum fm_dtype dt;
@@ -973,6 +995,10 @@ enum fm_status ox_fold(struct ox *ox, const Onnx__NodeProto *node, const fm_tid 
             return FM_OK;
     }
     if (f.in[0].n == UINT64_MAX && strcmp(op, "Concat"))
+        return FM_OK;
+    /* opsets 1 to 6: broadcast=1 with an axis aligns B at that axis, not at the end; the
+     * mapper implements that (onnx_map.c) */
+    if (bin && ox->opset < 7 && ox_attr(node, "broadcast") && ox_attr(node, "axis"))
         return FM_OK;
     enum fm_status st;
     if (bin)

@@ -47,7 +47,7 @@ struct ox_wire {
 };
 
 /* Unpacks size bytes into w: an empty file, messages nested deeper than protobuf's own limit,
- * bytes that are no ModelProto, no ir_version or graph, an opset outside 7..21 are errors
+ * bytes that are no ModelProto, no ir_version or graph, an opset outside 1..21 are errors
  * naming src. w is initialized first, so ox_wire_release(w) is right after any outcome. */
 enum fm_status ox_wire_unpack(struct fm_ctx *ctx, const void *data, size_t size, const char *src,
                               struct ox_wire *w);
@@ -221,6 +221,9 @@ enum fm_status ox_slice_params(struct ox *ox, const Onnx__NodeProto *node,
                                const struct fm_shape *x, const int64_t *starts,
                                const int64_t *ends, const int64_t *axes, const int64_t *steps,
                                int n, int64_t *triples);
+
+/* Cast's target type: attribute 'to', an int, or at opsets 1 to 5 a type name ("FLOAT"). */
+enum fm_status ox_cast_to(struct ox *ox, const Onnx__NodeProto *node, int64_t *to);
 
 /* ---- the op mappers (onnx_map.c) ---- */
 

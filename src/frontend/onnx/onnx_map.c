@@ -1,4 +1,4 @@
-/* ONNX ops -> flopmeter ops, opsets 7 to 21: one mapper per kind of op, turning attributes and
+/* ONNX ops -> flopmeter ops, opsets 1 to 21: one mapper per kind of op, turning attributes and
  * constant operands (axes, pads, scales, target shapes) into the op's attrs, and the table that
  * picks it. Exported patterns stay as they are (Gemm, MatMul + Add, an Erf-based GELU
  * subgraph); an op without a mapping becomes an uncounted node. Attribute access, tensors and
@@ -108,34 +108,40 @@ static enum fm_status map_identity(struct ox *ox, const Onnx__NodeProto *node, c
 
 /* ---- convolution and pooling geometry ---- */
 
-/* Reads kernel, strides, dilations, pads and auto_pad for 1 or 2 spatial dims into attrs. */
+/* Reads kernel, strides, dilations, pads and auto_pad for 1 to 3 spatial dims into attrs (the
+ * layout of fm_window_of: 1-D on index 1, 3-D's depth in the *_d fields). */
 static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
                              const struct fm_shape *x, const int64_t *kernel, bool transposed,
                              struct fm_attrs *a)
 {
     int sr = x->rank - 2;
-    int64_t strides[4] = {1, 1}, dil[4] = {1, 1}, pads[8] = {0}, outpad[4] = {0};
-    int64_t oshape[4] = {0};
+    int64_t strides[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pads[6] = {0}, outpad[3] = {0};
+    int64_t oshape[5] = {0};   /* spatial dims, or N, C and the spatial dims */
     int n;
-    enum fm_status st = ox_attr_ints(ox, node, "strides", strides, 2, &n);
+    enum fm_status st = ox_attr_ints(ox, node, "strides", strides, 3, &n);
     if (!st && n && n != sr)
         st = ox_node_error(ox, node, FM_ERR_PARSE, "strides has %d values for %d spatial dims",
                            n, sr);
     if (!st)
-        st = ox_attr_ints(ox, node, "dilations", dil, 2, &n);
+        st = ox_attr_ints(ox, node, "dilations", dil, 3, &n);
     if (!st && n && n != sr)
         st = ox_node_error(ox, node, FM_ERR_PARSE, "dilations has %d values for %d spatial dims",
                            n, sr);
     if (!st)
-        st = ox_attr_ints(ox, node, "pads", pads, 4, &n);
+        st = ox_attr_ints(ox, node, "pads", pads, 6, &n);
     if (!st && n && n != 2 * sr)
         st = ox_node_error(ox, node, FM_ERR_PARSE, "pads has %d values for %d spatial dims", n,
                            sr);
     if (!st)
-        st = ox_attr_ints(ox, node, "output_padding", outpad, 2, &n);
+        st = ox_attr_ints(ox, node, "output_padding", outpad, 3, &n);
     int nos = 0;
     if (!st)
-        st = ox_attr_ints(ox, node, "output_shape", oshape, 2, &nos);
+        st = ox_attr_ints(ox, node, "output_shape", oshape, 5, &nos);
+    if (!st && nos && nos != sr && nos != sr + 2)
+        st = ox_node_error(ox, node, FM_ERR_PARSE, "output_shape has %d values for %d spatial "
+                           "dims", nos, sr);
+    if (!st && nos == sr + 2)
+        memmove(oshape, oshape + 2, sizeof(int64_t) * (size_t)sr);
     char autopad[32];
     if (!st)
         st = ox_attr_string(ox, node, "auto_pad", "NOTSET", autopad, sizeof(autopad));
@@ -149,29 +155,64 @@ static enum fm_status window(struct ox *ox, const Onnx__NodeProto *node,
                                  "%lld, pads %lld/%lld: must be positive (pads non-negative)",
                                  (long long)kernel[d], (long long)strides[d], (long long)dil[d],
                                  (long long)pads[d], (long long)pads[sr + d]);
-        int64_t in = x->dims[2 + d], span = dil[d] * (kernel[d] - 1) + 1, total = -1;
+        if (outpad[d] < 0 || outpad[d] > OX_DIM_MAX)
+            return ox_node_error(ox, node, FM_ERR_PARSE, "output_padding %lld",
+                                 (long long)outpad[d]);
+        /* file values up to 2^40: products are checked, never wrapped */
+        int64_t in = x->dims[2 + d], span, reach, total = 0;
+        bool computed = false;
+        bool ovf = __builtin_mul_overflow(dil[d], kernel[d] - 1, &span) ||
+                   span > (int64_t)1 << 62 || __builtin_mul_overflow(strides[d], in - 1, &reach) ||
+                   __builtin_add_overflow(reach, span + 1 + outpad[d], &reach);
+        span += 1;   /* reach: stride*(in-1) + output_padding + span, ConvTranspose's output
+                        before padding */
+        int64_t same_t = 0;   /* SAME's transposed output, in*stride */
+        ovf = ovf || (transposed && __builtin_mul_overflow(in, strides[d], &same_t));
+        if (ovf)
+            return ox_node_error(ox, node, FM_ERR_OVERFLOW, "kernel %lld, stride %lld, dilation "
+                                 "%lld: the window does not fit in 64 bits",
+                                 (long long)kernel[d], (long long)strides[d],
+                                 (long long)dil[d]);
         if (transposed && nos) {
-            total = strides[d] * (in - 1) + outpad[d] + span - oshape[d];
+            if (oshape[d] <= 0 || oshape[d] > OX_DIM_MAX)
+                return ox_node_error(ox, node, FM_ERR_PARSE, "output_shape %lld",
+                                     (long long)oshape[d]);
+            total = reach - oshape[d];
+            computed = true;
         } else if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER")) {
-            int64_t out = transposed ? in * strides[d] : (in + strides[d] - 1) / strides[d];
-            total = transposed ? strides[d] * (in - 1) + outpad[d] + span - out
-                               : (out - 1) * strides[d] + span - in;
+            /* output in*stride (transposed) or ceil(in/stride) */
+            int64_t out = transposed ? same_t : (in + strides[d] - 1) / strides[d];
+            total = transposed ? reach - out : (out - 1) * strides[d] + span - in;
+            computed = true;
         } else if (!strcmp(autopad, "VALID")) {
-            total = 0;
+            computed = true;
         } else if (strcmp(autopad, "NOTSET") != 0) {
             return ox_node_error(ox, node, FM_ERR_PARSE, "auto_pad '%s' is not NOTSET, "
                                  "SAME_UPPER, SAME_LOWER or VALID", autopad);
         }
-        if (total >= 0 || (transposed && nos)) {
+        if (computed) {
+            /* ConvTranspose's output_shape (or SAME) beyond what the pads can reach: the
+             * extra output positions are output padding (they receive the bias only); a
+             * convolution never pads negatively */
+            if (total < 0 && transposed)
+                outpad[d] -= total;
             if (total < 0)
                 total = 0;
-            bool upper = strcmp(autopad, "SAME_LOWER") != 0;
-            if (transposed)   /* ConvTranspose puts the larger half first for SAME_UPPER */
-                upper = !upper;
-            pads[d] = upper ? total / 2 : total - total / 2;
+            /* the spec, for both ops: SAME_UPPER puts the smaller half first; SAME_LOWER and
+             * ConvTranspose's output_shape without auto_pad the larger */
+            pads[d] = !strcmp(autopad, "SAME_UPPER") ? total / 2 : total - total / 2;
             pads[sr + d] = total - pads[d];
         }
-        int ax = sr == 1 ? 1 : d;   /* 1-D ops use index 1 */
+        if (sr == 3 && d == 0) {   /* 3-D: the depth */
+            a->kernel_d = kernel[0];
+            a->stride_d = strides[0];
+            a->dilation_d = dil[0];
+            a->pad_d[0] = pads[0];
+            a->pad_d[1] = pads[sr];
+            a->output_padding_d = outpad[0];
+            continue;
+        }
+        int ax = sr == 1 ? 1 : sr == 3 ? d - 1 : d;   /* 1-D ops use index 1 */
         a->kernel[ax] = kernel[d];
         a->stride[ax] = strides[d];
         a->dilation[ax] = dil[d];
@@ -192,18 +233,21 @@ static enum fm_status conv_attrs(struct ox *ox, const Onnx__NodeProto *node, con
     if (st)
         return st;
     const struct fm_shape *x = &tensor(ox, in[0])->shape, *w = &tensor(ox, in[iw])->shape;
-    *unknown = x->rank != 3 && x->rank != 4;
+    *unknown = x->rank < 3 || x->rank > 5;
     if (*unknown)
         return FM_OK;
     if (w->rank != x->rank)
         return ox_node_error(ox, node, FM_ERR_SHAPE, "weight has rank %d, input rank %d",
                              w->rank, x->rank);
     fm_attrs_init(a);
-    int64_t k[2];
+    int64_t k[3];
     int nk;
-    st = ox_attr_ints(ox, node, "kernel_shape", k, 2, &nk);
+    st = ox_attr_ints(ox, node, "kernel_shape", k, 3, &nk);
     if (st)
         return st;
+    if (nk && nk != x->rank - 2)
+        return ox_node_error(ox, node, FM_ERR_PARSE, "kernel_shape has %d values for %d "
+                             "spatial dims", nk, x->rank - 2);
     for (int d = 0; d < x->rank - 2; d++) {
         if (nk && k[d] != w->dims[2 + d])
             return ox_node_error(ox, node, FM_ERR_SHAPE, "kernel_shape %lld disagrees with the "
@@ -229,7 +273,7 @@ static enum fm_status map_conv(struct ox *ox, const Onnx__NodeProto *node, const
     if (st)
         return st;
     if (unknown)
-        return ox_emit_unknown(ox, node, "only 1-D and 2-D convolutions are counted");
+        return ox_emit_unknown(ox, node, "only 1-D, 2-D and 3-D convolutions are counted");
     return ox_emit(ox, node, op, &a, in, trim(in, n_in), 1);
 }
 
@@ -245,8 +289,8 @@ static enum fm_status map_qconv(struct ox *ox, const Onnx__NodeProto *node, cons
                                    &unknown);
     if (st)
         return st;
-    if (unknown)
-        return ox_emit_unknown(ox, node, "only 1-D and 2-D convolutions are counted");
+    if (unknown || tensor(ox, in[0])->shape.rank == 5)
+        return ox_emit_unknown(ox, node, "only 1-D and 2-D quantized convolutions are counted");
     return ox_emit(ox, node, op, &a, in, trim(in, n_in), 1);
 }
 
@@ -358,16 +402,16 @@ static enum fm_status map_pool(struct ox *ox, const Onnx__NodeProto *node, const
     if (st)
         return st;
     const struct fm_shape *x = &tensor(ox, in[0])->shape;
-    if (x->rank != 4)
-        return ox_emit_unknown(ox, node, "only 2-D pooling is counted");
+    if (x->rank < 3 || x->rank > 5)
+        return ox_emit_unknown(ox, node, "only 1-D, 2-D and 3-D pooling is counted");
     struct fm_attrs a;
     fm_attrs_init(&a);
-    int64_t k[2], ceil_mode = 0, count_pad = 0;
+    int64_t k[3], ceil_mode = 0, count_pad = 0;
     int nk;
-    st = ox_attr_ints(ox, node, "kernel_shape", k, 2, &nk);
-    if (!st && nk != 2)
-        st = ox_node_error(ox, node, FM_ERR_PARSE, "kernel_shape must have 2 values, has %d",
-                           nk);
+    st = ox_attr_ints(ox, node, "kernel_shape", k, 3, &nk);
+    if (!st && nk != x->rank - 2)
+        st = ox_node_error(ox, node, FM_ERR_PARSE, "kernel_shape must have %d values, has %d",
+                           x->rank - 2, nk);
     if (!st)
         st = window(ox, node, x, k, false, &a);
     if (!st)
@@ -383,7 +427,9 @@ static enum fm_status map_pool(struct ox *ox, const Onnx__NodeProto *node, const
         if (st)
             return st;
     }
-    return ox_emit(ox, node, op, &a, in, 1, 1);
+    /* MaxPool-8 and later may output the argmax indices (storage_order only orders them) */
+    bool indices = op == FM_OP_MAXPOOL && node->n_output > 1 && node->output[1][0];
+    return ox_emit(ox, node, op, &a, in, 1, indices ? 2 : 1);
 }
 
 /* ---- matrix products and norms ---- */
@@ -608,7 +654,8 @@ static enum fm_status map_concat(struct ox *ox, const Onnx__NodeProto *node, con
 {
     struct fm_attrs a;
     fm_attrs_init(&a);
-    enum fm_status st = ox_attr_int(ox, node, "axis", 0, &a.axis);
+    /* Concat-1 (opsets 1 to 3): axis is optional, default 1 */
+    enum fm_status st = ox_attr_int(ox, node, "axis", ox->opset < 4 ? 1 : 0, &a.axis);
     if (st)
         return st;
     fm_tid x[FM_MAX_IO];
@@ -626,6 +673,22 @@ static enum fm_status map_reshape(struct ox *ox, const Onnx__NodeProto *node, co
                                   int n_in, enum fm_op op)
 {
     const struct ox_val *v;
+    if (ox->opset < 5) {   /* Reshape-1: the target is attribute 'shape' */
+        int64_t dims[FM_MAX_DIMS];
+        int nd;
+        enum fm_status st = need(ox, node, in, n_in, 1);
+        if (!st)
+            st = ox_attr_ints(ox, node, "shape", dims, FM_MAX_DIMS, &nd);
+        if (!st && !ox_attr(node, "shape"))
+            st = ox_node_error(ox, node, FM_ERR_PARSE, "Reshape-1 (opset %lld) needs attribute "
+                               "'shape'", (long long)ox->opset);
+        struct fm_shape s = {1, {nd}};
+        struct ox_val tv = {true, false, (uint64_t)nd, dims, NULL};
+        fm_tid x[2] = {in[0], FM_NONE};
+        if (!st)
+            st = ox_const_tensor(ox, node, NULL, FM_ROLE_CONST, FM_DTYPE_INT64, &s, &tv, &x[1]);
+        return st ? st : ox_emit(ox, node, op, NULL, x, 2, 1);
+    }
     enum fm_status st = need(ox, node, in, n_in, 2);
     if (!st)
         st = ox_need_ints(ox, node, in[1], "target shape", &v);
@@ -691,7 +754,10 @@ static enum fm_status map_split(struct ox *ox, const Onnx__NodeProto *node, cons
     if (!st)
         st = ox_attr_int(ox, node, "axis", 0, &a.axis);
     if (!st)
-        st = axes_operand(ox, node, in, n_in, 1, ox->opset >= 13, "split", a.ints, &a.nints);
+        /* Split-1 takes the sizes from an optional second input or the attribute */
+        st = axes_operand(ox, node, in, n_in, 1,
+                          ox->opset >= 13 || (ox->opset < 2 && n_in > 1 && in[1] != FM_NONE),
+                          "split", a.ints, &a.nints);
     if (st)
         return st;
     int n_out = (int)node->n_output;
@@ -843,8 +909,9 @@ static enum fm_status map_pad(struct ox *ox, const Onnx__NodeProto *node, const 
     const struct fm_shape *x = &tensor(ox, in[0])->shape;
     int64_t pads[2 * FM_MAX_DIMS], axes[FM_MAX_DIMS];
     int np = 0, na = 0;
-    if (ox->opset < 11) {
-        st = ox_attr_ints(ox, node, "pads", pads, 2 * FM_MAX_DIMS, &np);
+    if (ox->opset < 11) {   /* Pad-1 names the attribute 'paddings', Pad-2 'pads' */
+        st = ox_attr_ints(ox, node, ox->opset < 2 ? "paddings" : "pads", pads, 2 * FM_MAX_DIMS,
+                          &np);
     } else {
         const struct ox_val *v;
         st = need(ox, node, in, n_in, 2);
@@ -905,7 +972,22 @@ static enum fm_status map_resize(struct ox *ox, const Onnx__NodeProto *node, con
     bool have_sizes = false, have_scales = false;
     bool upsample = strcmp(ox_str(node->op_type), "Upsample") == 0;
     fm_tid ts = FM_NONE, tz = FM_NONE;
-    if (upsample && ox->opset < 9) {
+    if (upsample && ox->opset < 7) {   /* Upsample-1: NCHW, height_scale and width_scale */
+        double hs, ws;
+        st = ox_attr_float(ox, node, "height_scale", 0, &hs);
+        if (!st)
+            st = ox_attr_float(ox, node, "width_scale", 0, &ws);
+        if (st)
+            return st;
+        if (x->rank != 4 || !ox_attr(node, "height_scale") || !ox_attr(node, "width_scale"))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "Upsample-1 (opset %lld) needs a 4-D "
+                                 "input and attributes 'height_scale' and 'width_scale'",
+                                 (long long)ox->opset);
+        scales[0] = scales[1] = 1;
+        scales[2] = hs;
+        scales[3] = ws;
+        have_scales = true;
+    } else if (upsample && ox->opset < 9) {
         const Onnx__AttributeProto *sa = ox_attr(node, "scales");
         if (!sa || sa->n_floats != (size_t)x->rank)
             return ox_node_error(ox, node, FM_ERR_PARSE, "attribute 'scales' needs %d floats",
@@ -1009,7 +1091,7 @@ static enum fm_status map_cast(struct ox *ox, const Onnx__NodeProto *node, const
     enum fm_dtype dt;
     enum fm_status st = need(ox, node, in, n_in, 1);
     if (!st)
-        st = ox_attr_int(ox, node, "to", 0, &to);
+        st = ox_cast_to(ox, node, &to);
     if (st)
         return st;
     if (to < INT32_MIN || to > INT32_MAX || !ox_dtype((int32_t)to, &dt))
@@ -1532,6 +1614,121 @@ static enum fm_status map_rnn(struct ox *ox, const Onnx__NodeProto *node, const 
     return ox_emit(ox, node, op, &a, in, n > 8 ? 8 : n, n_out);
 }
 
+/* ---- opsets 1 to 6 ---- */
+
+/* Attributes that later became inputs are read by the mappers above (Reshape-1's shape,
+ * Pad-1's paddings, Slice-1's starts/ends/axes, Split-1's split, Upsample-1's scales, Cast-1's
+ * type name, Concat-1's default axis). What follows changes the operands themselves, or
+ * refuses an old version whose meaning flopmeter does not implement. */
+
+/* A view of t as shape `to` (a copy, never a pointer into the graph): a synthesized Reshape,
+ * which costs nothing. */
+static enum fm_status view_as(struct ox *ox, const Onnx__NodeProto *node, fm_tid t,
+                              struct fm_shape to, const char *suffix, fm_tid *out)
+{
+    struct fm_shape s = {1, {to.rank}};
+    struct ox_val v = {true, false, (uint64_t)to.rank, to.dims, NULL};
+    fm_tid c;
+    enum fm_status st = ox_const_tensor(ox, node, NULL, FM_ROLE_CONST, FM_DTYPE_INT64, &s, &v, &c);
+    if (st)
+        return st;
+    char name[512];
+    snprintf(name, sizeof(name), "%s:%s", ox_node_name(node), suffix);
+    fm_tid rin[2] = {t, c};
+    const char *on = name;
+    return fm_graph_add_node(ox->g, FM_OP_RESHAPE, name, NULL, rin, 2, &on, 1, out);
+}
+
+static bool legacy_broadcast_op(const char *op)
+{
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor",
+                                      "Equal", "Greater", "Less"};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        if (!strcmp(op, ops[i]))
+            return true;
+    }
+    return false;
+}
+
+/* Opsets 1 to 6: the binary ops take B of A's shape, or with broadcast=1 a B whose dims match
+ * A's from `axis` on (from the end when axis is absent); PRelu's slope of C values is per
+ * channel (axis 1). numpy's broadcasting, which flopmeter's ops implement, aligns at the end:
+ * B becomes a view with trailing 1s, so that both rules agree. x[1] is in[1] or that view. */
+static enum fm_status legacy_operands(struct ox *ox, const Onnx__NodeProto *node,
+                                      const fm_tid *in, int n_in, fm_tid *x)
+{
+    const char *op = ox_str(node->op_type);
+    bool bin = legacy_broadcast_op(op), prelu = !strcmp(op, "PRelu");
+    if ((!bin && !prelu) || n_in < 2 || in[0] == FM_NONE || in[1] == FM_NONE)
+        return FM_OK;
+    const struct fm_shape a = tensor(ox, in[0])->shape, b = tensor(ox, in[1])->shape;
+    int64_t axis = 1, bcast = 0;
+    if (bin) {
+        enum fm_status st = ox_attr_int(ox, node, "broadcast", 0, &bcast);
+        if (st)
+            return st;
+        if (!bcast) {
+            bool same = a.rank == b.rank;
+            for (int d = 0; same && d < a.rank; d++)
+                same = a.dims[d] == b.dims[d];
+            if (!same)
+                return ox_node_error(ox, node, FM_ERR_SHAPE, "%s at opset %lld: inputs of "
+                                     "different shapes need broadcast=1", op,
+                                     (long long)ox->opset);
+            return FM_OK;
+        }
+        if (!ox_attr(node, "axis"))
+            return FM_OK;   /* aligned at the end: numpy's rule */
+        st = ox_attr_int(ox, node, "axis", 0, &axis);
+        if (st)
+            return st;
+    } else if (b.rank != 1 || a.rank < 3 || b.dims[0] != a.dims[1]) {
+        return FM_OK;
+    }
+    if (axis < 0)
+        axis += a.rank;
+    if (axis < 0 || axis + b.rank > a.rank)
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "%s at opset %lld: broadcast axis %lld "
+                             "does not place B (rank %d) inside A (rank %d)", op,
+                             (long long)ox->opset, (long long)axis, b.rank, a.rank);
+    for (int k = 0; k < b.rank; k++) {
+        if (b.dims[k] != a.dims[axis + k] && b.dims[k] != 1)
+            return ox_node_error(ox, node, FM_ERR_SHAPE, "%s at opset %lld: B's dim %d (%lld) "
+                                 "does not match A's dim %lld (%lld) at broadcast axis %lld",
+                                 op, (long long)ox->opset, k, (long long)b.dims[k],
+                                 (long long)(axis + k), (long long)a.dims[axis + k],
+                                 (long long)axis);
+    }
+    if (axis + b.rank == a.rank)
+        return FM_OK;
+    struct fm_shape to = b;
+    while (to.rank < a.rank - axis)
+        to.dims[to.rank++] = 1;
+    return view_as(ox, node, in[1], to, "broadcast_axis", &x[1]);
+}
+
+/* Old versions whose meaning differs and is not implemented: refused by op and version. */
+static enum fm_status legacy_refuse(struct ox *ox, const Onnx__NodeProto *node)
+{
+    const char *op = ox_str(node->op_type);
+    if (!strcmp(op, "Tile") && ox->opset < 6)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "Tile-1 (opset %lld), whose inputs "
+                             "are a count and one axis, is not implemented (Tile-6 and later "
+                             "are); re-export at opset 6 or later", (long long)ox->opset);
+    if (!strcmp(op, "BatchNormalization") && ox->opset < 9) {
+        int64_t spatial;
+        enum fm_status st = ox_attr_int(ox, node, "spatial", 1, &spatial);
+        if (st)
+            return st;
+        if (!spatial)
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "BatchNormalization-%d (opset "
+                                 "%lld) with spatial=0 (statistics per activation rather than "
+                                 "per channel) is not implemented",
+                                 ox->opset < 6 ? 1 : ox->opset < 7 ? 6 : 7, (long long)ox->opset);
+    }
+    return FM_OK;
+}
+
 /* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
 
 /* Ops no ONNX op type maps to (Linear, SiLU, Attention ...) name the mapper "none": their rows
@@ -1559,6 +1756,17 @@ static const struct op_map table[] = {
 enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                            int n_in)
 {
+    fm_tid x[FM_MAX_IO];
+    if (ox->opset < 9 && ox_default_domain(node->domain)) {
+        enum fm_status st = legacy_refuse(ox, node);
+        if (!st && ox->opset < 7 && n_in > 0 && n_in <= FM_MAX_IO) {
+            memcpy(x, in, sizeof(fm_tid) * (size_t)n_in);
+            st = legacy_operands(ox, node, in, n_in, x);
+            in = x;
+        }
+        if (st)
+            return st;
+    }
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
         if (table[i].fn && ox_op_is(node, table[i].name))
             return table[i].fn(ox, node, in, n_in, table[i].op);

@@ -1,6 +1,6 @@
 /* The bytes of an ONNX file: mapping it, the arena protobuf-c unpacks into, the nesting-depth
  * check that runs first, and the checks that make a ModelProto a model flopmeter reads (IR
- * version, a graph, an opset of the default domain from 7 to 21). It knows nothing of graphs,
+ * version, a graph, an opset of the default domain from 1 to 21). It knows nothing of graphs,
  * nodes or shapes: what the messages mean is the business of the files above it. */
 #include "onnx_internal.h"
 
@@ -245,8 +245,10 @@ static enum fm_status opset_of(struct ox_wire *w, const char *src)
     if (w->opset < 0)
         return fm_error(w->ctx, FM_ERR_PARSE, "%s: opset_import names no version of the "
                         "default ONNX domain", src);
-    if (w->opset < 7 || w->opset > 21)
-        return fm_error(w->ctx, FM_ERR_UNSUPPORTED, "%s: opset %lld: flopmeter reads opsets 7 "
+    /* opsets 1 to 6 are read where an op's semantics at that version are implemented; the
+     * mappers refuse the rest by op and version (onnx_map.c, "opsets 1 to 6") */
+    if (w->opset < 1 || w->opset > 21)
+        return fm_error(w->ctx, FM_ERR_UNSUPPORTED, "%s: opset %lld: flopmeter reads opsets 1 "
                         "to 21 (convert the model with onnx.version_converter)", src,
                         (long long)w->opset);
     return FM_OK;
