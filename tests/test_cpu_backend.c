@@ -871,6 +871,59 @@ static void unsupported_op_named(void **unused)
     fm_ctx_free(ctx);
 }
 
+/* LayerNorm's Mean read by something (here a graph output) is refused, naming the node and
+ * the output; an unread Dropout mask (PyTorch's exports name it) is left unwritten and the
+ * step runs, Y = X in inference. */
+static void secondary_outputs(void **unused)
+{
+    (void)unused;
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "secondary", &g));
+    struct fm_shape s = SHAPE(2, 8);
+    fm_tid x, ln[3];
+    FM_ASSERT_OK(ctx, fm_graph_add_tensor(g, "input", FM_ROLE_INPUT, FM_DTYPE_FP32, &s, &x));
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.axis = -1;
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_LAYERNORM, "ln", &a, &x, 1, NULL, 3, ln));
+    FM_ASSERT_OK(ctx, fm_graph_mark_output(g, ln[0]));
+    FM_ASSERT_OK(ctx, fm_graph_mark_output(g, ln[1]));
+    FM_ASSERT_OK(ctx, fm_graph_finalize(g));
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.mode = FM_MODE_INFER;
+    void *state = NULL;
+    assert_int_equal(be->prepare(ctx, g, &o, &state), FM_ERR_UNSUPPORTED);
+    assert_null(state);
+    assert_non_null(strstr(fm_ctx_error(ctx), "'ln'"));
+    assert_non_null(strstr(fm_ctx_error(ctx), "output 1"));
+    fm_graph_free(g);
+
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "mask", &g));
+    FM_ASSERT_OK(ctx, fm_graph_add_tensor(g, "input", FM_ROLE_INPUT, FM_DTYPE_FP32, &s, &x));
+    fm_attrs_init(&a);
+    a.ratio = 0.5;
+    fm_tid d[2];
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_DROPOUT, "drop", &a, &x, 1, NULL, 2, d));
+    FM_ASSERT_OK(ctx, fm_graph_mark_output(g, d[0]));
+    FM_ASSERT_OK(ctx, fm_graph_finalize(g));
+    FM_ASSERT_OK(ctx, be->prepare(ctx, g, &o, &state));
+    float in[16], out[16];
+    for (int i = 0; i < 16; i++)
+        in[i] = (float)i - 7.5f;
+    FM_ASSERT_OK(ctx, be->write(state, x, in, 16));
+    struct fm_step_timing t = {0};
+    FM_ASSERT_OK(ctx, be->step(state, &t));
+    FM_ASSERT_OK(ctx, be->read(state, d[0], false, out, 16));
+    for (int i = 0; i < 16; i++)
+        assert_true(out[i] == in[i]);
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
 static void unsupported_precision(void **unused)
 {
     (void)unused;
@@ -1097,6 +1150,7 @@ int main(void)
         cmocka_unit_test(dropout_mask),
         cmocka_unit_test(batchnorm_inference),
         cmocka_unit_test(unsupported_op_named),
+        cmocka_unit_test(secondary_outputs),
         cmocka_unit_test(unsupported_precision),
         cmocka_unit_test(training_needs_loss),
         cmocka_unit_test(prepare_allocation_failures),

@@ -191,6 +191,31 @@ static void test_shape_mismatch_names_node(void **state)
     EXPECT_MESSAGE(ctx, "'late_mm'");
 }
 
+/* A second name for a tensor (a Loop's output in an ONNX file): found, reserved, never
+ * shadowing a tensor's own name. */
+static void test_alias(void **state)
+{
+    struct fixture *f = *state;
+    fm_tid x = add_t(f->ctx, f->g, "x", FM_ROLE_INPUT, SHAPE(2, 3));
+    fm_tid y = FM_NONE;
+    FM_ASSERT_OK(f->ctx, fm_graph_add_node(f->g, FM_OP_RELU, "y/iter1/node0", NULL, &x, 1, NULL,
+                                           1, &y));
+    assert_int_equal(fm_graph_find_tensor(f->g, "y"), FM_NONE);
+    FM_ASSERT_OK(f->ctx, fm_graph_add_alias(f->g, "y", y));
+    assert_int_equal(fm_graph_find_tensor(f->g, "y"), y);
+    assert_int_equal(fm_graph_find_tensor(f->g, "y/iter1/node0"), y);
+    /* the name is taken: by another alias, by a new tensor; a tensor's name cannot be one */
+    assert_int_equal(fm_graph_add_alias(f->g, "y", x), FM_ERR_GRAPH);
+    EXPECT_MESSAGE(f->ctx, "'y'");
+    assert_int_equal(fm_graph_add_alias(f->g, "x", y), FM_ERR_GRAPH);
+    struct fm_shape s = SHAPE(3);
+    assert_int_equal(fm_graph_add_tensor(f->g, "y", FM_ROLE_PARAM, FM_DTYPE_FP32, &s, NULL),
+                     FM_ERR_GRAPH);
+    assert_int_equal(fm_graph_add_alias(f->g, "z", 99), FM_ERR_GRAPH);
+    FM_ASSERT_OK(f->ctx, fm_graph_finalize(f->g));
+    assert_int_equal(fm_graph_find_tensor(f->g, "y"), y);
+}
+
 static void test_duplicate_names(void **state)
 {
     struct fixture *f = *state;
@@ -464,6 +489,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_self_loop_and_double_producer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shape_mismatch_names_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alias, setup, teardown),
         cmocka_unit_test_setup_teardown(test_consumed_never_produced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_without_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reshaped_input_reinfers, setup, teardown),

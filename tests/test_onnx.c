@@ -505,6 +505,41 @@ static void test_folded_shapes(void **state)
     fm_ctx_free(ctx);
 }
 
+/* Secondary outputs (tools/make_onnx_fixtures.py: secondary_outputs): LayerNormalization of
+ * x [2,3,8] over its last dim (E = 48, G = 6 rows) with Mean omitted and InvStdDev named, then
+ * Dropout with its mask; both are graph outputs, found by name. Inference bytes: */
+static void test_secondary_outputs(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = DATA "secondary_outputs.onnx";
+    o.count.mode = FM_MODE_INFER;
+    struct fm_session *s = test_session_ok(ctx, &o);
+    const struct fm_graph *g = s->graph;
+    fm_tid istd = fm_graph_find_tensor(g, "istd"), mask = fm_graph_find_tensor(g, "mask");
+    assert_int_not_equal(istd, FM_NONE);
+    assert_int_not_equal(mask, FM_NONE);
+    const struct fm_tensor *t = fm_graph_tensor(g, istd);
+    assert_int_equal(t->shape.rank, 3);   /* [2, 3, 1], fp32 (stash_type's default) */
+    assert_int_equal(t->shape.dims[2], 1);
+    assert_int_equal(t->dtype, FM_DTYPE_FP32);
+    t = fm_graph_tensor(g, mask);
+    assert_int_equal(t->dtype, FM_DTYPE_BOOL);
+    assert_int_equal(t->shape.dims[2], 8);
+    assert_int_equal(fm_graph_node_count(g), 2);
+    /* LayerNorm: reads x (48 fp32), g and b (8 fp32 each); writes Y (48 fp32) and InvStdDev
+     * (6 fp32), not the omitted Mean: 256 read, 216 written */
+    assert_int_equal(s->counts->nodes[0].phase[FM_PHASE_FWD].bytes_read, 48 * 4 + 2 * 8 * 4);
+    assert_int_equal(s->counts->nodes[0].phase[FM_PHASE_FWD].bytes_written, 48 * 4 + 6 * 4);
+    /* Dropout in inference: Y is X; the all-true mask, 48 bytes, is written */
+    assert_int_equal(s->counts->nodes[1].phase[FM_PHASE_FWD].bytes_read, 0);
+    assert_int_equal(s->counts->nodes[1].phase[FM_PHASE_FWD].bytes_written, 48);
+    fm_session_free(s);
+    fm_ctx_free(ctx);
+}
+
 /* Mod of two initializers, folded at load time as ONNX defines integer Mod (fmod 0: the sign
  * of the divisor, Python's %): [-10, 12] mod [4, 7] = [2, 5] reshapes x (10) to (2, 5); C's %
  * would give [-2, 5], which Reshape refuses */
@@ -2221,6 +2256,7 @@ int main(void)
         cmocka_unit_test(test_control_flow),
         cmocka_unit_test(test_node_tests_math),
         cmocka_unit_test(test_folded_mod),
+        cmocka_unit_test(test_secondary_outputs),
         cmocka_unit_test(test_ort_quantize_dynamic),
         cmocka_unit_test(test_ort_quantize_static),
         cmocka_unit_test(test_ort_transformer_optimizer),

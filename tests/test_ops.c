@@ -1673,6 +1673,136 @@ static void test_dropout(void **state)
     tg_free(&t);
 }
 
+/* ============================================================================================
+ * Secondary outputs (ONNX's optional ones): the bytes they are written with, no extra
+ * arithmetic (the statistics and the mask are computed anyway).
+ * ========================================================================================= */
+
+/* Adds a node with n_out outputs named "<name>:<i>"; returns the node's id. */
+static fm_nid node_outs(struct tg *t, enum fm_op op, const char *name, const struct fm_attrs *a,
+                        const fm_tid *in, int n_in, int n_out)
+{
+    FM_ASSERT_OK(t->ctx, fm_graph_add_node(t->g, op, name, a, in, n_in, NULL, n_out, NULL));
+    return (fm_nid)fm_graph_node_count(t->g) - 1;
+}
+
+static void test_secondary_outputs(void **state)
+{
+    (void)state;
+    /* LayerNorm over the last dim of [2,3,8]: E = 48, G = 6 rows; Y, Mean, InvStdDev */
+    const uint64_t E = 2 * 3 * 8, G = 2 * 3;
+    struct tg t = tg_new();
+    struct fm_attrs a = attrs();
+    a.axis = -1;
+    fm_tid x = ACT(&t, "x", 2, 3, 8);
+    fm_nid n = node_outs(&t, FM_OP_LAYERNORM, "ln", &a,
+                         TIDS(x, PARAM(&t, "g", 8), PARAM(&t, "b", 8)), 3, 3);
+    const struct fm_node *nd = fm_graph_node(t.g, n);
+    EXPECT_SHAPE(&t, nd->out[1], 2, 3, 1);
+    EXPECT_SHAPE(&t, nd->out[2], 2, 3, 1);
+    assert_int_equal(fm_graph_tensor(t.g, nd->out[1])->dtype, FM_DTYPE_FP32);
+    struct fm_node_cost c = COST(&t, n);
+    /* the same arithmetic as with Y alone (test_layernorm) */
+    EXPECT(c, FWD, 0, 3 * E + G + E, E + E + E, 2 * G, 0, G);
+    /* read X, gamma, beta; write Y, and Mean and InvStdDev (G fp32 each): the statistics
+     * training keeps are these, written once: the same bytes as Y alone + 2*4*G saved */
+    EXPECT_BYTES(c, FWD, E * 4 + 8 * 4 + 8 * 4, E * 4 + G * 4 + G * 4);
+    assert_int_equal(c.saved_bytes, 2 * 4 * G);
+    /* inference: Y, Mean and InvStdDev written; nothing kept */
+    c = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(c, FWD, 0, 3 * E + G + E, E + E + E, 2 * G, 0, G);
+    EXPECT_BYTES(c, FWD, E * 4 + 8 * 4 + 8 * 4, E * 4 + 2 * G * 4);
+    tg_free(&t);
+
+    /* Mean omitted (ints[0] bit 1), InvStdDev in fp16 (stash type, ints[1]), axis 1 of
+     * [2,3,8]: G = 2 groups, statistics of shape [2,1,1] */
+    t = tg_new();
+    a = attrs();
+    a.axis = 1;
+    a.ints[0] = 1 << 1;
+    a.ints[1] = FM_DTYPE_FP16;
+    a.nints = 2;
+    x = ACT(&t, "x", 2, 3, 8);
+    n = node_outs(&t, FM_OP_LAYERNORM, "ln", &a, TIDS(x), 1, 3);
+    nd = fm_graph_node(t.g, n);
+    EXPECT_SHAPE(&t, nd->out[2], 2, 1, 1);
+    assert_int_equal(fm_graph_tensor(t.g, nd->out[2])->dtype, FM_DTYPE_FP16);
+    c = COST(&t, n);
+    /* training: Y, InvStdDev (2 x 2 bytes), and the mean kept (2 x 4 bytes, fp32) */
+    EXPECT_BYTES(c, FWD, E * 4, E * 4 + 2 * 2 + 2 * 4);
+    c = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT_BYTES(c, FWD, E * 4, E * 4 + 2 * 2);   /* Y and InvStdDev only */
+    tg_free(&t);
+
+    /* Dropout with its mask output: bool, X's shape; E = 20 */
+    const uint64_t D = 4 * 5;
+    t = tg_new();
+    a = attrs();
+    a.ratio = 0.5;
+    n = node_outs(&t, FM_OP_DROPOUT, "drop", &a, TIDS(ACT(&t, "x", 4, 5)), 1, 2);
+    nd = fm_graph_node(t.g, n);
+    EXPECT_SHAPE(&t, nd->out[1], 4, 5);
+    assert_int_equal(fm_graph_tensor(t.g, nd->out[1])->dtype, FM_DTYPE_BOOL);
+    c = COST(&t, n);
+    /* training: as without the output (test_dropout): the mask is written anyway */
+    EXPECT(c, FWD, 0, 0, D, 0, D, 0);
+    EXPECT_BYTES(c, FWD, D * 4, D * 4 + D);
+    EXPECT(c, BD, 0, 0, D, 0, 0, 0);
+    EXPECT_BYTES(c, BD, D * 4 + D, D * 4);   /* dY and the mask read (no dMask), dX written */
+    /* inference: Y is X (nothing), the all-true mask is written: D bytes, no operations */
+    c = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(c, FWD, 0, 0, 0, 0, 0, 0);
+    EXPECT_BYTES(c, FWD, 0, D);
+    tg_free(&t);
+
+    /* BatchNorm of [2,3,4,4] with running_mean, running_var (opset 14+): [C] each */
+    const uint64_t B = 2 * 3 * 4 * 4, C = 3;
+    t = tg_new();
+    x = ACT(&t, "x", 2, 3, 4, 4);
+    fm_tid bin[5] = {x, PARAM(&t, "gamma", 3), PARAM(&t, "beta", 3), BUFFER(&t, "mean", 3),
+                     BUFFER(&t, "var", 3)};
+    n = node_outs(&t, FM_OP_BATCHNORM, "bn", NULL, bin, 5, 3);
+    nd = fm_graph_node(t.g, n);
+    EXPECT_SHAPE(&t, nd->out[1], 3);
+    EXPECT_SHAPE(&t, nd->out[2], 3);
+    c = COST(&t, n);
+    /* training: the running statistics written back (2C fp32) are these outputs, and the
+     * batch mean and istd kept (2C fp32): the same bytes as Y alone */
+    EXPECT(c, FWD, 0, 3 * B + C + B + 2 * C, B + C + B + 5 * C, 2 * C, 0, C);
+    EXPECT_BYTES(c, FWD, B * 4 + 4 * C * 4, B * 4 + 2 * C * 4 + 2 * C * 4);
+    /* inference: Y and the two outputs (C fp32 each) */
+    c = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(c, FWD, 0, 2 * C + B, 2 * C + B, 0, 0, C);
+    EXPECT_BYTES(c, FWD, B * 4 + 4 * C * 4, B * 4 + 2 * C * 4);
+    tg_free(&t);
+
+    /* the older five outputs (mean, var, saved_mean, saved_var), nothing needing a gradient
+     * (an input, frozen affine): training writes the running statistics (2C) and the saved
+     * ones as outputs (2C), fp32 */
+    t = tg_new();
+    fm_tid bin5[5] = {INPUT(&t, "x", 2, 3, 4, 4), PARAM(&t, "gamma", 3), PARAM(&t, "beta", 3),
+                      BUFFER(&t, "mean", 3), BUFFER(&t, "var", 3)};
+    fm_graph_set_trainable(t.g, bin5[1], false);
+    fm_graph_set_trainable(t.g, bin5[2], false);
+    n = node_outs(&t, FM_OP_BATCHNORM, "bn", NULL, bin5, 5, 5);
+    EXPECT_SHAPE(&t, fm_graph_node(t.g, n)->out[4], 3);
+    c = COST(&t, n);
+    EXPECT_BYTES(c, FWD, B * 4 + 4 * C * 4, B * 4 + 2 * C * 4 + 2 * C * 4);
+    assert_int_equal(c.saved_bytes, 0);
+    tg_free(&t);
+
+    /* more outputs than the op has are refused */
+    t = tg_new();
+    fm_tid xin = INPUT(&t, "x", 4, 5);
+    a = attrs();
+    a.ratio = 0.5;
+    assert_int_not_equal(fm_graph_add_node(t.g, FM_OP_DROPOUT, "d3", &a, &xin, 1, NULL, 3, NULL),
+                         FM_OK);
+    assert_int_not_equal(fm_graph_add_node(t.g, FM_OP_LAYERNORM, "l4", NULL, &xin, 1, NULL, 4,
+                                           NULL), FM_OK);
+    tg_free(&t);
+}
+
 static void test_embedding(void **state)
 {
     (void)state;
@@ -3012,6 +3142,7 @@ int main(void)
         cmocka_unit_test(test_eltwise_broadcast),
         cmocka_unit_test(test_data_movement),
         cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_secondary_outputs),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_mask),

@@ -260,6 +260,15 @@ def hand_made():
          helper.make_node("Reshape", ["x", "s"], ["r"], name="reshape"),
          helper.make_node("Relu", ["r"], ["out"], name="relu")],
         [vi("x", F32, [10])], [vi("out", F32, None)], [i64("c", [-10, 12]), i64("d", [4, 7])])
+    # secondary outputs: LayerNormalization's Mean omitted (an empty name) and InvStdDev named,
+    # Dropout's mask; both graph outputs
+    m["secondary_outputs"] = model(
+        [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y", "", "istd"], name="ln",
+                          axis=-1),
+         helper.make_node("Dropout", ["y"], ["out", "mask"], name="drop")],
+        [vi("x", F32, [2, 3, 8])],
+        [vi("out", F32, None), vi("istd", F32, None), vi("mask", TensorProto.BOOL, None)],
+        [weight("g", [8]), weight("b", [8])])
     return m
 
 

@@ -56,7 +56,30 @@ fm_tid fm_graph_find_tensor(const struct fm_graph *g, const char *name)
             return g->index[h];
         h = (h + 1) & (g->index_cap - 1);
     }
+    for (size_t i = 0; i < g->n_aliases; i++) {
+        if (strcmp(g->aliases[i].name, name) == 0)
+            return g->aliases[i].id;
+    }
     return FM_NONE;
+}
+
+enum fm_status fm_graph_add_alias(struct fm_graph *g, const char *name, fm_tid id)
+{
+    if (!name || !*name || id < 0 || (size_t)id >= g->n_tensors)
+        return fm_error(g->ctx, FM_ERR_GRAPH, "alias '%s': no name or no tensor %d",
+                        name ? name : "", (int)id);
+    if (fm_graph_find_tensor(g, name) != FM_NONE)
+        return fm_error(g->ctx, FM_ERR_GRAPH, "tensor name '%s' is used twice", name);
+    enum fm_status st = fm_grow(g->ctx, (void **)&g->aliases, &g->cap_aliases,
+                                g->n_aliases + 1, sizeof(*g->aliases));
+    if (st)
+        return st;
+    const char *n = fm_arena_strdup(&g->arena, name);
+    if (!n)
+        return fm_error(g->ctx, FM_ERR_NOMEM, "out of memory adding alias '%s'", name);
+    g->aliases[g->n_aliases].name = n;
+    g->aliases[g->n_aliases++].id = id;
+    return FM_OK;
 }
 
 /* ---- lifecycle and accessors ---- */
@@ -87,6 +110,7 @@ void fm_graph_free(struct fm_graph *g)
     fm_dealloc(ctx, g->nodes);
     fm_dealloc(ctx, g->outputs);
     fm_dealloc(ctx, g->index);
+    fm_dealloc(ctx, g->aliases);
     fm_dealloc(ctx, g->topo);
     fm_dealloc(ctx, g->needs_grad);
     fm_arena_release(&g->arena);

@@ -120,6 +120,10 @@ struct fm_graph {
     /* name -> tensor id: open-addressing hash table of ids, size a power of two */
     fm_tid *index;
     size_t index_cap;
+    /* other names of tensors (a graph output of an ONNX file whose value is the renamed tensor
+     * of a node inside a Loop, Scan or If): fm_graph_find_tensor finds a tensor by them too */
+    struct fm_tensor_alias { const char *name; fm_tid id; } *aliases;
+    size_t n_aliases, cap_aliases;
     /* set by finalize */
     bool finalized;
     bool reinfer;            /* a source tensor's shape changed after nodes were shaped */
@@ -128,6 +132,11 @@ struct fm_graph {
     fm_nid *topo;
     bool *needs_grad;        /* per tensor */
 };
+
+/* Gives tensor id a second name, found by fm_graph_find_tensor and reserved like a tensor's
+ * name (FM_ERR_GRAPH when a tensor or alias already has it). The tensor must stay: add aliases
+ * once no node can be rolled back (an importer's last step). */
+enum fm_status fm_graph_add_alias(struct fm_graph *graph, const char *name, fm_tid id);
 
 /* Runs the shape rule of node id (all input shapes must be known). */
 enum fm_status fm_graph_infer_node(struct fm_graph *graph, fm_nid id);

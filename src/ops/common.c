@@ -84,6 +84,13 @@ enum fm_phase fm_cost_grad_phase(const struct fm_cost_call *call, int i)
     return t && t->role == FM_ROLE_PARAM ? FM_PHASE_BWD_WEIGHT : FM_PHASE_BWD_DATA;
 }
 
+bool fm_output_written(const struct fm_node *n, int i)
+{
+    if (i < 0 || i >= n->n_out)
+        return false;
+    return !(n->attrs.nints > 0 && i < 63 && ((uint64_t)n->attrs.ints[0] >> i) & 1u);
+}
+
 void fm_cost_fwd_bytes_default(struct fm_cost_call *call)
 {
     const struct fm_node *n = call->node;

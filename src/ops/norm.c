@@ -27,7 +27,18 @@
  * forward and read by the backward. Nothing is kept, and no backward counted, when neither X nor
  * the affine parameters need a gradient (a frozen backbone).
  * BatchNorm in inference (or frozen-statistics) semantics is an affine map per channel.
- * The running-statistics update (momentum, unbiased variance) costs 5 mul + 2 add per channel. */
+ * The running-statistics update (momentum, unbiased variance) costs 5 mul + 2 add per channel.
+ *
+ * Secondary outputs (ONNX's optional ones) cost the bytes written, never extra arithmetic: the
+ * statistics they hold are computed anyway.
+ *   LayerNorm's Mean and InvStdDev (X's dims, 1 from `axis` on; stash_type, fp32 by default)
+ *     are the mean and istd per group: each written is G x its dtype size. When training keeps
+ *     them, the statistics an output already holds are not written a second time.
+ *   BatchNorm's running_mean and running_var (opset 14+; `mean`, `var` before) are the updated
+ *     running statistics, written in training anyway; in inference each written output costs
+ *     its bytes (C elements). The older saved_mean and saved_var are the batch mean and istd
+ *     training keeps: written once, as those, when X or the affine parameters need a gradient,
+ *     else their own bytes. */
 #include "ops.h"
 
 static enum fm_status affine_param_check(struct fm_shape_call *call, int first, int last,
@@ -56,8 +67,34 @@ static enum fm_status batchnorm_shape(struct fm_shape_call *call)
     st = affine_param_check(call, 1, 4, call->in[0]->shape.dims[1]);
     if (st)
         return st;
+    if (call->node->n_out > 5)
+        return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (%s): %d outputs; at most 5",
+                        call->node->name, call->node->op_name, call->node->n_out);
     call->out_shape[0] = call->in[0]->shape;
+    for (int i = 1; i < call->node->n_out; i++) {   /* running or saved statistics: [C] */
+        call->out_shape[i].rank = 1;
+        call->out_shape[i].dims[0] = call->in[0]->shape.dims[1];
+        call->out_dtype[i] = call->in[3]->dtype;
+    }
     return FM_OK;
+}
+
+/* Forward bytes of a normalization: every input read, Y written (the secondary outputs are
+ * each op's to count). */
+static void norm_fwd_bytes(struct fm_cost_call *call)
+{
+    for (int i = 0; i < call->node->n_in; i++)
+        fm_cost_read(call, FM_PHASE_FWD, fm_cost_bytes(call, call->in[i]));
+    fm_cost_write(call, FM_PHASE_FWD, fm_cost_bytes(call, call->out[0]));
+}
+
+/* Writes the bytes of the secondary outputs first..last the file asks for. */
+static void norm_write_outputs(struct fm_cost_call *call, int first, int last)
+{
+    for (int i = first; i <= last; i++) {
+        if (fm_output_written(call->node, i))
+            fm_cost_write(call, FM_PHASE_FWD, fm_cost_bytes(call, call->out[i]));
+    }
 }
 
 static bool bn_training(const struct fm_cost_call *call)
@@ -152,7 +189,7 @@ static enum fm_status batchnorm_cost(struct fm_cost_call *call)
     uint64_t e = fm_cost_numel(call, call->in[0]);
     uint64_t c = (uint64_t)call->in[0]->shape.dims[1];
     bool *o = &call->ovf;
-    fm_cost_fwd_bytes_default(call);
+    norm_fwd_bytes(call);
     if (bn_training(call)) {
         norm_stats_fwd(call, e, c);
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, c);       /* scale = gamma * istd */
@@ -167,9 +204,12 @@ static enum fm_status batchnorm_cost(struct fm_cost_call *call)
             call->saved_in_mask |= 1u;
             call->cost->saved_bytes = fm_cmul(o, 2 * 4, c);     /* batch mean and istd, fp32 */
             fm_cost_write(call, FM_PHASE_FWD, call->cost->saved_bytes);
+        } else {
+            norm_write_outputs(call, 3, 4);   /* saved_mean, saved_var: nothing keeps them */
         }
         norm_backward(call, e, c, 1, 2, false);
     } else {
+        norm_write_outputs(call, 1, 4);
         /* scale = gamma * rsqrt(var + eps); shift = beta - mean * scale; y = x*scale + shift */
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, fm_cmul(o, 2, c));
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, fm_cmul(o, 2, c));
@@ -216,11 +256,16 @@ static void group_norm_fwd(struct fm_cost_call *call, uint64_t e, uint64_t g, in
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, e);          /* * gamma */
     if (bi < call->node->n_in && call->in[bi])
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_ADD, e);          /* + beta */
-    fm_cost_fwd_bytes_default(call);
+    norm_fwd_bytes(call);
+    norm_write_outputs(call, 1, 2);   /* LayerNorm's Mean and InvStdDev */
     if (norm_any_grad(call)) {
         call->saved_in_mask |= 1u;
         call->cost->saved_bytes = fm_cmul(&call->ovf, 2 * 4, g); /* mean and istd, fp32 */
-        fm_cost_write(call, FM_PHASE_FWD, call->cost->saved_bytes);
+        /* the statistics not already written as outputs */
+        for (int i = 1; i <= 2; i++) {
+            if (!fm_output_written(call->node, i))
+                fm_cost_write(call, FM_PHASE_FWD, fm_cmul(&call->ovf, 4, g));
+        }
     }
     norm_backward(call, e, g, gi, bi, gamma_varies);
 }
@@ -241,7 +286,23 @@ static enum fm_status layernorm_shape(struct fm_shape_call *call)
     st = affine_param_check(call, 1, 2, d);
     if (st)
         return st;
+    if (call->node->n_out > 3)
+        return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (%s): %d outputs; at most 3 (Y, "
+                        "Mean, InvStdDev)", call->node->name, call->node->op_name,
+                        call->node->n_out);
     call->out_shape[0] = *x;
+    /* Mean, InvStdDev: X's dims with those from axis on set to 1, in stash_type (ints[1]) */
+    enum fm_dtype stash = call->node->attrs.nints > 1 ? (enum fm_dtype)call->node->attrs.ints[1]
+                                                      : FM_DTYPE_FP32;
+    if ((unsigned)stash >= FM_DTYPE_COUNT)
+        return fm_error(call->ctx, FM_ERR_INVALID, "layer '%s' (%s): stash type %d is unknown",
+                        call->node->name, call->node->op_name, (int)stash);
+    for (int i = 1; i < call->node->n_out; i++) {
+        call->out_shape[i] = *x;
+        for (int k = axis; k < x->rank; k++)
+            call->out_shape[i].dims[k] = 1;
+        call->out_dtype[i] = stash;
+    }
     return FM_OK;
 }
 
@@ -288,7 +349,8 @@ static enum fm_status groupnorm_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
-const struct fm_op_desc fm_op_batchnorm_desc = {5, 5, 1, batchnorm_shape, batchnorm_cost};
-const struct fm_op_desc fm_op_layernorm_desc = {1, 3, 1, layernorm_shape, layernorm_cost};
+/* BatchNorm: Y [, running or saved statistics]; LayerNorm: Y [, Mean [, InvStdDev]] */
+const struct fm_op_desc fm_op_batchnorm_desc = {5, 5, 0, batchnorm_shape, batchnorm_cost};
+const struct fm_op_desc fm_op_layernorm_desc = {1, 3, 0, layernorm_shape, layernorm_cost};
 const struct fm_op_desc fm_op_groupnorm_desc = {1, 3, 1, groupnorm_shape, groupnorm_cost};
 const struct fm_op_desc fm_op_instancenorm_desc = {1, 3, 1, groupnorm_shape, groupnorm_cost};

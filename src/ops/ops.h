@@ -92,6 +92,11 @@ void fm_cost_fwd_bytes_default(struct fm_cost_call *call);
  * that needs a gradient, counted in that input's gradient phase. */
 void fm_cost_bwd_bytes_default(struct fm_cost_call *call);
 
+/* Ops with optional extra outputs (LayerNorm's Mean and InvStdDev, BatchNorm's statistics,
+ * Dropout's mask): attrs.ints[0], when nints > 0, is a mask of the outputs the file omits (an
+ * empty name before a named one); an omitted output has a tensor but is not written. */
+bool fm_output_written(const struct fm_node *node, int i);
+
 /* Shape helpers. */
 enum fm_status fm_shape_broadcast(struct fm_ctx *ctx, const struct fm_node *node,
                                   const struct fm_shape *a, const struct fm_shape *b,

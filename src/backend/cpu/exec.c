@@ -189,6 +189,23 @@ static double now_ms(void)
 
 /* ---- checks before anything is allocated ---- */
 
+/* Whether tensor t is read by a node or is a graph output. */
+static bool tensor_used(const struct fm_graph *g, fm_tid t)
+{
+    for (size_t i = 0; i < g->n_outputs; i++) {
+        if (g->outputs[i] == t)
+            return true;
+    }
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        const struct fm_node *m = &g->nodes[k].pub;
+        for (int i = 0; i < m->n_in; i++) {
+            if (m->in[i] == t)
+                return true;
+        }
+    }
+    return false;
+}
+
 static enum fm_status cpu_supports(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(g, id);
@@ -198,6 +215,18 @@ static enum fm_status cpu_supports(struct fm_ctx *ctx, const struct fm_graph *g,
                         "layer '%s': op %s is not supported by the CPU backend; nothing was "
                         "run",
                         n->name, n->op_name);
+    /* LayerNorm, BatchNorm and Dropout run output 0 only: a secondary output (Mean and
+     * InvStdDev, the statistics, the mask) that nothing reads is not written (an export's
+     * unread Dropout mask); one that is read, or is a graph output, is refused */
+    bool secondary = n->op == FM_OP_LAYERNORM || n->op == FM_OP_BATCHNORM ||
+                     n->op == FM_OP_DROPOUT;
+    for (int i = 1; secondary && i < n->n_out; i++) {
+        if (tensor_used(g, n->out[i]))
+            return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                            "layer '%s' (%s): output %d ('%s') is read, but the CPU backend "
+                            "writes only output 0 of this op; nothing was run",
+                            n->name, n->op_name, i, fm_graph_tensor(g, n->out[i])->name);
+    }
     return im->check ? im->check(ctx, g, n) : FM_OK;
 }
 
@@ -423,7 +452,11 @@ static enum fm_status plan(struct fm_cpu *s)
             st = impl_for(n->op)->fwd(s, id);
         if (st)
             return st;
-        for (int o = 0; o < n->n_out; o++) {
+        /* an unread secondary output of LayerNorm, BatchNorm, Dropout (cpu_supports) is
+         * not written: it gets storage below, with the tensors no node touches */
+        bool secondary = n->op == FM_OP_LAYERNORM || n->op == FM_OP_BATCHNORM ||
+                         n->op == FM_OP_DROPOUT;
+        for (int o = 0; o < (secondary ? 1 : n->n_out); o++) {
             if (!s->t[n->out[o]].placed && !s->t[n->out[o]].labels)
                 return fm_error(s->ctx, FM_ERR_GRAPH, "layer '%s': output '%s' was not placed",
                                 n->name, fm_graph_tensor(s->g, n->out[o])->name);

@@ -626,6 +626,11 @@ static enum fm_status build(struct ox *ox)
         struct ox_name *e = ox_name_find(ox, gp->output[i]->name);
         if (e && e->tid != FM_NONE && ox->g->tensors[e->tid].role == FM_ROLE_ACTIVATION) {
             st = fm_graph_mark_output(ox->g, e->tid);
+            /* a Loop, Scan or If output is a renamed inner tensor: found by its graph name */
+            const char *name = ox_str(gp->output[i]->name);
+            if (!st && strcmp(ox->g->tensors[e->tid].name, name) != 0 &&
+                fm_graph_find_tensor(ox->g, name) == FM_NONE)
+                st = fm_graph_add_alias(ox->g, name, e->tid);
             if (st)
                 return st;
         }

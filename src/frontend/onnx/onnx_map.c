@@ -66,6 +66,25 @@ static enum fm_status axes_operand(struct ox *ox, const Onnx__NodeProto *node, c
     return FM_OK;
 }
 
+/* The outputs of an op whose later outputs are optional (LayerNorm's Mean and InvStdDev,
+ * BatchNorm's statistics, Dropout's mask), at most max: up to the last one the file names.
+ * attrs.ints[0] gets the mask of those omitted before it (ops.h: fm_output_written). */
+static int optional_outputs(const Onnx__NodeProto *node, int max, struct fm_attrs *a)
+{
+    int n = node->n_output > (size_t)max ? max : (int)node->n_output;
+    while (n > 1 && !*ox_str(node->output[n - 1]))
+        n--;
+    int64_t omitted = 0;
+    for (int i = 1; i < n; i++) {
+        if (!*ox_str(node->output[i]))
+            omitted |= (int64_t)1 << i;
+    }
+    a->ints[0] = omitted;
+    if (a->nints < 1)
+        a->nints = 1;
+    return n < 1 ? 1 : n;
+}
+
 typedef enum fm_status (*map_fn)(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                                  int n_in, enum fm_op op);
 
@@ -465,6 +484,13 @@ static enum fm_status map_norm(struct ox *ox, const Onnx__NodeProto *node, const
         st = ox_attr_float(ox, node, "epsilon", 1e-5, &a.eps);
     if (!st && op == FM_OP_LAYERNORM)
         st = ox_attr_int(ox, node, "axis", -1, &a.axis);
+    int64_t stash = 1;   /* LayerNorm's Mean and InvStdDev: float unless stash_type says */
+    enum fm_dtype stash_dtype = FM_DTYPE_FP32;
+    if (!st && op == FM_OP_LAYERNORM)
+        st = ox_attr_int(ox, node, "stash_type", 1, &stash);
+    if (!st && op == FM_OP_LAYERNORM && !ox_dtype((int32_t)stash, &stash_dtype))
+        st = ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "stash_type %lld is no type flopmeter "
+                           "knows", (long long)stash);
     if (!st && op == FM_OP_GROUPNORM)
         st = ox_attr_int(ox, node, "num_groups", 0, &a.groups);
     if (st)
@@ -477,7 +503,15 @@ static enum fm_status map_norm(struct ox *ox, const Onnx__NodeProto *node, const
             return ox_emit_unknown(ox, node, "opset 18 GroupNormalization with per-group "
                                              "scale; re-export at opset 21");
     }
-    return ox_emit(ox, node, op, &a, in, trim(in, n_in), 1);
+    int n_out = 1;
+    if (op == FM_OP_LAYERNORM) {   /* Y, Mean, InvStdDev */
+        n_out = optional_outputs(node, 3, &a);
+        a.ints[1] = stash_dtype;
+        a.nints = 2;
+    } else if (op == FM_OP_BATCHNORM) {   /* Y, running (or saved) statistics */
+        n_out = optional_outputs(node, 5, &a);
+    }
+    return ox_emit(ox, node, op, &a, in, trim(in, n_in), n_out);
 }
 
 /* ---- activations ---- */
@@ -1145,7 +1179,7 @@ static enum fm_status map_dropout(struct ox *ox, const Onnx__NodeProto *node, co
         scalar_value(ox, in[1], &a.ratio);
     if (st)
         return st;
-    return ox_emit(ox, node, op, &a, in, 1, 1);
+    return ox_emit(ox, node, op, &a, in, 1, optional_outputs(node, 2, &a));   /* Y, mask */
 }
 
 /* Einsum: letters become label ids 0..51, the dims of "..." ids 52.. aligned from the right. */
