@@ -63,6 +63,22 @@ fm_tid fm_graph_find_tensor(const struct fm_graph *g, const char *name)
     return FM_NONE;
 }
 
+bool fm_graph_tensor_used(const struct fm_graph *g, fm_tid t)
+{
+    for (size_t i = 0; i < g->n_outputs; i++) {
+        if (g->outputs[i] == t)
+            return true;
+    }
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        const struct fm_node *m = &g->nodes[k].pub;
+        for (int i = 0; i < m->n_in; i++) {
+            if (m->in[i] == t)
+                return true;
+        }
+    }
+    return false;
+}
+
 enum fm_status fm_graph_add_alias(struct fm_graph *g, const char *name, fm_tid id)
 {
     if (!name || !*name || id < 0 || (size_t)id >= g->n_tensors)

@@ -137,6 +137,9 @@ struct fm_graph {
  * name (FM_ERR_GRAPH when a tensor or alias already has it). The tensor must stay: add aliases
  * once no node can be rolled back (an importer's last step). */
 enum fm_status fm_graph_add_alias(struct fm_graph *graph, const char *name, fm_tid id);
+/* Whether tensor t is read by a node or is a graph output (the backends refuse to leave an
+ * output unwritten that something reads). */
+bool fm_graph_tensor_used(const struct fm_graph *graph, fm_tid t);
 
 /* Runs the shape rule of node id (all input shapes must be known). */
 enum fm_status fm_graph_infer_node(struct fm_graph *graph, fm_nid id);

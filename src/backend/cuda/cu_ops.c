@@ -116,23 +116,6 @@ static const char *refusal(const struct fm_graph *g, const struct fm_node *n)
     }
 }
 
-/* Whether tensor t is read by a node or is a graph output. */
-static bool tensor_used(const struct fm_graph *g, fm_tid t)
-{
-    for (size_t i = 0; i < g->n_outputs; i++) {
-        if (g->outputs[i] == t)
-            return true;
-    }
-    for (size_t k = 0; k < g->n_nodes; k++) {
-        const struct fm_node *m = &g->nodes[k].pub;
-        for (int i = 0; i < m->n_in; i++) {
-            if (m->in[i] == t)
-                return true;
-        }
-    }
-    return false;
-}
-
 enum fm_status cu_supports(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(g, id);
@@ -147,7 +130,7 @@ enum fm_status cu_supports(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid 
     bool secondary = n->op == FM_OP_LAYERNORM || n->op == FM_OP_BATCHNORM ||
                      n->op == FM_OP_DROPOUT;
     for (int i = 1; secondary && i < n->n_out; i++) {
-        if (tensor_used(g, n->out[i]))
+        if (fm_graph_tensor_used(g, n->out[i]))
             return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (%s): output %d ('%s') is read, "
                             "but the CUDA backend writes only output 0 of this op", n->name,
                             n->op_name, i, fm_graph_tensor(g, n->out[i])->name);
