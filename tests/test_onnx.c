@@ -16,6 +16,19 @@
 #define FM_ONNX_NODE_TESTS "/usr/share/libonnx-testdata/data/node"
 #endif
 
+/* Skips the calling test when ONNX's node tests (Debian's libonnx-testdata) are not installed:
+ * test is one of them, the probe. */
+static void need_node_tests(const char *test)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, test);
+    if (access(path, R_OK) != 0) {
+        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
+               "deps installs it)\n");
+        skip();
+    }
+}
+
 static enum fm_status load(struct fm_ctx *ctx, const char *file, int64_t batch,
                            const struct fm_input_binding *b, size_t nb, struct fm_graph **g)
 {
@@ -617,11 +630,7 @@ static void test_corrupted_never_crash(void **state)
 static void test_node_tests_trig(void **state)
 {
     (void)state;
-    if (access(FM_ONNX_NODE_TESTS "/test_sin/model.onnx", R_OK) != 0) {
-        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
-               "deps installs it)\n");
-        skip();
-    }
+    need_node_tests("test_sin");
     const struct {
         const char *dir;
         enum fm_op op;
@@ -691,15 +700,20 @@ static struct fm_counts *control_count(struct fm_ctx *ctx, const char *file, int
     return count(ctx, *g, FM_MODE_INFER);
 }
 
+static void assert_dims(const struct fm_shape *s, int rank, const int64_t *dims)
+{
+    assert_int_equal(s->rank, rank);
+    for (int d = 0; d < rank; d++)
+        assert_int_equal(s->dims[d], dims[d]);
+}
+
+/* The dims of the tensor called name (a graph output's name finds its tensor too). */
 static void expect_dims(const struct fm_graph *g, const char *name, int rank, const int64_t *d)
 {
     fm_tid t = fm_graph_find_tensor(g, name);
     if (t == FM_NONE)
         fail_msg("no tensor '%s'", name);
-    const struct fm_shape *s = &fm_graph_tensor(g, t)->shape;
-    assert_int_equal(s->rank, rank);
-    for (int i = 0; i < rank; i++)
-        assert_int_equal(s->dims[i], d[i]);
+    assert_dims(&fm_graph_tensor(g, t)->shape, rank, d);
 }
 
 static void test_control_flow(void **state)
@@ -923,11 +937,7 @@ static bool pb_tensor_info(const char *path, int64_t *dims, int *rank, int *elem
 static void test_node_tests_math(void **state)
 {
     (void)state;
-    if (access(FM_ONNX_NODE_TESTS "/test_acos/model.onnx", R_OK) != 0) {
-        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
-               "deps installs it)\n");
-        skip();
-    }
+    need_node_tests("test_acos");
 #define P6(mac, add, mul, div, cmp, special) {mac, add, mul, div, cmp, special}
     const struct {
         const char *dir;
@@ -1677,11 +1687,8 @@ struct node_case {
  * made by tools/make_bound_node_tests.py), not the installed originals */
 static void run_node_cases_(const struct node_case *cases, size_t n, bool bound)
 {
-    if (!bound && access(FM_ONNX_NODE_TESTS "/test_sin/model.onnx", R_OK) != 0) {
-        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
-               "deps installs it)\n");
-        skip();
-    }
+    if (!bound)
+        need_node_tests("test_sin");
     struct fm_ctx *ctx = test_ctx();
     for (size_t i = 0; i < n; i++) {
         char path[512];
@@ -2005,21 +2012,6 @@ static void test_node_tests_layout(void **state)
 
 /* ---- opsets 1 to 6 ---- */
 
-static const struct fm_shape *out_shape(const struct fm_graph *g, const char *name)
-{
-    fm_tid t = fm_graph_find_tensor(g, name);
-    if (t == FM_NONE)
-        fail_msg("no tensor '%s'", name);
-    return &fm_graph_tensor(g, t)->shape;
-}
-
-static void assert_dims(const struct fm_shape *s, int rank, const int64_t *dims)
-{
-    assert_int_equal(s->rank, rank);
-    for (int d = 0; d < rank; d++)
-        assert_int_equal(s->dims[d], dims[d]);
-}
-
 /* Old forms, from ONNX's operator changelog (tools/make_old_opset_fixtures.py): attributes that
  * later became inputs, the binary ops' broadcast axis, and what is refused by op and version.
  * Then files other people made: ONNX's node tests and PyTorch's converted modules stamped
@@ -2034,13 +2026,13 @@ static void test_old_opsets(void **state)
      * 19; Concat-1 default axis 1: 3+3 = 6; Split-1 sizes [2,4] from its second input;
      * Upsample-1 height 4*2 = 8, width 4*3 = 12; Cast-1 to "INT64" */
     FM_ASSERT_OK(ctx, load(ctx, "old_opset1.onnx", 0, NULL, 0, &g));
-    assert_dims(out_shape(g, "r"), 3, (const int64_t[]){2, 3, 16});
-    assert_dims(out_shape(g, "p"), 3, (const int64_t[]){2, 3, 19});
-    assert_dims(out_shape(g, "c"), 3, (const int64_t[]){2, 6, 19});
-    assert_dims(out_shape(g, "s1"), 3, (const int64_t[]){2, 2, 19});
-    assert_dims(out_shape(g, "s2"), 3, (const int64_t[]){2, 4, 19});
-    assert_dims(out_shape(g, "u"), 4, (const int64_t[]){2, 3, 8, 12});
-    assert_dims(out_shape(g, "k"), 4, (const int64_t[]){2, 3, 4, 4});
+    expect_dims(g, "r", 3, (const int64_t[]){2, 3, 16});
+    expect_dims(g, "p", 3, (const int64_t[]){2, 3, 19});
+    expect_dims(g, "c", 3, (const int64_t[]){2, 6, 19});
+    expect_dims(g, "s1", 3, (const int64_t[]){2, 2, 19});
+    expect_dims(g, "s2", 3, (const int64_t[]){2, 4, 19});
+    expect_dims(g, "u", 4, (const int64_t[]){2, 3, 8, 12});
+    expect_dims(g, "k", 4, (const int64_t[]){2, 3, 4, 4});
     assert_int_equal(fm_graph_tensor(g, fm_graph_find_tensor(g, "k"))->dtype, FM_DTYPE_INT64);
     struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->n_uncounted, 0);
@@ -2049,7 +2041,7 @@ static void test_old_opsets(void **state)
     /* opset 6: x (2,3,4,5) + b (3,4) at axis 1, then * s (2) at axis 0: E = 2*3*4*5 = 120 adds
      * and 120 muls forward (numpy's rule would have refused both); params 3*4 + 2 = 14 */
     FM_ASSERT_OK(ctx, load(ctx, "old_opset6_broadcast.onnx", 0, NULL, 0, &g));
-    assert_dims(out_shape(g, "y"), 4, (const int64_t[]){2, 3, 4, 5});
+    expect_dims(g, "y", 4, (const int64_t[]){2, 3, 4, 5});
     c = count(ctx, g, FM_MODE_TRAIN);
     assert_int_equal(c->n_uncounted, 0);
     assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_ADD], 120);
@@ -2101,7 +2093,7 @@ static void test_old_opsets(void **state)
         g = NULL;
         if (fm_onnx_load_file(ctx, path, &o, &g))
             fail_msg("%s: %s", cases[i].dir, fm_ctx_error(ctx));
-        assert_dims(out_shape(g, cases[i].out), cases[i].rank, cases[i].dims);
+        expect_dims(g, cases[i].out, cases[i].rank, cases[i].dims);
         c = count(ctx, g, FM_MODE_INFER);
         assert_int_equal(c->n_uncounted, 0);
         if (strstr(cases[i].dir, "PReLU_2d")) {
@@ -2124,11 +2116,7 @@ static void test_old_opsets(void **state)
 static void test_node_tests_windows(void **state)
 {
     (void)state;
-    if (access(FM_ONNX_NODE_TESTS "/test_convtranspose/model.onnx", R_OK) != 0) {
-        printf("skipped: ONNX's node tests are not installed (Debian's libonnx-testdata; make "
-               "deps installs it)\n");
-        skip();
-    }
+    need_node_tests("test_convtranspose");
     const struct {
         const char *dir;        /* under FM_ONNX_NODE_TESTS/.. */
         const char *out[2];     /* the second: MaxPool's Indices, or NULL */
