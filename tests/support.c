@@ -118,3 +118,29 @@ char *test_read_file(const char *path, size_t *len)
         *len = (size_t)n;
     return buf;
 }
+
+enum fm_status test_load_onnx(struct fm_ctx *ctx, const char *file, int64_t batch,
+                              const struct fm_input_binding *b, size_t nb, struct fm_graph **g)
+{
+    struct fm_load_opts o;
+    fm_load_opts_init(&o);
+    if (batch) {
+        o.zoo.batch = batch;
+        o.batch_given = true;
+    }
+    o.bindings = b;
+    o.n_bindings = nb;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/onnx/%s", FM_TEST_DATA, file);
+    return fm_onnx_load_file(ctx, path, &o, g);
+}
+
+struct fm_counts *test_count(struct fm_ctx *ctx, struct fm_graph *g, enum fm_mode mode)
+{
+    struct fm_count_opts co;
+    fm_count_opts_init(&co);
+    co.mode = mode;
+    struct fm_counts *c = NULL;
+    FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &c));
+    return c;
+}

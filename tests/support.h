@@ -31,6 +31,11 @@ struct fm_ctx *test_ctx(void);
 /* Builds a built-in model (batch, classes; with_loss for training) and counts it. */
 struct fm_counts *test_count_zoo(struct fm_ctx *ctx, const char *name, int64_t batch,
                                  enum fm_mode mode, struct fm_graph **graph_out);
+/* Loads tests/data/onnx/FILE: batch (0: the file's) binds the symbolic batch, b the inputs. */
+enum fm_status test_load_onnx(struct fm_ctx *ctx, const char *file, int64_t batch,
+                              const struct fm_input_binding *b, size_t nb, struct fm_graph **g);
+/* Counts g in mode (the test fails if it cannot). */
+struct fm_counts *test_count(struct fm_ctx *ctx, struct fm_graph *g, enum fm_mode mode);
 /* Runs a session that must succeed (failing the test with the context's message if not). */
 struct fm_session *test_session_ok(struct fm_ctx *ctx, const struct fm_session_opts *opts);
 /* Runs the CLI with the given arguments; stdout into *out (malloc'd), returns exit status. */

@@ -29,32 +29,6 @@ static void need_node_tests(const char *test)
     }
 }
 
-static enum fm_status load(struct fm_ctx *ctx, const char *file, int64_t batch,
-                           const struct fm_input_binding *b, size_t nb, struct fm_graph **g)
-{
-    struct fm_load_opts o;
-    fm_load_opts_init(&o);
-    if (batch) {
-        o.zoo.batch = batch;
-        o.batch_given = true;
-    }
-    o.bindings = b;
-    o.n_bindings = nb;
-    char path[512];
-    snprintf(path, sizeof(path), DATA "%s", file);
-    return fm_onnx_load_file(ctx, path, &o, g);
-}
-
-static struct fm_counts *count(struct fm_ctx *ctx, struct fm_graph *g, enum fm_mode mode)
-{
-    struct fm_count_opts co;
-    fm_count_opts_init(&co);
-    co.mode = mode;
-    struct fm_counts *c = NULL;
-    FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &c));
-    return c;
-}
-
 static uint64_t fwd_macs(const struct fm_counts *c)
 {
     return c->total[FM_PHASE_FWD].prim[FM_PRIM_MAC];
@@ -126,7 +100,7 @@ static void compare_model(struct fm_ctx *ctx, const char *name, int opset, int64
     char file[128];
     snprintf(file, sizeof(file), "%s_op%d.onnx", name, opset);
     struct fm_graph *og = NULL, *zg = NULL;
-    enum fm_status st = load(ctx, file, opset >= 17 ? batch : 0, NULL, 0, &og);
+    enum fm_status st = test_load_onnx(ctx, file, opset >= 17 ? batch : 0, NULL, 0, &og);
     if (st)
         fail_msg("%s: %s", file, fm_ctx_error(ctx));
     struct fm_zoo_opts zo;
@@ -136,7 +110,7 @@ static void compare_model(struct fm_ctx *ctx, const char *name, int opset, int64
     FM_ASSERT_OK(ctx, fm_zoo_build(ctx, name, &zo, &zg));
     for (int m = 0; m < 2; m++) {
         enum fm_mode mode = m ? FM_MODE_INFER : FM_MODE_TRAIN;
-        struct fm_counts *oc = count(ctx, og, mode), *zc = count(ctx, zg, mode);
+        struct fm_counts *oc = test_count(ctx, og, mode), *zc = test_count(ctx, zg, mode);
         assert_int_equal(oc->n_uncounted, 0);
         if (oc->params != zc->params || oc->trainable_params != zc->trainable_params)
             fail_msg("%s %s: params %llu (trainable %llu), built-in %llu (%llu)", file,
@@ -191,8 +165,8 @@ static void test_fused_conv_bn(void **state)
     (void)state;
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
-    FM_ASSERT_OK(ctx, load(ctx, "resnet18_fused_op13.onnx", 0, NULL, 0, &g));
-    struct fm_counts *c = count(ctx, g, FM_MODE_TRAIN);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "resnet18_fused_op13.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_TRAIN);
     assert_int_equal(c->params, 11689512 - 4800);
     assert_int_equal(fwd_macs(c), 1814073344);
     assert_false(c->class_present[FM_CLASS_NORM]);
@@ -210,28 +184,28 @@ static void test_symbolic_batch(void **state)
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
     /* --batch binds the symbolic batch dim "N" */
-    FM_ASSERT_OK(ctx, load(ctx, "resnet18_op17.onnx", 4, NULL, 0, &g));
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "resnet18_op17.onnx", 4, NULL, 0, &g));
     const struct fm_tensor *in = fm_graph_tensor(g, fm_graph_find_tensor(g, "input"));
     assert_int_equal(in->shape.dims[0], 4);
-    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(fwd_macs(c), 4ull * 1814073344ull);
     fm_counts_free(c);
     fm_graph_free(g);
     /* --input NAME=DIMS binds the whole shape */
     struct fm_input_binding b = {"input", {4, {2, 3, 224, 224}}};
-    FM_ASSERT_OK(ctx, load(ctx, "resnet18_op17.onnx", 0, &b, 1, &g));
-    c = count(ctx, g, FM_MODE_INFER);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "resnet18_op17.onnx", 0, &b, 1, &g));
+    c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(fwd_macs(c), 2ull * 1814073344ull);
     fm_counts_free(c);
     fm_graph_free(g);
     /* a symbolic dim other than the batch needs a binding, and the message says so */
-    assert_int_equal(load(ctx, "symbolic.onnx", 2, NULL, 0, &g), FM_ERR_SHAPE);
+    assert_int_equal(test_load_onnx(ctx, "symbolic.onnx", 2, NULL, 0, &g), FM_ERR_SHAPE);
     assert_non_null(strstr(fm_ctx_error(ctx), "'seq'"));
     assert_non_null(strstr(fm_ctx_error(ctx), "--input ids="));
     /* ids (2, 5) -> embedding (2, 5, 16) -> MatMul with (16, 8): 2*5*16*8 MACs */
     struct fm_input_binding ids = {"ids", {2, {2, 5}}};
-    FM_ASSERT_OK(ctx, load(ctx, "symbolic.onnx", 0, &ids, 1, &g));
-    c = count(ctx, g, FM_MODE_TRAIN);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "symbolic.onnx", 0, &ids, 1, &g));
+    c = test_count(ctx, g, FM_MODE_TRAIN);
     assert_int_equal(fwd_macs(c), 2 * 5 * 16 * 8);
     assert_int_equal(c->params, 100 * 16 + 16 * 8);
     assert_true(c->class_present[FM_CLASS_EMBEDDING]);
@@ -246,7 +220,7 @@ static void test_symbolic_batch(void **state)
     free(err);
     /* a binding must name an input */
     struct fm_input_binding bad = {"nope", {2, {2, 5}}};
-    assert_int_equal(load(ctx, "symbolic.onnx", 0, &bad, 1, &g), FM_ERR_INVALID);
+    assert_int_equal(test_load_onnx(ctx, "symbolic.onnx", 0, &bad, 1, &g), FM_ERR_INVALID);
     assert_non_null(strstr(fm_ctx_error(ctx), "nope"));
     fm_ctx_free(ctx);
 }
@@ -259,8 +233,8 @@ static void test_external_data(void **state)
     struct fm_ctx *ctx = test_ctx();
     assert_int_not_equal(access(DATA "external_weights.bin", F_OK), 0);
     struct fm_graph *g = NULL;
-    FM_ASSERT_OK(ctx, load(ctx, "external.onnx", 0, NULL, 0, &g));
-    struct fm_counts *c = count(ctx, g, FM_MODE_TRAIN);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "external.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_TRAIN);
     assert_int_equal(c->params, 32 * 64 + 64);
     assert_int_equal(fwd_macs(c), 32 * 64);
     /* dW = x^T dY: the same 32*64 MACs; the input needs no gradient */
@@ -288,8 +262,8 @@ static void test_unknown_ops(void **state)
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
     /* shapes from value_info (with the symbolic N bound to 3): counted around the unknowns */
-    FM_ASSERT_OK(ctx, load(ctx, "unknown_vi.onnx", 3, NULL, 0, &g));
-    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "unknown_vi.onnx", 3, NULL, 0, &g));
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
     assert_non_null(uncounted(c, "com.example:FancyOp"));
     /* Softplus has a rule (src/ops/act.c) and counts on u's value_info shape (3, 8):
      * log(1 + exp(x)) is 2 special per element, and nothing else in the file is special */
@@ -304,14 +278,15 @@ static void test_unknown_ops(void **state)
     fm_counts_free(c);
     fm_graph_free(g);
     /* no shape, but nothing reads it: listed, not an error */
-    FM_ASSERT_OK(ctx, load(ctx, "unknown_side.onnx", 0, NULL, 0, &g));
-    c = count(ctx, g, FM_MODE_TRAIN);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "unknown_side.onnx", 0, NULL, 0, &g));
+    c = test_count(ctx, g, FM_MODE_TRAIN);
     assert_int_equal(uncounted(c, "com.example:FancyOp")->nodes, 1);
     assert_int_equal(fwd_macs(c), 8 * 4);
     fm_counts_free(c);
     fm_graph_free(g);
     /* a later shape depends on it: loading fails naming the node */
-    assert_int_equal(load(ctx, "unknown_needed.onnx", 0, NULL, 0, &g), FM_ERR_UNSUPPORTED);
+    assert_int_equal(test_load_onnx(ctx, "unknown_needed.onnx", 0, NULL, 0, &g),
+                     FM_ERR_UNSUPPORTED);
     assert_non_null(strstr(fm_ctx_error(ctx), "'fancy'"));
     assert_non_null(strstr(fm_ctx_error(ctx), "'mm'"));
     fm_ctx_free(ctx);
@@ -324,12 +299,12 @@ static void check_block(struct fm_ctx *ctx, const char *file, int64_t b, int64_t
 {
     struct fm_input_binding bind[2] = {{"ids", {2, {b, t}}}, {"mask", {2, {b, t}}}};
     struct fm_graph *g = NULL;
-    enum fm_status st = strstr(file, "vit") ? load(ctx, file, b, NULL, 0, &g)
-                        : strstr(file, "bert") ? load(ctx, file, 0, bind, 2, &g)
-                                               : load(ctx, file, 0, bind, 1, &g);
+    enum fm_status st = strstr(file, "vit") ? test_load_onnx(ctx, file, b, NULL, 0, &g)
+                        : strstr(file, "bert") ? test_load_onnx(ctx, file, 0, bind, 2, &g)
+                                               : test_load_onnx(ctx, file, 0, bind, 1, &g);
     if (st)
         fail_msg("%s: %s", file, fm_ctx_error(ctx));
-    struct fm_counts *c = count(ctx, g, FM_MODE_TRAIN);
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_TRAIN);
     if (c->params != params || fwd_macs(c) != macs || c->n_uncounted)
         fail_msg("%s B=%lld T=%lld: params %llu (want %llu), MACs %llu (want %llu), %zu "
                  "uncounted", file, (long long)b, (long long)t, (unsigned long long)c->params,
@@ -403,10 +378,10 @@ static void test_llama_opsets(void **state)
                                   tok * D * V;
             struct fm_input_binding bind = {"ids", {2, {b, t}}};
             struct fm_graph *g = NULL;
-            enum fm_status st = load(ctx, files[f], 0, &bind, 1, &g);
+            enum fm_status st = test_load_onnx(ctx, files[f], 0, &bind, 1, &g);
             if (st)
                 fail_msg("%s: %s", files[f], fm_ctx_error(ctx));
-            struct fm_counts *c = count(ctx, g, FM_MODE_TRAIN);
+            struct fm_counts *c = test_count(ctx, g, FM_MODE_TRAIN);
             if (c->params != params || fwd_macs(c) != macs || c->n_uncounted)
                 fail_msg("%s T=%lld: params %llu (want %llu), MACs %llu (want %llu), %zu "
                          "uncounted", files[f], (long long)t, (unsigned long long)c->params,
@@ -427,22 +402,22 @@ static void test_opsets(void **state)
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
     /* Upsample (opset 9), scales 1,1,2,2 from an input: 4x4 -> 8x8, nearest: no arithmetic */
-    FM_ASSERT_OK(ctx, load(ctx, "upsample_op9.onnx", 0, NULL, 0, &g));
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "upsample_op9.onnx", 0, NULL, 0, &g));
     const struct fm_node *n = fm_graph_node(g, 0);
     assert_int_equal(n->op, FM_OP_RESIZE);
     assert_int_equal(fm_graph_tensor(g, n->out[0])->shape.dims[2], 8);
     fm_graph_free(g);
     /* Resize (opset 11) to sizes 1x2x6x8, linear over two axes: 4 taps, 4 mul + 3 add per
      * output element, 96 outputs */
-    FM_ASSERT_OK(ctx, load(ctx, "resize_op11.onnx", 0, NULL, 0, &g));
-    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "resize_op11.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MUL], 4 * 96);
     assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_ADD], 3 * 96);
     fm_counts_free(c);
     fm_graph_free(g);
     /* opset 21: GroupNormalization with per-channel scale, Gelu (tanh) */
-    FM_ASSERT_OK(ctx, load(ctx, "opset21.onnx", 0, NULL, 0, &g));
-    c = count(ctx, g, FM_MODE_TRAIN);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "opset21.onnx", 0, NULL, 0, &g));
+    c = test_count(ctx, g, FM_MODE_TRAIN);
     assert_int_equal(c->n_uncounted, 0);
     assert_int_equal(c->params, 8);
     assert_true(has_op(g, FM_OP_GROUPNORM) && has_op(g, FM_OP_GELU));
@@ -457,7 +432,7 @@ static void expect_fail(struct fm_ctx *ctx, const char *file, enum fm_status wan
                         const char *must1, const char *must2)
 {
     struct fm_graph *g = NULL;
-    enum fm_status st = load(ctx, file, 0, NULL, 0, &g);
+    enum fm_status st = test_load_onnx(ctx, file, 0, NULL, 0, &g);
     if (st != want)
         fail_msg("%s: status %s, expected %s (%s)", file, fm_status_to_string(st),
                  fm_status_to_string(want), st ? fm_ctx_error(ctx) : "loaded");
@@ -693,11 +668,11 @@ static struct fm_counts *control_count(struct fm_ctx *ctx, const char *file, int
         fm_load_opts_init(&o);
         st = fm_onnx_load_file(ctx, file, &o, g);
     } else {
-        st = load(ctx, file, batch, NULL, 0, g);
+        st = test_load_onnx(ctx, file, batch, NULL, 0, g);
     }
     if (st)
         fail_msg("%s: %s", file, fm_ctx_error(ctx));
-    return count(ctx, *g, FM_MODE_INFER);
+    return test_count(ctx, *g, FM_MODE_INFER);
 }
 
 static void assert_dims(const struct fm_shape *s, int rank, const int64_t *dims)
@@ -1287,7 +1262,8 @@ static void test_pytorch_rnns(void **state)
         for (uint64_t l = 0; l < cases[c].layers; l++) {
             uint64_t il = l == 0 ? I : d * h, sdh = S * d * h;
             want[FM_PHASE_FWD][FM_PRIM_MAC] += S * d * g * h * (il + h);
-            want[FM_PHASE_BWD_DATA][FM_PRIM_MAC] += S * d * g * h * h + (l ? S * d * g * h * il : 0);
+            want[FM_PHASE_BWD_DATA][FM_PRIM_MAC] +=
+                S * d * g * h * h + (l ? S * d * g * h * il : 0);
             if (l && d == 2)
                 want[FM_PHASE_BWD_DATA][FM_PRIM_ADD] += S * il;
             want[FM_PHASE_BWD_WEIGHT][FM_PRIM_MAC] += S * d * g * h * (il + h);
@@ -1299,11 +1275,11 @@ static void test_pytorch_rnns(void **state)
             params += d * g * h * (il + h + 2);
         }
         struct fm_graph *gr = NULL;
-        if (load(ctx, cases[c].file, 0, NULL, 0, &gr))
+        if (test_load_onnx(ctx, cases[c].file, 0, NULL, 0, &gr))
             fail_msg("%s: %s", cases[c].file, fm_ctx_error(ctx));
         assert_true(has_op(gr, cases[c].op));
         for (int m = 0; m < 2; m++) {
-            struct fm_counts *k = count(ctx, gr, m ? FM_MODE_INFER : FM_MODE_TRAIN);
+            struct fm_counts *k = test_count(ctx, gr, m ? FM_MODE_INFER : FM_MODE_TRAIN);
             assert_int_equal(k->n_uncounted, 0);
             assert_int_equal(k->params, params);
             for (int ph = 0; ph < FM_PHASE_OPTIMIZER; ph++) {   /* the update is SGD's */
@@ -1358,9 +1334,9 @@ static void test_ort_quantize_dynamic(void **state)
     (void)state;
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
-    FM_ASSERT_OK(ctx, load(ctx, "ort/mlp_dynamic.onnx", 0, NULL, 0, &g));
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "ort/mlp_dynamic.onnx", 0, NULL, 0, &g));
     for (int mode = 0; mode < FM_MODE_COUNT; mode++) {
-        struct fm_counts *c = count(ctx, g, (enum fm_mode)mode);
+        struct fm_counts *c = test_count(ctx, g, (enum fm_mode)mode);
         assert_int_equal(c->n_uncounted, 0);
         /* DynamicQuantizeLinear of E = 2*16 = 32: E+2 div, E+2 add, 5E+5 cmp */
         fm_nid q1 = node_named(g, "x_QuantizeLinear");
@@ -1399,8 +1375,8 @@ static void test_ort_quantize_dynamic(void **state)
      * LSTM with W and R transposed and int8 (src/ops/rnn.c's rule): Y (5, 1, 2, 16); over
      * S = 5*2 = 10 row-steps the gate products are S*4H*I = 10*64*8 = 5120 MACs on the input
      * and S*4H*H = 10*64*16 = 10240 on the hidden state, all int8; no backward */
-    FM_ASSERT_OK(ctx, load(ctx, "ort/lstm_dynamic.onnx", 0, NULL, 0, &g));
-    struct fm_counts *c = count(ctx, g, FM_MODE_TRAIN);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "ort/lstm_dynamic.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_TRAIN);
     assert_int_equal(c->n_uncounted, 0);
     fm_nid l = node_named(g, "/lstm/LSTM_quant");
     assert_int_equal(fm_graph_node(g, l)->op, FM_OP_DYNAMIC_QUANTIZE_LSTM);
@@ -1423,8 +1399,8 @@ static void test_ort_quantize_static(void **state)
     (void)state;
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
-    FM_ASSERT_OK(ctx, load(ctx, "ort/cnn_qop.onnx", 0, NULL, 0, &g));
-    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "ort/cnn_qop.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->n_uncounted, 0);
     /* QuantizeLinear of x: E = 2*3*8*8 = 384: E div, E add, 3E cmp */
     expect_fwd(c, node_named(g, "x_QuantizeLinear"), 0, 384, 0, 384, 3 * 384, 0);
@@ -1476,8 +1452,8 @@ static void test_ort_quantize_static(void **state)
     /* QDQ format: QuantizeLinear/DequantizeLinear around float Conv/Gemm. Quantized tensors:
      * x 384, relu 1024, relu_1 512, flatten 512, y 20 = 2452 elements; dequantized: those and
      * the weights 216 + 1152 + 2560 and biases 8 + 16 + 10 = 6414 */
-    FM_ASSERT_OK(ctx, load(ctx, "ort/cnn_qdq.onnx", 0, NULL, 0, &g));
-    c = count(ctx, g, FM_MODE_INFER);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "ort/cnn_qdq.onnx", 0, NULL, 0, &g));
+    c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->n_uncounted, 0);
     uint64_t qdiv = 0, dqmul = 0, conv_macs = 0;
     for (size_t i = 0; i < fm_graph_node_count(g); i++) {
@@ -1506,8 +1482,8 @@ static void test_ort_transformer_optimizer(void **state)
     (void)state;
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
-    FM_ASSERT_OK(ctx, load(ctx, "ort/encoder_bert_opt.onnx", 0, NULL, 0, &g));
-    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "ort/encoder_bert_opt.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->n_uncounted, 0);
     /* SkipLayerNorm, E = 2*6*32 = 384, G = 12 rows: skip E add; LayerNorm with beta 4E+G add,
      * 3E mul, 2G div, G special */
@@ -1545,8 +1521,8 @@ static void test_paddle2onnx(void **state)
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         struct fm_input_binding b = {"x", cases[k].in};
         struct fm_graph *g = NULL;
-        FM_ASSERT_OK(ctx, load(ctx, cases[k].file, 0, &b, 1, &g));
-        struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+        FM_ASSERT_OK(ctx, test_load_onnx(ctx, cases[k].file, 0, &b, 1, &g));
+        struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
         assert_int_equal(c->n_uncounted, 0);
         size_t convs = 0;
         const struct fm_tensor *last = NULL;
@@ -1581,8 +1557,8 @@ static void test_tf2onnx(void **state)
     (void)state;
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
-    FM_ASSERT_OK(ctx, load(ctx, "tf2onnx/keras_cnn.onnx", 0, NULL, 0, &g));
-    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "tf2onnx/keras_cnn.onnx", 0, NULL, 0, &g));
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->n_uncounted, 0);
     uint64_t conv[2] = {0}, pool_cmp = 0, mm = 0;
     int nconv = 0;
@@ -1608,10 +1584,11 @@ static void test_tf2onnx(void **state)
     /* Keras LSTM(16) over 5 steps of 8 features at batch 2, then Dense 4: tf2onnx writes one
      * ONNX LSTM (Keras's two bias vectors as B). Parameters: W 4H*I = 512, R 4H*H = 1024,
      * B 8H = 128; the Dense 16*4 (its bias, zero at initialization, is an Add of zeros that
-     * tf2onnx's optimizer removes: the file has none). Forward MACs (src/ops/rnn.c): S = 5*2 row-steps,
+     * tf2onnx's optimizer removes: the file has none). Forward MACs (src/ops/rnn.c): S = 5*2
+     * row-steps,
      * S*4H*(I + H) = 10*64*24 = 15360 in the LSTM, 2*16*4 = 128 in the Dense. */
-    FM_ASSERT_OK(ctx, load(ctx, "tf2onnx/keras_lstm.onnx", 0, NULL, 0, &g));
-    c = count(ctx, g, FM_MODE_TRAIN);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "tf2onnx/keras_lstm.onnx", 0, NULL, 0, &g));
+    c = test_count(ctx, g, FM_MODE_TRAIN);
     assert_int_equal(c->n_uncounted, 0);
     assert_int_equal(c->params, 512 + 1024 + 128 + 16 * 4);
     fm_nid l = node_named(g, "LSTM__43");
@@ -2025,7 +2002,7 @@ static void test_old_opsets(void **state)
     /* opset 1, x (2,3,4,4): Reshape-1 shape=[2,3,16]; Pad-1 paddings [0,0,1 | 0,0,2]: 16+1+2 =
      * 19; Concat-1 default axis 1: 3+3 = 6; Split-1 sizes [2,4] from its second input;
      * Upsample-1 height 4*2 = 8, width 4*3 = 12; Cast-1 to "INT64" */
-    FM_ASSERT_OK(ctx, load(ctx, "old_opset1.onnx", 0, NULL, 0, &g));
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "old_opset1.onnx", 0, NULL, 0, &g));
     expect_dims(g, "r", 3, (const int64_t[]){2, 3, 16});
     expect_dims(g, "p", 3, (const int64_t[]){2, 3, 19});
     expect_dims(g, "c", 3, (const int64_t[]){2, 6, 19});
@@ -2034,15 +2011,15 @@ static void test_old_opsets(void **state)
     expect_dims(g, "u", 4, (const int64_t[]){2, 3, 8, 12});
     expect_dims(g, "k", 4, (const int64_t[]){2, 3, 4, 4});
     assert_int_equal(fm_graph_tensor(g, fm_graph_find_tensor(g, "k"))->dtype, FM_DTYPE_INT64);
-    struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->n_uncounted, 0);
     fm_counts_free(c);
     fm_graph_free(g);
     /* opset 6: x (2,3,4,5) + b (3,4) at axis 1, then * s (2) at axis 0: E = 2*3*4*5 = 120 adds
      * and 120 muls forward (numpy's rule would have refused both); params 3*4 + 2 = 14 */
-    FM_ASSERT_OK(ctx, load(ctx, "old_opset6_broadcast.onnx", 0, NULL, 0, &g));
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "old_opset6_broadcast.onnx", 0, NULL, 0, &g));
     expect_dims(g, "y", 4, (const int64_t[]){2, 3, 4, 5});
-    c = count(ctx, g, FM_MODE_TRAIN);
+    c = test_count(ctx, g, FM_MODE_TRAIN);
     assert_int_equal(c->n_uncounted, 0);
     assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_ADD], 120);
     assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MUL], 120);
@@ -2094,7 +2071,7 @@ static void test_old_opsets(void **state)
         if (fm_onnx_load_file(ctx, path, &o, &g))
             fail_msg("%s: %s", cases[i].dir, fm_ctx_error(ctx));
         expect_dims(g, cases[i].out, cases[i].rank, cases[i].dims);
-        c = count(ctx, g, FM_MODE_INFER);
+        c = test_count(ctx, g, FM_MODE_INFER);
         assert_int_equal(c->n_uncounted, 0);
         if (strstr(cases[i].dir, "PReLU_2d")) {
             /* the slope (3) is per channel at opset 6: E = 2*3*4*5 = 120 cmp and 120 mul */
@@ -2207,7 +2184,7 @@ static void test_node_tests_windows(void **state)
             if (k == 1)
                 assert_int_equal(fm_graph_tensor(g, t)->dtype, FM_DTYPE_INT64);
         }
-        struct fm_counts *c = count(ctx, g, FM_MODE_INFER);
+        struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
         assert_int_equal(c->n_uncounted, 0);
         const struct fm_work *f = &c->total[FM_PHASE_FWD];
         if (f->prim[FM_PRIM_MAC] != cases[i].mac || f->prim[FM_PRIM_ADD] != cases[i].add ||

@@ -177,32 +177,6 @@ static void test_value_cli(void **state)
     }
 }
 
-static enum fm_status load_file(struct fm_ctx *ctx, const char *file, int64_t batch,
-                                const struct fm_input_binding *b, size_t nb, struct fm_graph **g)
-{
-    struct fm_load_opts o;
-    fm_load_opts_init(&o);
-    if (batch) {
-        o.zoo.batch = batch;
-        o.batch_given = true;
-    }
-    o.bindings = b;
-    o.n_bindings = nb;
-    char path[512];
-    snprintf(path, sizeof(path), DATA "%s", file);
-    return fm_onnx_load_file(ctx, path, &o, g);
-}
-
-static struct fm_counts *count_mode(struct fm_ctx *ctx, struct fm_graph *g, enum fm_mode mode)
-{
-    struct fm_count_opts co;
-    fm_count_opts_init(&co);
-    co.mode = mode;
-    struct fm_counts *c = NULL;
-    FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &c));
-    return c;
-}
-
 /* Empty tensors (a dim of 0): legal ONNX; they flow through shape inference and cost nothing. */
 static void test_empty_tensors(void **state)
 {
@@ -211,10 +185,10 @@ static void test_empty_tensors(void **state)
     struct fm_graph *g = NULL;
 
     /* x (1, 0) -> Relu: 0 elements, so no work and no bytes, in inference and in training */
-    FM_ASSERT_OK(ctx, load_file(ctx, "bad_dim_zero.onnx", 0, NULL, 0, &g));
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "bad_dim_zero.onnx", 0, NULL, 0, &g));
     assert_dims(g, "out", 2, (const int64_t[]){1, 0});
     for (int mode = 0; mode < FM_MODE_COUNT; mode++) {
-        struct fm_counts *c = count_mode(ctx, g, (enum fm_mode)mode);
+        struct fm_counts *c = test_count(ctx, g, (enum fm_mode)mode);
         for (int p = 0; p < FM_PHASE_COUNT; p++) {
             assert_int_equal(fm_work_flops(&c->total[p]), 0);
             assert_int_equal(c->total[p].bytes_read, 0);
@@ -227,10 +201,10 @@ static void test_empty_tensors(void **state)
     /* Swin's padding: x (1,7,7,96) sliced [7:7] on dim 1 -> (1,0,7,96), nothing read or
      * written; Concat onto x -> (1,7,7,96): x's 7*7*96 = 4704 fp32 read and written, 18816 B
      * each; Relu: 4704 elements, 1 op each, 18816 B read and written. */
-    FM_ASSERT_OK(ctx, load_file(ctx, "bind/empty_slice_concat.onnx", 0, NULL, 0, &g));
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "bind/empty_slice_concat.onnx", 0, NULL, 0, &g));
     assert_dims(g, "pad", 4, (const int64_t[]){1, 0, 7, 96});
     assert_dims(g, "y", 4, (const int64_t[]){1, 7, 7, 96});
-    struct fm_counts *c = count_mode(ctx, g, FM_MODE_INFER);
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->n_nodes, 3);
     const struct fm_work *slice = &c->nodes[0].phase[FM_PHASE_FWD];
     assert_int_equal(fm_work_flops(slice), 0);
@@ -244,10 +218,10 @@ static void test_empty_tensors(void **state)
     /* Paddle2ONNX's reshape to a scalar: the target is the empty list (an initializer of dims
      * [0]), not an omitted input. s is a scalar; s * y (3,4): 12 multiplies; reads 12 + 1 fp32
      * = 52 B, writes 48 B. */
-    FM_ASSERT_OK(ctx, load_file(ctx, "bind/reshape_scalar.onnx", 0, NULL, 0, &g));
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "bind/reshape_scalar.onnx", 0, NULL, 0, &g));
     assert_dims(g, "s", 0, NULL);
     assert_dims(g, "out", 2, (const int64_t[]){3, 4});
-    c = count_mode(ctx, g, FM_MODE_INFER);
+    c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MUL], 12);
     assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 12);
     assert_int_equal(c->total[FM_PHASE_FWD].bytes_read, 52);
@@ -265,7 +239,7 @@ static void test_empty_tensors(void **state)
         FM_ASSERT_OK(ctx, load_node(ctx, "test_reshape_allowzero_reordered", &shape, 1, &data,
                                     1, &g));
         assert_dims(g, "reshaped", 3, (const int64_t[]){3, 4, 0});
-        c = count_mode(ctx, g, FM_MODE_INFER);
+        c = test_count(ctx, g, FM_MODE_INFER);
         assert_int_equal(c->total[FM_PHASE_FWD].bytes_read, 0);
         assert_int_equal(c->total[FM_PHASE_FWD].bytes_written, 0);
         fm_counts_free(c);
@@ -295,13 +269,13 @@ static void test_minus1_dims(void **state)
     (void)state;
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
-    assert_error(ctx, load_file(ctx, "bind/dyn_minus1.onnx", 0, NULL, 0, &g), FM_ERR_SHAPE,
+    assert_error(ctx, test_load_onnx(ctx, "bind/dyn_minus1.onnx", 0, NULL, 0, &g), FM_ERR_SHAPE,
                  "graph input 'x': dim 2 is written as -1 (dynamic): bind it with --input "
                  "x=DIMS (all 4 dims)");
     /* bound: 2*3*8*8 = 384 elements, one op each */
     struct fm_input_binding b = {"x", {4, {2, 3, 8, 8}}};
-    FM_ASSERT_OK(ctx, load_file(ctx, "bind/dyn_minus1.onnx", 0, &b, 1, &g));
-    struct fm_counts *c = count_mode(ctx, g, FM_MODE_INFER);
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "bind/dyn_minus1.onnx", 0, &b, 1, &g));
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(fm_work_flops(&c->total[FM_PHASE_FWD]), 384);
     fm_counts_free(c);
     fm_graph_free(g);
@@ -329,9 +303,9 @@ static void test_batch_rebinding(void **state)
     const int64_t batches[] = {1, 2, 4};
     for (size_t i = 0; i < 3; i++) {
         log[0] = '\0';
-        FM_ASSERT_OK(ctx, load_file(ctx, "bind/patch_mixer_b1.onnx", batches[i], NULL, 0, &g));
+        FM_ASSERT_OK(ctx, test_load_onnx(ctx, "bind/patch_mixer_b1.onnx", batches[i], NULL, 0, &g));
         assert_dims(g, "out", 2, (const int64_t[]){batches[i], 10});
-        struct fm_counts *c = count_mode(ctx, g, FM_MODE_INFER);
+        struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
         assert_int_equal(c->total[FM_PHASE_FWD].prim[FM_PRIM_MAC], 8448 * batches[i]);
         fm_counts_free(c);
         fm_graph_free(g);
@@ -346,9 +320,9 @@ static void test_batch_rebinding(void **state)
     }
     /* x.reshape(B * 16, 8) exported as [16, 8]: the batch hides in a dim it cannot be told
      * from; the error names the node and says how to re-export */
-    FM_ASSERT_OK(ctx, load_file(ctx, "bind/merged_b1.onnx", 1, NULL, 0, &g));
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, "bind/merged_b1.onnx", 1, NULL, 0, &g));
     fm_graph_free(g);
-    enum fm_status st = load_file(ctx, "bind/merged_b1.onnx", 2, NULL, 0, &g);
+    enum fm_status st = test_load_onnx(ctx, "bind/merged_b1.onnx", 2, NULL, 0, &g);
     assert_error(ctx, st, FM_ERR_SHAPE, "layer '/Reshape_1' (Reshape)");
     assert_error(ctx, st, FM_ERR_SHAPE, "exported at batch 1 and --batch 2 replaced it");
     assert_error(ctx, st, FM_ERR_SHAPE, "dynamic_axes={'input': {0: 'batch'}}");
