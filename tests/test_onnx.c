@@ -1402,6 +1402,11 @@ static void test_ort_quantize_static(void **state)
     FM_ASSERT_OK(ctx, test_load_onnx(ctx, "ort/cnn_qop.onnx", 0, NULL, 0, &g));
     struct fm_counts *c = test_count(ctx, g, FM_MODE_INFER);
     assert_int_equal(c->n_uncounted, 0);
+    /* parameters: the int8 weights, 8*3*3*3 + 16*8*3*3 + 10*256, one byte each, never trained
+     * (the int32 biases are constants) */
+    assert_int_equal(c->params, 216 + 1152 + 2560);
+    assert_int_equal(c->trainable_params, 0);
+    assert_int_equal(c->param_bytes, 216 + 1152 + 2560);
     /* QuantizeLinear of x: E = 2*3*8*8 = 384: E div, E add, 3E cmp */
     expect_fwd(c, node_named(g, "x_QuantizeLinear"), 0, 384, 0, 384, 3 * 384, 0);
     /* QLinearConv 1: out 2x8x8x8 = 1024, MACs 1024 * 3*3*3 = 27648; zero points: 384 (x) +

@@ -569,9 +569,14 @@ static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, 
 enum fm_role ox_value_role(struct ox *ox, struct ox_name *e, const Onnx__TensorProto *t,
                            enum fm_dtype dtype)
 {
+    uint64_t numel = dims_numel(t->dims, t->n_dims);
+    /* the int8/uint8 weights of quantized ops are parameters (counted, stored in a byte each),
+     * which ox_const_tensor makes untrainable; every other integer tensor is a constant */
+    if (dtype == FM_DTYPE_INT8 || dtype == FM_DTYPE_UINT8)
+        return name_role(ox, e, numel, 0) == FM_ROLE_PARAM ? FM_ROLE_PARAM : FM_ROLE_CONST;
     if (!fm_dtype_is_float(dtype))
         return FM_ROLE_CONST;
-    return name_role(ox, e, dims_numel(t->dims, t->n_dims), 0);
+    return name_role(ox, e, numel, 0);
 }
 
 /* ---- tensors ---- */
@@ -633,6 +638,8 @@ enum fm_status ox_const_tensor(struct ox *ox, const Onnx__NodeProto *node, const
     enum fm_status st = fm_graph_add_tensor(ox->g, name, role, dtype, shape, out);
     if (st)
         return st;
+    if (role == FM_ROLE_PARAM && !fm_dtype_is_float(dtype))
+        fm_graph_set_trainable(ox->g, *out, false);   /* quantized weights are not trained */
     if (val && val->known)
         return ox_set_val(ox, *out, val);
     return FM_OK;
