@@ -232,6 +232,39 @@ enum fm_status fm_shape_expect_rank(struct fm_shape_call *call, int i, int min_r
     return FM_OK;
 }
 
+/* ---- cost rules shared by families (ops.h) ---- */
+
+enum fm_status fm_cost_gather(struct fm_cost_call *call)
+{
+    uint64_t e = fm_cost_numel(call, call->out[0]);
+    uint64_t by = fm_cost_bytes(call, call->out[0]), bi = fm_cost_bytes(call, call->in[1]);
+    fm_cost_read(call, FM_PHASE_FWD, bi);   /* the indices and the gathered elements */
+    fm_cost_read(call, FM_PHASE_FWD, by);
+    fm_cost_write(call, FM_PHASE_FWD, by);
+    if (call->grad[0]) {   /* scatter-add of dy into a zeroed dX */
+        enum fm_phase ph = fm_cost_grad_phase(call, 0);
+        fm_cost_add(call, ph, FM_PRIM_ADD, e);
+        fm_cost_read(call, ph, by);
+        fm_cost_read(call, ph, bi);
+        fm_cost_write(call, ph, fm_cost_bytes(call, call->in[0]));
+        call->saved_in_mask |= 2u;
+    }
+    return FM_OK;
+}
+
+enum fm_status fm_cost_part_copy(struct fm_cost_call *call)
+{
+    uint64_t by = fm_cost_bytes(call, call->out[0]);
+    fm_cost_read(call, FM_PHASE_FWD, by);
+    fm_cost_write(call, FM_PHASE_FWD, by);
+    if (call->grad[0]) {
+        enum fm_phase ph = fm_cost_grad_phase(call, 0);
+        fm_cost_read(call, ph, by);
+        fm_cost_write(call, ph, fm_cost_bytes(call, call->in[0]));
+    }
+    return FM_OK;
+}
+
 /* ---- FM_OP_UNKNOWN: an op the counter does not know ---- */
 
 static enum fm_status unknown_shape(struct fm_shape_call *call)

@@ -98,24 +98,6 @@ static enum fm_status gather_nd_shape(struct fm_shape_call *call)
     return FM_OK;
 }
 
-static enum fm_status gather_cost(struct fm_cost_call *call)
-{
-    uint64_t e = fm_cost_numel(call, call->out[0]);
-    uint64_t by = fm_cost_bytes(call, call->out[0]), bi = fm_cost_bytes(call, call->in[1]);
-    fm_cost_read(call, FM_PHASE_FWD, bi);   /* the indices and the gathered elements */
-    fm_cost_read(call, FM_PHASE_FWD, by);
-    fm_cost_write(call, FM_PHASE_FWD, by);
-    if (call->grad[0]) {   /* scatter-add of dy into a zeroed dX */
-        enum fm_phase ph = fm_cost_grad_phase(call, 0);
-        fm_cost_add(call, ph, FM_PRIM_ADD, e);
-        fm_cost_read(call, ph, by);
-        fm_cost_read(call, ph, bi);
-        fm_cost_write(call, ph, fm_cost_bytes(call, call->in[0]));
-        call->saved_in_mask |= 2u;
-    }
-    return FM_OK;
-}
-
 static enum fm_status reduction(struct fm_ctx *ctx, const struct fm_node *n, int *out)
 {
     int64_t r = n->attrs.nints ? n->attrs.ints[0] : RED_NONE;
@@ -242,8 +224,9 @@ static enum fm_status scatter_cost(struct fm_cost_call *call)
 }
 
 const struct fm_op_desc fm_op_gather_elements_desc = {2, 2, 1, gather_elements_shape,
-                                                      gather_cost};
-const struct fm_op_desc fm_op_gather_nd_desc = {2, 2, 1, gather_nd_shape, gather_cost};
+                                                      fm_cost_gather};
+const struct fm_op_desc fm_op_gather_nd_desc = {2, 2, 1, gather_nd_shape,
+                                                fm_cost_gather};
 const struct fm_op_desc fm_op_scatter_elements_desc = {3, 3, 1, scatter_elements_shape,
                                                        scatter_cost};
 const struct fm_op_desc fm_op_scatter_nd_desc = {3, 3, 1, scatter_nd_shape, scatter_cost};

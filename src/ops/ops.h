@@ -91,6 +91,12 @@ void fm_cost_fwd_bytes_default(struct fm_cost_call *call);
  * bytes of reading dY (all outputs) + reading the kept tensors, and writing dX for each input
  * that needs a gradient, counted in that input's gradient phase. */
 void fm_cost_bwd_bytes_default(struct fm_cost_call *call);
+/* Cost rules shared by families. Gathers (Gather, GatherElements, GatherND): the indices and the
+ * gathered elements read, the output written; the input gradient a scatter-add of dy (one add
+ * per output element) into a zeroed dX, which keeps the indices. Part copies (Slice, Compress):
+ * what is kept read and written; the gradient writes all of dX (zeros around dy). */
+enum fm_status fm_cost_gather(struct fm_cost_call *call);
+enum fm_status fm_cost_part_copy(struct fm_cost_call *call);
 
 /* Ops with optional extra outputs (LayerNorm's Mean and InvStdDev, BatchNorm's statistics,
  * Dropout's mask): attrs.ints[0], when nints > 0, is a mask of the outputs the file omits (an

@@ -191,19 +191,6 @@ static enum fm_status compress_shape(struct fm_shape_call *call)
     return FM_OK;
 }
 
-static enum fm_status compress_cost(struct fm_cost_call *call)
-{
-    uint64_t by = fm_cost_bytes(call, call->out[0]);
-    fm_cost_read(call, FM_PHASE_FWD, by);
-    fm_cost_write(call, FM_PHASE_FWD, by);
-    if (call->grad[0]) {
-        enum fm_phase ph = fm_cost_grad_phase(call, 0);
-        fm_cost_read(call, ph, by);
-        fm_cost_write(call, ph, fm_cost_bytes(call, call->in[0]));
-    }
-    return FM_OK;
-}
-
 /* ---- NonZero of a known input: ints = {count of nonzero elements} ---- */
 
 static enum fm_status nonzero_shape(struct fm_shape_call *call)
@@ -231,5 +218,6 @@ const struct fm_op_desc fm_op_argmax_desc = {1, 1, 1, arg_shape, arg_cost};
 const struct fm_op_desc fm_op_argmin_desc = {1, 1, 1, arg_shape, arg_cost};
 const struct fm_op_desc fm_op_topk_desc = {1, 1, 2, topk_shape, topk_cost};
 const struct fm_op_desc fm_op_onehot_desc = {2, 2, 1, onehot_shape, onehot_cost};
-const struct fm_op_desc fm_op_compress_desc = {1, 1, 1, compress_shape, compress_cost};
+const struct fm_op_desc fm_op_compress_desc = {1, 1, 1, compress_shape,
+                                               fm_cost_part_copy};
 const struct fm_op_desc fm_op_nonzero_desc = {1, 1, 1, nonzero_shape, nonzero_cost};

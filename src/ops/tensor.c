@@ -43,24 +43,6 @@ static enum fm_status gather_shape(struct fm_shape_call *call)
     return FM_OK;
 }
 
-static enum fm_status gather_cost(struct fm_cost_call *call)
-{
-    uint64_t e = fm_cost_numel(call, call->out[0]);
-    uint64_t by = fm_cost_bytes(call, call->out[0]), bi = fm_cost_bytes(call, call->in[1]);
-    fm_cost_read(call, FM_PHASE_FWD, bi);   /* the indices and the gathered elements */
-    fm_cost_read(call, FM_PHASE_FWD, by);
-    fm_cost_write(call, FM_PHASE_FWD, by);
-    if (call->grad[0]) {
-        enum fm_phase ph = fm_cost_grad_phase(call, 0);
-        fm_cost_add(call, ph, FM_PRIM_ADD, e);
-        fm_cost_read(call, ph, by);
-        fm_cost_read(call, ph, bi);
-        fm_cost_write(call, ph, fm_cost_bytes(call, call->in[0]));
-        call->saved_in_mask |= 2u;
-    }
-    return FM_OK;
-}
-
 /* ---- Slice: (start, end, step) per dim; start in [0, d] (or [-1, d-1] when stepping back) */
 
 static enum fm_status slice_shape(struct fm_shape_call *call)
@@ -90,20 +72,6 @@ static enum fm_status slice_shape(struct fm_shape_call *call)
         y.dims[i] = len;   /* 0: selects no elements, an empty tensor (legal in ONNX) */
     }
     call->out_shape[0] = y;
-    return FM_OK;
-}
-
-/* Reads what it keeps and writes it; the gradient writes all of dX (zeros around dy). */
-static enum fm_status part_copy_cost(struct fm_cost_call *call)
-{
-    uint64_t by = fm_cost_bytes(call, call->out[0]);
-    fm_cost_read(call, FM_PHASE_FWD, by);
-    fm_cost_write(call, FM_PHASE_FWD, by);
-    if (call->grad[0]) {
-        enum fm_phase ph = fm_cost_grad_phase(call, 0);
-        fm_cost_read(call, ph, by);
-        fm_cost_write(call, ph, fm_cost_bytes(call, call->in[0]));
-    }
     return FM_OK;
 }
 
@@ -382,8 +350,8 @@ static enum fm_status copy_cost(struct fm_cost_call *call)
 }
 
 #define MOVE(MIN, MAX, SHAPE, COST) {MIN, MAX, 1, SHAPE, COST}
-const struct fm_op_desc fm_op_gather_desc = MOVE(2, 2, gather_shape, gather_cost);
-const struct fm_op_desc fm_op_slice_desc = MOVE(1, 1, slice_shape, part_copy_cost);
+const struct fm_op_desc fm_op_gather_desc = MOVE(2, 2, gather_shape, fm_cost_gather);
+const struct fm_op_desc fm_op_slice_desc = MOVE(1, 1, slice_shape, fm_cost_part_copy);
 const struct fm_op_desc fm_op_squeeze_desc = MOVE(1, 1, squeeze_shape, view_cost);
 const struct fm_op_desc fm_op_unsqueeze_desc = MOVE(1, 1, unsqueeze_shape, view_cost);
 const struct fm_op_desc fm_op_expand_desc = MOVE(1, 1, expand_shape, replicate_cost);
