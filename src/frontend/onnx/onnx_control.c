@@ -738,6 +738,22 @@ static enum fm_status build_if(struct ox *ox, const Onnx__NodeProto *node, ox_bu
 
 /* ---- Loop ---- */
 
+/* Unrolling iters copies of a body of body nodes stays within the nodes built from subgraphs,
+ * and stacking n_scan scan outputs within STACK_MAX iterations. */
+static enum fm_status unroll_limits(struct ox *ox, const Onnx__NodeProto *node, int64_t iters,
+                                    uint64_t body, size_t n_scan)
+{
+    if (iters && body && (uint64_t)iters > (CTRL_NODES_MAX - ox->inlined) / body)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "unrolling its %lld iterations of "
+                             "%llu body nodes exceeds flopmeter's limit of %llu nodes built from "
+                             "subgraphs", (long long)iters, (unsigned long long)body,
+                             (unsigned long long)CTRL_NODES_MAX);
+    if (n_scan && iters > STACK_MAX)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its %lld iterations have scan "
+                             "outputs; flopmeter stacks at most %d", (long long)iters, STACK_MAX);
+    return FM_OK;
+}
+
 static enum fm_status build_loop(struct ox *ox, const Onnx__NodeProto *node, ox_build_fn build)
 {
     enum fm_status st;
@@ -788,14 +804,9 @@ static enum fm_status build_loop(struct ox *ox, const Onnx__NodeProto *node, ox_
             return st;
     }
     uint64_t body = graph_nodes(g, 0);
-    if (m && body && (uint64_t)m > (CTRL_NODES_MAX - ox->inlined) / body)
-        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "unrolling its %lld iterations of "
-                             "%llu body nodes exceeds flopmeter's limit of %llu nodes built from "
-                             "subgraphs", (long long)m, (unsigned long long)body,
-                             (unsigned long long)CTRL_NODES_MAX);
-    if (ns && m > STACK_MAX)
-        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its %lld iterations have scan "
-                             "outputs; flopmeter stacks at most %d", (long long)m, STACK_MAX);
+    st = unroll_limits(ox, node, m, body, ns);
+    if (st)
+        return st;
     struct ox_scope inits;
     st = init_scope(ox, node, g, "body", &inits);
     if (st)
@@ -959,14 +970,9 @@ static enum fm_status build_scan(struct ox *ox, const Onnx__NodeProto *node, ox_
         }
     }
     uint64_t body = graph_nodes(g, 0) + nin;
-    if (len && (uint64_t)len > (CTRL_NODES_MAX - ox->inlined) / body)
-        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "unrolling its %lld iterations of "
-                             "%llu body nodes exceeds flopmeter's limit of %llu nodes built from "
-                             "subgraphs", (long long)len, (unsigned long long)body,
-                             (unsigned long long)CTRL_NODES_MAX);
-    if (nso && len > STACK_MAX)
-        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its %lld iterations have scan "
-                             "outputs; flopmeter stacks at most %d", (long long)len, STACK_MAX);
+    st = unroll_limits(ox, node, len, body, nso);
+    if (st)
+        return st;
     struct ox_scope inits;
     st = init_scope(ox, node, g, "body", &inits);
     if (st)
