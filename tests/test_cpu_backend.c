@@ -254,6 +254,13 @@ static fm_tid b_conv_dw_large(struct fm_nn *nn, fm_tid x)
     fm_tid a = fm_nn_conv_full(nn, "dw5x3", c, 20, 5, 3, 2, 1, 2, 1, 1, 20, true);
     return fm_nn_conv_full(nn, "dw5", a, 20, 5, 5, 1, 1, 3, 3, 2, 20, true);
 }
+static fm_tid b_conv_dw_tiny(struct fm_nn *nn, fm_tid x)
+{   /* a depthwise 3x3 filter over a 2x2 input padded by 1 (ShuffleNetV2's last stage at 64x64),
+     * 20 channels blocked: oneDNN 2.6 declines its vectorized weight gradient for the shape,
+     * flopmeter's own runs instead */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 20, 1, 1, 0, 1, false);
+    return fm_nn_conv_full(nn, "dw3", c, 20, 3, 3, 1, 1, 1, 1, 1, 20, true);
+}
 static fm_tid b_hardswish_padded(struct fm_nn *nn, fm_tid x)
 {   /* Hardswish over 24 channels padded to the 16-channel block: its backward runs over the
      * whole buffer seen as one vector */
@@ -432,6 +439,7 @@ static fm_tid b_flatten_linear(struct fm_nn *nn, fm_tid x)
 FD_TEST(fd_conv_grouped_strided_dilated, VAL_NORMAL, b_conv, 2, 4, 9, 9)
 FD_TEST(fd_conv_depthwise, VAL_NORMAL, b_conv_dw, 2, 8, 6, 6)
 FD_TEST(fd_conv_depthwise_large, VAL_NORMAL, b_conv_dw_large, 2, 3, 7, 6)
+FD_TEST(fd_conv_depthwise_tiny, VAL_NORMAL, b_conv_dw_tiny, 2, 3, 2, 2)
 FD_TEST(fd_conv_asymmetric, VAL_NORMAL, b_conv_1x1, 2, 3, 5, 6)
 FD_TEST(fd_grouped_bn_blocked, VAL_NORMAL, b_grouped_bn, 2, 3, 6, 6)
 FD_TEST(fd_linear, VAL_NORMAL, b_linear, 3, 12)
@@ -1111,6 +1119,7 @@ int main(void)
         cmocka_unit_test(fd_conv_grouped_strided_dilated),
         cmocka_unit_test(fd_conv_depthwise),
         cmocka_unit_test(fd_conv_depthwise_large),
+        cmocka_unit_test(fd_conv_depthwise_tiny),
         cmocka_unit_test(fd_conv_asymmetric),
         cmocka_unit_test(fd_grouped_bn_blocked),
         cmocka_unit_test(fd_linear),

@@ -61,15 +61,6 @@ static fm_tid opt_in(const struct fm_node *n, int i)
     return i < n->n_in ? n->in[i] : FM_NONE;
 }
 
-/* Whether oneDNN runs the primitive with its reference code ("ref:any", "bnorm_ref:any"): 10 to
- * 100 times slower than its JIT kernels. */
-static bool is_ref(dnnl_primitive_desc_t pd)
-{
-    const char *impl = NULL;
-    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-           impl && (strncmp(impl, "ref:", 4) == 0 || strstr(impl, "_ref:"));
-}
-
 enum fm_status fm_cpu_bn_fwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
@@ -97,7 +88,7 @@ enum fm_status fm_cpu_bn_fwd(struct fm_cpu *s, fm_nid id)
      * 35 ms where 0.35 ms was due) runs on a channel-blocked copy: one reorder per phase costs
      * less than the reference code. */
     int rank = x->shape.rank;
-    if (!st && (rank == 4 || rank == 5) && is_ref(p->fwd)) {
+    if (!st && (rank == 4 || rank == 5) && fm_cpu_pd_is_slow(p->fwd)) {
         dnnl_memory_desc_t want;
         dnnl_dims_t dims = {0};
         memcpy(dims, x->shape.dims, sizeof(int64_t) * (size_t)rank);
@@ -108,7 +99,7 @@ enum fm_status fm_cpu_bn_fwd(struct fm_cpu *s, fm_nid id)
                            (float)n->attrs.eps, p->flags));
         dnnl_primitive_desc_t pd = NULL;
         st = fm_cpu_pd(s, id, &d, NULL, &pd);
-        if (!st && !is_ref(pd)) {
+        if (!st && !fm_cpu_pd_is_slow(pd)) {
             p->fwd = pd;
             p->xmd = want;
             st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[0], false, &want, &p->x);

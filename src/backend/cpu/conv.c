@@ -270,9 +270,11 @@ static enum fm_status deconv_bwd_weights(struct fm_cpu *s, fm_nid id, struct con
 
 /* The weight gradient of a depthwise 2-D convolution (one filter per channel, no multiplier)
  * over the forward's channel-blocked layouts, by hand: oneDNN 2.6 has vectorized code for
- * 3x3 filters only and runs larger ones (MobileNetV3's and EfficientNet's 5x5, ConvNeXt's 7x7)
- * through im2col and gemm in plain layouts, 4 to 20 times slower. Each channel block keeps its
- * kh x kw x B sums in registers and cache while it walks dy once; one thread. */
+ * 3x3 filters only (and not for every input size) and runs the others (MobileNetV3's and
+ * EfficientNet's 5x5, ConvNeXt's 7x7, ShuffleNetV2's 3x3 over 2x2 inputs) through im2col and
+ * gemm in plain layouts, 4 to 50 times slower. Each channel block keeps its
+ * kh x kw x B sums in registers and cache while it walks dy once; the blocks are shared out
+ * among the threads. */
 #define DW_MAX_TAPS 121   /* filters up to 11x11 */
 
 struct dw_grad {
@@ -354,20 +356,26 @@ static int64_t channel_block(const dnnl_memory_desc_t *md)
     return b->inner_blks[0];
 }
 
-/* The hand-written weight gradient when node id is a depthwise 2-D convolution with a filter
- * larger than 3x3 over channel-blocked layouts; false in *done otherwise. */
+/* Whether node id is a depthwise 2-D convolution over channel-blocked layouts that the
+ * hand-written weight gradient can take. */
+static bool dw_handles(const struct conv_priv *p)
+{
+    int64_t c = p->xdims[1];
+    int64_t blk = channel_block(fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC));
+    return !p->transposed && p->sp == 2 && p->wrank == 5 && p->wdims[0] == c &&
+           p->wdims[1] == 1 && p->wdims[2] == 1 && p->ydims[1] == c &&
+           p->wdims[3] * p->wdims[4] <= DW_MAX_TAPS && blk &&
+           channel_block(fm_cpu_pd_md(p->fwd, DNNL_ARG_DST)) == blk;
+}
+
+/* The hand-written weight gradient of a depthwise convolution dw_handles accepts. */
 static enum fm_status dw_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_priv *p,
-                                     fm_tid bias, bool want_bias, bool *done)
+                                     fm_tid bias, bool want_bias)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
     const dnnl_memory_desc_t *xmd = fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC);
     const dnnl_memory_desc_t *ymd = fm_cpu_pd_md(p->fwd, DNNL_ARG_DST);
     int64_t c = p->xdims[1], blk = channel_block(xmd);
-    *done = false;
-    if (p->transposed || p->sp != 2 || p->wrank != 5 || p->wdims[0] != c || p->wdims[1] != 1 ||
-        p->wdims[2] != 1 || p->ydims[1] != c || p->wdims[3] * p->wdims[4] <= 9 ||
-        p->wdims[3] * p->wdims[4] > DW_MAX_TAPS || !blk || channel_block(ymd) != blk)
-        return FM_OK;
     struct dw_grad *d = fm_cpu_buf(s, sizeof(*d));
     if (!d)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
@@ -401,7 +409,6 @@ static enum fm_status dw_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_pr
         st = fm_cpu_sink_end(s, &skw);
     if (!st)
         st = fm_cpu_sink_end(s, &skb);
-    *done = st == FM_OK;
     return st;
 }
 
@@ -425,15 +432,23 @@ static enum fm_status conv_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_
                            p->strides, p->dil, p->pl, p->pr));
         st = deconv_bwd_weights(s, id, p, &dd, bias, want_bias);
     } else {
-        bool done;
-        st = dw_bwd_weights(s, id, p, bias, want_bias, &done);
-        if (st || done)
-            return st;
+        bool dw = dw_handles(p);
+        if (dw && p->wdims[3] * p->wdims[4] > 9)
+            return dw_bwd_weights(s, id, p, bias, want_bias);
         dnnl_convolution_desc_t cd;
         FM_DNNL_TRY(s, dnnl_dilated_convolution_backward_weights_desc_init(
                            &cd, conv_alg(p), &src, &dwei, want_bias ? &dbias : NULL, &ddst,
                            p->strides, p->dil, p->pl, p->pr));
-        st = fm_cpu_bwd_weights(s, id, &cd, p->fwd, bias, want_bias);
+        /* 3x3: oneDNN's vectorized code, except where it declines the shape (a 2x2 input
+         * padded by 1, ShuffleNetV2's last stage at 64x64: im2col and gemm, 50 times slower) */
+        if (dw) {
+            dnnl_primitive_desc_t pd;
+            st = fm_cpu_pd(s, id, &cd, p->fwd, &pd);
+            if (!st && fm_cpu_pd_is_slow(pd))
+                return dw_bwd_weights(s, id, p, bias, want_bias);
+        }
+        if (!st)
+            st = fm_cpu_bwd_weights(s, id, &cd, p->fwd, bias, want_bias);
     }
 out:
     return st;

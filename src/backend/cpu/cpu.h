@@ -155,6 +155,10 @@ enum fm_status fm_cpu_pd(struct fm_cpu *s, fm_nid node, const void *op_desc,
 /* Keeps a primitive descriptor made elsewhere (concat, sum, custom attributes) until release;
  * on failure it is destroyed. */
 enum fm_status fm_cpu_keep_pd(struct fm_cpu *s, dnnl_primitive_desc_t pd);
+/* Whether oneDNN runs a descriptor with its reference code ("ref:any", "bnorm_ref:any") or
+ * through im2col and gemm ("x64:gemm:jit", "gemm:jit"): for the layers flopmeter checks
+ * (BatchNorm, depthwise weight gradients), 10 to 100 times slower than a JIT kernel. */
+bool fm_cpu_pd_is_slow(const_dnnl_primitive_desc_t pd);
 /* The layout a descriptor settled on for an execution argument (DNNL_ARG_*). */
 const dnnl_memory_desc_t *fm_cpu_pd_md(const_dnnl_primitive_desc_t pd, int arg);
 

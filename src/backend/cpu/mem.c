@@ -211,6 +211,13 @@ enum fm_status fm_cpu_pd(struct fm_cpu *s, fm_nid node, const void *op_desc,
     return FM_OK;
 }
 
+bool fm_cpu_pd_is_slow(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+           impl && (strncmp(impl, "ref:", 4) == 0 || strstr(impl, "_ref:") || strstr(impl, "gemm"));
+}
+
 enum fm_status fm_cpu_keep_pd(struct fm_cpu *s, dnnl_primitive_desc_t pd)
 {
     enum fm_status st = GROW(s, s->pds, s->n_pds, s->cap_pds);
