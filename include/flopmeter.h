@@ -1110,7 +1110,9 @@ struct fm_phase_time {
  * non-negative least squares. Kinds split a class where one rule would not fit: convolutions
  * are "dense", "pointwise" (1x1), "depthwise" or "grouped"; other ops are their op's name
  * ("BatchNorm", "GELU"); "" is the whole class, every sample of the class fitted together. */
-#define FM_CALIB_VERSION 1
+#define FM_CALIB_VERSION 2
+/* Points of a calibration's eviction curve (fm_calibration.evict_*) at most. */
+#define FM_CALIB_EVICT_MAX 16
 #define FM_CALIB_KIND_MAX 16
 /* An op's own kind ("LayerNorm") is fitted from at least this many samples; with fewer, its
  * samples count for its class only. The convolutions' four kinds have no minimum. */
@@ -1122,6 +1124,8 @@ struct fm_calib_sample {
     enum fm_phase phase;
     double flops, bytes;           /* the layer's counted work in that phase */
     double seconds;                /* its measured time */
+    bool cold;                     /* timed with its data flushed from the caches
+                                      (fm_measure_opts.cold_cache); false: warm caches */
 };
 
 struct fm_calib_entry {
@@ -1131,6 +1135,7 @@ struct fm_calib_entry {
     double fixed_s, s_per_flop, s_per_byte;
     int points;                    /* samples it was fitted on */
     double rel_rms;                /* RMS of (fitted - measured) / measured over those samples */
+    bool cold;                     /* fitted on cold-cache samples (version 2) */
 };
 
 struct fm_calibration {
@@ -1148,6 +1153,12 @@ struct fm_calibration {
     size_t n;
     struct fm_calib_entry *entries;
     char source[512];              /* the file it was loaded from, for messages ("" when fitted) */
+    /* Version 2, the eviction curve: after evict_bytes[i] bytes of other traffic, a layer's
+     * data is evict_frac[i] of the way from warm to cold (0: as fast as in cache, 1: as slow
+     * as flushed), measured by calibrate; n_evict 0: none (no cold blending). Increasing in
+     * bytes, fractions in [0, 1] and non-decreasing. */
+    size_t n_evict;
+    double evict_bytes[FM_CALIB_EVICT_MAX], evict_frac[FM_CALIB_EVICT_MAX];
 };
 
 /* Fits one entry per (class, kind, phase) present in samples (at least one sample each; with
@@ -1172,6 +1183,16 @@ FM_API void fm_calib_kind(const struct fm_graph *graph, fm_nid node,
 FM_API bool fm_calibration_time(const struct fm_calibration *c, enum fm_class cls,
                                 const char *kind, enum fm_phase phase, double flops,
                                 double bytes, double *seconds);
+/* The same from the warm (cold false) or the cold-cache entries: with cold, false when the
+ * calibration has no cold entry for the node-phase (rules as above). */
+FM_API bool fm_calibration_time_at(const struct fm_calibration *c, enum fm_class cls,
+                                   const char *kind, enum fm_phase phase, double flops,
+                                   double bytes, bool cold, double *seconds);
+/* The share of the way from warm to cold a layer's time goes when its data was last touched
+ * reuse_bytes of other traffic ago: c's eviction curve, interpolated linearly in
+ * log(bytes) between its points (0 below the first, the last fraction beyond the last);
+ * 0 without a curve. */
+FM_API double fm_calibration_evicted(const struct fm_calibration *c, double reuse_bytes);
 /* Whether c was made where it is used: a different device, backend, thread count or precision
  * is FM_ERR_INVALID naming the field and both values, unless force (then a warning through
  * fm_log and FM_OK). Threads are compared only for the "cpu" backend. */
@@ -1197,6 +1218,12 @@ struct fm_prediction {
     /* Added with calibration: node-phases doing work that fell back to the cold rule (no
      * entry of their class and phase); step.t_calibrated includes the per-step overhead. */
     size_t uncalibrated;
+    /* Added with the cache-aware calibration (a calibration with an eviction curve and cold
+     * entries): the step's traffic between a tensor's uses, taken as half the step's counted
+     * bytes, and the eviction curve's fraction there; every node-phase's t_calibrated is
+     * warm + cold_share x (cold - warm) with cold_share = evicted x the phase's share of
+     * data a step ago (forward 1/2, backward 2/3, optimizer 1). 0 without. */
+    double reuse_bytes, evicted;
 };
 
 FM_API enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
@@ -1351,6 +1378,18 @@ struct fm_measure_opts {
      * backend refuses a step whose buffers grow past it while it plans, before anything is
      * written or run. */
     double memory_limit;
+    /* Added with the cache-aware calibration: with per_layer, before each timed kernel the CPU
+     * backend flushes the memory it reads and writes from every cache level (x86 clflush), so
+     * that the kernel finds its data in memory, as a layer of a network whose working set
+     * outgrows the caches does. Not on a GPU, nor a CPU without clflush (the measurement's
+     * cold_cache says whether it was done). */
+    bool cold_cache;
+    /* With per_layer, the CPU backend writes a buffer of this many bytes before each timed
+     * kernel of the node named flush_node (every kernel when NULL; 0 bytes: none): other
+     * traffic of that size between two uses of the node's data, as in a network; calibrate
+     * measures its eviction curve with it. */
+    double flush_bytes;
+    const char *flush_node;
 };
 FM_API void fm_measure_opts_init(struct fm_measure_opts *opts);
 
@@ -1372,6 +1411,8 @@ struct fm_measurement {
     struct fm_node_timing *nodes;  /* indexed by node id; NULL when per_layer was off */
     double loss_first, loss_last;  /* training: the loss of the first and last step */
     double clock_mhz;              /* GPU SM clock read during the run (0 if unknown) */
+    bool cold_cache;               /* every timed kernel ran with its data flushed from the
+                                      caches (fm_measure_opts.cold_cache honoured) */
 };
 
 /* Which layers of a graph a backend can run, asked before anything is prepared (each backend's
@@ -1465,6 +1506,9 @@ struct fm_calibrate_opts {
                                       is an error naming those that are. */
     fm_progress_fn progress;       /* "<class>: layers", once per shape */
     void *progress_user;
+    /* Added with the cache-aware calibration: skip the cold-cache round and the eviction
+     * curve (a version 1 model: every layer as warm as in the sweep). */
+    bool warm_only;
 };
 FM_API void fm_calibrate_opts_init(struct fm_calibrate_opts *opts);
 FM_API enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *opts,

@@ -68,7 +68,7 @@ static void test_time_loss_exact(void **unused)
     assert_double_equal(t.top[0].lost_s, 9e-3, 1e-15);
     /* a calibration with a fixed cost of 0.5 ms for activations' forward takes it out of the
      * below-peak part */
-    struct fm_calib_entry e = {FM_CLASS_ACTIVATION, "", FM_PHASE_FWD, 0.5e-3, 1e-9, 0, 4, 0};
+    struct fm_calib_entry e = {FM_CLASS_ACTIVATION, "", FM_PHASE_FWD, 0.5e-3, 1e-9, 0, 4, 0, false};
     struct fm_calibration cal;
     memset(&cal, 0, sizeof(cal));
     cal.n = 1;
@@ -187,12 +187,33 @@ static void test_calibrate_file(void **unused)
             points += (size_t)e->points;
     }
     assert_true(optimizer);
+    /* the cold round: a cold entry next to each warm forward fit of the kinds above, and an
+     * eviction curve (if flushing mattered here) that never falls */
+    size_t cold = 0;
+    for (size_t k = 0; k < cal->n; k++)
+        cold += cal->entries[k].cold;
+#if defined(__x86_64__) || defined(__i386__)
+    assert_true(cold > cal->n / 3);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        double t;
+        if (!fm_calibration_time_at(cal, want[i].cls, want[i].kind, FM_PHASE_FWD, 1e6, 1e6, true,
+                                    &t))
+            fail_msg("no cold forward fit for %s '%s'", fm_class_name(want[i].cls),
+                     want[i].kind);
+    }
+#endif
+    assert_true(cal->n_evict <= FM_CALIB_EVICT_MAX);
+    for (size_t i = 0; i < cal->n_evict; i++) {
+        assert_true(cal->evict_frac[i] >= 0 && cal->evict_frac[i] <= 1);
+        assert_true(i == 0 || (cal->evict_frac[i] >= cal->evict_frac[i - 1] &&
+                               cal->evict_bytes[i] > cal->evict_bytes[i - 1]));
+    }
     FILE *f = fopen(csv_path, "r");
     assert_non_null(f);
     char line[512];
     size_t rows = 0;
     assert_non_null(fgets(line, sizeof(line), f));
-    assert_string_equal(line, "class,kind,phase,flops,bytes,seconds\n");
+    assert_string_equal(line, "class,kind,phase,cache,flops,bytes,seconds\n");
     while (fgets(line, sizeof(line), f))
         rows++;
     fclose(f);
@@ -201,7 +222,7 @@ static void test_calibrate_file(void **unused)
     fm_ctx_free(ctx);
 }
 
-/* Rows of a samples CSV whose line starts with prefix. */
+/* Warm rows of a samples CSV whose line starts with prefix. */
 static size_t csv_rows(const char *path, const char *prefix)
 {
     FILE *f = fopen(path, "r");
@@ -209,7 +230,7 @@ static size_t csv_rows(const char *path, const char *prefix)
     char line[512];
     size_t n = 0;
     while (fgets(line, sizeof(line), f))
-        n += strncmp(line, prefix, strlen(prefix)) == 0;
+        n += strncmp(line, prefix, strlen(prefix)) == 0 && strstr(line, ",warm,");
     fclose(f);
     return n;
 }

@@ -468,7 +468,7 @@ static void test_save_load_round_trip(void **state)
     char *second = test_read_file(path, NULL);
     assert_string_equal(first, second);
     /* the documented keys are there */
-    const char *keys[] = {"\"format\": \"flopmeter-calibration\"", "\"version\": 1",
+    const char *keys[] = {"\"format\": \"flopmeter-calibration\"", "\"version\": 2",
                           "\"device\"", "\"backend\": \"cpu\"", "\"threads\": 2",
                           "\"precision\": \"bf16\"", "\"date\"", "\"peak_flops\"",
                           "\"bandwidth_bytes_per_s\"", "\"step_overhead_s\"", "\"entries\"",
@@ -636,7 +636,7 @@ static void test_load_errors(void **state)
                    line_of(good_file, "\"format\""), "not a flopmeter calibration");
     expect_refused(ctx, path, "  \"format\": \"flopmeter-calibration\",\n", "", "\"format\"", 1,
                    "not a flopmeter calibration");
-    expect_refused(ctx, path, "\"version\": 1", "\"version\": 2", "version 2",
+    expect_refused(ctx, path, "\"version\": 1", "\"version\": 3", "version 3",
                    line_of(good_file, "\"version\""), "newer");
     expect_refused(ctx, path, "\"version\": 1", "\"version\": \"1\"", "\"version\"",
                    line_of(good_file, "\"version\""), "whole number");
@@ -804,12 +804,12 @@ static void test_kinds(void **state)
 /* A calibration chosen by hand. conv: a whole-class entry for every phase, a dense one for the
  * forward, a grouped one for the optimizer; elementwise: the optimizer; activations: none. */
 static const struct fm_calib_entry hand_entries[] = {
-    {FM_CLASS_CONV, "", FM_PHASE_FWD, 2e-5, 5e-11, 1e-10, 3, 0.0},
-    {FM_CLASS_CONV, "", FM_PHASE_BWD_DATA, 3e-5, 6e-11, 2e-10, 3, 0.0},
-    {FM_CLASS_CONV, "", FM_PHASE_BWD_WEIGHT, 4e-5, 7e-11, 3e-10, 3, 0.0},
-    {FM_CLASS_CONV, "dense", FM_PHASE_FWD, 1e-5, 3e-11, 2e-10, 3, 0.0},
-    {FM_CLASS_CONV, "grouped", FM_PHASE_OPTIMIZER, 9e-6, 1e-9, 0.0, 3, 0.0},
-    {FM_CLASS_ELEMENTWISE, "", FM_PHASE_OPTIMIZER, 5e-6, 2e-10, 4e-11, 3, 0.0},
+    {FM_CLASS_CONV, "", FM_PHASE_FWD, 2e-5, 5e-11, 1e-10, 3, 0.0, false},
+    {FM_CLASS_CONV, "", FM_PHASE_BWD_DATA, 3e-5, 6e-11, 2e-10, 3, 0.0, false},
+    {FM_CLASS_CONV, "", FM_PHASE_BWD_WEIGHT, 4e-5, 7e-11, 3e-10, 3, 0.0, false},
+    {FM_CLASS_CONV, "dense", FM_PHASE_FWD, 1e-5, 3e-11, 2e-10, 3, 0.0, false},
+    {FM_CLASS_CONV, "grouped", FM_PHASE_OPTIMIZER, 9e-6, 1e-9, 0.0, 3, 0.0, false},
+    {FM_CLASS_ELEMENTWISE, "", FM_PHASE_OPTIMIZER, 5e-6, 2e-10, 4e-11, 3, 0.0, false},
 };
 enum { STEP_OVERHEAD_US = 250 };
 
@@ -1066,8 +1066,8 @@ static void test_predict_merged_backward(void **state)
     assert_true(work_flops(c, second, FM_PHASE_BWD_WEIGHT) > 0);
 
     static const struct fm_calib_entry entries[] = {
-        {FM_CLASS_NORM, "", FM_PHASE_FWD, 2e-6, 3e-10, 4e-11, 4, 0.0},
-        {FM_CLASS_NORM, "", FM_PHASE_BWD_DATA, 5e-6, 6e-10, 7e-11, 4, 0.0},
+        {FM_CLASS_NORM, "", FM_PHASE_FWD, 2e-6, 3e-10, 4e-11, 4, 0.0, false},
+        {FM_CLASS_NORM, "", FM_PHASE_BWD_DATA, 5e-6, 6e-10, 7e-11, 4, 0.0, false},
     };
     struct fm_calibration cal = meta();
     cal.version = FM_CALIB_VERSION;
@@ -1167,6 +1167,191 @@ static void test_median_over_rounds(void **unused)
     assert_true(out[1].seconds == 5.0);
 }
 
+/* ---- (c) warm and cold caches ---- */
+
+/* Cold samples fit entries of their own next to the warm ones, exactly where the samples are
+ * exactly linear; the eviction curve and the cold entries survive the file; a version 1 file
+ * (no cache, no curve) still loads, all warm. */
+static void test_cold_entries(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_calib_sample s[8];
+    size_t n = 0;
+    /* warm: 2 us + 1e-10 s/byte; cold: 3 us + 4e-10 s/byte, from the same shapes */
+    for (int cold = 0; cold < 2; cold++) {
+        for (int k = 1; k <= 4; k++) {
+            double bytes = 1e6 * k;
+            s[n] = sample(FM_CLASS_NORM, "BatchNorm", FM_PHASE_FWD, 0, bytes,
+                          cold ? 3e-6 + 4e-10 * bytes : 2e-6 + 1e-10 * bytes);
+            s[n++].cold = cold;
+        }
+    }
+    struct fm_calibration m = meta();
+    m.n_evict = 3;
+    const double eb[3] = {8e6, 32e6, 128e6}, ef[3] = {0.0, 0.25, 1.0};
+    memcpy(m.evict_bytes, eb, sizeof(eb));
+    memcpy(m.evict_frac, ef, sizeof(ef));
+    struct fm_calibration *c = NULL;
+    FM_ASSERT_OK(ctx, fm_calibration_fit(ctx, s, n, &m, &c));
+    /* BatchNorm and the whole class, each warm and cold */
+    assert_int_equal(c->n, 4);
+    double t = 0;
+    assert_true(fm_calibration_time_at(c, FM_CLASS_NORM, "BatchNorm", FM_PHASE_FWD, 0, 5e6,
+                                       false, &t));
+    ASSERT_NEAR(t, 2e-6 + 5e6 * 1e-10, 1e-15);
+    assert_true(fm_calibration_time_at(c, FM_CLASS_NORM, "BatchNorm", FM_PHASE_FWD, 0, 5e6,
+                                       true, &t));
+    ASSERT_NEAR(t, 3e-6 + 5e6 * 4e-10, 1e-15);
+    /* fm_calibration_time is the warm entry */
+    assert_true(fm_calibration_time(c, FM_CLASS_NORM, "BatchNorm", FM_PHASE_FWD, 0, 5e6, &t));
+    ASSERT_NEAR(t, 2e-6 + 5e6 * 1e-10, 1e-15);
+    assert_false(fm_calibration_time_at(c, FM_CLASS_NORM, "BatchNorm", FM_PHASE_BWD_DATA, 0, 1,
+                                        true, &t));
+#ifdef FM_HAVE_CJSON
+    char *path = temp_path();
+    FM_ASSERT_OK(ctx, fm_calibration_save(ctx, c, path));
+    char *text = test_read_file(path, NULL);
+    assert_non_null(strstr(text, "\"version\": 2"));
+    assert_non_null(strstr(text, "\"cache\": \"cold\""));
+    assert_non_null(strstr(text, "\"eviction\""));
+    struct fm_calibration *back = NULL;
+    FM_ASSERT_OK(ctx, fm_calibration_load(ctx, path, &back));
+    expect_same_calibration(c, back);
+    assert_int_equal(back->n_evict, 3);
+    for (size_t i = 0; i < c->n; i++)
+        assert_int_equal(back->entries[i].cold, c->entries[i].cold);
+    for (int i = 0; i < 3; i++) {
+        ASSERT_SAME_BITS(back->evict_bytes[i], eb[i]);
+        ASSERT_SAME_BITS(back->evict_frac[i], ef[i]);
+    }
+    fm_calibration_free(back);
+    /* a curve that falls, a bad cache, a repeated cold entry: refused, naming the field */
+    char *bad = replaced(text, "\"fraction\": 1", "\"fraction\": 0.1");
+    assert_int_equal(load_text(ctx, path, bad), FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, path, "eviction", "not fall below");
+    free(bad);
+    bad = replaced(text, "\"cache\": \"cold\"", "\"cache\": \"lukewarm\"");
+    assert_int_equal(load_text(ctx, path, bad), FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, path, "\"cache\"", "\"warm\" or \"cold\"");
+    free(bad);
+    /* version 1 (the good file): every entry warm, no curve */
+    write_text(path, good_file);
+    FM_ASSERT_OK(ctx, fm_calibration_load(ctx, path, &back));
+    assert_int_equal(back->n_evict, 0);
+    for (size_t i = 0; i < back->n; i++)
+        assert_false(back->entries[i].cold);
+    assert_true(fm_calibration_evicted(back, 1e12) == 0);
+    fm_calibration_free(back);
+    free(text);
+    remove(path);
+#endif
+    /* save refuses a curve the reader would refuse */
+    c->evict_frac[2] = 0.1;
+    assert_int_equal(fm_calibration_save(ctx, c, "/dev/null"), FM_ERR_INVALID);
+    fm_calibration_free(c);
+    fm_ctx_free(ctx);
+}
+
+/* The eviction curve, linear in log(bytes) between its points: 0 at no traffic, rising to the
+ * first point's fraction, the last fraction beyond the last point. */
+static void test_evicted(void **state)
+{
+    (void)state;
+    struct fm_calibration c = meta();
+    assert_true(fm_calibration_evicted(&c, 1e9) == 0);   /* no curve */
+    c.n_evict = 3;
+    const double eb[3] = {2e6, 8e6, 32e6}, ef[3] = {0.1, 0.5, 1.0};
+    memcpy(c.evict_bytes, eb, sizeof(eb));
+    memcpy(c.evict_frac, ef, sizeof(ef));
+    assert_true(fm_calibration_evicted(&c, 0) == 0);
+    ASSERT_NEAR(fm_calibration_evicted(&c, 1e6), 0.05, 1e-15);
+    ASSERT_NEAR(fm_calibration_evicted(&c, 2e6), 0.1, 1e-15);
+    ASSERT_NEAR(fm_calibration_evicted(&c, 4e6), 0.3, 1e-12);    /* half way in log */
+    ASSERT_NEAR(fm_calibration_evicted(&c, 16e6), 0.75, 1e-12);
+    assert_true(fm_calibration_evicted(&c, 32e6) == 1.0);
+    assert_true(fm_calibration_evicted(&c, 1e12) == 1.0);
+    assert_true(fm_calibration_evicted(NULL, 1e9) == 0);
+}
+
+/* Prediction moves each node-phase from its warm to its cold time by the eviction curve's
+ * fraction at half the step's traffic, times the phase's share of stale data: forward 1/2,
+ * backward 2/3, optimizer 1. A curve at 0 leaves the warm times; a calibration without cold
+ * entries too. */
+static void test_predict_cold_blend(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_device dev = test_device();
+    struct fm_graph *g = convnet(ctx, 2);
+    struct fm_counts *c = count(ctx, g, FM_MODE_TRAIN);
+    struct fm_calib_entry entries[2 * FM_PHASE_COUNT];
+    for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+        for (int cold = 0; cold < 2; cold++) {
+            struct fm_calib_entry *e = &entries[2 * ph + cold];
+            memset(e, 0, sizeof(*e));
+            e->cls = FM_CLASS_CONV;
+            e->phase = (enum fm_phase)ph;
+            e->fixed_s = 1e-6;
+            e->s_per_flop = 1e-11;
+            e->s_per_byte = cold ? 5e-10 : 1e-10;
+            e->points = 4;
+            e->cold = cold;
+        }
+    }
+    struct fm_calibration cal = meta();
+    cal.n = 2 * FM_PHASE_COUNT;
+    cal.entries = entries;
+    cal.n_evict = 2;
+    cal.evict_bytes[0] = 1;   /* every reuse distance is past the curve: fraction 0.8 */
+    cal.evict_bytes[1] = 2;
+    cal.evict_frac[0] = 0.4;
+    cal.evict_frac[1] = 0.8;
+    struct fm_predict_opts o;
+    fm_predict_opts_init(&o);
+    o.device = &dev;
+    o.calibration = &cal;
+    struct fm_prediction *p = NULL;
+    FM_ASSERT_OK(ctx, fm_predict(ctx, g, c, &o, &p));
+    double traffic = 0;
+    for (size_t id = 0; id < c->n_nodes; id++)
+        for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
+            traffic += work_bytes(c, (fm_nid)id, (enum fm_phase)ph);
+    assert_true(p->reuse_bytes == traffic / 2);
+    assert_true(p->evicted == 0.8);
+    fm_nid dense = node_id(g, "dense");
+    const double share[FM_PHASE_COUNT] = {0.5, 2.0 / 3.0, 2.0 / 3.0, 1.0};
+    for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+        double f = work_flops(c, dense, (enum fm_phase)ph);
+        double b = work_bytes(c, dense, (enum fm_phase)ph);
+        if (f == 0 && b == 0)
+            continue;
+        double warm = model(1e-6, 1e-11, 1e-10, f, b), cold = model(1e-6, 1e-11, 5e-10, f, b);
+        ASSERT_NEAR(p->nodes[dense][ph].t_calibrated, warm + 0.8 * share[ph] * (cold - warm),
+                    1e-15);
+        assert_true(p->nodes[dense][ph].t_calibrated > warm);
+    }
+    fm_prediction_free(p);
+    /* a curve at 0: the warm times exactly */
+    cal.evict_frac[0] = cal.evict_frac[1] = 0;
+    FM_ASSERT_OK(ctx, fm_predict(ctx, g, c, &o, &p));
+    double f = work_flops(c, dense, FM_PHASE_FWD), b = work_bytes(c, dense, FM_PHASE_FWD);
+    assert_true(p->nodes[dense][FM_PHASE_FWD].t_calibrated == model(1e-6, 1e-11, 1e-10, f, b));
+    fm_prediction_free(p);
+    /* no cold entries: warm, whatever the curve */
+    cal.evict_frac[1] = 1;
+    cal.n = FM_PHASE_COUNT;
+    for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
+        entries[ph] = entries[2 * ph];
+    FM_ASSERT_OK(ctx, fm_predict(ctx, g, c, &o, &p));
+    assert_true(p->evicted == 1);
+    assert_true(p->nodes[dense][FM_PHASE_FWD].t_calibrated == model(1e-6, 1e-11, 1e-10, f, b));
+    fm_prediction_free(p);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1183,6 +1368,9 @@ int main(void)
         cmocka_unit_test(test_predict_calibrated),
         cmocka_unit_test(test_predict_calibrated_batch),
         cmocka_unit_test(test_predict_merged_backward),
+        cmocka_unit_test(test_cold_entries),
+        cmocka_unit_test(test_evicted),
+        cmocka_unit_test(test_predict_cold_blend),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1113,6 +1113,54 @@ static void measure_cli(void **unused)
     assert_int_equal(test_run_cli("measure --help", NULL, NULL), 0);
 }
 
+/* The calibration's cold caches (every timed kernel's data flushed) and other traffic (a
+ * buffer written before one layer's kernels) change timings only: the losses of the steps are
+ * bit for bit those of a plain run, and the measurement says whether it flushed. A layer to
+ * flush before that is not in the graph is refused, naming it. */
+static void cold_cache_same_results(void **unused)
+{
+    (void)unused;
+    backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = small_cnn(ctx);
+    double loss[3];
+    for (int k = 0; k < 3; k++) {
+        struct fm_measure_opts o;
+        fm_measure_opts_init(&o);
+        o.device = "cpu";
+        o.seed = 1;
+        o.warmup = 1;
+        o.steps = 2;
+        o.threads = 2;
+        o.cold_cache = k == 1;
+        o.flush_bytes = k == 2 ? 1 << 20 : 0;
+        o.flush_node = k == 2 ? "bn1" : NULL;
+        struct fm_measurement *m = NULL;
+        FM_ASSERT_OK(ctx, fm_measure(ctx, g, &o, &m));
+        loss[k] = m->loss_last;
+#if defined(__x86_64__) || defined(__i386__)
+        assert_int_equal(m->cold_cache, k == 1);
+#else
+        assert_false(m->cold_cache);
+#endif
+        fm_measurement_free(m);
+    }
+    assert_true(isfinite(loss[0]));
+    assert_memory_equal(&loss[0], &loss[1], sizeof(double));
+    assert_memory_equal(&loss[0], &loss[2], sizeof(double));
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.device = "cpu";
+    o.steps = 1;
+    o.flush_bytes = 4096;
+    o.flush_node = "no_such_layer";
+    struct fm_measurement *m = NULL;
+    assert_int_equal(fm_measure(ctx, g, &o, &m), FM_ERR_INVALID);
+    EXPECT_MESSAGE(ctx, "no_such_layer");
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1120,6 +1168,7 @@ int main(void)
         cmocka_unit_test(fd_conv_depthwise),
         cmocka_unit_test(fd_conv_depthwise_large),
         cmocka_unit_test(fd_conv_depthwise_tiny),
+        cmocka_unit_test(cold_cache_same_results),
         cmocka_unit_test(fd_conv_asymmetric),
         cmocka_unit_test(fd_grouped_bn_blocked),
         cmocka_unit_test(fd_linear),

@@ -296,6 +296,11 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *p, struct fm
          * scale gives (BatchNorm 3 to 5 times faster): a cheap depthwise 3x3 convolution
          * feeds them */
         x = feed(&nn, input(&nn, "x", FM_DTYPE_FP32, 4, d), p->b);
+        /* and in CNNs activations and residual Adds read a BatchNorm's output: on oneDNN a
+         * ReLU after a BatchNorm took 1.5 to 2.5 times as long as the same ReLU after a
+         * convolution (2 threads, 0.1-1.6 M elements); GELU follows Linear layers instead */
+        if ((p->kind == PT_ACT && p->op != FM_OP_GELU) || p->kind == PT_ADD)
+            x = fm_nn_bn(&nn, "bn", x, 1e-5);
         if (p->kind == PT_BN) {
             y = fm_nn_bn(&nn, "layer", x, 1e-5);
         } else if (p->kind == PT_ACT) {   /* Clip is ReLU6 (MobileNetV2) */
@@ -381,10 +386,10 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *p, struct fm
     return FM_OK;
 }
 
-/* A sample's place in the sweep, the same in every round: its shape, node and phase. */
-static uint64_t key_of(uint32_t point, uint32_t node, int phase)
+/* A sample's place in the sweep, the same in every round: its shape, node, phase and cache. */
+static uint64_t key_of(uint32_t point, uint32_t node, int phase, bool cold)
 {
-    return (uint64_t)point << 40 | (uint64_t)node << 8 | (uint64_t)phase;
+    return (uint64_t)point << 40 | (uint64_t)node << 8 | (cold ? 0x80u : 0u) | (uint64_t)phase;
 }
 
 struct samples {
@@ -420,9 +425,10 @@ static void samples_release(struct fm_ctx *ctx, struct samples *s)
     memset(s, 0, sizeof(*s));
 }
 
-/* Times one point; adds its samples; *overhead_s gets step time minus the layers' times. */
+/* Times one point, with warm caches or (cold) each kernel's data flushed from them; adds its
+ * samples; *overhead_s gets step time minus the layers' times. */
 static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
-                                uint32_t pi, struct samples *out, double *overhead_s,
+                                uint32_t pi, bool cold, struct samples *out, double *overhead_s,
                                 char *device, size_t device_size, int *threads)
 {
     struct fm_graph *g;
@@ -442,6 +448,7 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
     mo.warmup = 1;
     mo.steps = o->quick ? 2 : 3;
     mo.per_layer = true;
+    mo.cold_cache = cold;
     if (!st)
         st = fm_measure(ctx, g, &mo, &m);
     double layers_ms = 0;
@@ -456,6 +463,7 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
         }
         struct fm_calib_sample x;
         memset(&x, 0, sizeof(x));
+        x.cold = cold;
         x.cls = fm_op_class(n->op);
         fm_calib_kind(g, (fm_nid)id, x.kind);
         const struct fm_node_timing *t = &m->nodes[id];
@@ -477,7 +485,7 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
             x.flops = flops;
             x.bytes = bytes;
             x.seconds = t->ms[ph] * 1e-3;
-            st = push(ctx, out, &x, key_of(pi, (uint32_t)id, ph));
+            st = push(ctx, out, &x, key_of(pi, (uint32_t)id, ph, cold));
         }
     }
     if (!st) {
@@ -553,6 +561,105 @@ static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
                             "--leave-out: no sweep shape is taken from '%.*s' (the families "
                             "shapes are taken from: %s)",
                             (int)n, item, known);
+    }
+    return FM_OK;
+}
+
+/* The eviction curve's layer: a ReLU over a BatchNorm's output, 8x256x14x14 (1.6 MB). */
+static const struct point evict_point = {"cache", PT_ACT, 8, 256, 14, 0, 0, 0, 0, FM_OP_RELU,
+                                         NULL};
+/* The other traffic the curve is measured after: 2, 4, ... 512 MB. */
+#define EVICT_STEPS 9
+
+/* The time of the "layer" node of g, all phases, median over the steps; *cold_done whether the
+ * backend flushed its data when asked. */
+static enum fm_status time_layer(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
+                                 const struct fm_graph *g, double flush_bytes, bool cold,
+                                 double *seconds, bool *cold_done)
+{
+    struct fm_measure_opts mo;
+    fm_measure_opts_init(&mo);
+    mo.device = o->device;
+    mo.precision = o->precision;
+    mo.threads = o->threads;
+    mo.warmup = 1;
+    mo.steps = o->quick ? 3 : 5;
+    mo.per_layer = true;
+    mo.cold_cache = cold;
+    mo.flush_bytes = flush_bytes;
+    mo.flush_node = "layer";
+    struct fm_measurement *m = NULL;
+    enum fm_status st = fm_measure(ctx, g, &mo, &m);
+    if (st)
+        return st;
+    *seconds = 0;
+    for (size_t id = 0; id < m->n_nodes; id++) {
+        if (strcmp(fm_graph_node(g, (fm_nid)id)->name, "layer") == 0) {
+            for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
+                *seconds += m->nodes[id].ms[ph] * 1e-3;
+        }
+    }
+    *cold_done = m->cold_cache;
+    fm_measurement_free(m);
+    return FM_OK;
+}
+
+/* The eviction curve (fm_calibration.evict_*): one layer's time with warm caches, after d bytes
+ * of other traffic before each of its kernels (d = 2 MB ... 512 MB: its data was last touched
+ * about d bytes ago, forward and backward), and with its data flushed; the
+ * fraction at d is (t(d) - t_warm) / (t_cold - t_warm), clamped to [0, 1] and never
+ * decreasing with d (a later point that reads lower is timing noise). No curve (and so no
+ * cold blending) where the backend cannot flush, or where cold is not 5% slower than warm. */
+static enum fm_status probe_eviction(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
+                                     struct fm_calibration *meta)
+{
+    struct fm_graph *g;
+    enum fm_status st = build(ctx, &evict_point, &g);
+    if (st)
+        return st;
+    /* settings 0: warm; 1..EVICT_STEPS: after 2^k MB; EVICT_STEPS + 1: flushed. In rounds over
+     * the settings (as the sweep), each setting's median: a burst of other work on the
+     * machine during the warm timing would otherwise read as no cache effect at all */
+    enum { SETTINGS = EVICT_STEPS + 2, ROUNDS = 3 };
+    int rounds = o->quick ? 1 : ROUNDS;
+    double t[SETTINGS][ROUNDS];
+    bool flushed = true;
+    for (int r = 0; r < rounds && !st; r++) {
+        for (int k = 0; k < SETTINGS && !st; k++) {
+            if (o->progress)
+                o->progress(o->progress_user, "cache: eviction curve", r * SETTINGS + k,
+                            rounds * SETTINGS);
+            bool cold = k == SETTINGS - 1, done = false;
+            double bytes = k > 0 && !cold ? (double)(1u << k) * 1048576.0 : 0.0;
+            st = time_layer(ctx, o, g, bytes, cold, &t[k][r], &done);
+            if (cold)
+                flushed &= done;
+        }
+    }
+    fm_graph_free(g);
+    if (st)
+        return st;
+    double med[SETTINGS];
+    for (int k = 0; k < SETTINGS; k++) {
+        double lo, hi;
+        fm_stats_summary(t[k], (size_t)rounds, &lo, &med[k], &hi);
+    }
+    double warm = med[0], cold = med[SETTINGS - 1];
+    meta->n_evict = 0;
+    if (!flushed || !(cold > 1.05 * warm)) {
+        fm_log(ctx, "calibrate: the layer's time with its data flushed from the caches (%.3g "
+                    "ms) is not 5%% above its time in cache (%.3g ms): no eviction curve, "
+                    "layers are predicted as the warm sweep timed them",
+               cold * 1e3, warm * 1e3);
+        return FM_OK;
+    }
+    double last = 0;
+    for (int k = 1; k <= EVICT_STEPS; k++) {
+        double f = (med[k] - warm) / (cold - warm);
+        f = f < 0 ? 0 : f > 1 ? 1 : f;
+        last = f > last ? f : last;
+        meta->evict_bytes[meta->n_evict] = (double)(1u << k) * 1048576.0;
+        meta->evict_frac[meta->n_evict++] = last;
     }
     return FM_OK;
 }
@@ -678,7 +785,10 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
     int threads = 0;
     for (size_t i = 0; i < N_SWEEP; i++)
         n_todo += !skipped(o, i);
-    n_todo *= (size_t)rounds;
+    /* the cold round: the CPU backend flushes each kernel's data (fm_measure_opts.cold_cache) */
+    bool cold = !o->warm_only && strcmp(o->device, "cpu") == 0;
+    size_t n_cold = cold ? n_todo : 0;
+    n_todo = n_todo * (size_t)rounds + n_cold;
     /* Rounds over the whole sweep, not repeats of one shape in a row: a burst of other work on
      * the machine (seconds long on a shared VM) then spoils one round of a shape, not all of
      * them, and the median over rounds drops it. */
@@ -695,18 +805,35 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
                     snprintf(what, sizeof(what), "%s: layers", sweep[i].cls);
                 o->progress(o->progress_user, what, (int)n_done, (int)n_todo);
             }
-            st = run_point(ctx, o, (uint32_t)i, &round[r], &overheads[n_pts], device,
+            st = run_point(ctx, o, (uint32_t)i, false, &round[r], &overheads[n_pts], device,
                            sizeof(device), &threads);
             n_pts++;
             n_done++;
         }
     }
-    if (o->progress)
-        o->progress(o->progress_user, "done: layers", (int)n_todo, (int)n_todo);
     if (!st)
         st = median_over_rounds(ctx, round, rounds, &s);
     for (int r = 0; r < rounds; r++)
         samples_release(ctx, &round[r]);
+    /* One cold round, after the warm ones: where a network's working set outgrows the caches,
+     * its layers find their data in memory (docs/calibration.md, "Warm and cold") */
+    for (size_t i = 0; cold && i < N_SWEEP && !st; i++) {
+        if (skipped(o, i))
+            continue;
+        if (o->progress) {
+            char what[64];
+            snprintf(what, sizeof(what), "%s: layers, cold caches", sweep[i].cls);
+            o->progress(o->progress_user, what, (int)n_done, (int)n_todo);
+        }
+        double unused;
+        st = run_point(ctx, o, (uint32_t)i, true, &s, &unused, device, sizeof(device),
+                       &threads);
+        n_done++;
+    }
+    if (o->progress)
+        o->progress(o->progress_user, "done: layers", (int)n_todo, (int)n_todo);
+    if (!st && cold)
+        st = probe_eviction(ctx, o, &meta);
     if (!st) {
         qsort(overheads, n_pts, sizeof(double), cmp_double);
         meta.step_overhead_s = n_pts ? overheads[n_pts / 2] : 0.0;

@@ -296,9 +296,9 @@ static void fit_group(const struct fm_calib_sample *const *rows, size_t m,
     e->rel_rms = sqrt(best_sse / (double)m);
 }
 
-/* Order of entries (and of groups of samples): class, kind, phase. */
-static int key_cmp(enum fm_class ca, const char *ka, enum fm_phase pa, enum fm_class cb,
-                   const char *kb, enum fm_phase pb)
+/* Order of entries (and of groups of samples): class, kind, phase, warm before cold. */
+static int key_cmp(enum fm_class ca, const char *ka, enum fm_phase pa, bool cold_a,
+                   enum fm_class cb, const char *kb, enum fm_phase pb, bool cold_b)
 {
     if (ca != cb)
         return ca < cb ? -1 : 1;
@@ -307,6 +307,8 @@ static int key_cmp(enum fm_class ca, const char *ka, enum fm_phase pa, enum fm_c
         return k < 0 ? -1 : 1;
     if (pa != pb)
         return pa < pb ? -1 : 1;
+    if (cold_a != cold_b)
+        return cold_a ? 1 : -1;
     return 0;
 }
 
@@ -314,7 +316,7 @@ static int sample_cmp(const void *a, const void *b)
 {
     const struct fm_calib_sample *x = *(const struct fm_calib_sample *const *)a;
     const struct fm_calib_sample *y = *(const struct fm_calib_sample *const *)b;
-    int k = key_cmp(x->cls, x->kind, x->phase, y->cls, y->kind, y->phase);
+    int k = key_cmp(x->cls, x->kind, x->phase, x->cold, y->cls, y->kind, y->phase, y->cold);
     if (k)
         return k;
     return x < y ? -1 : x > y ? 1 : 0;   /* input order within a group: a deterministic sum */
@@ -322,7 +324,7 @@ static int sample_cmp(const void *a, const void *b)
 
 static bool same_key(const struct fm_calib_sample *x, const struct fm_calib_sample *y)
 {
-    return key_cmp(x->cls, x->kind, x->phase, y->cls, y->kind, y->phase) == 0;
+    return key_cmp(x->cls, x->kind, x->phase, x->cold, y->cls, y->kind, y->phase, y->cold) == 0;
 }
 
 static enum fm_status check_sample(struct fm_ctx *ctx, const struct fm_calib_sample *s, size_t i)
@@ -455,6 +457,7 @@ enum fm_status fm_calibration_fit(struct fm_ctx *ctx, const struct fm_calib_samp
         e->cls = rows[i]->cls;
         memcpy(e->kind, rows[i]->kind, FM_CALIB_KIND_MAX);
         e->phase = rows[i]->phase;
+        e->cold = rows[i]->cold;
         fit_group(rows + i, j - i, e);
         i = j;
     }
@@ -476,11 +479,11 @@ void fm_calibration_free(struct fm_calibration *c)
 /* ---- lookup ---- */
 
 static const struct fm_calib_entry *find_entry(const struct fm_calibration *c, enum fm_class cls,
-                                               const char *kind, enum fm_phase phase)
+                                               const char *kind, enum fm_phase phase, bool cold)
 {
     for (size_t i = 0; i < c->n; i++) {
         const struct fm_calib_entry *e = &c->entries[i];
-        if (e->cls == cls && e->phase == phase && strcmp(e->kind, kind) == 0)
+        if (e->cls == cls && e->phase == phase && e->cold == cold && strcmp(e->kind, kind) == 0)
             return e;
     }
     return NULL;
@@ -489,19 +492,45 @@ static const struct fm_calib_entry *find_entry(const struct fm_calibration *c, e
 bool fm_calibration_time(const struct fm_calibration *c, enum fm_class cls, const char *kind,
                          enum fm_phase phase, double flops, double bytes, double *seconds)
 {
+    return fm_calibration_time_at(c, cls, kind, phase, flops, bytes, false, seconds);
+}
+
+bool fm_calibration_time_at(const struct fm_calibration *c, enum fm_class cls, const char *kind,
+                            enum fm_phase phase, double flops, double bytes, bool cold,
+                            double *seconds)
+{
     if (!c)
         return false;
     if (!kind)
         kind = "";
-    const struct fm_calib_entry *e = find_entry(c, cls, kind, phase);
+    const struct fm_calib_entry *e = find_entry(c, cls, kind, phase, cold);
     if (!e && *kind)
-        e = find_entry(c, cls, "", phase);
+        e = find_entry(c, cls, "", phase, cold);
     if (!e)
         return false;
     double coef[TERMS] = {[TERM_FIXED] = e->fixed_s, [TERM_FLOPS] = e->s_per_flop,
                           [TERM_BYTES] = e->s_per_byte};
     *seconds = model_s(coef, flops, bytes);
     return true;
+}
+
+double fm_calibration_evicted(const struct fm_calibration *c, double reuse_bytes)
+{
+    if (!c || !c->n_evict || !(reuse_bytes > 0))
+        return 0.0;
+    size_t n = c->n_evict < FM_CALIB_EVICT_MAX ? c->n_evict : FM_CALIB_EVICT_MAX;
+    if (reuse_bytes <= c->evict_bytes[0])
+        return c->evict_bytes[0] > 0 ? c->evict_frac[0] * reuse_bytes / c->evict_bytes[0]
+                                     : c->evict_frac[0];
+    for (size_t i = 1; i < n; i++) {
+        if (reuse_bytes <= c->evict_bytes[i]) {
+            double a = c->evict_bytes[i - 1], b = c->evict_bytes[i];
+            double u = a > 0 ? (log(reuse_bytes) - log(a)) / (log(b) - log(a))
+                             : (reuse_bytes - a) / (b - a);
+            return c->evict_frac[i - 1] + u * (c->evict_frac[i] - c->evict_frac[i - 1]);
+        }
+    }
+    return c->evict_frac[n - 1];
 }
 
 /* ---- the check ---- */
@@ -593,6 +622,19 @@ static enum fm_status check_for_save(struct fm_ctx *ctx, const struct fm_calibra
     }
     if (!c->n || !c->entries)
         return fm_error(ctx, FM_ERR_INVALID, "cannot save a calibration without entries");
+    if (c->n_evict > FM_CALIB_EVICT_MAX)
+        return fm_error(ctx, FM_ERR_INVALID, "cannot save an eviction curve of %zu points (at "
+                                             "most %d)",
+                        c->n_evict, FM_CALIB_EVICT_MAX);
+    for (size_t i = 0; i < c->n_evict; i++) {
+        if (!(c->evict_bytes[i] >= 0) || !isfinite(c->evict_bytes[i]) ||
+            (i && !(c->evict_bytes[i] > c->evict_bytes[i - 1])) || !(c->evict_frac[i] >= 0) ||
+            !(c->evict_frac[i] <= 1) || (i && c->evict_frac[i] < c->evict_frac[i - 1]))
+            return fm_error(ctx, FM_ERR_INVALID,
+                            "cannot save eviction point %zu (%g bytes, %g): bytes must "
+                            "increase and fractions lie in [0, 1] without decreasing",
+                            i, c->evict_bytes[i], c->evict_frac[i]);
+    }
     for (size_t i = 0; i < c->n; i++) {
         const struct fm_calib_entry *e = &c->entries[i];
         if ((unsigned)e->cls >= FM_CLASS_COUNT || (unsigned)e->phase >= FM_PHASE_COUNT ||
@@ -630,7 +672,8 @@ enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_calibrati
     fm_jw_i64(&w, "version", FM_CALIB_VERSION);
     fm_jw_string(&w, "flopmeter", FM_VERSION);
     fm_jw_string(&w, "model", "t = fixed_s + flops x s_per_flop + bytes x s_per_byte per class, "
-                              "kind and phase (docs/calibration.md)");
+                              "kind, phase and cache (warm, cold), blended by the eviction "
+                              "curve (docs/calibration.md)");
     fm_jw_string(&w, "device", c->device);
     fm_jw_string(&w, "backend", c->backend);
     fm_jw_i64(&w, "threads", c->threads);
@@ -642,6 +685,16 @@ enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_calibrati
     if (c->rounds > 0)
         fm_jw_i64(&w, "rounds", c->rounds);
     fm_jw_string(&w, "left_out", c->left_out);
+    if (c->n_evict) {
+        fm_jw_array(&w, "eviction", false);
+        for (size_t i = 0; i < c->n_evict; i++) {
+            fm_jw_object(&w, NULL, true);
+            fm_jw_double(&w, "bytes", c->evict_bytes[i]);
+            fm_jw_double(&w, "fraction", c->evict_frac[i]);
+            fm_jw_end(&w);
+        }
+        fm_jw_end(&w);
+    }
     fm_jw_array(&w, "entries", false);
     for (size_t i = 0; i < c->n; i++) {
         const struct fm_calib_entry *e = &c->entries[i];
@@ -649,6 +702,8 @@ enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_calibrati
         fm_jw_string(&w, "class", fm_class_name(e->cls));
         fm_jw_string(&w, "kind", e->kind);
         fm_jw_string(&w, "phase", fm_phase_name(e->phase));
+        if (e->cold)
+            fm_jw_string(&w, "cache", "cold");
         fm_jw_double(&w, "fixed_s", e->fixed_s);
         fm_jw_double(&w, "s_per_flop", e->s_per_flop);
         fm_jw_double(&w, "s_per_byte", e->s_per_byte);
@@ -910,9 +965,9 @@ static enum fm_status get_count(const struct where *w, const cJSON *v, const cha
 
 static const char known_header[] =
     "format, version, flopmeter, model, comment, device, backend, threads, precision, date, "
-    "peak_flops, bandwidth_bytes_per_s, step_overhead_s, rounds, left_out, entries";
+    "peak_flops, bandwidth_bytes_per_s, step_overhead_s, rounds, left_out, eviction, entries";
 static const char known_entry[] =
-    "class, kind, phase, fixed_s, s_per_flop, s_per_byte, points, rel_rms, comment";
+    "class, kind, phase, cache, fixed_s, s_per_flop, s_per_byte, points, rel_rms, comment";
 
 static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_calib_entry *e)
 {
@@ -958,6 +1013,14 @@ static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_ca
         } else if (strcmp(k, "s_per_byte") == 0) {
             st = get_number(w, v, "seconds per byte", &e->s_per_byte);
             seen |= F_BYTE;
+        } else if (strcmp(k, "cache") == 0) {
+            if (!cJSON_IsString(v) ||
+                (strcmp(v->valuestring, "warm") != 0 && strcmp(v->valuestring, "cold") != 0))
+                return bad(w, k, "field \"cache\" must be \"warm\" or \"cold\"; got %s%s%s",
+                           cJSON_IsString(v) ? "\"" : fm_json_type_name(v),
+                           cJSON_IsString(v) ? v->valuestring : "",
+                           cJSON_IsString(v) ? "\"" : "");
+            e->cold = strcmp(v->valuestring, "cold") == 0;
         } else if (strcmp(k, "points") == 0) {
             st = get_count(w, v, "samples fitted", &e->points);
         } else if (strcmp(k, "rel_rms") == 0) {
@@ -980,6 +1043,41 @@ static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_ca
         if (!(seen & required[i].bit))
             return bad(w, NULL, "missing field \"%s\"", required[i].name);
     }
+    return FM_OK;
+}
+
+/* "eviction": [{"bytes": B, "fraction": F}, ...], bytes increasing, fractions in [0, 1] and
+ * not decreasing. */
+static enum fm_status read_eviction(struct where *w, const cJSON *v, struct fm_calibration *c)
+{
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 ||
+        cJSON_GetArraySize(v) > FM_CALIB_EVICT_MAX)
+        return bad(w, "eviction", "field \"eviction\" must be an array of 1 to %d "
+                                  "{\"bytes\": ..., \"fraction\": ...} objects",
+                   FM_CALIB_EVICT_MAX);
+    size_t i = 0;
+    for (const cJSON *p = v->child; p; p = p->next, i++) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(p, "bytes");
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(p, "fraction");
+        if (!cJSON_IsObject(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(b) ||
+            !cJSON_IsNumber(f))
+            return bad(w, "eviction", "eviction[%zu] must be {\"bytes\": number, "
+                                      "\"fraction\": number}",
+                       i);
+        c->evict_bytes[i] = b->valuedouble;
+        c->evict_frac[i] = f->valuedouble;
+        if (!(b->valuedouble >= 0) || !isfinite(b->valuedouble) ||
+            (i && !(b->valuedouble > c->evict_bytes[i - 1])))
+            return bad(w, "eviction", "eviction[%zu]: bytes %g must be >= 0 and above the "
+                                      "point before",
+                       i, b->valuedouble);
+        if (!(f->valuedouble >= 0 && f->valuedouble <= 1) ||
+            (i && f->valuedouble < c->evict_frac[i - 1]))
+            return bad(w, "eviction", "eviction[%zu]: fraction %g must lie in [0, 1] and not "
+                                      "fall below the point before",
+                       i, f->valuedouble);
+    }
+    c->n_evict = i;
     return FM_OK;
 }
 
@@ -1027,6 +1125,8 @@ static enum fm_status read_header(struct where *w, const cJSON *root, struct fm_
             st = get_number(w, v, "bytes/s", &c->bandwidth);
         } else if (strcmp(k, "step_overhead_s") == 0) {
             st = get_number(w, v, "seconds per training step", &c->step_overhead_s);
+        } else if (strcmp(k, "eviction") == 0) {
+            st = read_eviction(w, v, c);
         } else if (strcmp(k, "entries") == 0) {
             if (!cJSON_IsArray(v))
                 return bad(w, k, "field \"entries\" must be an array of entry objects, got %s",
@@ -1148,10 +1248,12 @@ enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
             goto out;
         for (size_t j = 0; j < i; j++) {
             const struct fm_calib_entry *a = &c->entries[j], *b = &c->entries[i];
-            if (key_cmp(a->cls, a->kind, a->phase, b->cls, b->kind, b->phase) == 0) {
-                st = bad(&w, NULL, "repeats entries[%zu] (%s \"%s\" %s): one entry per class, "
-                                   "kind and phase",
-                         j, fm_class_name(b->cls), b->kind, fm_phase_name(b->phase));
+            if (key_cmp(a->cls, a->kind, a->phase, a->cold, b->cls, b->kind, b->phase,
+                        b->cold) == 0) {
+                st = bad(&w, NULL, "repeats entries[%zu] (%s \"%s\" %s%s): one entry per "
+                                   "class, kind, phase and cache",
+                         j, fm_class_name(b->cls), b->kind, fm_phase_name(b->phase),
+                         b->cold ? " cold" : "");
                 goto out;
             }
         }

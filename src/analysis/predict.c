@@ -84,50 +84,72 @@ void fm_phase_time_eval(double flops, double bytes, double peak, double bandwidt
     out->memory_bound = bytes > 0 && out->intensity < out->ridge;
 }
 
-/* The calibrated time of one node-phase that does work: the entry of its class, kind and phase
- * (then of its class and phase); the optimizer's update, an elementwise kernel whatever the
- * layer, also falls back to the elementwise optimizer entry. Else the cold PALEO time, and the
- * node-phase is counted as uncalibrated. */
 /* Whether the calibration timed the two gradients of this class and kind as one kernel: a
  * backend that computes them together (oneDNN's normalizations) reports their time under input
  * gradients, and calibrate fits that entry on the work of both; there is then no entry for
  * weight gradients. */
-static bool merged_bwd(const struct fm_calibration *cal, enum fm_class cls, const char *kind)
+static bool merged_bwd(const struct fm_calibration *cal, enum fm_class cls, const char *kind,
+                       bool cold)
 {
     double s;
-    return fm_calibration_time(cal, cls, kind, FM_PHASE_BWD_DATA, 0, 0, &s) &&
-           !fm_calibration_time(cal, cls, kind, FM_PHASE_BWD_WEIGHT, 0, 0, &s);
+    return fm_calibration_time_at(cal, cls, kind, FM_PHASE_BWD_DATA, 0, 0, cold, &s) &&
+           !fm_calibration_time_at(cal, cls, kind, FM_PHASE_BWD_WEIGHT, 0, 0, cold, &s);
 }
 
-/* work: the node's work per phase. A merged entry (merged_bwd) times both gradients under the
- * input gradients' phase, and the weight gradients then take no time of their own (unless the
- * node has no input gradients: they then take the time). */
-static void calibrate(const struct fm_calibration *cal, enum fm_class cls, const char *kind,
-                      enum fm_phase phase, const struct fm_work *work, struct fm_phase_time *t,
-                      size_t *uncalibrated)
+/* The fitted seconds of one node-phase from the warm or the cold entries: the entry of its
+ * class, kind and phase (then of its class and phase); the optimizer's update, an elementwise
+ * kernel whatever the layer, also falls back to the elementwise optimizer entry. A merged
+ * entry (merged_bwd) times both gradients under the input gradients' phase, and the weight
+ * gradients then take no time of their own (unless the node has no input gradients: they
+ * then take the time). work: the node's work per phase. False: no entry. */
+static bool entry_time(const struct fm_calibration *cal, enum fm_class cls, const char *kind,
+                       enum fm_phase phase, const struct fm_work *work,
+                       const struct fm_phase_time *t, bool cold, double *s)
 {
-    double s = 0, f[2], b[2];
+    double f[2], b[2];
     for (int k = 0; k < 2; k++) {
         const struct fm_work *w = &work[k ? FM_PHASE_BWD_WEIGHT : FM_PHASE_BWD_DATA];
         f[k] = (double)fm_work_flops(w);
         b[k] = (double)w->bytes_read + (double)w->bytes_written;
     }
     if ((phase == FM_PHASE_BWD_DATA || phase == FM_PHASE_BWD_WEIGHT) &&
-        (f[1] > 0 || b[1] > 0) && merged_bwd(cal, cls, kind)) {
-        t->calibrated = true;
-        t->t_calibrated = 0;
+        (f[1] > 0 || b[1] > 0) && merged_bwd(cal, cls, kind, cold)) {
+        *s = 0;
         if (phase == FM_PHASE_BWD_DATA || (f[0] == 0 && b[0] == 0))
-            fm_calibration_time(cal, cls, kind, FM_PHASE_BWD_DATA, f[0] + f[1], b[0] + b[1],
-                                &t->t_calibrated);
-        return;
+            fm_calibration_time_at(cal, cls, kind, FM_PHASE_BWD_DATA, f[0] + f[1], b[0] + b[1],
+                                   cold, s);
+        return true;
     }
-    bool hit = fm_calibration_time(cal, cls, kind, phase, t->flops, t->bytes, &s) ||
-               (phase == FM_PHASE_OPTIMIZER &&
-                fm_calibration_time(cal, FM_CLASS_ELEMENTWISE, "", phase, t->flops, t->bytes, &s));
+    return fm_calibration_time_at(cal, cls, kind, phase, t->flops, t->bytes, cold, s) ||
+           (phase == FM_PHASE_OPTIMIZER &&
+            fm_calibration_time_at(cal, FM_CLASS_ELEMENTWISE, "", phase, t->flops, t->bytes,
+                                   cold, s));
+}
+
+/* The calibrated time of one node-phase that does work: its warm time, moved cold_share of
+ * the way to its cold time where the calibration has cold entries. Without a warm entry, the
+ * cold PALEO time, and the node-phase is counted as uncalibrated. */
+static void calibrate(const struct fm_calibration *cal, enum fm_class cls, const char *kind,
+                      enum fm_phase phase, const struct fm_work *work, double cold_share,
+                      struct fm_phase_time *t, size_t *uncalibrated)
+{
+    double s = 0, c = 0;
+    bool hit = entry_time(cal, cls, kind, phase, work, t, false, &s);
+    if (hit && cold_share > 0 && entry_time(cal, cls, kind, phase, work, t, true, &c))
+        s += cold_share * (c - s);
     t->calibrated = hit;
     t->t_calibrated = hit ? s : t->t_paleo;
     if (!hit)
         ++*uncalibrated;
+}
+
+/* The share of a phase's data last touched about a step ago, rather than by the layer just
+ * before: forward, its output's buffer (its input is the layer before's output); backward,
+ * the saved activations and the gradient buffers written (the output gradient is fresh);
+ * the optimizer, all of it (weights, gradients, momentum). */
+static double stale_share(enum fm_phase ph)
+{
+    return ph == FM_PHASE_FWD ? 0.5 : ph == FM_PHASE_OPTIMIZER ? 1.0 : 2.0 / 3.0;
 }
 
 /* Adds one node-phase into a running total; the total's derived fields are set by finish(). */
@@ -209,6 +231,19 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
     }
     /* per phase: node-phases with work that fell back to the cold rule */
     size_t fallback[FM_PHASE_COUNT] = {0};
+    /* the cache: a tensor is used again after about half a step's traffic (a forward
+     * activation in the backward pass; weights a step later, the layer's input at once) */
+    if (cal && cal->n_evict) {
+        double traffic = 0;
+        for (size_t id = 0; id < p->n_nodes; id++) {
+            for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+                const struct fm_work *w = &counts->nodes[id].phase[ph];
+                traffic += (double)w->bytes_read + (double)w->bytes_written;
+            }
+        }
+        p->reuse_bytes = traffic / 2;
+        p->evicted = fm_calibration_evicted(cal, p->reuse_bytes);
+    }
     for (size_t id = 0; id < p->n_nodes; id++) {
         const struct fm_node *node = fm_graph_node(graph, (fm_nid)id);
         enum fm_class cls = fm_op_class(node->op);
@@ -251,8 +286,8 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
             t->precision = prec;
             t->tensor = tensor;
             if (cal)
-                calibrate(cal, cls, kind, (enum fm_phase)ph,
-                          counts->nodes[id].phase, t, &fallback[ph]);
+                calibrate(cal, cls, kind, (enum fm_phase)ph, counts->nodes[id].phase,
+                          p->evicted * stale_share((enum fm_phase)ph), t, &fallback[ph]);
             accumulate(&p->total[ph], t);
             accumulate(&p->step, t);
             p->kernels++;

@@ -41,6 +41,9 @@ struct fm_backend {
     int (*threads)(void *state);
     /* SM clock in MHz read now (NVML), or 0. Optional. */
     double (*clock_mhz)(void *state);
+    /* Whether the timed kernels run with their data flushed from the caches
+     * (fm_measure_opts.cold_cache honoured); NULL: never. */
+    bool (*cold_cache)(void *state);
     void (*release)(void *state);
 };
 

@@ -160,6 +160,7 @@ enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *g,
         goto fail;
     snprintf(m->device_name, sizeof(m->device_name), "%s", be->device_name(state));
     m->threads = be->threads ? be->threads(state) : 0;
+    m->cold_cache = opts->per_layer && be->cold_cache && be->cold_cache(state);
     int total = opts->warmup + opts->steps;
     for (int i = 0; i < total; i++) {
         bool timed = i >= opts->warmup;

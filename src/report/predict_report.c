@@ -33,6 +33,14 @@ static void print_table(FILE *f, const struct fm_session *s, bool summary)
                 "layer phase the calibration has no fit for: the cold PALEO time stands in\n",
                 cal->device, cal->backend, cal->threads, fm_precision_name(cal->precision),
                 cal->date);
+    if (cal && cal->n_evict) {
+        char rb[FM_FORMAT_SIZE];
+        fprintf(f, "caches: a tensor is used again after about %s of other traffic (half the "
+                "step's); the calibration's eviction curve puts layers %.0f%% of the way from "
+                "their warm to their cold times there (forward half of that, backward two "
+                "thirds)\n",
+                fm_format_bytes(p->reuse_bytes, rb), 100 * p->evicted);
+    }
     if (!summary) {
         fprintf(f, "  %4s  %-26s %-10s %9s %9s %10s %10s %10s %10s %7s  %-7s %s\n", "#",
                 "layer", "phase", "FLOP", "bytes", "compute", "memory", "roofline", "paleo",
@@ -289,6 +297,8 @@ static void print_json(FILE *f, const struct fm_session *s)
         fm_jw_string(&w, "precision", fm_precision_name(cal->precision));
         fm_jw_string(&w, "date", cal->date);
         fm_jw_u64(&w, "uncalibrated_layer_phases", p->uncalibrated);
+        fm_jw_double(&w, "reuse_bytes", p->reuse_bytes);
+        fm_jw_double(&w, "evicted", p->evicted);
         fm_jw_end(&w);
     }
     fm_jw_array(&w, "layers", false);

@@ -18,10 +18,15 @@ static const char description[] =
     "date. A short probe runs first for the device's peak and bandwidth.\n\n"
     "The default run times every shape in 3 rounds over the sweep and keeps each layer's median,\n"
     "so that a burst of other work on the machine spoils one round, not the fit (it says so when\n"
-    "rounds disagree); under a minute on a 2-core machine. --quick: half the shapes, fewer\n"
-    "steps, one round. Progress: a bar on a terminal, a line per op class otherwise.\n"
-    "--samples FILE.csv also writes every timed layer-phase (class, kind, phase, flops, bytes,\n"
-    "seconds), so the fit can be studied or re-run elsewhere.\n\n"
+    "rounds disagree). On the CPU it then times every shape once more with each kernel's data\n"
+    "flushed from the caches (cold entries), and measures how much other traffic pushes a\n"
+    "layer's data out (the eviction curve): a network whose working set outgrows the caches\n"
+    "runs its layers slower than they run alone, and predict moves each layer from its warm\n"
+    "to its cold time by that curve (docs/calibration.md, \"Warm and cold\"). --warm-only skips\n"
+    "both. About 2 minutes on a 2-core machine; --quick: half the shapes, fewer steps, one\n"
+    "round (under a minute). Progress: a bar on a terminal, a line per op class otherwise.\n"
+    "--samples FILE.csv also writes every timed layer-phase (class, kind, phase, cache, flops,\n"
+    "bytes, seconds), so the fit can be studied or re-run elsewhere.\n\n"
     "Some sweep shapes are taken from the layers of known networks (resnet, resnet50, resnext,\n"
     "vgg, alexnet, mobilenet_v2, mobilenet_v3, efficientnet, regnet, convnext, swin, vit, gpt2,\n"
     "bert, llama); --leave-out NAME,... drops them, so that a network's predicted time can be\n"
@@ -68,10 +73,11 @@ static int write_samples(const char *path, const struct fm_calib_sample *s, size
         fprintf(stderr, "flopmeter: cannot write %s\n", path);
         return FM_EXIT_FAIL;
     }
-    fprintf(f, "class,kind,phase,flops,bytes,seconds\n");
+    fprintf(f, "class,kind,phase,cache,flops,bytes,seconds\n");
     for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s,%s,%s,%.17g,%.17g,%.17g\n", fm_class_name(s[i].cls), s[i].kind,
-                fm_phase_name(s[i].phase), s[i].flops, s[i].bytes, s[i].seconds);
+        fprintf(f, "%s,%s,%s,%s,%.17g,%.17g,%.17g\n", fm_class_name(s[i].cls), s[i].kind,
+                fm_phase_name(s[i].phase), s[i].cold ? "cold" : "warm", s[i].flops, s[i].bytes,
+                s[i].seconds);
     if (fclose(f) != 0) {
         fprintf(stderr, "flopmeter: cannot write %s\n", path);
         return FM_EXIT_FAIL;
@@ -83,7 +89,7 @@ int cmd_calibrate(int argc, char **argv)
 {
     const char *device = "cpu", *output = NULL, *samples_path = NULL, *leave_out = NULL;
     int64_t threads = 0, rounds = 0;
-    bool quick = false;
+    bool quick = false, warm_only = false;
     struct cli_precision prec = {FM_PREC_FP32, false, false};
     struct cli_opt opts[] = {
         {"device", CLI_STRING, &device, NULL, "cpu|cuda|cuda:N", "where to time (default cpu)",
@@ -98,6 +104,9 @@ int cmd_calibrate(int argc, char **argv)
          "time every shape N times, in rounds over the sweep, and keep each layer's median "
          "(default 3; 1 with --quick; at most 9)",
          NULL, NULL},
+        {"warm-only", CLI_FLAG, &warm_only, NULL, NULL,
+         "no cold-cache round and no eviction curve: layers predicted as fast as alone", NULL,
+         NULL},
         {"output", CLI_STRING, &output, NULL, "FILE",
          "the calibration file to write (required; also -o FILE)", NULL, NULL},
         {"samples", CLI_STRING, &samples_path, NULL, "FILE.csv",
@@ -125,6 +134,7 @@ int cmd_calibrate(int argc, char **argv)
     co.threads = threads > 100000 ? 100001 : (int)threads;
     co.precision = prec.precision;
     co.quick = quick;
+    co.warm_only = warm_only;
     co.rounds = rounds > 100 ? 100 : (int)rounds;
     co.leave_out = leave_out;
     co.progress = progress;
@@ -147,15 +157,23 @@ int cmd_calibrate(int argc, char **argv)
             char kind[FM_CALIB_KIND_MAX + 3] = "";
             if (e->kind[0])
                 snprintf(kind, sizeof(kind), " %s", e->kind);
-            printf("  %-13s%-12s %-10s fixed %8.1f us  %8.2f GFLOP/s  %8.2f GB/s  (%d points, "
+            printf("  %-13s%-12s %-10s %-4s fixed %8.1f us  %8.2f GFLOP/s  %8.2f GB/s  (%d points, "
                    "rms %.0f%%)\n",
-                   fm_class_name(e->cls), kind, fm_phase_name(e->phase), e->fixed_s * 1e6,
+                   fm_class_name(e->cls), kind, fm_phase_name(e->phase),
+                   e->cold ? "cold" : "warm", e->fixed_s * 1e6,
                    e->s_per_flop > 0 ? 1e-9 / e->s_per_flop : 0.0,
                    e->s_per_byte > 0 ? 1e-9 / e->s_per_byte : 0.0, e->points,
                    100.0 * e->rel_rms);
         }
         printf("  per-step overhead outside the layers: %.1f us\n",
                cal->step_overhead_s * 1e6);
+        if (cal->n_evict) {
+            printf("  eviction curve (share of the way from warm to cold after other traffic):");
+            for (size_t i = 0; i < cal->n_evict; i++)
+                printf("%s %.0f MB %.2f", i ? "," : "", cal->evict_bytes[i] / 1048576.0,
+                       cal->evict_frac[i]);
+            printf("\n");
+        }
         r = cli_flush(r);
     }
     fm_dealloc(ctx, samples);

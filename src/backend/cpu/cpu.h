@@ -119,6 +119,9 @@ struct fm_cpu {
     /* per step */
     double loss;
     uint64_t step_index;                  /* steps run so far: seeds dropout masks */
+    float *flush;                         /* opts.flush_bytes of other traffic, or NULL */
+    size_t flush_n;                       /* its floats */
+    fm_nid flush_node;                    /* the node whose kernels it precedes, or -1: all */
 };
 
 /* ---- memory ---- */

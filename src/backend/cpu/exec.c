@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
 
 struct op_impl {
     enum fm_op op;
@@ -573,6 +576,21 @@ static enum fm_status cpu_prepare(struct fm_ctx *ctx, const struct fm_graph *g,
         s->t[i].needs_grad = s->train && fm_graph_needs_grad(g, (fm_tid)i);
     }
     st = place_sources(s);
+    if (!st && opts->per_layer && opts->flush_bytes >= 64) {
+        s->flush_n = (size_t)(opts->flush_bytes / sizeof(float));
+        s->flush = fm_cpu_buf(s, s->flush_n * sizeof(float));
+        if (!s->flush)
+            st = fm_error(ctx, FM_ERR_NOMEM, "out of memory for %.0f bytes of cache flush",
+                          opts->flush_bytes);
+        s->flush_node = -1;
+        for (size_t n = 0; !st && opts->flush_node && n < s->nn; n++) {
+            if (strcmp(fm_graph_node(g, (fm_nid)n)->name, opts->flush_node) == 0)
+                s->flush_node = (fm_nid)n;
+        }
+        if (!st && opts->flush_node && s->flush_node < 0)
+            st = fm_error(ctx, FM_ERR_INVALID, "no layer '%s' to flush the caches before",
+                          opts->flush_node);
+    }
     if (!st)
         st = plan(s);
     if (!st)
@@ -600,6 +618,46 @@ out:
     return FM_OK;
 }
 
+/* Whether evict can flush caches here. */
+static bool can_evict(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return true;
+#else
+    return false;
+#endif
+}
+
+/* Flushes the memory an item reads and writes (not the shared scratchpad) from every cache
+ * level, so that the item finds it in memory: fm_measure_opts.cold_cache. */
+static void evict(const struct fm_cpu_item *it)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    for (int k = 0; k < it->nargs; k++) {
+        const dnnl_memory_desc_t *md;
+        void *p = NULL;
+        if (!it->args[k].memory || (it->prim && it->args[k].arg == DNNL_ARG_SCRATCHPAD) ||
+            dnnl_memory_get_memory_desc(it->args[k].memory, &md) != dnnl_success ||
+            dnnl_memory_get_data_handle(it->args[k].memory, &p) != dnnl_success || !p)
+            continue;
+        size_t n = dnnl_memory_desc_get_size(md);
+        for (size_t o = 0; o < n; o += 64)
+            _mm_clflush((const char *)p + o);
+    }
+    _mm_mfence();
+#else
+    (void)it;
+#endif
+}
+
+/* Other traffic: one write per 64-byte line of f (fm_measure_opts.flush_bytes). */
+static void touch(float *f, size_t n)
+{
+    FM_CPU_PARALLEL
+    for (size_t k = 0; k < n; k += 16)
+        f[k] += 1.0f;
+}
+
 static enum fm_status cpu_step(void *state, struct fm_step_timing *t)
 {
     struct fm_cpu *s = state;
@@ -610,6 +668,10 @@ static enum fm_status cpu_step(void *state, struct fm_step_timing *t)
     double t0 = now_ms();
     for (size_t i = 0; i < s->n_items; i++) {
         struct fm_cpu_item *it = &s->items[i];
+        if (timing && s->opts.cold_cache && can_evict())
+            evict(it);
+        if (timing && s->flush && (s->flush_node < 0 || it->node == s->flush_node))
+            touch(s->flush, s->flush_n);
         double a = timing ? now_ms() : 0.0;
         if (it->prim) {
             FM_DNNL_TRY(s, dnnl_primitive_execute(it->prim, s->stream, it->nargs, it->args));
@@ -646,6 +708,11 @@ static int cpu_threads(void *state)
     return ((struct fm_cpu *)state)->threads;
 }
 
+static bool cpu_cold_cache(void *state)
+{
+    return ((struct fm_cpu *)state)->opts.cold_cache && can_evict();
+}
+
 static const struct fm_backend cpu_backend = {
     .name = "cpu",
     .supports = cpu_supports,
@@ -656,6 +723,7 @@ static const struct fm_backend cpu_backend = {
     .device_name = cpu_device_name,
     .threads = cpu_threads,
     .clock_mhz = NULL,
+    .cold_cache = cpu_cold_cache,
     .release = cpu_release,
 };
 
