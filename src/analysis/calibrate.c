@@ -425,6 +425,21 @@ static void samples_release(struct fm_ctx *ctx, struct samples *s)
     memset(s, 0, sizeof(*s));
 }
 
+/* How calibrate times a graph: per layer, one warm-up step, then steps timed, with warm
+ * caches or (cold) each kernel's data flushed from them. */
+static void layer_timing(const struct fm_calibrate_opts *o, int steps, bool cold,
+                         struct fm_measure_opts *mo)
+{
+    fm_measure_opts_init(mo);
+    mo->device = o->device;
+    mo->precision = o->precision;
+    mo->threads = o->threads;
+    mo->warmup = 1;
+    mo->steps = steps;
+    mo->per_layer = true;
+    mo->cold_cache = cold;
+}
+
 /* Times one point, with warm caches or (cold) each kernel's data flushed from them; adds its
  * samples; *overhead_s gets step time minus the layers' times. */
 static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
@@ -441,14 +456,7 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
     struct fm_measurement *m = NULL;
     st = fm_count(ctx, g, &co, &counts);
     struct fm_measure_opts mo;
-    fm_measure_opts_init(&mo);
-    mo.device = o->device;
-    mo.precision = o->precision;
-    mo.threads = o->threads;
-    mo.warmup = 1;
-    mo.steps = o->quick ? 2 : 3;
-    mo.per_layer = true;
-    mo.cold_cache = cold;
+    layer_timing(o, o->quick ? 2 : 3, cold, &mo);
     if (!st)
         st = fm_measure(ctx, g, &mo, &m);
     double layers_ms = 0;
@@ -578,14 +586,7 @@ static enum fm_status time_layer(struct fm_ctx *ctx, const struct fm_calibrate_o
                                  double *seconds, bool *cold_done)
 {
     struct fm_measure_opts mo;
-    fm_measure_opts_init(&mo);
-    mo.device = o->device;
-    mo.precision = o->precision;
-    mo.threads = o->threads;
-    mo.warmup = 1;
-    mo.steps = o->quick ? 3 : 5;
-    mo.per_layer = true;
-    mo.cold_cache = cold;
+    layer_timing(o, o->quick ? 3 : 5, cold, &mo);
     mo.flush_bytes = flush_bytes;
     mo.flush_node = "layer";
     struct fm_measurement *m = NULL;
