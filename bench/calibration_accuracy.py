@@ -66,6 +66,29 @@ PAIRS = [
      ["--input", "ids=16x32"], "gpt2"),
 ]
 
+# The GPU's pairs: built-in networks at their ImageNet size, batches a GPU trains at (and two
+# small ones, where launches dominate); every one trainable by flopmeter's CUDA backend and by
+# torchvision (bench/gpu/torch_bench.py pairs), so PyTorch eager's step sits beside each.
+GPU_PAIRS = [
+    ("resnet18 b32", "resnet18", ["--batch", "32"], "resnet"),
+    ("resnet18 b128", "resnet18", ["--batch", "128"], "resnet"),
+    ("resnet34 b64", "resnet34", ["--batch", "64"], "resnet"),
+    ("resnet50 b64", "resnet50", ["--batch", "64"], "resnet,resnet50"),
+    ("resnext50_32x4d b32", "resnext50_32x4d", ["--batch", "32"], "resnet,resnet50,resnext"),
+    ("wide_resnet50_2 b32", "wide_resnet50_2", ["--batch", "32"], "resnet,resnet50"),
+    ("vgg11 b32", "vgg11", ["--batch", "32"], "vgg"),
+    ("vgg16_bn b32", "vgg16_bn", ["--batch", "32"], "vgg"),
+    ("alexnet b128", "alexnet", ["--batch", "128"], "alexnet"),
+    ("googlenet b32", "googlenet", ["--batch", "32"], ""),
+    ("mobilenet_v2 b16", "mobilenet_v2", ["--batch", "16"], "mobilenet_v2"),
+    ("mobilenet_v2 b64", "mobilenet_v2", ["--batch", "64"], "mobilenet_v2"),
+    ("mobilenet_v3_large b64", "mobilenet_v3_large", ["--batch", "64"], "mobilenet_v3"),
+    ("mobilenet_v3_small b128", "mobilenet_v3_small", ["--batch", "128"], "mobilenet_v3"),
+    ("efficientnet_b0 b64", "efficientnet_b0", ["--batch", "64"], "efficientnet"),
+    ("efficientnet_b2 b32", "efficientnet_b2", ["--batch", "32", "--input", "3x224x224"],
+     "efficientnet"),
+]
+
 
 def run_json(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -90,6 +113,52 @@ def err(pred, meas):
     return (pred - meas) / meas
 
 
+def table(rows, torch_ms):
+    """The Markdown table: per pair the measured step and the signed error of each prediction;
+    with PyTorch eager's steps (torch_ms, by (model, batch)), its step and the calibrated
+    prediction's error against it; then the median and the largest |error| of each."""
+    keys = ("paleo", "roofline", "warm_only", "calibrated")
+    head = ("| network, batch | left out of the calibration | measured ms | PALEO | roofline "
+            "| calibrated, warm only | calibrated |")
+    rule = "|---|---|---:|---:|---:|---:|---:|"
+    if torch_ms:
+        keys += ("torch",)
+        head += " PyTorch eager ms | calibrated vs PyTorch |"
+        rule += "---:|---:|"
+    lines = [head, rule]
+    errs = {k: [] for k in keys}
+    for label, out, model, extra, step, meass, failed in rows:
+        if failed:
+            lines.append(f"| {label} | {out} | failed: {failed} |" + " |" * (len(keys) + 1))
+            continue
+        meas = min(meass)
+        row = {k: err(step[k], meas) for k in keys if k != "torch"}
+        tail = ""
+        if torch_ms:
+            batch = int(extra[extra.index("--batch") + 1])
+            t = torch_ms.get((model, batch))
+            if t:
+                row["torch"] = err(step["calibrated"], t)
+                tail = f" {t * 1e3:.1f} | {row['torch']:+.0%} |"
+            else:
+                tail = " - | - |"
+        for k, v in row.items():
+            errs[k].append(v)
+        lines.append(f"| {label} | {out} | {meas * 1e3:.1f} | "
+                     + " | ".join(f"{row[k]:+.0%}" for k in keys if k != "torch") + " |" + tail)
+    if errs["calibrated"]:
+        def stat(fn, k):
+            return f"{fn(abs(x) for x in errs[k]):.0%}" if errs[k] else "-"
+        cols = [k for k in keys if k != "torch"]
+        extra_med = f" | {stat(statistics.median, 'torch')} |" if torch_ms else ""
+        extra_max = f" | {stat(max, 'torch')} |" if torch_ms else ""
+        lines.append(f"| median abs error ({len(errs['calibrated'])} pairs) | | | "
+                     + " | ".join(stat(statistics.median, k) for k in cols) + " |" + extra_med)
+        lines.append("| largest abs error | | | " + " | ".join(stat(max, k) for k in cols)
+                     + " |" + extra_max)
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--flopmeter", default=os.path.join(HERE, "..", "build", "flopmeter"))
@@ -100,10 +169,42 @@ def main():
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--keep", metavar="DIR")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--device", default="cpu",
+                    help="cuda: the GPU's pairs (GPU_PAIRS) on flopmeter's CUDA backend, with "
+                         "one --calibration made there")
+    ap.add_argument("--precision", default="fp32", help="measure and predict at this precision")
+    ap.add_argument("--torch", metavar="JSONL",
+                    help="PyTorch eager's steps of the same pairs (bench/gpu/torch_bench.py "
+                         "pairs): a column of the calibrated error against them")
+    ap.add_argument("--measured", metavar="DIR",
+                    help="each pair's measured step from DIR/NAME.measure.json, kept by an "
+                         "earlier --keep run, instead of measuring: re-predicts another "
+                         "machine's pairs (a GPU's) here, with --calibration")
+    ap.add_argument("--print-torch-pairs", action="store_true",
+                    help="print the pairs as torch_bench.py pairs takes them, and stop")
     args = ap.parse_args()
+    gpu = args.device != "cpu"
+    pairs = GPU_PAIRS if gpu else PAIRS
+    if args.print_torch_pairs:
+        print(",".join(f"{m}:{x[x.index('--batch') + 1]}" for _, m, x, _ in pairs))
+        return 0
+    if gpu and not args.calibration:
+        ap.error("--device cuda needs --calibration FILE (made there by flopmeter calibrate "
+                 "--device cuda): one calibration per pair would take the GPU for an hour")
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
     exe, thr = args.flopmeter, str(args.threads)
+    # where and how each step runs: the CPU's thread count, or the GPU and its precision
+    run_opts = (["--device", args.device, "--precision", args.precision] if gpu
+                else ["--threads", thr, "--peak", "1e12"])
+    pred_opts = ["--precision", args.precision] if gpu else []
+    torch_ms = {}
+    if args.torch:
+        with open(args.torch) as f:
+            for line in f:
+                r = json.loads(line)
+                if "step_ms" in r:
+                    torch_ms[(r["model"], r["batch"])] = r["step_ms"] * 1e-3
     with tempfile.TemporaryDirectory() as tmp:
         tmp = args.keep or tmp
         cals = {}   # leave-out list -> calibration file
@@ -125,34 +226,45 @@ def main():
                 cals[leave_out] = path
             return cals[leave_out]
 
-        def measure(model, extra):
-            m = run_json([exe, "measure", model, *extra, "--threads", thr, "--steps",
-                          str(args.steps), "--warmup", "2", "--no-per-layer", "--peak", "1e12",
-                          "--format", "json"])
+        def measure(model, extra, name):
+            if args.measured:
+                with open(os.path.join(args.measured, f"{name}.measure.json")) as f:
+                    m = json.load(f)
+                return m, m["step_ms"]["median"] * 1e-3
+            m = run_json([exe, "measure", model, *extra, *run_opts, "--steps", str(args.steps),
+                          "--warmup", "2", "--no-per-layer", "--format", "json"])
             return m, m["step_ms"]["median"] * 1e-3
 
         print(f"command: {' '.join(sys.argv)}\n", flush=True)
         rows = []
-        for label, model, extra, leave_out in PAIRS:
+        for label, model, extra, leave_out in pairs:
             if args.only and not any(o in label for o in args.only):
                 continue
             out = "(one file)" if args.calibration else (leave_out or "nothing to leave out")
+            name = "".join(c if c.isalnum() else "_" for c in label)
             try:
                 cal = calibration(leave_out)
-                p = run_json([exe, "predict", model, *extra, "--calibration", cal, "--format",
-                              "json"])
+                # on a GPU the file is the device too (its probed ceilings, no GPU needed)
+                how = "--devices" if gpu else "--calibration"
+                p = run_json([exe, "predict", model, *extra, *pred_opts, how, cal,
+                              "--format", "json"])
                 # the same calibration without its eviction curve: every layer as warm as the
                 # sweep timed it (the model before cold entries)
                 warm_cal = warm_only(cal)
-                pw = run_json([exe, "predict", model, *extra, "--calibration", warm_cal,
+                pw = run_json([exe, "predict", model, *extra, *pred_opts, how, warm_cal,
                                "--format", "json"])
                 p["run"]["step_s"]["warm_only"] = pw["run"]["step_s"]["calibrated"]
-                m, meas = measure(model, extra)
-                if args.keep:
-                    name = "".join(c if c.isalnum() else "_" for c in label)
-                    lay = run_json([exe, "measure", model, *extra, "--threads", thr, "--steps",
-                                    str(args.steps), "--warmup", "2", "--calibration", cal,
-                                    "--format", "json"])
+                m, meas = measure(model, extra, name)
+                if args.keep and not args.measured:
+                    lay_opts = run_opts if gpu else ["--threads", thr]
+                    lay_cmd = [exe, "measure", model, *extra, *lay_opts, "--steps",
+                               str(args.steps), "--warmup", "2", "--calibration", cal,
+                               "--format", "json"]
+                    try:
+                        lay = run_json(lay_cmd)
+                    except RuntimeError as e:   # keep the pair's step: say why, go on
+                        print(f"{label}: per-layer measure: {e}", file=sys.stderr, flush=True)
+                        lay = run_json(lay_cmd + ["--force-calibration"])
                     for suffix, d in (("predict", p), ("measure", m), ("layers", lay)):
                         with open(os.path.join(tmp, f"{name}.{suffix}.json"), "w") as f:
                             json.dump(d, f)
@@ -160,39 +272,21 @@ def main():
                         f.write(cal)
             except (RuntimeError, subprocess.CalledProcessError) as e:
                 rows.append((label, out, None, None, None, None, str(e)))
+                print(f"{label}: failed: {e}", file=sys.stderr, flush=True)
                 continue
             rows.append([label, out, model, extra, p["run"]["step_s"], [meas], None])
+            print(f"{label}: measured {meas * 1e3:.2f} ms, calibrated "
+                  f"{p['run']['step_s']['calibrated'] * 1e3:.2f} ms", file=sys.stderr, flush=True)
         # the steps again, minutes later: another process slows a step on a shared machine, it
         # never speeds one up, so the lower of the medians is the machine's own time
-        for _ in range(args.repeat - 1):
+        for _ in range(0 if args.measured else args.repeat - 1):
             for r in rows:
                 if r[2] is not None and not r[6]:
                     try:
-                        r[5].append(measure(r[2], r[3])[1])
+                        r[5].append(measure(r[2], r[3], None)[1])
                     except RuntimeError as e:
                         r[6] = str(e)
-        print("| network, batch | left out of the calibration | measured ms | PALEO | roofline "
-              "| calibrated, warm only | calibrated |")
-        print("|---|---|---:|---:|---:|---:|---:|")
-        keys = ("paleo", "roofline", "warm_only", "calibrated")
-        errs = {k: [] for k in keys}
-        for label, out, model, extra, step, meass, failed in rows:
-            if failed:
-                print(f"| {label} | {out} | failed: {failed} | | | | |")
-                continue
-            meas = min(meass)
-            row = {k: err(step[k], meas) for k in keys}
-            for k, v in row.items():
-                errs[k].append(v)
-            print(f"| {label} | {out} | {meas * 1e3:.1f} | "
-                  + " | ".join(f"{row[k]:+.0%}" for k in keys) + " |")
-        if errs["calibrated"]:
-            med = {k: statistics.median(abs(x) for x in v) for k, v in errs.items()}
-            mx = {k: max(abs(x) for x in v) for k, v in errs.items()}
-            print(f"| median abs error ({len(errs['calibrated'])} pairs) | | | "
-                  + " | ".join(f"{med[k]:.0%}" for k in keys) + " |")
-            print("| largest abs error | | | " + " | ".join(f"{mx[k]:.0%}" for k in keys)
-                  + " |")
+        print(table(rows, torch_ms))
     return 0
 
 

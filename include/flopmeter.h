@@ -1126,6 +1126,9 @@ struct fm_calib_sample {
     double seconds;                /* its measured time */
     bool cold;                     /* timed with its data flushed from the caches
                                       (fm_measure_opts.cold_cache); false: warm caches */
+    const char *from;              /* the network families the sweep shape was taken from,
+                                      comma-separated (static text), or NULL for a generic
+                                      shape: what --leave-out drops */
 };
 
 struct fm_calib_entry {

@@ -213,7 +213,7 @@ static void test_calibrate_file(void **unused)
     char line[512];
     size_t rows = 0;
     assert_non_null(fgets(line, sizeof(line), f));
-    assert_string_equal(line, "class,kind,phase,cache,flops,bytes,seconds\n");
+    assert_string_equal(line, "class,kind,phase,cache,flops,bytes,seconds,families\n");
     while (fgets(line, sizeof(line), f))
         rows++;
     fclose(f);

@@ -15,7 +15,9 @@ efficientnet_b0 is built with stochastic_depth_prob=0: flopmeter's graph has no 
 depth (src/frontend/zoo/efficientnet.c).
 
   torch_bench.py train MODELS BATCHES PRECISIONS LAYOUTS [WARMUP STEPS]
+  torch_bench.py pairs MODEL:BATCH[,MODEL:BATCH...] PRECISION LAYOUT [WARMUP STEPS]
   torch_bench.py probe
+googlenet is built without its auxiliary heads (aux_logits=False), as flopmeter's.
 """
 import json
 import statistics
@@ -37,6 +39,8 @@ def build(name, nhwc):
     kwargs = {"num_classes": 1000}
     if name.startswith("efficientnet"):
         kwargs["stochastic_depth_prob"] = 0.0
+    if name == "googlenet":
+        kwargs["aux_logits"] = False   # flopmeter's GoogLeNet has no auxiliary heads
     model = getattr(torchvision.models, name)(**kwargs).cuda().train()
     if nhwc:
         model = model.to(memory_format=torch.channels_last)
@@ -129,7 +133,24 @@ def probe(reps=10):
     return res
 
 
+def run_one(name, batch, prec, layout, warmup, steps):
+    try:
+        r = train(name, batch, prec, layout, warmup, steps)
+    except Exception as e:  # report and go on, as gpu_bench does
+        r = {"tool": "torch", "model": name, "batch": batch, "precision": prec,
+             "layout": layout, "error": str(e)}
+    print(json.dumps(r), flush=True)
+    torch.cuda.empty_cache()
+
+
 def main(argv):
+    if len(argv) >= 4 and argv[0] == "pairs":
+        warmup = int(argv[4]) if len(argv) > 4 else 10
+        steps = int(argv[5]) if len(argv) > 5 else 30
+        for pair in argv[1].split(","):
+            name, batch = pair.split(":")
+            run_one(name, int(batch), argv[2], argv[3], warmup, steps)
+        return 0
     if len(argv) >= 5 and argv[0] == "train":
         warmup = int(argv[5]) if len(argv) > 5 else 10
         steps = int(argv[6]) if len(argv) > 6 else 30
@@ -137,13 +158,7 @@ def main(argv):
             for batch in argv[2].split(","):
                 for prec in argv[3].split(","):
                     for layout in argv[4].split(","):
-                        try:
-                            r = train(name, int(batch), prec, layout, warmup, steps)
-                        except Exception as e:  # report and go on, as gpu_bench does
-                            r = {"tool": "torch", "model": name, "batch": int(batch),
-                                 "precision": prec, "layout": layout, "error": str(e)}
-                        print(json.dumps(r), flush=True)
-                        torch.cuda.empty_cache()
+                        run_one(name, int(batch), prec, layout, warmup, steps)
         return 0
     if argv == ["probe"]:
         print(json.dumps(probe()), flush=True)

@@ -184,6 +184,14 @@ static const struct point sweep[] = {
 };
 #define N_SWEEP (sizeof(sweep) / sizeof(sweep[0]))
 
+/* A GPU times every shape at these multiples of its batch: at the CPU's sizes its layers fill
+ * few of its multiprocessors and stay in its L2 cache (50 MB on an H100), so a fit from them
+ * alone predicted a network's convolutions 3-5x slow and its BatchNorms 3x fast. The smaller
+ * scale gives the fixed cost per kernel, the larger the rates of layers that fill the chip and
+ * stream from memory, as a network's do at the batches GPUs train at. */
+static const int64_t gpu_scale[] = {4, 32};
+#define N_SCALES (sizeof(gpu_scale) / sizeof(gpu_scale[0]))
+
 void fm_calibrate_opts_init(struct fm_calibrate_opts *o)
 {
     memset(o, 0, sizeof(*o));
@@ -244,9 +252,16 @@ static fm_tid param(struct fm_nn *nn, const char *name, int rank, const int64_t 
     return nn->st ? FM_NONE : t;
 }
 
-/* The graph of one sweep point, its loss added. */
-static enum fm_status build(struct fm_ctx *ctx, const struct point *p, struct fm_graph **out)
+/* The graph of one sweep point at scale times its batch (or rows), its loss added: mean squared
+ * error on the layer's output, or with flat_head (a backend without that loss: CUDA) the output
+ * flattened to (N, rest) for a cross-entropy over its columns; the flattening is a view, no
+ * kernel. */
+static enum fm_status build(struct fm_ctx *ctx, const struct point *shape, bool flat_head,
+                            int64_t scale, struct fm_graph **out)
 {
+    struct point scaled = *shape;   /* the batch (or rows) times scale */
+    scaled.a *= scale;
+    const struct point *p = &scaled;
     struct fm_graph *g;
     enum fm_status st = fm_graph_new(ctx, "calibrate", &g);
     if (st)
@@ -375,6 +390,10 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *p, struct fm
     st = nn.st;
     if (!st)
         st = fm_graph_finalize(g);
+    if (!st && flat_head && fm_graph_tensor(g, y)->shape.rank > 2) {
+        y = fm_nn_flatten(&nn, "head", y);
+        st = nn.st ? nn.st : fm_graph_finalize(g);
+    }
     struct fm_loss_info loss;
     if (!st)
         st = fm_graph_add_loss(g, y, &loss);
@@ -443,13 +462,23 @@ static void layer_timing(const struct fm_calibrate_opts *o, int steps, bool cold
 /* Times one point, with warm caches or (cold) each kernel's data flushed from them; adds its
  * samples; *overhead_s gets step time minus the layers' times. */
 static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
-                                uint32_t pi, bool cold, struct samples *out, double *overhead_s,
-                                char *device, size_t device_size, int *threads)
+                                uint32_t pi, int sc, bool cold, struct samples *out,
+                                double *overhead_s, char *device, size_t device_size,
+                                int *threads, struct fm_backend_check *gap)
 {
     struct fm_graph *g;
-    enum fm_status st = build(ctx, &sweep[pi], &g);
+    bool gpu = strncmp(o->device, "cuda", 4) == 0;
+    enum fm_status st = build(ctx, &sweep[pi], gpu, gpu ? gpu_scale[sc] : 1, &g);
     if (st)
         return st;
+    /* A shape the backend cannot train (the CUDA backend runs CNN layers only) is left out,
+     * not an error: its class then has no entries and predict uses the cold rule for it. */
+    st = fm_measure_check(ctx, g, o->device, gap);
+    if (st || gap->n_gaps) {
+        fm_graph_free(g);
+        *overhead_s = -1.0;
+        return st;
+    }
     struct fm_count_opts co;
     fm_count_opts_init(&co);
     struct fm_counts *counts = NULL;
@@ -464,7 +493,7 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
         const struct fm_node *n = fm_graph_node(g, (fm_nid)id);
         /* the feeding convolution reads the graph's input, needs no input gradient and runs
          * on the plain layout: unlike any depthwise layer in a network, so not a sample */
-        if (strcmp(n->name, "feed") == 0) {
+        if (strcmp(n->name, "feed") == 0 || strcmp(n->name, "head") == 0) {
             for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
                 layers_ms += m->nodes[id].ms[ph];   /* a layer all the same: not overhead */
             continue;
@@ -472,6 +501,7 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
         struct fm_calib_sample x;
         memset(&x, 0, sizeof(x));
         x.cold = cold;
+        x.from = sweep[pi].from;
         x.cls = fm_op_class(n->op);
         fm_calib_kind(g, (fm_nid)id, x.kind);
         const struct fm_node_timing *t = &m->nodes[id];
@@ -493,7 +523,7 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
             x.flops = flops;
             x.bytes = bytes;
             x.seconds = t->ms[ph] * 1e-3;
-            st = push(ctx, out, &x, key_of(pi, (uint32_t)id, ph, cold));
+            st = push(ctx, out, &x, key_of(pi * N_SCALES + (uint32_t)sc, (uint32_t)id, ph, cold));
         }
     }
     if (!st) {
@@ -615,7 +645,7 @@ static enum fm_status probe_eviction(struct fm_ctx *ctx, const struct fm_calibra
                                      struct fm_calibration *meta)
 {
     struct fm_graph *g;
-    enum fm_status st = build(ctx, &evict_point, &g);
+    enum fm_status st = build(ctx, &evict_point, false, 1, &g);
     if (st)
         return st;
     /* settings 0: warm; 1..EVICT_STEPS: after 2^k MB; EVICT_STEPS + 1: flushed. In rounds over
@@ -663,6 +693,19 @@ static enum fm_status probe_eviction(struct fm_ctx *ctx, const struct fm_calibra
         meta->evict_frac[meta->n_evict++] = last;
     }
     return FM_OK;
+}
+
+/* Adds "class (op)" of a shape the backend cannot train to the list, once. */
+static void note_gap(const struct point *p, const struct fm_backend_check *gap, char *list,
+                     size_t size)
+{
+    char item[96];
+    snprintf(item, sizeof(item), "%s (%s)", p->cls, gap->gaps[0].op);
+    if (strstr(list, item))
+        return;
+    size_t len = strlen(list);
+    if (len + strlen(item) + 3 < size)
+        snprintf(list + len, size - len, "%s%s", len ? ", " : "", item);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -771,21 +814,27 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
     enum fm_status st = fm_probe(ctx, &po, &pr);
     if (st)
         return st;
-    enum fm_precision pp = o->precision == FM_PREC_TF32 ? FM_PREC_FP32 : o->precision;
+    /* a CPU has no tf32: its fp32 rate; a GPU's probe times tf32 GEMMs of its own */
+    enum fm_precision pp = o->precision == FM_PREC_TF32 && strcmp(o->device, "cpu") == 0
+                               ? FM_PREC_FP32
+                               : o->precision;
     meta.peak = pr.gemm[pp].median > pr.fma_all[pp].median ? pr.gemm[pp].median
                                                            : pr.fma_all[pp].median;
     meta.bandwidth = pr.bw_triad.median;
     struct samples round[FM_CALIBRATE_MAX_ROUNDS];
     memset(round, 0, sizeof(round));
     struct samples s = {0};
-    double *overheads = fm_alloc(ctx, (size_t)rounds * N_SWEEP * sizeof(double));
+    size_t n_sc = strncmp(o->device, "cuda", 4) == 0 ? N_SCALES : 1;   /* sizes per shape */
+    double *overheads = fm_alloc(ctx, (size_t)rounds * N_SWEEP * n_sc * sizeof(double));
     if (!overheads)
         return fm_error(ctx, FM_ERR_NOMEM, "out of memory");
     size_t n_pts = 0, n_todo = 0, n_done = 0;
     char device[128] = "";
     int threads = 0;
+    char untimed[512] = "";   /* "matmul (MatMul, 3 shapes), ..." the backend cannot train */
     for (size_t i = 0; i < N_SWEEP; i++)
         n_todo += !skipped(o, i);
+    n_todo *= n_sc;
     /* the cold round: the CPU backend flushes each kernel's data (fm_measure_opts.cold_cache) */
     bool cold = !o->warm_only && strcmp(o->device, "cpu") == 0;
     size_t n_cold = cold ? n_todo : 0;
@@ -794,7 +843,8 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
      * the machine (seconds long on a shared VM) then spoils one round of a shape, not all of
      * them, and the median over rounds drops it. */
     for (int r = 0; r < rounds && !st; r++) {
-        for (size_t i = 0; i < N_SWEEP && !st; i++) {
+        for (size_t j = 0; j < N_SWEEP * n_sc && !st; j++) {
+            size_t i = j / n_sc;
             if (skipped(o, i))
                 continue;
             if (o->progress) {
@@ -806,12 +856,22 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
                     snprintf(what, sizeof(what), "%s: layers", sweep[i].cls);
                 o->progress(o->progress_user, what, (int)n_done, (int)n_todo);
             }
-            st = run_point(ctx, o, (uint32_t)i, false, &round[r], &overheads[n_pts], device,
-                           sizeof(device), &threads);
-            n_pts++;
+            struct fm_backend_check gap;
+            st = run_point(ctx, o, (uint32_t)i, (int)(j % n_sc), false, &round[r],
+                           &overheads[n_pts], device, sizeof(device), &threads, &gap);
+            if (!st && gap.n_gaps && r == 0)
+                note_gap(&sweep[i], &gap, untimed, sizeof(untimed));
+            n_pts += !st && !gap.n_gaps;
             n_done++;
         }
     }
+    if (!st && n_pts == 0)
+        st = fm_error(ctx, FM_ERR_UNSUPPORTED, "calibrate: the %s backend can train none of the "
+                      "sweep's layers", o->device);
+    if (!st && untimed[0])
+        fm_log(ctx, "calibrate: the %s backend cannot train %s: those shapes were left out, and "
+               "predict times layers of a class without entries by the cold rule (and says so)",
+               o->device, untimed);
     if (!st)
         st = median_over_rounds(ctx, round, rounds, &s);
     for (int r = 0; r < rounds; r++)
@@ -827,8 +887,9 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
             o->progress(o->progress_user, what, (int)n_done, (int)n_todo);
         }
         double unused;
-        st = run_point(ctx, o, (uint32_t)i, true, &s, &unused, device, sizeof(device),
-                       &threads);
+        struct fm_backend_check gap;
+        st = run_point(ctx, o, (uint32_t)i, 0, true, &s, &unused, device, sizeof(device),
+                       &threads, &gap);
         n_done++;
     }
     if (o->progress)

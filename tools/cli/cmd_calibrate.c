@@ -25,8 +25,14 @@ static const char description[] =
     "to its cold time by that curve (docs/calibration.md, \"Warm and cold\"). --warm-only skips\n"
     "both. About 2 minutes on a 2-core machine; --quick: half the shapes, fewer steps, one\n"
     "round (under a minute). Progress: a bar on a terminal, a line per op class otherwise.\n"
+    "\nOn a GPU (--device cuda) every shape is timed at 4 and 32 times its batch (at a CPU's sizes\n"
+    "a layer fills few multiprocessors and stays in the L2 cache, unlike a network's layers at\n"
+    "the batches GPUs train at), there is no cold round and no eviction curve, and the op classes\n"
+    "the CUDA backend cannot train (MatMul, LayerNorm, Embedding, attention, Transpose,\n"
+    "reductions) are left out, said on the log: predict times them by the cold rule.\n\n"
     "--samples FILE.csv also writes every timed layer-phase (class, kind, phase, cache, flops,\n"
-    "bytes, seconds), so the fit can be studied or re-run elsewhere.\n\n"
+    "bytes, seconds, and the families the shape is taken from), so the fit can be studied or\n"
+    "re-run elsewhere.\n\n"
     "Some sweep shapes are taken from the layers of known networks (resnet, resnet50, resnext,\n"
     "vgg, alexnet, mobilenet_v2, mobilenet_v3, efficientnet, regnet, convnext, swin, vit, gpt2,\n"
     "bert, llama); --leave-out NAME,... drops them, so that a network's predicted time can be\n"
@@ -73,11 +79,17 @@ static int write_samples(const char *path, const struct fm_calib_sample *s, size
         fprintf(stderr, "flopmeter: cannot write %s\n", path);
         return FM_EXIT_FAIL;
     }
-    fprintf(f, "class,kind,phase,cache,flops,bytes,seconds\n");
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s,%s,%s,%s,%.17g,%.17g,%.17g\n", fm_class_name(s[i].cls), s[i].kind,
+    fprintf(f, "class,kind,phase,cache,flops,bytes,seconds,families\n");
+    for (size_t i = 0; i < n; i++) {
+        /* the families, '+'-separated: a CSV field without quotes */
+        char fam[128];
+        snprintf(fam, sizeof(fam), "%s", s[i].from ? s[i].from : "");
+        for (char *c = fam; *c; c++)
+            *c = *c == ',' ? '+' : *c;
+        fprintf(f, "%s,%s,%s,%s,%.17g,%.17g,%.17g,%s\n", fm_class_name(s[i].cls), s[i].kind,
                 fm_phase_name(s[i].phase), s[i].cold ? "cold" : "warm", s[i].flops, s[i].bytes,
-                s[i].seconds);
+                s[i].seconds, fam);
+    }
     if (fclose(f) != 0) {
         fprintf(stderr, "flopmeter: cannot write %s\n", path);
         return FM_EXIT_FAIL;

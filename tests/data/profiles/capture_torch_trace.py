@@ -19,6 +19,7 @@ with the profiler's formulas, and tests/test_trace.c checks that both agree.
 
 usage: python3 tests/data/profiles/capture_torch_trace.py {kineto|legacy} OUT.json
        [--model alexnet] [--batch 8] [--size 64] [--classes 10] [--steps 3] [--threads 1]
+       [--device cpu|cuda]
 The command, the torch version and the machine are printed to stderr for the fixture's note.
 """
 import argparse
@@ -32,17 +33,19 @@ import torchvision
 def make(args):
     torch.manual_seed(0)
     model = getattr(torchvision.models, args.model)(weights=None, num_classes=args.classes)
-    model.train()
+    model.train().to(args.device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    x = torch.randn(args.batch, 3, args.size, args.size)
-    y = torch.randint(0, args.classes, (args.batch,))
+    x = torch.randn(args.batch, 3, args.size, args.size, device=args.device)
+    y = torch.randint(0, args.classes, (args.batch,), device=args.device)
 
     def step():
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        if args.device == "cuda":
+            torch.cuda.synchronize()   # each ProfilerStep holds its own kernels
     return step
 
 
@@ -62,7 +65,8 @@ def save_profiler_flops(prof, out):
 def kineto(args, step):
     from torch.profiler import ProfilerActivity, profile, schedule
     sched = schedule(wait=1, warmup=1, active=args.steps, repeat=1)
-    with profile(activities=[ProfilerActivity.CPU], schedule=sched, record_shapes=True,
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
+    with profile(activities=acts, schedule=sched, record_shapes=True,
                  with_flops=True,
                  on_trace_ready=lambda p: (p.export_chrome_trace(args.out),
                                            save_profiler_flops(p, args.out))) as prof:
@@ -92,6 +96,9 @@ def main():
     p.add_argument("--classes", type=int, default=10)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="cuda: the model and batch on the GPU, and the profiler records the "
+                        "GPU's kernels too (kineto only)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     step = make(args)
@@ -100,6 +107,9 @@ def main():
     print("torch %s, torchvision %s, python %s, %s, %s, %d thread(s)"
           % (torch.__version__, torchvision.__version__, platform.python_version(),
              platform.machine(), cpu_name(), torch.get_num_threads()), file=sys.stderr)
+    if args.device == "cuda":
+        print("GPU %s, CUDA %s, cuDNN %s" % (torch.cuda.get_device_name(), torch.version.cuda,
+                                            torch.backends.cudnn.version()), file=sys.stderr)
 
 
 def cpu_name():
