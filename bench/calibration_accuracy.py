@@ -180,6 +180,11 @@ def main():
                     help="each pair's measured step from DIR/NAME.measure.json, kept by an "
                          "earlier --keep run, instead of measuring: re-predicts another "
                          "machine's pairs (a GPU's) here, with --calibration")
+    ap.add_argument("--samples", metavar="CSV",
+                    help="with --calibration: the samples it was fitted on (calibrate "
+                         "--samples); each pair is predicted by a fit of them without its "
+                         "families' shapes (calibrate --from-samples --leave-out), nothing is "
+                         "timed again")
     ap.add_argument("--print-torch-pairs", action="store_true",
                     help="print the pairs as torch_bench.py pairs takes them, and stop")
     args = ap.parse_args()
@@ -210,8 +215,18 @@ def main():
         cals = {}   # leave-out list -> calibration file
 
         def calibration(leave_out):
-            if args.calibration:
+            if args.calibration and not args.samples:
                 return args.calibration
+            if args.samples:   # the fit re-made from --calibration's samples, times nothing
+                if leave_out not in cals:
+                    path = os.path.join(tmp, f"refit{len(cals)}.json")
+                    cmd = [exe, "calibrate", "--from-samples", args.samples, "--like",
+                           args.calibration, "-o", path]
+                    if leave_out:
+                        cmd += ["--leave-out", leave_out]
+                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                    cals[leave_out] = path
+                return cals[leave_out]
             if leave_out not in cals:
                 path = os.path.join(tmp, f"cal{len(cals)}.json")
                 cmd = [exe, "calibrate", "--threads", thr, "-o", path]
@@ -240,7 +255,8 @@ def main():
         for label, model, extra, leave_out in pairs:
             if args.only and not any(o in label for o in args.only):
                 continue
-            out = "(one file)" if args.calibration else (leave_out or "nothing to leave out")
+            out = ("(one file)" if args.calibration and not args.samples
+                   else (leave_out or "nothing to leave out"))
             name = "".join(c if c.isalnum() else "_" for c in label)
             try:
                 cal = calibration(leave_out)

@@ -1514,6 +1514,16 @@ struct fm_calibrate_opts {
     bool warm_only;
 };
 FM_API void fm_calibrate_opts_init(struct fm_calibrate_opts *opts);
+/* Reads the samples CSV calibrate --samples writes (header class,kind,phase,cache,flops,bytes,
+ * seconds[,families]), so that a fit can be re-made where the device is not (a GPU's, say):
+ * fm_calibration_fit on them with the original file's header. Samples of shapes taken from a
+ * family in leave_out (comma-separated; NULL or "": none) are dropped and counted in *dropped;
+ * a family no sample is taken from is FM_ERR_INVALID naming those that are. A malformed line
+ * is FM_ERR_PARSE naming the file, the line and the field. *out (free with fm_dealloc) holds
+ * *n samples, each with from NULL. */
+FM_API enum fm_status fm_calib_samples_load(struct fm_ctx *ctx, const char *path,
+                                            const char *leave_out, struct fm_calib_sample **out,
+                                            size_t *n, size_t *dropped);
 FM_API enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *opts,
                                    struct fm_calibration **out,
                                    struct fm_calib_sample **samples_out, size_t *n_samples_out);

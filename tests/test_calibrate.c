@@ -279,6 +279,81 @@ static void test_leave_out(void **unused)
     free(err);
 }
 
+
+/* calibrate --from-samples: the samples CSV fitted again under the header of its file gives that
+ * file's entries to the bit (what lets a GPU's calibration be re-fitted where there is no GPU);
+ * with --leave-out, the families' shapes are gone from the fit and the file says so. */
+static void test_refit(void **unused)
+{
+    (void)unused;
+    cal_or_skip();
+    char path[256], args[900], *out = NULL, *err = NULL;
+    snprintf(path, sizeof(path), "/tmp/fm_test_refit_%d.json", (int)getpid());
+    snprintf(args, sizeof(args), "calibrate --from-samples %s --like %s -o %s", csv_path,
+             cal_path, path);
+    int rc = test_run_cli(args, &out, &err);
+    if (rc != 0)
+        fail_msg("calibrate --from-samples: exit %d: %s", rc, err ? err : "");
+    free(out);
+    free(err);
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_calibration *a = NULL, *b = NULL;
+    FM_ASSERT_OK(ctx, fm_calibration_load(ctx, cal_path, &a));
+    FM_ASSERT_OK(ctx, fm_calibration_load(ctx, path, &b));
+    assert_string_equal(a->device, b->device);
+    assert_string_equal(a->date, b->date);
+    assert_true(a->peak == b->peak && a->step_overhead_s == b->step_overhead_s);
+    assert_int_equal(a->n_evict, b->n_evict);
+    assert_int_equal(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        const struct fm_calib_entry *x = &a->entries[i], *y = &b->entries[i];
+        assert_true(x->cls == y->cls && x->phase == y->phase && x->cold == y->cold);
+        assert_string_equal(x->kind, y->kind);
+        assert_true(x->fixed_s == y->fixed_s && x->s_per_flop == y->s_per_flop &&
+                    x->s_per_byte == y->s_per_byte && x->points == y->points);
+    }
+    fm_calibration_free(b);
+
+    /* without ResNeXt's and RegNetY's shapes: two of the quick sweep's seven grouped
+     * convolutions are left (test_leave_out), so the grouped forward fit has 2 points */
+    snprintf(args, sizeof(args),
+             "calibrate --from-samples %s --like %s --leave-out regnet,resnext -o %s", csv_path,
+             cal_path, path);
+    rc = test_run_cli(args, &out, &err);
+    if (rc != 0)
+        fail_msg("calibrate --from-samples --leave-out: exit %d: %s", rc, err ? err : "");
+    assert_non_null(strstr(out, "taken from regnet,resnext left out"));
+    free(out);
+    free(err);
+    FM_ASSERT_OK(ctx, fm_calibration_load(ctx, path, &b));
+    assert_string_equal(b->left_out, "regnet,resnext");
+    double t;
+    assert_true(fm_calibration_time_at(b, FM_CLASS_CONV, "grouped", FM_PHASE_FWD, 1e9, 1e6,
+                                       false, &t));
+    bool found = false;
+    for (size_t i = 0; i < b->n; i++) {
+        const struct fm_calib_entry *e = &b->entries[i];
+        if (e->cls == FM_CLASS_CONV && !strcmp(e->kind, "grouped") && e->phase == FM_PHASE_FWD &&
+            !e->cold) {
+            assert_int_equal(e->points, 2);
+            found = true;
+        }
+    }
+    assert_true(found);
+    fm_calibration_free(b);
+    fm_calibration_free(a);
+    fm_ctx_free(ctx);
+    unlink(path);
+
+    /* the two go together */
+    snprintf(args, sizeof(args), "calibrate --from-samples %s -o %s", csv_path, path);
+    rc = test_run_cli(args, &out, &err);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "--from-samples and --like go together"));
+    free(out);
+    free(err);
+}
+
 /* predict --calibration: JSON has t_calibrated_s per layer phase and for the step, and
  * run.step_s.calibrated; the calibrated step is the sum of the layers' plus the overhead. */
 static void test_predict_calibrated(void **unused)
@@ -396,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_time_loss_exact),
         cmocka_unit_test(test_calibrate_file),
         cmocka_unit_test(test_leave_out),
+        cmocka_unit_test(test_refit),
         cmocka_unit_test(test_predict_calibrated),
         cmocka_unit_test(test_measure_calibrated),
         cmocka_unit_test(test_calibration_is_a_device),

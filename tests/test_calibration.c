@@ -1352,6 +1352,99 @@ static void test_predict_cold_blend(void **state)
     fm_ctx_free(ctx);
 }
 
+/* The samples CSV read back (fm_calib_samples_load): every field as written, a family's rows
+ * left out and counted, the fit of the loaded samples identical to the fit of the originals,
+ * and bad files refused naming the line and the field. */
+static void test_samples_load(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    char *path = temp_path();
+    write_text(path, "class,kind,phase,cache,flops,bytes,seconds,families\n"
+                     "conv,dense,fwd,warm,2000000000,1000000,0.0025,resnet\n"
+                     "conv,dense,fwd,warm,4000000000,2000000,0.0045,resnet+vgg\n"
+                     "conv,dense,fwd,cold,1000000000,500000,0.0020,\n"
+                     "norm,BatchNorm,bwd_data,warm,0,3000000,1.5e-05,mobilenet_v2\n");
+    struct fm_calib_sample *v = NULL;
+    size_t n = 0, dropped = 0;
+    FM_ASSERT_OK(ctx, fm_calib_samples_load(ctx, path, NULL, &v, &n, &dropped));
+    assert_int_equal(n, 4);
+    assert_int_equal(dropped, 0);
+    assert_int_equal(v[0].cls, FM_CLASS_CONV);
+    assert_string_equal(v[0].kind, "dense");
+    assert_int_equal(v[0].phase, FM_PHASE_FWD);
+    assert_false(v[0].cold);
+    assert_true(v[2].cold);
+    assert_true(v[1].flops == 4e9 && v[1].bytes == 2e6 && v[1].seconds == 0.0045);
+    assert_int_equal(v[3].cls, FM_CLASS_NORM);
+    assert_string_equal(v[3].kind, "BatchNorm");
+    assert_int_equal(v[3].phase, FM_PHASE_BWD_DATA);
+    assert_null(v[3].from);
+    /* the fit of what was read is the fit of the samples themselves, to the bit */
+    struct fm_calib_sample orig[4];
+    memcpy(orig, v, sizeof(orig));
+    struct fm_calibration mt = meta();
+    struct fm_calibration *a = NULL, *b = NULL;
+    FM_ASSERT_OK(ctx, fm_calibration_fit(ctx, orig, 4, &mt, &a));
+    FM_ASSERT_OK(ctx, fm_calibration_fit(ctx, v, n, &mt, &b));
+    assert_int_equal(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        const struct fm_calib_entry *x = &a->entries[i], *y = &b->entries[i];
+        assert_true(x->cls == y->cls && x->phase == y->phase && x->cold == y->cold);
+        assert_string_equal(x->kind, y->kind);
+        assert_true(x->fixed_s == y->fixed_s && x->s_per_flop == y->s_per_flop &&
+                    x->s_per_byte == y->s_per_byte && x->points == y->points);
+    }
+    fm_calibration_free(a);
+    fm_calibration_free(b);
+    fm_dealloc(ctx, v);
+
+    /* leave out vgg: the row taken from resnet and vgg goes; resnet too: both conv rows from it */
+    FM_ASSERT_OK(ctx, fm_calib_samples_load(ctx, path, "vgg", &v, &n, &dropped));
+    assert_int_equal(n, 3);
+    assert_int_equal(dropped, 1);
+    fm_dealloc(ctx, v);
+    FM_ASSERT_OK(ctx, fm_calib_samples_load(ctx, path, "mobilenet_v2,resnet", &v, &n, &dropped));
+    assert_int_equal(n, 1);
+    assert_int_equal(dropped, 3);
+    assert_true(v[0].cold);
+    fm_dealloc(ctx, v);
+    /* a family no row is taken from: refused, naming those that are */
+    assert_int_equal(fm_calib_samples_load(ctx, path, "convnext", &v, &n, &dropped),
+                     FM_ERR_INVALID);
+    EXPECT_MESSAGE(ctx, "convnext", "resnet,vgg,mobilenet_v2");
+    assert_null(v);
+
+    /* bad files: the header, a field, the field count; an old file cannot leave out */
+    write_text(path, "class,kind,phase,cache,flops,bytes\nconv,dense,fwd,warm,1,2\n");
+    assert_int_equal(fm_calib_samples_load(ctx, path, NULL, &v, &n, &dropped), FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, path, "line 1", "header");
+    write_text(path, "class,kind,phase,cache,flops,bytes,seconds,families\n"
+                     "conv,dense,fwd,warm,1,2,0.5,\nconv,dense,fwd,warm,1,-2,0.5,\n");
+    assert_int_equal(fm_calib_samples_load(ctx, path, NULL, &v, &n, &dropped), FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, path, "line 3", "'bytes'", "-2");
+    write_text(path, "class,kind,phase,cache,flops,bytes,seconds,families\n"
+                     "conv,dense,fwd,lukewarm,1,2,0.5,\n");
+    assert_int_equal(fm_calib_samples_load(ctx, path, NULL, &v, &n, &dropped), FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, "line 2", "'cache'", "lukewarm");
+    write_text(path, "class,kind,phase,cache,flops,bytes,seconds,families\n"
+                     "conv,dense,fwd,warm,1,2\n");
+    assert_int_equal(fm_calib_samples_load(ctx, path, NULL, &v, &n, &dropped), FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, "line 2", "6 fields", "has 8");
+    write_text(path, "class,kind,phase,cache,flops,bytes,seconds\nconv,dense,fwd,warm,1,2,0.5\n");
+    FM_ASSERT_OK(ctx, fm_calib_samples_load(ctx, path, NULL, &v, &n, &dropped));
+    assert_int_equal(n, 1);
+    fm_dealloc(ctx, v);
+    assert_int_equal(fm_calib_samples_load(ctx, path, "resnet", &v, &n, &dropped),
+                     FM_ERR_INVALID);
+    EXPECT_MESSAGE(ctx, "no families column");
+    assert_int_equal(fm_calib_samples_load(ctx, "/nonexistent/s.csv", NULL, &v, &n, &dropped),
+                     FM_ERR_IO);
+    EXPECT_MESSAGE(ctx, "/nonexistent/s.csv");
+    unlink(path);
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1371,6 +1464,7 @@ int main(void)
         cmocka_unit_test(test_cold_entries),
         cmocka_unit_test(test_evicted),
         cmocka_unit_test(test_predict_cold_blend),
+        cmocka_unit_test(test_samples_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,4 +11,8 @@
 size_t fm_calib_median_rounds(const struct fm_calib_sample *const *v, const uint64_t *const *keys,
                               const size_t *n, int rounds, struct fm_calib_sample *out);
 
+/* calibration.c: the inverse lookups of fm_class_name and fm_phase_name. */
+bool fm_calib_class_parse(const char *s, enum fm_class *out);
+bool fm_calib_phase_parse(const char *s, enum fm_phase *out);
+
 #endif

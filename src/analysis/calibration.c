@@ -8,6 +8,7 @@
  * build without cJSON can fit and write calibrations but not read them. */
 #include "../core/internal.h"
 #include "../core/jsonw.h"
+#include "analysis.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -722,6 +723,30 @@ enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_calibrati
 
 /* ---- reading ---- */
 
+/* Inverse lookups of fm_class_name and fm_phase_name (the file and the samples CSV hold what
+ * they wrote). */
+bool fm_calib_class_parse(const char *s, enum fm_class *out)
+{
+    for (int i = 0; i < FM_CLASS_COUNT; i++) {
+        if (strcmp(s, fm_class_name((enum fm_class)i)) == 0) {
+            *out = (enum fm_class)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool fm_calib_phase_parse(const char *s, enum fm_phase *out)
+{
+    for (int i = 0; i < FM_PHASE_COUNT; i++) {
+        if (strcmp(s, fm_phase_name((enum fm_phase)i)) == 0) {
+            *out = (enum fm_phase)i;
+            return true;
+        }
+    }
+    return false;
+}
+
 #ifndef FM_HAVE_CJSON
 
 enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
@@ -736,29 +761,7 @@ enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
 
 #else
 
-/* Inverse lookups of fm_class_name, fm_phase_name and fm_precision_name. */
-static bool class_parse(const char *s, enum fm_class *out)
-{
-    for (int i = 0; i < FM_CLASS_COUNT; i++) {
-        if (strcmp(s, fm_class_name((enum fm_class)i)) == 0) {
-            *out = (enum fm_class)i;
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool phase_parse(const char *s, enum fm_phase *out)
-{
-    for (int i = 0; i < FM_PHASE_COUNT; i++) {
-        if (strcmp(s, fm_phase_name((enum fm_phase)i)) == 0) {
-            *out = (enum fm_phase)i;
-            return true;
-        }
-    }
-    return false;
-}
-
+/* Inverse lookup of fm_precision_name (fm_calib_class_parse, fm_calib_phase_parse: above). */
 /* Exact names only ("fp32", not "float"): the file holds what fm_precision_name wrote. */
 static bool precision_parse_exact(const char *s, enum fm_precision *out)
 {
@@ -983,7 +986,7 @@ static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_ca
         if (cJSON_GetObjectItemCaseSensitive(obj, k) != v)
             return bad(w, k, "field \"%s\" appears twice", k);
         if (strcmp(k, "class") == 0) {
-            if (!cJSON_IsString(v) || !class_parse(v->valuestring, &e->cls))
+            if (!cJSON_IsString(v) || !fm_calib_class_parse(v->valuestring, &e->cls))
                 return bad(w, k, "field \"class\" must be one of conv, matmul, norm, "
                                  "activation, pool, elementwise, reduction, data_movement, "
                                  "embedding, attention, loss, other; got %s%s%s",
@@ -997,7 +1000,7 @@ static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_ca
                 return bad(w, k, "field \"kind\": unknown kind \"%s\" (expected %s)", e->kind,
                            known_kinds);
         } else if (strcmp(k, "phase") == 0) {
-            if (!cJSON_IsString(v) || !phase_parse(v->valuestring, &e->phase))
+            if (!cJSON_IsString(v) || !fm_calib_phase_parse(v->valuestring, &e->phase))
                 return bad(w, k, "field \"phase\" must be one of fwd, bwd_data, bwd_weight, "
                                  "optimizer; got %s%s%s",
                            cJSON_IsString(v) ? "\"" : fm_json_type_name(v),

@@ -37,6 +37,9 @@ static const char description[] =
     "vgg, alexnet, mobilenet_v2, mobilenet_v3, efficientnet, regnet, convnext, swin, vit, gpt2,\n"
     "bert, llama); --leave-out NAME,... drops them, so that a network's predicted time can be\n"
     "checked against a calibration that never saw its shapes (bench/calibration_accuracy.py).\n\n"
+    "--from-samples FILE.csv --like FILE.json times nothing: it fits the samples of an earlier\n"
+    "run again (with --leave-out, without those families' shapes) under the header of the file\n"
+    "they came with: a GPU's calibration re-fitted and studied on a machine without the GPU.\n\n"
     "Use it with: flopmeter predict MODEL --calibration FILE (and measure --calibration FILE).\n\n"
     "examples:\n"
     "  flopmeter calibrate -o cpu.calib.json\n"
@@ -97,9 +100,78 @@ static int write_samples(const char *path, const struct fm_calib_sample *s, size
     return FM_EXIT_OK;
 }
 
+/* What a fit holds, one line per entry. */
+static void print_fit(const char *output, const struct fm_calibration *cal, size_t n_samples)
+{
+    printf("%s: %zu fits from %zu timed layer-phases on %s (%s, %d threads, %s)\n", output,
+           cal->n, n_samples, cal->device, cal->backend, cal->threads,
+           fm_precision_name(cal->precision));
+    for (size_t i = 0; i < cal->n; i++) {
+        const struct fm_calib_entry *e = &cal->entries[i];
+        char kind[FM_CALIB_KIND_MAX + 3] = "";
+        if (e->kind[0])
+            snprintf(kind, sizeof(kind), " %s", e->kind);
+        printf("  %-13s%-12s %-10s %-4s fixed %8.1f us  %8.2f GFLOP/s  %8.2f GB/s  (%d points, "
+               "rms %.0f%%)\n",
+               fm_class_name(e->cls), kind, fm_phase_name(e->phase),
+               e->cold ? "cold" : "warm", e->fixed_s * 1e6,
+               e->s_per_flop > 0 ? 1e-9 / e->s_per_flop : 0.0,
+               e->s_per_byte > 0 ? 1e-9 / e->s_per_byte : 0.0, e->points,
+               100.0 * e->rel_rms);
+    }
+    printf("  per-step overhead outside the layers: %.1f us\n",
+           cal->step_overhead_s * 1e6);
+    if (cal->n_evict) {
+        printf("  eviction curve (share of the way from warm to cold after other traffic):");
+        for (size_t i = 0; i < cal->n_evict; i++)
+            printf("%s %.0f MB %.2f", i ? "," : "", cal->evict_bytes[i] / 1048576.0,
+                   cal->evict_frac[i]);
+        printf("\n");
+    }
+}
+
+/* --from-samples: the fit re-made from a samples CSV with the header of the file it came with
+ * (--like), leaving out --leave-out's families: a GPU's calibration studied without the GPU. */
+static int refit(struct fm_ctx *ctx, const char *samples_in, const char *like,
+                 const char *leave_out, const char *output)
+{
+    struct fm_calibration *base = NULL, *cal = NULL;
+    struct fm_calib_sample *samples = NULL;
+    size_t n = 0, dropped = 0;
+    enum fm_status st = fm_calibration_load(ctx, like, &base);
+    if (!st)
+        st = fm_calib_samples_load(ctx, samples_in, leave_out, &samples, &n, &dropped);
+    if (!st && leave_out && strlen(leave_out) >= sizeof(base->left_out))
+        st = fm_error(ctx, FM_ERR_INVALID, "--leave-out: a list of %zu characters is too long",
+                      strlen(leave_out));
+    if (!st) {
+        struct fm_calibration meta = *base;
+        meta.entries = NULL;
+        meta.n = 0;
+        snprintf(meta.left_out, sizeof(meta.left_out), "%s", leave_out ? leave_out : "");
+        st = fm_calibration_fit(ctx, samples, n, &meta, &cal);
+    }
+    if (!st)
+        st = fm_calibration_save(ctx, cal, output);
+    int r;
+    if (st) {
+        r = cli_fail(ctx, st);
+    } else {
+        if (dropped)
+            printf("%zu samples of shapes taken from %s left out\n", dropped, leave_out);
+        print_fit(output, cal, n);
+        r = cli_flush(FM_EXIT_OK);
+    }
+    fm_dealloc(ctx, samples);
+    fm_calibration_free(cal);
+    fm_calibration_free(base);
+    return r;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     const char *device = "cpu", *output = NULL, *samples_path = NULL, *leave_out = NULL;
+    const char *from_samples = NULL, *like = NULL;
     int64_t threads = 0, rounds = 0;
     bool quick = false, warm_only = false;
     struct cli_precision prec = {FM_PREC_FP32, false, false};
@@ -126,6 +198,13 @@ int cmd_calibrate(int argc, char **argv)
         {"leave-out", CLI_STRING, &leave_out, NULL, "FAMILY[,FAMILY...]",
          "drop the sweep shapes taken from these networks' layers (accuracy tests)", NULL,
          NULL},
+        {"from-samples", CLI_STRING, &from_samples, NULL, "FILE.csv",
+         "time nothing: fit the samples of an earlier --samples FILE.csv (with --like)", NULL,
+         NULL},
+        {"like", CLI_STRING, &like, NULL, "FILE.json",
+         "with --from-samples: the calibration file the samples came with (device, backend, "
+         "precision, probe figures, overhead and eviction curve are taken from it)",
+         NULL, NULL},
         {0},
     };
     int r = cli_parse("calibrate", "-o FILE [options]", description, opts, argc, argv, NULL, 0, 0);
@@ -136,9 +215,20 @@ int cmd_calibrate(int argc, char **argv)
                         "calibration)\n(see flopmeter calibrate --help)\n");
         return FM_EXIT_USAGE;
     }
+    if (!from_samples != !like) {
+        fprintf(stderr, "flopmeter calibrate: --from-samples and --like go together: the "
+                        "samples and the calibration file they came with\n"
+                        "(see flopmeter calibrate --help)\n");
+        return FM_EXIT_USAGE;
+    }
     struct fm_ctx *ctx = cli_ctx("calibrate");
     if (!ctx)
         return FM_EXIT_FAIL;
+    if (from_samples) {
+        r = refit(ctx, from_samples, like, leave_out, output);
+        fm_ctx_free(ctx);
+        return r;
+    }
     struct line_progress lp = {isatty(2) != 0, ""};
     struct fm_calibrate_opts co;
     fm_calibrate_opts_init(&co);
@@ -161,31 +251,7 @@ int cmd_calibrate(int argc, char **argv)
         r = cli_fail(ctx, st);
     } else {
         r = samples_path ? write_samples(samples_path, samples, n_samples) : FM_EXIT_OK;
-        printf("%s: %zu fits from %zu timed layer-phases on %s (%s, %d threads, %s)\n", output,
-               cal->n, n_samples, cal->device, cal->backend, cal->threads,
-               fm_precision_name(cal->precision));
-        for (size_t i = 0; i < cal->n; i++) {
-            const struct fm_calib_entry *e = &cal->entries[i];
-            char kind[FM_CALIB_KIND_MAX + 3] = "";
-            if (e->kind[0])
-                snprintf(kind, sizeof(kind), " %s", e->kind);
-            printf("  %-13s%-12s %-10s %-4s fixed %8.1f us  %8.2f GFLOP/s  %8.2f GB/s  (%d points, "
-                   "rms %.0f%%)\n",
-                   fm_class_name(e->cls), kind, fm_phase_name(e->phase),
-                   e->cold ? "cold" : "warm", e->fixed_s * 1e6,
-                   e->s_per_flop > 0 ? 1e-9 / e->s_per_flop : 0.0,
-                   e->s_per_byte > 0 ? 1e-9 / e->s_per_byte : 0.0, e->points,
-                   100.0 * e->rel_rms);
-        }
-        printf("  per-step overhead outside the layers: %.1f us\n",
-               cal->step_overhead_s * 1e6);
-        if (cal->n_evict) {
-            printf("  eviction curve (share of the way from warm to cold after other traffic):");
-            for (size_t i = 0; i < cal->n_evict; i++)
-                printf("%s %.0f MB %.2f", i ? "," : "", cal->evict_bytes[i] / 1048576.0,
-                       cal->evict_frac[i]);
-            printf("\n");
-        }
+        print_fit(output, cal, n_samples);
         r = cli_flush(r);
     }
     fm_dealloc(ctx, samples);
