@@ -1445,6 +1445,49 @@ static void test_samples_load(void **state)
     fm_ctx_free(ctx);
 }
 
+/* The H100 calibration committed with its samples (bench/data/h100): the samples, read back and
+ * fitted under the file's header, give the file's entries to the bit. What the GPU half of the
+ * accuracy study re-fits without a GPU is what the GPU fitted. */
+static void test_h100_refit(void **state)
+{
+    (void)state;
+#ifdef FM_HAVE_CJSON
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_calibration *file = NULL, *again = NULL;
+    FM_ASSERT_OK(ctx, fm_calibration_load(ctx, FM_SOURCE_DIR "/bench/data/h100/cuda_tf32.calib.json",
+                                          &file));
+    assert_string_equal(file->device, "NVIDIA H100 80GB HBM3");
+    assert_string_equal(file->backend, "cuda");
+    assert_int_equal(file->precision, FM_PREC_TF32);
+    struct fm_calib_sample *v = NULL;
+    size_t n = 0, dropped = 0;
+    FM_ASSERT_OK(ctx, fm_calib_samples_load(ctx, FM_SOURCE_DIR
+                                            "/bench/data/h100/cuda_tf32.samples.csv",
+                                            NULL, &v, &n, &dropped));
+    assert_int_equal(n, 1818);
+    struct fm_calibration mt = *file;
+    mt.entries = NULL;
+    mt.n = 0;
+    FM_ASSERT_OK(ctx, fm_calibration_fit(ctx, v, n, &mt, &again));
+    assert_int_equal(again->n, file->n);
+    for (size_t i = 0; i < file->n; i++) {
+        const struct fm_calib_entry *x = &file->entries[i], *y = &again->entries[i];
+        assert_true(x->cls == y->cls && x->phase == y->phase && x->cold == y->cold);
+        assert_string_equal(x->kind, y->kind);
+        assert_true(x->fixed_s == y->fixed_s && x->s_per_flop == y->s_per_flop &&
+                    x->s_per_byte == y->s_per_byte && x->points == y->points);
+        /* the CUDA backend trains no LayerNorm: no entry of that kind */
+        assert_string_not_equal(x->kind, "LayerNorm");
+    }
+    fm_dealloc(ctx, v);
+    fm_calibration_free(again);
+    fm_calibration_free(file);
+    fm_ctx_free(ctx);
+#else
+    skip();
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1465,6 +1508,7 @@ int main(void)
         cmocka_unit_test(test_evicted),
         cmocka_unit_test(test_predict_cold_blend),
         cmocka_unit_test(test_samples_load),
+        cmocka_unit_test(test_h100_refit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
