@@ -466,6 +466,64 @@ static void test_match_to_layers(void **state)
     fm_ctx_free(ctx);
 }
 
+/* A real capture of flopmeter's own CUDA training step on an H100 (fp32, FMA math; ncu --nvtx
+ * with the NERSC metrics): every kernel of the step falls under a layer's or the optimizer's
+ * range, and where physics fixes the answer the counters and the count agree: the 9216 x 4096
+ * fully connected layer's forward executes its 2 x M x N x K FP32 FLOPs (plus the bias) and
+ * reads its 151 MB of weights from DRAM once. */
+static void test_h100_flopmeter_step(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_ncu_profile *p = NULL;
+    FM_ASSERT_OK(ctx, fm_ncu_read_file(ctx, NCU_DIR "flopmeter_alexnet_h100_nvtx.csv", &p));
+    struct fm_zoo_opts zo;
+    fm_zoo_opts_init(&zo);
+    zo.batch = 8;
+    zo.classes = 10;
+    zo.input = (struct fm_shape){3, {3, 64, 64}};
+    zo.with_loss = true;
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_zoo_build(ctx, "alexnet", &zo, &g));
+    struct fm_count_opts co;
+    fm_count_opts_init(&co);
+    co.mode = FM_MODE_TRAIN;
+    struct fm_counts *c = NULL;
+    FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &c));
+    struct fm_ncu_match *m = NULL;
+    FM_ASSERT_OK(ctx, fm_ncu_match(ctx, p, g, c, &m));
+    assert_true(m->by_nvtx);
+    size_t outside = 0, kernels = 0;
+    const struct fm_ncu_match_row *fc = NULL;
+    for (size_t i = 0; i < m->n_rows; i++) {
+        const struct fm_ncu_match_row *r = &m->rows[i];
+        kernels += r->kernels;
+        if (!r->counted) {
+            outside += r->kernels;
+            continue;
+        }
+        if (strcmp(r->layer, "optimizer") == 0)
+            assert_int_equal(r->counted_flops,
+                             fm_work_flops(&c->total[FM_PHASE_OPTIMIZER]));
+        else
+            assert_true(r->node != FM_NONE && (size_t)r->node < fm_graph_node_count(g));
+        if (strcmp(r->layer, "classifier.1") == 0 && r->phase == FM_PHASE_FWD)
+            fc = r;
+    }
+    assert_int_equal(kernels, p->n_kernels);
+    assert_int_equal(outside, 1);   /* the capture kept one setup kernel (filling the inputs) */
+    assert_non_null(fc);
+    const struct fm_prof_figure *fp32 = &fc->measured.flops[FM_NCU_FP32];
+    assert_true(fp32->known && fp32->exact);
+    assert_rel((double)fp32->count, (double)fc->counted_flops, 0.01);
+    assert_true(fc->bytes_ratio > 0.98 && fc->bytes_ratio < 1.05);
+    fm_ncu_match_free(m);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ncu_profile_free(p);
+    fm_ctx_free(ctx);
+}
+
 /* ---- Nsight Systems: the column sets of NVIDIA's report scripts ---- */
 
 static struct fm_nsys_summary *nsys_ok(struct fm_ctx *ctx, const char *text)
@@ -824,6 +882,7 @@ int main(void)
         cmocka_unit_test(test_large_file),
         cmocka_unit_test(test_nvtx_groups),
         cmocka_unit_test(test_match_to_layers),
+        cmocka_unit_test(test_h100_flopmeter_step),
         cmocka_unit_test(test_nsys),
         cmocka_unit_test(test_nsys_gpu_inputs_match_independent_totals),
         cmocka_unit_test(test_nsys_gpu_forms),

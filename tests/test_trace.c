@@ -79,6 +79,9 @@ static void check_against_expected(const char *name, enum fm_trace_form form)
         assert_string_equal(t->steps[i].name, cJSON_GetObjectItem(s, "name")->valuestring);
         expect_time(t->steps[i].time_s, dbl(s, "time_s"), t->steps[i].name);
         assert_int_equal(t->steps[i].profiler_flops, u64(s, "profiler_flops"));
+        /* the GPU's kernels, each in the step its launch was made in */
+        assert_int_equal(t->steps[i].kernels, u64(s, "kernels"));
+        expect_time(t->steps[i].kernel_s, dbl(s, "kernel_s"), "kernel time");
         i++;
     }
     expect_time(t->step_s, dbl(e, "step_s"), "median step");
@@ -119,6 +122,25 @@ static void test_kineto_form(void **state)
     check_against_expected("alexnet_kineto", FM_TRACE_KINETO);
 }
 
+/* A real CUDA training step (an H100): every step launched its kernels, each step the same
+ * number, and the GPU was busy for less than the step took on the CPU side. */
+static void test_cuda_kineto(void **state)
+{
+    (void)state;
+    check_against_expected("alexnet_cuda_kineto", FM_TRACE_KINETO);
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_trace *t = NULL;
+    FM_ASSERT_OK(ctx, fm_trace_read(ctx, DIR "alexnet_cuda_kineto.json", NULL, &t));
+    assert_true(t->n_steps == 3 && t->has_shapes && t->has_flops);
+    for (size_t i = 0; i < t->n_steps; i++) {
+        assert_true(t->steps[i].kernels > 50);
+        assert_int_equal(t->steps[i].kernels, t->steps[0].kernels);
+        assert_true(t->steps[i].kernel_s > 0 && t->steps[i].kernel_s < t->steps[i].time_s);
+    }
+    fm_trace_free(t);
+    fm_ctx_free(ctx);
+}
+
 static void test_legacy_form(void **state)
 {
     (void)state;
@@ -136,14 +158,16 @@ static void test_legacy_form(void **state)
 
 /* The FLOPs rebuilt from the trace's shapes equal what the profiler itself reported for the
  * same run (prof.key_averages(), written by the capture script), op by op, exactly. */
-static void test_profiler_flops_match_profiler(void **state)
+static void profiler_flops_match(const char *name)
 {
-    (void)state;
+    char path[512];
     struct fm_ctx *ctx = test_ctx();
     struct fm_trace *t = NULL;
-    FM_ASSERT_OK(ctx, fm_trace_read(ctx, DIR "alexnet_kineto.json", NULL, &t));
+    snprintf(path, sizeof(path), DIR "%s.json", name);
+    FM_ASSERT_OK(ctx, fm_trace_read(ctx, path, NULL, &t));
     assert_true(t->has_flops && t->has_shapes);
-    cJSON *p = load_json(DIR "alexnet_kineto.profiler.json");
+    snprintf(path, sizeof(path), DIR "%s.profiler.json", name);
+    cJSON *p = load_json(path);
     const cJSON *ops = cJSON_GetObjectItemCaseSensitive(p, "ops"), *o;
     uint64_t total = 0;
     int n = 0;
@@ -156,7 +180,7 @@ static void test_profiler_flops_match_profiler(void **state)
         total += u64(o, "flops");
         n++;
     }
-    assert_true(n >= 4);   /* conv2d, addmm, mm, mul */
+    assert_true(n >= 3);   /* conv2d, addmm, mm (and mul, where SGD runs per tensor) */
     assert_int_equal(t->profiler_flops + t->nested_flops, total);
     /* forward conv2d and addmm, backward mm: the profiler sees part of the backward pass */
     assert_true(t->steps[0].flops_by_phase[FM_TRACE_FWD] > 0);
@@ -172,6 +196,14 @@ static void test_profiler_flops_match_profiler(void **state)
     cJSON_Delete(p);
     fm_trace_free(t);
     fm_ctx_free(ctx);
+}
+
+/* on the CPU and on an H100 */
+static void test_profiler_flops_match_profiler(void **state)
+{
+    (void)state;
+    profiler_flops_match("alexnet_kineto");
+    profiler_flops_match("alexnet_cuda_kineto");
 }
 
 /* What the captures above do not contain, on a small list written here, not captured (the
@@ -436,6 +468,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kineto_form),
         cmocka_unit_test(test_legacy_form),
+        cmocka_unit_test(test_cuda_kineto),
         cmocka_unit_test(test_profiler_flops_match_profiler),
         cmocka_unit_test(test_nested_flops_counted_once),
         cmocka_unit_test(test_utilization_methods),

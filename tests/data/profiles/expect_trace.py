@@ -125,10 +125,28 @@ def main():
                 step_flops[k - 1] += r["flops"]
             else:
                 nested += r["flops"]
+    # GPU kernels (Kineto's "kernel" events): each belongs to the step its launch was made in,
+    # the runtime call (cuda_runtime / cuda_driver) of the same correlation id
+    launch = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            c = (e.get("args") or {}).get("correlation")
+            if c is not None:
+                launch.setdefault(c, e["ts"])
+    kern = [[0, 0.0] for _ in steps]
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") != "kernel":
+            continue
+        c = (e.get("args") or {}).get("correlation")
+        k = step_of(launch.get(c, e["ts"]))
+        if k:
+            kern[k - 1][0] += 1
+            kern[k - 1][1] += e["dur"] * 1e-6
     out = {
         "source": "tests/data/profiles/expect_trace.py " + sys.argv[1].split("/")[-1],
         "form": "kineto" if isinstance(data, dict) else "legacy",
-        "steps": [{"name": nm, "time_s": d * 1e-6, "profiler_flops": step_flops[k]}
+        "steps": [{"name": nm, "time_s": d * 1e-6, "profiler_flops": step_flops[k],
+                   "kernels": kern[k][0], "kernel_s": kern[k][1]}
                   for k, (_, d, nm) in enumerate(steps)],
         "step_s": median,
         "profiler_flops": sum(step_flops),
