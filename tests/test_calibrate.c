@@ -12,6 +12,9 @@
 #include "support.h"
 
 #include "backend/backend.h"
+#ifdef FM_HAVE_CJSON
+#include <cjson/cJSON.h>
+#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -431,6 +434,49 @@ static void test_measure_calibrated(void **unused)
 /* A calibration file is a device file too: `device NAME --devices FILE` shows the machine with
  * the probed peak and bandwidth the file states and says where it came from, and `predict
  * --devices FILE` with no --device predicts on it, calibrated, without a probe. */
+/* A GPU's calibration predicts for that GPU on a machine without one: predict --calibration of
+ * the committed H100 file needs no GPU (its device is the file's), and its calibrated step is
+ * the sum of its layer phases' calibrated times plus the file's per-step overhead. */
+static void test_gpu_calibration_without_gpu(void **unused)
+{
+    (void)unused;
+#ifdef FM_HAVE_CJSON
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli("predict resnet18 --batch 32 --precision tf32 --calibration "
+                          FM_SOURCE_DIR "/bench/data/h100/cuda_tf32.calib.json --format json",
+                          &out, &err);
+    if (rc != 0)
+        fail_msg("predict --calibration (a GPU's) failed (%d): %s", rc, err);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(j, "device")->valuestring, "NVIDIA H100 80GB HBM3");
+    double sum = 0;
+    const cJSON *l, *ph;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItem(j, "layers")) {
+        cJSON_ArrayForEach(ph, l) {
+            const cJSON *t = cJSON_IsObject(ph) ? cJSON_GetObjectItem(ph, "t_calibrated_s") : NULL;
+            if (cJSON_IsNumber(t))
+                sum += t->valuedouble;
+        }
+    }
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_calibration *cal = NULL;
+    FM_ASSERT_OK(ctx, fm_calibration_load(ctx, FM_SOURCE_DIR
+                                          "/bench/data/h100/cuda_tf32.calib.json", &cal));
+    double step = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "run"),
+                                                          "step_s"), "calibrated")->valuedouble;
+    assert_true(sum > 0);
+    assert_true(fabs(step - (sum + cal->step_overhead_s)) <= 1e-9 * step);
+    fm_calibration_free(cal);
+    fm_ctx_free(ctx);
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+#else
+    skip();
+#endif
+}
+
 static void test_calibration_is_a_device(void **unused)
 {
     (void)unused;
@@ -475,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_predict_calibrated),
         cmocka_unit_test(test_measure_calibrated),
         cmocka_unit_test(test_calibration_is_a_device),
+        cmocka_unit_test(test_gpu_calibration_without_gpu),
     };
     return cmocka_run_group_tests(tests, make_calibration, remove_calibration);
 }

@@ -32,9 +32,10 @@ static const char description[] =
     "'calibrated' ('*' where the file has no fit for the layer's op class and phase, so the\n"
     "cold PALEO time stands in), CSV columns t_calibrated_s and calibration, JSON keys\n"
     "t_calibrated_s per layer phase and step, and run.step_s.calibrated. Without --device the\n"
-    "device is the file's (this machine: cpu or cuda). A calibration file is also a device\n"
-    "file: --devices FILE adds its device (named as the file says, with its probed peak and\n"
-    "bandwidth) and calibrates the prediction.\n\n"
+    "device is the file's: a CPU's file predicts this machine's CPU (probed, and refused if it\n"
+    "is another), a GPU's file its GPU as the file describes it (no GPU needed here). A\n"
+    "calibration file is also a device file: --devices FILE adds its device (named as the\n"
+    "file says, with its probed peak and bandwidth) and calibrates the prediction.\n\n"
     "examples:\n"
     "  flopmeter predict resnet50 --device a100 --batch 256 --dataset-size 1281167 --epochs 90\n"
     "  flopmeter predict vgg16 --device k80 --infer --precision fp32 --ppp-compute 1 "
@@ -116,8 +117,14 @@ int cmd_predict(int argc, char **argv)
             r = cli_fail(ctx, cst);
             goto out;
         }
-        /* the device the file was made on: its entry when the file is also --devices, else
-         * this machine's CPU or GPU, probed */
+        /* the device the file was made on: its entry when the file is also --devices (a GPU's
+         * file is, unless --devices names another: predicting for a GPU needs no GPU here, and
+         * the table's name for it would not be the name CUDA gave calibrate), else this
+         * machine's CPU, probed */
+        if (!d.device && !cal_as_devices && !d.devices_file && strcmp(cal->backend, "cuda") == 0) {
+            d.devices_file = calibration;
+            cal_as_devices = true;
+        }
         if (!d.device)
             d.device = cal_as_devices ? cal->device : cal->backend;
     }
