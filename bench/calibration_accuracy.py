@@ -14,6 +14,14 @@ every layer as fast as the sweep timed it alone) and measures it, with the same 
                      [--calibration FILE (one fixed calibration: no leave-out)] [--quick]
                      [--steps 5] [--only NAME ...] [--keep DIR] [--repeat 2]
 
+On a GPU (--device cuda --precision tf32 --calibration FILE): the GPU's pairs (GPU_PAIRS) on
+flopmeter's CUDA backend against one calibration made there (calibrate --device cuda); with
+--samples CSV each pair is predicted by those samples fitted again without its families
+(calibrate --from-samples --leave-out), timing nothing; --torch JSONL adds PyTorch eager's
+step of each pair (bench/gpu/torch_bench.py pairs); --measured DIR takes the steps from an
+earlier --keep DIR instead of measuring, so the whole table is re-made on a machine without the
+GPU from bench/data/h100 (its README has the command).
+
 Every step is measured --repeat times (default 2), in passes over all pairs minutes apart, and
 the lower of the medians is the measured step: on a shared machine another process can only
 slow a step down, and a burst that spans one measurement (googlenet b4 at 349 ms instead of 197)
