@@ -798,6 +798,44 @@ static void test_kinds(void **state)
             fail_msg("node %s: kind \"%s\", expected \"%s\"", expect[i][0], kind, expect[i][1]);
     }
     fm_graph_free(g);
+
+    /* binary ops: "_bcast" where a smaller operand takes a gradient (its backward reduces) */
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "binary", &g));
+    fm_tid x = tensor(ctx, g, "x", FM_ROLE_INPUT, 2, (const int64_t[]){4, 8});
+    fm_tid bias = tensor(ctx, g, "bias", FM_ROLE_PARAM, 1, (const int64_t[]){8});
+    fm_tid half = tensor(ctx, g, "half", FM_ROLE_CONST, 0, (const int64_t[]){1});
+    fm_tid row = tensor(ctx, g, "row", FM_ROLE_INPUT, 1, (const int64_t[]){8});
+    fm_tid y1, y2, y3, y4, y5, y6;
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_ADD, "bias_add", NULL, (fm_tid[]){x, bias}, 2,
+                                        NULL, 1, &y1));
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_SIGMOID, "sig", NULL, (fm_tid[]){y1}, 1, NULL,
+                                        1, &y2));
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_MUL, "silu", NULL, (fm_tid[]){y1, y2}, 2, NULL,
+                                        1, &y3));
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_MUL, "by_const", NULL, (fm_tid[]){y3, half}, 2,
+                                        NULL, 1, &y4));
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_MUL, "by_input", NULL, (fm_tid[]){y4, row}, 2,
+                                        NULL, 1, &y5));
+    struct fm_attrs r;
+    fm_attrs_init(&r);
+    r.ints[0] = 1;
+    r.nints = 1;
+    r.flags |= FM_ATTR_KEEPDIMS;
+    fm_tid m;
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_REDUCE_MEAN, "mean", &r, (fm_tid[]){y5}, 1,
+                                        NULL, 1, &m));
+    FM_ASSERT_OK(ctx, fm_graph_add_node(g, FM_OP_MUL, "gate", NULL, (fm_tid[]){y5, m}, 2, NULL,
+                                        1, &y6));
+    FM_ASSERT_OK(ctx, fm_graph_finalize(g));
+    const char *bin[][2] = {{"bias_add", "Add_bcast"}, {"silu", "Mul"}, {"by_const", "Mul"},
+                            {"by_input", "Mul"},       {"gate", "Mul_bcast"}};
+    for (size_t i = 0; i < sizeof(bin) / sizeof(bin[0]); i++) {
+        char kind[FM_CALIB_KIND_MAX];
+        fm_calib_kind(g, node_id(g, bin[i][0]), kind);
+        if (strcmp(kind, bin[i][1]) != 0)
+            fail_msg("node %s: kind \"%s\", expected \"%s\"", bin[i][0], kind, bin[i][1]);
+    }
+    fm_graph_free(g);
     fm_ctx_free(ctx);
 }
 
@@ -1488,6 +1526,25 @@ static void test_h100_refit(void **state)
 #endif
 }
 
+/* The eviction curve's monotone fit: pooled where it falls, kept where it rises; one high
+ * timing is averaged with the sizes after it instead of raising them all. */
+static void test_monotone_fit(void **state)
+{
+    (void)state;
+    double a[] = {0.1, 0.5, 0.2, 0.9};
+    fm_calib_monotone_fit(a, 4);
+    assert_true(a[0] == 0.1 && a[3] == 0.9);
+    assert_true(fabs(a[1] - 0.35) < 1e-15 && fabs(a[2] - 0.35) < 1e-15);
+    double b[] = {0.0, 0.1, 1.0, 0.4, 0.7};
+    fm_calib_monotone_fit(b, 5);
+    assert_true(b[0] == 0.0 && b[1] == 0.1);
+    for (int i = 2; i < 5; i++)
+        assert_true(fabs(b[i] - 0.7) < 1e-15);
+    double c[] = {0.2, 0.3, 0.3, 0.8};   /* already non-decreasing: unchanged */
+    fm_calib_monotone_fit(c, 4);
+    assert_true(c[0] == 0.2 && c[1] == 0.3 && c[2] == 0.3 && c[3] == 0.8);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1508,6 +1565,7 @@ int main(void)
         cmocka_unit_test(test_evicted),
         cmocka_unit_test(test_predict_cold_blend),
         cmocka_unit_test(test_samples_load),
+        cmocka_unit_test(test_monotone_fit),
         cmocka_unit_test(test_h100_refit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,10 @@
 size_t fm_calib_median_rounds(const struct fm_calib_sample *const *v, const uint64_t *const *keys,
                               const size_t *n, int rounds, struct fm_calib_sample *out);
 
+/* calibrate.c: v[0..n) (n <= FM_CALIB_EVICT_MAX) replaced by its least-squares non-decreasing
+ * fit (pool adjacent violators): the eviction curve from its noisy per-size medians. */
+void fm_calib_monotone_fit(double *v, int n);
+
 /* calibration.c: the inverse lookups of fm_class_name and fm_phase_name. */
 bool fm_calib_class_parse(const char *s, enum fm_class *out);
 bool fm_calib_phase_parse(const char *s, enum fm_phase *out);

@@ -33,8 +33,11 @@ enum pt_kind {
     PT_ATTN,        /* a: batch, b: sequence, c: width, d: heads */
     PT_TRANSPOSE,   /* a: batch, b: heads, c: sequence, d: head width; e: 1 = NCHW to NHWC */
     PT_REDUCE,      /* a: N, b: C, c: H */
-    PT_SE           /* a: N, b: C, c: H: x * sigmoid(global average of x), squeeze-excitation's
+    PT_SE,          /* a: N, b: C, c: H: x * sigmoid(global average of x), squeeze-excitation's
                        gate without its two small convolutions */
+    PT_MUL,         /* a: N, b: C, c: H (0: a (rows, width) matrix, b the width): x * sigmoid(x),
+                       two whole activations (SiLU as ONNX exports write it, GELU's and SwiGLU's
+                       products), whose gradients are no reductions */
 };
 
 struct point {
@@ -169,6 +172,17 @@ static const struct point sweep[] = {
     {"elementwise", PT_BIAS, 512, 3072, 0, 0, 0, 0, 0, 0, NULL},
     {"elementwise", PT_BIAS, 4096, 256, 0, 0, 0, 0, 0, 0, NULL},
     {"elementwise", PT_BIAS, 64, 1024, 0, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_BIAS, 256, 64, 0, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_BIAS, 1024, 96, 0, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_BIAS, 128, 512, 0, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_MUL, 256, 256, 0, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_MUL, 1024, 512, 0, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_MUL, 4096, 256, 0, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_MUL, 64, 2048, 0, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_MUL, 8, 96, 56, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_MUL, 8, 240, 28, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_MUL, 16, 32, 112, 0, 0, 0, 0, 0, NULL},
+    {"elementwise", PT_MUL, 8, 672, 7, 0, 0, 0, 0, 0, NULL},
     {"embedding", PT_EMBED, 512, 8192, 512, 0, 0, 0, 0, 0, NULL},
     {"embedding", PT_EMBED, 2048, 32000, 256, 0, 0, 0, 0, 0, "llama"},
     {"embedding", PT_EMBED, 256, 1024, 768, 0, 0, 0, 0, 0, "gpt2,bert"},
@@ -301,6 +315,16 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *shape, bool 
         y = fm_nn_mul(&nn, "layer", x, gate);
         break;
     }
+    case PT_MUL:
+        if (p->c == 0) {   /* token-major, fed by a scale */
+            int64_t d[2] = {p->a, p->b};
+            x = prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 2, d), p->b, 2);
+            fm_tid in[2] = {x, fm_nn_act(&nn, "branch", FM_OP_SIGMOID, x)};
+            y = node1(&nn, FM_OP_MUL, "layer", NULL, in, 2);
+            break;
+        }
+        /* a CNN's activations: fed as PT_ADD's */
+        /* fall through */
     case PT_BN:
     case PT_ACT:
     case PT_MAXPOOL:
@@ -316,7 +340,8 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *shape, bool 
         /* and in CNNs activations and residual Adds read a BatchNorm's output: on oneDNN a
          * ReLU after a BatchNorm took 1.5 to 2.5 times as long as the same ReLU after a
          * convolution (2 threads, 0.1-1.6 M elements); GELU follows Linear layers instead */
-        if ((p->kind == PT_ACT && p->op != FM_OP_GELU) || p->kind == PT_ADD)
+        if ((p->kind == PT_ACT && p->op != FM_OP_GELU) || p->kind == PT_ADD ||
+            p->kind == PT_MUL)
             x = fm_nn_bn(&nn, "bn", x, 1e-5);
         if (p->kind == PT_BN) {
             y = fm_nn_bn(&nn, "layer", x, 1e-5);
@@ -331,6 +356,9 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *shape, bool 
              * gradients (not a broadcast bias, whose gradient is a reduction) */
             fm_tid in[2] = {x, fm_nn_act(&nn, "branch", FM_OP_RELU, x)};
             y = node1(&nn, FM_OP_ADD, "layer", NULL, in, 2);
+        } else if (p->kind == PT_MUL) {
+            fm_tid in[2] = {x, fm_nn_act(&nn, "branch", FM_OP_SIGMOID, x)};
+            y = node1(&nn, FM_OP_MUL, "layer", NULL, in, 2);
         } else {
             a.ints[0] = 2;
             a.ints[1] = 3;
@@ -644,6 +672,30 @@ static enum fm_status time_layer(struct fm_ctx *ctx, const struct fm_calibrate_o
  * fraction at d is (t(d) - t_warm) / (t_cold - t_warm), clamped to [0, 1] and never
  * decreasing with d (a later point that reads lower is timing noise). No curve (and so no
  * cold blending) where the backend cannot flush, or where cold is not 5% slower than warm. */
+/* v[0..n) replaced by its closest non-decreasing sequence in least squares (pool adjacent
+ * violators): a curve that more traffic can only push further, without letting one slow
+ * timing (another process's burst) raise every larger size to it, as a running maximum did
+ * (one probe put MobileNetV2's step fully cold from 128 MB on, 38% over its time). */
+void fm_calib_monotone_fit(double *v, int n)
+{
+    double mean[FM_CALIB_EVICT_MAX];
+    int len[FM_CALIB_EVICT_MAX], blocks = 0;
+    for (int i = 0; i < n && i < FM_CALIB_EVICT_MAX; i++) {
+        mean[blocks] = v[i];
+        len[blocks++] = 1;
+        while (blocks > 1 && mean[blocks - 2] > mean[blocks - 1]) {
+            int a = len[blocks - 2], b = len[blocks - 1];
+            mean[blocks - 2] = (mean[blocks - 2] * a + mean[blocks - 1] * b) / (a + b);
+            len[blocks - 2] = a + b;
+            blocks--;
+        }
+    }
+    for (int b = 0, i = 0; b < blocks; b++) {
+        for (int j = 0; j < len[b]; j++)
+            v[i++] = mean[b];
+    }
+}
+
 static enum fm_status probe_eviction(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
                                      struct fm_calibration *meta)
 {
@@ -654,7 +706,7 @@ static enum fm_status probe_eviction(struct fm_ctx *ctx, const struct fm_calibra
     /* settings 0: warm; 1..EVICT_STEPS: after 2^k MB; EVICT_STEPS + 1: flushed. In rounds over
      * the settings (as the sweep), each setting's median: a burst of other work on the
      * machine during the warm timing would otherwise read as no cache effect at all */
-    enum { SETTINGS = EVICT_STEPS + 2, ROUNDS = 3 };
+    enum { SETTINGS = EVICT_STEPS + 2, ROUNDS = 5 };
     int rounds = o->quick ? 1 : ROUNDS;
     double t[SETTINGS][ROUNDS];
     bool flushed = true;
@@ -687,13 +739,15 @@ static enum fm_status probe_eviction(struct fm_ctx *ctx, const struct fm_calibra
                cold * 1e3, warm * 1e3);
         return FM_OK;
     }
-    double last = 0;
+    double f[EVICT_STEPS];
     for (int k = 1; k <= EVICT_STEPS; k++) {
-        double f = (med[k] - warm) / (cold - warm);
-        f = f < 0 ? 0 : f > 1 ? 1 : f;
-        last = f > last ? f : last;
+        double x = (med[k] - warm) / (cold - warm);
+        f[k - 1] = x < 0 ? 0 : x > 1 ? 1 : x;
+    }
+    fm_calib_monotone_fit(f, EVICT_STEPS);
+    for (int k = 1; k <= EVICT_STEPS; k++) {
         meta->evict_bytes[meta->n_evict] = (double)(1u << k) * 1048576.0;
-        meta->evict_frac[meta->n_evict++] = last;
+        meta->evict_frac[meta->n_evict++] = f[k - 1];
     }
     return FM_OK;
 }

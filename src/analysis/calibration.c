@@ -58,6 +58,35 @@ static bool kind_valid(const char *kind)
     return true;
 }
 
+/* Elements of t, or -1 when its shape is not known. */
+static double elements(const struct fm_tensor *t)
+{
+    if (!t || !t->shape_known)
+        return -1;
+    double e = 1;
+    for (int d = 0; d < t->shape.rank; d++)
+        e *= (double)t->shape.dims[d];
+    return e;
+}
+
+/* Whether binary elementwise node n has an operand smaller than its output that takes a
+ * gradient in training (an activation, or a trainable parameter): its backward reduces. */
+static bool reduces_broadcast(const struct fm_graph *g, const struct fm_node *n)
+{
+    if ((n->op != FM_OP_ADD && n->op != FM_OP_SUB && n->op != FM_OP_MUL && n->op != FM_OP_DIV) ||
+        n->n_in != 2 || n->n_out < 1)
+        return false;
+    double out = elements(fm_graph_tensor(g, n->out[0]));
+    for (int i = 0; i < 2; i++) {
+        const struct fm_tensor *t = fm_graph_tensor(g, n->in[i]);
+        double e = elements(t);
+        bool grad = t && (t->producer != FM_NONE || (t->role == FM_ROLE_PARAM && t->trainable));
+        if (grad && e >= 0 && out >= 0 && e < out)
+            return true;
+    }
+    return false;
+}
+
 void fm_calib_kind(const struct fm_graph *graph, fm_nid node, char kind[FM_CALIB_KIND_MAX])
 {
     kind[0] = '\0';
@@ -66,9 +95,13 @@ void fm_calib_kind(const struct fm_graph *graph, fm_nid node, char kind[FM_CALIB
         return;
     if (n->op != FM_OP_CONV && n->op != FM_OP_CONV_TRANSPOSE) {
         /* the op's own fit where the sweep timed it (BatchNorm and LayerNorm, ReLU and GELU
-         * cost differently per byte); the class's where it did not */
+         * cost differently per byte); the class's where it did not. A binary op whose
+         * broadcast operand takes a gradient (a bias, a per-channel scale, a squeeze-excitation
+         * gate) reduces that gradient over the broadcast dims: a kind of its own, 2-4 times
+         * dearer per byte than the same op on two whole tensors (GELU's and SiLU's products) */
         const char *name = n->op == FM_OP_UNKNOWN ? "" : fm_op_name(n->op);
-        snprintf(kind, FM_CALIB_KIND_MAX, "%s", name ? name : "");
+        snprintf(kind, FM_CALIB_KIND_MAX, "%s%s", name ? name : "",
+                 reduces_broadcast(graph, n) ? "_bcast" : "");
         if (!kind_valid(kind))
             kind[0] = '\0';
         return;
