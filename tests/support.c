@@ -144,3 +144,15 @@ struct fm_counts *test_count(struct fm_ctx *ctx, struct fm_graph *g, enum fm_mod
     FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &c));
     return c;
 }
+
+void test_assert_same_fits(const struct fm_calibration *a, const struct fm_calibration *b)
+{
+    assert_int_equal(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        const struct fm_calib_entry *x = &a->entries[i], *y = &b->entries[i];
+        assert_true(x->cls == y->cls && x->phase == y->phase && x->cold == y->cold);
+        assert_string_equal(x->kind, y->kind);
+        assert_true(x->fixed_s == y->fixed_s && x->s_per_flop == y->s_per_flop &&
+                    x->s_per_byte == y->s_per_byte && x->points == y->points);
+    }
+}

@@ -40,6 +40,10 @@ struct fm_counts *test_count(struct fm_ctx *ctx, struct fm_graph *g, enum fm_mod
 struct fm_session *test_session_ok(struct fm_ctx *ctx, const struct fm_session_opts *opts);
 /* Runs the CLI with the given arguments; stdout into *out (malloc'd), returns exit status. */
 int test_run_cli(const char *args, char **out, char **err);
+
+/* Asserts that two calibrations hold the same fits: entry by entry, the same class, kind, phase
+ * and cache, and the same coefficients and point counts to the bit. */
+void test_assert_same_fits(const struct fm_calibration *a, const struct fm_calibration *b);
 /* A whole file, NUL-terminated, malloc'd (the test fails if it cannot be read); *len (may be
  * NULL) gets its size. */
 char *test_read_file(const char *path, size_t *len);

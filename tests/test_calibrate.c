@@ -307,14 +307,7 @@ static void test_refit(void **unused)
     assert_string_equal(a->date, b->date);
     assert_true(a->peak == b->peak && a->step_overhead_s == b->step_overhead_s);
     assert_int_equal(a->n_evict, b->n_evict);
-    assert_int_equal(a->n, b->n);
-    for (size_t i = 0; i < a->n; i++) {
-        const struct fm_calib_entry *x = &a->entries[i], *y = &b->entries[i];
-        assert_true(x->cls == y->cls && x->phase == y->phase && x->cold == y->cold);
-        assert_string_equal(x->kind, y->kind);
-        assert_true(x->fixed_s == y->fixed_s && x->s_per_flop == y->s_per_flop &&
-                    x->s_per_byte == y->s_per_byte && x->points == y->points);
-    }
+    test_assert_same_fits(a, b);
     fm_calibration_free(b);
 
     /* without ResNeXt's and RegNetY's shapes: two of the quick sweep's seven grouped
