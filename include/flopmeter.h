@@ -1631,60 +1631,59 @@ struct fm_session_opts {
 };
 FM_API void fm_session_opts_init(struct fm_session_opts *opts, enum fm_task task);
 
-struct fm_session {
-    struct fm_ctx *ctx;
-    struct fm_session_opts opts;      /* a copy of the options */
-    struct fm_graph *graph;
-    struct fm_loss_info loss;         /* the loss of a training step, and where it came from */
-    struct fm_counts *counts;
-    struct fm_devices *devices;       /* the table, when one was needed */
-    const struct fm_device *device;   /* the device's figures (NULL: none) */
-    char device_how[192];             /* how it was found: "the device table", "--spec",
-                                         "matched from the GPU's name '...'", "a short probe ..." */
-    struct fm_probe_result *probe;    /* the probe behind the device, if one ran */
-    struct fm_device probed;          /* the probe's figures as a device */
-    struct fm_device named;           /* a table entry with the memory a GPU's name states */
-    char named_name[160];
-    char device_note[512];            /* what the user should know about the name's match */
-    int64_t batch;                    /* the batch the graph runs (fm_graph_batch): --batch, or
-                                         what --input NAME=DIMS bound */
-    struct fm_memory_check memory;    /* count with a device, roofline, predict */
-    enum fm_dtype storage_activations;   /* the float types the graph was counted in */
-    enum fm_dtype storage_parameters;
-    char storage_how[160];            /* why: "--dtype", "mixed precision ...", "the file's" */
-    char export_note[512];            /* a training step of a file that looks exported for
-                                         inference: what its count leaves out ("" if not) */
-    enum fm_precision precision;      /* the compute precision in use */
-    bool torch_default;
-    double peak;                      /* FLOP/s utilization is quoted against; 0: unknown */
-    char peak_source[320];            /* where it comes from, in words */
-    struct fm_prediction *prediction; /* roofline, predict; measure when a device is known */
-    struct fm_run_estimate run;       /* predict: with --gpus N, the data-parallel run */
-    struct fm_run_estimate run_1gpu;  /* predict: the same run on one GPU */
-    bool have_run;
-    struct fm_dp_estimate dp;         /* predict --gpus N */
-    bool have_dp;
-    char link_name[64];
-    struct fm_utilization util;       /* utilization; measure when the peak is known */
-    bool have_util;
-    struct fm_backend_check check;    /* measure: what the backend can run of the graph */
-    struct fm_measurement *measurement;   /* measure: the timed steps (NULL in a dry run) */
-    struct fm_measurement *epoch;         /* measure --epoch-samples: the epoch's steps */
-    uint64_t epoch_steps;
-    double epoch_s;
-    bool epoch_running;               /* internal: which run reports progress */
-    struct fm_time_loss time_loss;    /* measure: where the step's time goes, when the device's
-                                         peak and bandwidth are known and layers were timed */
-    bool have_time_loss;
-};
+struct fm_session;   /* opaque: read it through the accessors below */
 
 /* Resolves and runs a task. A bad option (an unknown device, an impossible value) is
  * FM_ERR_INVALID with a message saying what to give instead; *out is NULL on failure. */
 FM_API enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *opts,
                                      struct fm_session **out);
 FM_API void fm_session_free(struct fm_session *session);
+
+/* What a session resolved. Every pointer returned points into the session: valid until
+ * fm_session_free, never to be freed by the caller. NULL where the task did not make it. */
+FM_API const struct fm_graph *fm_session_graph(const struct fm_session *s);   /* finalized */
+FM_API const struct fm_counts *fm_session_counts(const struct fm_session *s);
+/* The loss of a training step and where it came from (n 0 in inference). */
+FM_API const struct fm_loss_info *fm_session_loss(const struct fm_session *s);
+/* The batch the graph runs (fm_graph_batch): load.zoo.batch, or what a binding bound. */
+FM_API int64_t fm_session_batch(const struct fm_session *s);
+/* The float types the graph was counted in, and why, in words ("mixed precision ..."). */
+FM_API const char *fm_session_storage(const struct fm_session *s, enum fm_dtype *activations,
+                                      enum fm_dtype *parameters);
+/* A training step of a file that looks exported for inference: what its count leaves out
+ * ("" when it does not). */
+FM_API const char *fm_session_export_note(const struct fm_session *s);
+/* The device's figures (NULL: none); how it was found ("the device table", "a short probe
+ * ...") and what a user should know about the name's match ("" if nothing). how and note may
+ * be NULL. */
+FM_API const struct fm_device *fm_session_device(const struct fm_session *s, const char **how,
+                                                 const char **note);
+/* The probe behind the device, when one ran. */
+FM_API const struct fm_probe_result *fm_session_probe(const struct fm_session *s);
+/* Whether the step fits the device's memory (checked false without a device). */
+FM_API const struct fm_memory_check *fm_session_memory(const struct fm_session *s);
+/* The compute precision in use; torch_default (may be NULL): PyTorch's TF32 convolutions. */
+FM_API enum fm_precision fm_session_precision(const struct fm_session *s, bool *torch_default);
 /* "torch-default" or the precision's name. */
 FM_API const char *fm_session_precision_label(const struct fm_session *session);
+/* FLOP/s utilization is quoted against (0: unknown); source (may be NULL): where it comes from. */
+FM_API double fm_session_peak(const struct fm_session *s, const char **source);
+FM_API const struct fm_prediction *fm_session_prediction(const struct fm_session *s);
+/* predict: the run (with gpus > 1 the data-parallel one), or with one_gpu the same run on one
+ * GPU. */
+FM_API const struct fm_run_estimate *fm_session_run_estimate(const struct fm_session *s,
+                                                             bool one_gpu);
+/* predict with gpus > 1: the data-parallel step, and the link's name (link may be NULL). */
+FM_API const struct fm_dp_estimate *fm_session_data_parallel(const struct fm_session *s,
+                                                             const char **link);
+/* utilization; measure when the peak is known. */
+FM_API const struct fm_utilization *fm_session_utilization(const struct fm_session *s);
+/* measure: what the backend can run of the graph; the timed steps (NULL in a dry run); with
+ * epoch_samples, the epoch's steps, how many and their seconds (steps, seconds may be NULL). */
+FM_API const struct fm_backend_check *fm_session_backend_check(const struct fm_session *s);
+FM_API const struct fm_measurement *fm_session_measurement(const struct fm_session *s);
+FM_API const struct fm_measurement *fm_session_epoch(const struct fm_session *s, uint64_t *steps,
+                                                     double *seconds);
 
 /* Renderers of a session and of the other results, shaped like fm_report_count: a table for
  * people, CSV and JSON for programs (docs/ says what each column and key holds). Each returns

@@ -10,6 +10,7 @@
  * It prints nothing: src/report renders a session, the CLI prints what it renders. Warnings go to
  * the context's log sink. */
 #include "../core/internal.h"
+#include "session_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -46,6 +47,122 @@ void fm_session_opts_init(struct fm_session_opts *o, enum fm_task task)
 const char *fm_session_precision_label(const struct fm_session *s)
 {
     return s->torch_default ? "torch-default" : fm_precision_name(s->precision);
+}
+
+/* ---- the accessors: what a program outside the library reads of a session ---- */
+
+const struct fm_graph *fm_session_graph(const struct fm_session *s)
+{
+    return s->graph;
+}
+
+const struct fm_counts *fm_session_counts(const struct fm_session *s)
+{
+    return s->counts;
+}
+
+const struct fm_loss_info *fm_session_loss(const struct fm_session *s)
+{
+    return &s->loss;
+}
+
+int64_t fm_session_batch(const struct fm_session *s)
+{
+    return s->batch;
+}
+
+const char *fm_session_storage(const struct fm_session *s, enum fm_dtype *activations,
+                               enum fm_dtype *parameters)
+{
+    if (activations)
+        *activations = s->storage_activations;
+    if (parameters)
+        *parameters = s->storage_parameters;
+    return s->storage_how;
+}
+
+const char *fm_session_export_note(const struct fm_session *s)
+{
+    return s->export_note;
+}
+
+const struct fm_device *fm_session_device(const struct fm_session *s, const char **how,
+                                          const char **note)
+{
+    if (how)
+        *how = s->device_how;
+    if (note)
+        *note = s->device_note;
+    return s->device;
+}
+
+const struct fm_probe_result *fm_session_probe(const struct fm_session *s)
+{
+    return s->probe;
+}
+
+const struct fm_memory_check *fm_session_memory(const struct fm_session *s)
+{
+    return &s->memory;
+}
+
+enum fm_precision fm_session_precision(const struct fm_session *s, bool *torch_default)
+{
+    if (torch_default)
+        *torch_default = s->torch_default;
+    return s->precision;
+}
+
+double fm_session_peak(const struct fm_session *s, const char **source)
+{
+    if (source)
+        *source = s->peak_source;
+    return s->peak;
+}
+
+const struct fm_prediction *fm_session_prediction(const struct fm_session *s)
+{
+    return s->prediction;
+}
+
+const struct fm_run_estimate *fm_session_run_estimate(const struct fm_session *s, bool one_gpu)
+{
+    if (!s->have_run)
+        return NULL;
+    return one_gpu ? &s->run_1gpu : &s->run;
+}
+
+const struct fm_dp_estimate *fm_session_data_parallel(const struct fm_session *s,
+                                                      const char **link)
+{
+    if (link)
+        *link = s->link_name;
+    return s->have_dp ? &s->dp : NULL;
+}
+
+const struct fm_utilization *fm_session_utilization(const struct fm_session *s)
+{
+    return s->have_util ? &s->util : NULL;
+}
+
+const struct fm_backend_check *fm_session_backend_check(const struct fm_session *s)
+{
+    return s->opts.task == FM_TASK_MEASURE ? &s->check : NULL;
+}
+
+const struct fm_measurement *fm_session_measurement(const struct fm_session *s)
+{
+    return s->measurement;
+}
+
+const struct fm_measurement *fm_session_epoch(const struct fm_session *s, uint64_t *steps,
+                                              double *seconds)
+{
+    if (steps)
+        *steps = s->epoch ? s->epoch_steps : 0;
+    if (seconds)
+        *seconds = s->epoch ? s->epoch_s : 0;
+    return s->epoch;
 }
 
 void fm_session_free(struct fm_session *s)

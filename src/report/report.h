@@ -4,6 +4,7 @@
 #define FM_REPORT_H
 
 #include "flopmeter.h"
+#include "../analysis/session_internal.h"
 #include "../core/jsonw.h"
 
 /* "torch-default" or the precision's name, for a prediction's options. */

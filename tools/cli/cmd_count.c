@@ -78,20 +78,20 @@ int cmd_count(int argc, char **argv)
     ro.format = m.format;
     ro.per_layer_detail = per_layer;
     ro.by_class = by_class;
-    ro.loss = &s->loss;
-    ro.memory = &s->memory;
-    ro.export_note = s->export_note;
+    ro.loss = fm_session_loss(s);
+    ro.memory = fm_session_memory(s);
+    ro.export_note = fm_session_export_note(s);
     struct fm_peer_figures pf;
     if (peers) {
         /* from the counted graph as it is: the peers read only what a training count and an
          * inference count share, and leave the loss out */
-        if ((st = fm_peers(ctx, s->graph, s->counts, &pf))) {
+        if ((st = fm_peers(ctx, fm_session_graph(s), fm_session_counts(s), &pf))) {
             r = cli_fail(ctx, st);
             goto out;
         }
         ro.peers = &pf;
     }
-    if (fm_report_count(stdout, s->graph, s->counts, &ro))
+    if (fm_report_count(stdout, fm_session_graph(s), fm_session_counts(s), &ro))
         fprintf(stderr, "flopmeter: could not write the report\n");
     r = cli_flush(r);
 out:

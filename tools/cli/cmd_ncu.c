@@ -59,7 +59,7 @@ int cmd_ncu(int argc, char **argv)
         st = fm_session_run(ctx, &so, &s);
         cli_bindings_free(&b);
         if (!st)
-            st = fm_ncu_match(ctx, p, s->graph, s->counts, &match);
+            st = fm_ncu_match(ctx, p, fm_session_graph(s), fm_session_counts(s), &match);
         if (st) {
             r = cli_fail(ctx, st);
             goto out;

@@ -77,7 +77,8 @@ int cmd_roofline(int argc, char **argv)
         r = cli_fail(ctx, st);
         goto out;
     }
-    if (measured && (st = fm_measured_read(ctx, measured, s->graph, s->counts, &ms))) {
+    if (measured && (st = fm_measured_read(ctx, measured, fm_session_graph(s),
+                                               fm_session_counts(s), &ms))) {
         r = cli_fail(ctx, st);
         goto out;
     }
@@ -91,7 +92,8 @@ int cmd_roofline(int argc, char **argv)
         struct fm_svg_opts sv;
         fm_svg_opts_init(&sv);
         sv.measured = ms;
-        st = f ? fm_svg_roofline(f, s->graph, s->counts, s->prediction, &sv) : FM_ERR_IO;
+        st = f ? fm_svg_roofline(f, fm_session_graph(s), fm_session_counts(s),
+                                     fm_session_prediction(s), &sv) : FM_ERR_IO;
         if (!f || fclose(f) != 0 || st) {
             fprintf(stderr, "flopmeter: could not write the chart to %s\n", svg);
             r = FM_EXIT_FAIL;

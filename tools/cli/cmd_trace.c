@@ -89,7 +89,8 @@ int cmd_trace(int argc, char **argv)
         st = fm_session_run(ctx, &so, &s);
         cli_bindings_free(&b);
         if (!st)
-            st = fm_trace_utilization(ctx, t, s->graph, s->counts, s->batch, s->peak, &u);
+            st = fm_trace_utilization(ctx, t, fm_session_graph(s), fm_session_counts(s),
+                                      fm_session_batch(s), fm_session_peak(s, NULL), &u);
         if (st) {
             r = cli_fail(ctx, st);
             goto out;

@@ -74,7 +74,7 @@ int cmd_utilization(int argc, char **argv)
     fm_report_opts_init(&ro);
     ro.format = m.format;
     fm_report_utilization(stdout, s, &ro);
-    if (s->util.impossible && m.format != FM_FORMAT_TABLE)
+    if (fm_session_utilization(s)->impossible && m.format != FM_FORMAT_TABLE)
         fm_report_impossible(stderr);
     r = cli_flush(r);
 out:
