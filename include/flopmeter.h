@@ -1110,13 +1110,9 @@ struct fm_phase_time {
  * non-negative least squares. Kinds split a class where one rule would not fit: convolutions
  * are "dense", "pointwise" (1x1), "depthwise" or "grouped"; other ops are their op's name
  * ("BatchNorm", "GELU"); "" is the whole class, every sample of the class fitted together. */
-#define FM_CALIB_VERSION 2
-/* Points of a calibration's eviction curve (fm_calibration.evict_*) at most. */
-#define FM_CALIB_EVICT_MAX 16
 #define FM_CALIB_KIND_MAX 16
-/* An op's own kind ("LayerNorm") is fitted from at least this many samples; with fewer, its
- * samples count for its class only. The convolutions' four kinds have no minimum. */
-#define FM_CALIB_MIN_OP_POINTS 4
+/* Bytes of a calibration's list of left-out families (calibrate --leave-out), the NUL included. */
+#define FM_CALIB_LIST_MAX 256
 
 struct fm_calib_sample {
     enum fm_class cls;
@@ -1141,35 +1137,27 @@ struct fm_calib_entry {
     bool cold;                     /* fitted on cold-cache samples (version 2) */
 };
 
-struct fm_calibration {
-    struct fm_ctx *ctx;
-    int version;                   /* FM_CALIB_VERSION */
-    char device[128];              /* the device as measure names it ("AMD EPYC 9R14") */
-    char backend[16];              /* "cpu" or "cuda" */
+/* A calibration's header and fits, read through fm_calibration_info. Every pointer points into
+ * the calibration: valid until fm_calibration_free. */
+struct fm_calibration_info {
+    const char *device;            /* the device as measure names it ("AMD EPYC 9R14") */
+    const char *backend;           /* "cpu" or "cuda" */
     int threads;                   /* CPU threads; 0 on a GPU */
     enum fm_precision precision;
-    char date[32];                 /* when it was made, ISO 8601 UTC */
+    const char *date;              /* when it was made, ISO 8601 UTC */
     double peak, bandwidth;        /* the device's probed FLOP/s and bytes/s */
     double step_overhead_s;        /* per training step, outside every layer */
-    int rounds;                    /* the sweep's rounds (calibrate --rounds); 0: not recorded */
-    char left_out[256];            /* the families calibrate --leave-out dropped ("" none) */
-    size_t n;
-    struct fm_calib_entry *entries;
-    char source[512];              /* the file it was loaded from, for messages ("" when fitted) */
-    /* Version 2, the eviction curve: after evict_bytes[i] bytes of other traffic, a layer's
-     * data is evict_frac[i] of the way from warm to cold (0: as fast as in cache, 1: as slow
-     * as flushed), measured by calibrate; n_evict 0: none (no cold blending). Increasing in
-     * bytes, fractions in [0, 1] and non-decreasing. */
-    size_t n_evict;
-    double evict_bytes[FM_CALIB_EVICT_MAX], evict_frac[FM_CALIB_EVICT_MAX];
+    int rounds;                    /* the sweep's rounds; 0: not recorded */
+    const char *left_out;          /* the families the sweep dropped ("" none) */
+    const char *source;            /* the file it was loaded from ("" when fitted) */
+    size_t n_entries;
+    const struct fm_calib_entry *entries;
+    size_t n_evict;                /* the eviction curve: after evict_bytes[i] bytes of other */
+    const double *evict_bytes;     /* traffic, a layer's data is evict_frac[i] of the way from */
+    const double *evict_frac;      /* warm (0) to cold (1); n_evict 0: none */
 };
+FM_API void fm_calibration_info(const struct fm_calibration *c, struct fm_calibration_info *out);
 
-/* Fits one entry per (class, kind, phase) present in samples (at least one sample each; with
- * fewer than 3, only the terms the samples can tell apart). meta gives the header fields
- * (device, backend, threads, precision, date, peak, bandwidth, step_overhead_s). */
-FM_API enum fm_status fm_calibration_fit(struct fm_ctx *ctx, const struct fm_calib_sample *samples,
-                                         size_t n, const struct fm_calibration *meta,
-                                         struct fm_calibration **out);
 FM_API enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_calibration *c,
                                           const char *path);
 /* Reads a file fm_calibration_save wrote; a malformed one is FM_ERR_PARSE naming the line and
@@ -1178,30 +1166,13 @@ FM_API enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_ca
 FM_API enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
                                           struct fm_calibration **out);
 FM_API void fm_calibration_free(struct fm_calibration *c);
-/* The kind of node in graph ("depthwise" ...; "" for classes that are not split). */
-FM_API void fm_calib_kind(const struct fm_graph *graph, fm_nid node,
-                          char kind[FM_CALIB_KIND_MAX]);
-/* The fitted seconds of one node-phase that does work: the entry of (cls, kind, phase), else
- * of (cls, "", phase); false when neither exists. */
-FM_API bool fm_calibration_time(const struct fm_calibration *c, enum fm_class cls,
-                                const char *kind, enum fm_phase phase, double flops,
-                                double bytes, double *seconds);
-/* The same from the warm (cold false) or the cold-cache entries: with cold, false when the
- * calibration has no cold entry for the node-phase (rules as above). */
-FM_API bool fm_calibration_time_at(const struct fm_calibration *c, enum fm_class cls,
-                                   const char *kind, enum fm_phase phase, double flops,
-                                   double bytes, bool cold, double *seconds);
-/* The share of the way from warm to cold a layer's time goes when its data was last touched
- * reuse_bytes of other traffic ago: c's eviction curve, interpolated linearly in
- * log(bytes) between its points (0 below the first, the last fraction beyond the last);
- * 0 without a curve. */
-FM_API double fm_calibration_evicted(const struct fm_calibration *c, double reuse_bytes);
-/* Whether c was made where it is used: a different device, backend, thread count or precision
- * is FM_ERR_INVALID naming the field and both values, unless force (then a warning through
- * fm_log and FM_OK). Threads are compared only for the "cpu" backend. */
-FM_API enum fm_status fm_calibration_check(struct fm_ctx *ctx, const struct fm_calibration *c,
-                                           const char *device, const char *backend, int threads,
-                                           enum fm_precision precision, bool force);
+/* A fit re-made from samples (fm_calib_samples_load) with the header of like (its device,
+ * backend, threads, precision, probe figures, per-step overhead and eviction curve), recording
+ * left_out (NULL: none; shorter than FM_CALIB_LIST_MAX): a GPU's calibration studied where the
+ * GPU is not. One entry per (class, kind, phase) present in samples. */
+FM_API enum fm_status fm_calibration_refit(struct fm_ctx *ctx, const struct fm_calibration *like,
+                                           const struct fm_calib_sample *samples, size_t n,
+                                           const char *left_out, struct fm_calibration **out);
 
 struct fm_prediction {
     struct fm_ctx *ctx;            /* the context it was made on: fm_prediction_free uses it */

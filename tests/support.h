@@ -12,6 +12,7 @@
 #include "flopmeter.h"
 /* the tests read what the library keeps behind its accessors (the session's and calibration's
  * bodies, the profile readers' records) and call its internal functions */
+#include "analysis/calibration_internal.h"
 #include "analysis/session_internal.h"
 
 /* Asserts st == FM_OK, printing the context's message when not. */

@@ -9,6 +9,7 @@
 #include "../core/internal.h"
 #include "../frontend/zoo/nn.h"
 #include "analysis.h"
+#include "calibration_internal.h"
 
 #include <errno.h>
 #include <math.h>

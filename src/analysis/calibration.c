@@ -9,6 +9,7 @@
 #include "../core/internal.h"
 #include "../core/jsonw.h"
 #include "analysis.h"
+#include "calibration_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -508,6 +509,44 @@ void fm_calibration_free(struct fm_calibration *c)
     struct fm_ctx *ctx = c->ctx;
     fm_dealloc(ctx, c->entries);
     fm_dealloc(ctx, c);
+}
+
+void fm_calibration_info(const struct fm_calibration *c, struct fm_calibration_info *out)
+{
+    *out = (struct fm_calibration_info){
+        .device = c->device,
+        .backend = c->backend,
+        .threads = c->threads,
+        .precision = c->precision,
+        .date = c->date,
+        .peak = c->peak,
+        .bandwidth = c->bandwidth,
+        .step_overhead_s = c->step_overhead_s,
+        .rounds = c->rounds,
+        .left_out = c->left_out,
+        .source = c->source,
+        .n_entries = c->n,
+        .entries = c->entries,
+        .n_evict = c->n_evict,
+        .evict_bytes = c->evict_bytes,
+        .evict_frac = c->evict_frac,
+    };
+}
+
+enum fm_status fm_calibration_refit(struct fm_ctx *ctx, const struct fm_calibration *like,
+                                    const struct fm_calib_sample *samples, size_t n,
+                                    const char *left_out, struct fm_calibration **out)
+{
+    *out = NULL;
+    if (left_out && strlen(left_out) >= sizeof(like->left_out))
+        return fm_error(ctx, FM_ERR_INVALID, "left_out: a list of %zu characters is too long "
+                                             "(the file records it in at most %zu)",
+                        strlen(left_out), sizeof(like->left_out) - 1);
+    struct fm_calibration meta = *like;
+    meta.entries = NULL;
+    meta.n = 0;
+    snprintf(meta.left_out, sizeof(meta.left_out), "%s", left_out ? left_out : "");
+    return fm_calibration_fit(ctx, samples, n, &meta, out);
 }
 
 /* ---- lookup ---- */

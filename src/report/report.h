@@ -4,6 +4,7 @@
 #define FM_REPORT_H
 
 #include "flopmeter.h"
+#include "../analysis/calibration_internal.h"
 #include "../analysis/session_internal.h"
 #include "../core/jsonw.h"
 

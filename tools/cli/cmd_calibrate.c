@@ -103,11 +103,13 @@ static int write_samples(const char *path, const struct fm_calib_sample *s, size
 /* What a fit holds, one line per entry. */
 static void print_fit(const char *output, const struct fm_calibration *cal, size_t n_samples)
 {
+    struct fm_calibration_info ci;
+    fm_calibration_info(cal, &ci);
     printf("%s: %zu fits from %zu timed layer-phases on %s (%s, %d threads, %s)\n", output,
-           cal->n, n_samples, cal->device, cal->backend, cal->threads,
-           fm_precision_name(cal->precision));
-    for (size_t i = 0; i < cal->n; i++) {
-        const struct fm_calib_entry *e = &cal->entries[i];
+           ci.n_entries, n_samples, ci.device, ci.backend, ci.threads,
+           fm_precision_name(ci.precision));
+    for (size_t i = 0; i < ci.n_entries; i++) {
+        const struct fm_calib_entry *e = &ci.entries[i];
         char kind[FM_CALIB_KIND_MAX + 3] = "";
         if (e->kind[0])
             snprintf(kind, sizeof(kind), " %s", e->kind);
@@ -120,12 +122,12 @@ static void print_fit(const char *output, const struct fm_calibration *cal, size
                100.0 * e->rel_rms);
     }
     printf("  per-step overhead outside the layers: %.1f us\n",
-           cal->step_overhead_s * 1e6);
-    if (cal->n_evict) {
+           ci.step_overhead_s * 1e6);
+    if (ci.n_evict) {
         printf("  eviction curve (share of the way from warm to cold after other traffic):");
-        for (size_t i = 0; i < cal->n_evict; i++)
-            printf("%s %.0f MB %.2f", i ? "," : "", cal->evict_bytes[i] / 1048576.0,
-                   cal->evict_frac[i]);
+        for (size_t i = 0; i < ci.n_evict; i++)
+            printf("%s %.0f MB %.2f", i ? "," : "", ci.evict_bytes[i] / 1048576.0,
+                   ci.evict_frac[i]);
         printf("\n");
     }
 }
@@ -141,16 +143,11 @@ static int refit(struct fm_ctx *ctx, const char *samples_in, const char *like,
     enum fm_status st = fm_calibration_load(ctx, like, &base);
     if (!st)
         st = fm_calib_samples_load(ctx, samples_in, leave_out, &samples, &n, &dropped);
-    if (!st && leave_out && strlen(leave_out) >= sizeof(base->left_out))
+    if (!st && leave_out && strlen(leave_out) >= FM_CALIB_LIST_MAX)
         st = fm_error(ctx, FM_ERR_INVALID, "--leave-out: a list of %zu characters is too long",
                       strlen(leave_out));
-    if (!st) {
-        struct fm_calibration meta = *base;
-        meta.entries = NULL;
-        meta.n = 0;
-        snprintf(meta.left_out, sizeof(meta.left_out), "%s", leave_out ? leave_out : "");
-        st = fm_calibration_fit(ctx, samples, n, &meta, &cal);
-    }
+    if (!st)
+        st = fm_calibration_refit(ctx, base, samples, n, leave_out, &cal);
     if (!st)
         st = fm_calibration_save(ctx, cal, output);
     int r;

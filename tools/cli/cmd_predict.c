@@ -121,12 +121,14 @@ int cmd_predict(int argc, char **argv)
          * file is, unless --devices names another: predicting for a GPU needs no GPU here, and
          * the table's name for it would not be the name CUDA gave calibrate), else this
          * machine's CPU, probed */
-        if (!d.device && !cal_as_devices && !d.devices_file && strcmp(cal->backend, "cuda") == 0) {
+        struct fm_calibration_info ci;
+        fm_calibration_info(cal, &ci);
+        if (!d.device && !cal_as_devices && !d.devices_file && strcmp(ci.backend, "cuda") == 0) {
             d.devices_file = calibration;
             cal_as_devices = true;
         }
         if (!d.device)
-            d.device = cal_as_devices ? cal->device : cal->backend;
+            d.device = cal_as_devices ? ci.device : ci.backend;
     }
     fm_session_opts_init(&so, FM_TASK_PREDICT);
     so.model = pos[0];
