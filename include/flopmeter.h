@@ -177,304 +177,269 @@ enum fm_class {
 FM_API const char *fm_class_name(enum fm_class cls);
 
 /* Every op the cost model knows, in one list from which everything per-op is generated: the
- * enum fm_op below, the op names and classes and the op registry (src/ops/registry.c), and the
- * ONNX frontend's mapping rows (src/frontend/onnx/onnx_map.c). A missing descriptor or mapper
- * fails the build; docs/adding-an-op.md is the recipe. One row per op:
+ * enum fm_op below, the op names and classes and the op registry (src/ops/registry.c). A
+ * missing descriptor fails the build; docs/adding-an-op.md is the recipe. How ONNX op types map
+ * to these ops is the ONNX frontend's own list (src/frontend/onnx/onnx_ops.h). One row per op:
  *
- *   X(ID, desc, "Name", CLASS, "OnnxOp", map, "slots")
+ *   X(ID, desc, "Name", CLASS)
  *
  *   ID       the enum value FM_OP_<ID>
  *   desc     its descriptor fm_op_<desc>_desc (shape rule, cost rule, arity), defined in the
  *            family file under src/ops/ that the comment above the rows names
  *   "Name"   the display name in reports
  *   CLASS    FM_CLASS_<CLASS>: how analyses aggregate and which ceiling applies
- *   "OnnxOp" the ONNX op type that maps to it, or NULL when none does
- *   map      how the ONNX frontend maps a node (map_<map> in onnx_map.c); none without ONNX
- *   "slots"  the role of an initializer read by each ONNX input slot, one letter per slot:
- *            P parameter, B buffer (state, not trained), C constant operand (shapes, axes,
- *            indices, masks: no gradient flows), T passed on unchanged in kind (its readers'
- *            roles decide: a slice of a weight is still a weight), x by size (more than one
- *            element: a parameter); a final '*' repeats the last letter, missing letters are x
  *
  * What each op reads from struct fm_attrs is in the comment at the end of its row. */
 #define FM_OP_LIST(X)                                                                           \
     /* an op the counter does not know: listed as uncounted (common.c) */                       \
-    X(UNKNOWN, unknown, "Unknown", OTHER, NULL, none, "")                                       \
+    X(UNKNOWN, unknown, "Unknown", OTHER)                                                       \
     /* conv.c */                                                                                \
-    X(CONV, conv, "Conv", CONV, "Conv", conv, "xPP*")                                           \
+    X(CONV, conv, "Conv", CONV)                                                                 \
     /*   X (N,C,H,W) [or (N,C,L), (N,C,D,H,W)], W (Cout, C/g, kh, kw), B (Cout)? */             \
-    X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV, "ConvTranspose", conv, "xPP*")     \
+    X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV)                                    \
     /*   X (N,C,H,W), W (C, Cout/g, kh, kw), B (Cout)? */                                       \
     /* matmul.c */                                                                              \
-    X(LINEAR, linear, "Linear", MATMUL, NULL, none, "")                                         \
-    /*   X (..., K), W (N, K), B (N)?  -> (..., N)  (torch.nn.Linear) */                        \
-    X(GEMM, gemm, "Gemm", MATMUL, "Gemm", gemm, "xPP*")                                         \
+    X(LINEAR, linear, "Linear", MATMUL)                                                         \
+    /*   X (..., K), W (N, K), B (N)? -> (..., N) (torch.nn.Linear) */                          \
+    X(GEMM, gemm, "Gemm", MATMUL)                                                               \
     /*   A (M,K) [FM_ATTR_TRANS_A], B (K,N) [FM_ATTR_TRANS_B], C? -> (M,N); alpha, beta */      \
-    X(MATMUL, matmul, "MatMul", MATMUL, "MatMul", plain, "PP*")                                 \
-    /*   A (..., M, K) @ B (..., K, N), numpy broadcasting */                                   \
+    X(MATMUL, matmul, "MatMul", MATMUL) /* A (..., M, K) @ B (..., K, N), numpy broadcasting */ \
     /* norm.c */                                                                                \
-    X(BATCHNORM, batchnorm, "BatchNorm", NORM, "BatchNormalization", norm, "xPPBB*")            \
+    X(BATCHNORM, batchnorm, "BatchNorm", NORM)                                                  \
     /*   X (N,C,...), scale (C), bias (C), mean (C), var (C); eps, FM_ATTR_INFER_BN */          \
-    X(LAYERNORM, layernorm, "LayerNorm", NORM, "LayerNormalization", norm, "xPP*")              \
+    X(LAYERNORM, layernorm, "LayerNorm", NORM)                                                  \
     /*   X, scale?, bias?; normalizes dims [axis, rank); eps */                                 \
-    X(GROUPNORM, groupnorm, "GroupNorm", NORM, "GroupNormalization", norm, "xPP*")              \
+    X(GROUPNORM, groupnorm, "GroupNorm", NORM)                                                  \
     /*   X (N,C,...), scale (C), bias (C); groups, eps */                                       \
-    X(INSTANCENORM, instancenorm, "InstanceNorm", NORM, "InstanceNormalization", norm, "xPP*")  \
+    X(INSTANCENORM, instancenorm, "InstanceNorm", NORM)                                         \
     /*   X (N,C,...), scale (C), bias (C); eps */                                               \
     /* normalize.c: normalizations without parameters */                                        \
-    X(LP_NORM, lp_norm, "LpNorm", NORM, "LpNormalization", attrs, "") /* axis; ints = {p} */    \
-    X(MVN, mvn, "MeanVarianceNorm", NORM, "MeanVarianceNormalization", attrs, "")               \
-    /*   ints = the axes (ONNX's default 0, 2, 3) */                                            \
-    X(LRN, lrn, "LRN", NORM, "LRN", attrs, "") /* ints = {size}; alpha, beta, eps = bias */     \
+    X(LP_NORM, lp_norm, "LpNorm", NORM) /* axis; ints = {p} */                                  \
+    X(MVN, mvn, "MeanVarianceNorm", NORM) /* ints = the axes (ONNX's default 0, 2, 3) */        \
+    X(LRN, lrn, "LRN", NORM) /* ints = {size}; alpha, beta, eps = bias */                       \
     /* act.c: one tensor in, one out, per element; Softmax/LogSoftmax per row along axis */     \
-    X(RELU, relu, "ReLU", ACTIVATION, "Relu", act, "")                                          \
-    X(CLIP, clip, "Clip", ACTIVATION, "Clip", act, "xCC*") /* ReLU6 is Clip(0, 6): lo, hi */    \
-    X(LEAKY_RELU, leaky_relu, "LeakyReLU", ACTIVATION, "LeakyRelu", act, "") /* alpha */        \
-    X(PRELU, prelu, "PRelu", ACTIVATION, "PRelu", plain, "xP") /* X, slope (broadcast) */       \
-    X(SIGMOID, sigmoid, "Sigmoid", ACTIVATION, "Sigmoid", act, "")                              \
-    X(TANH, tanh, "Tanh", ACTIVATION, "Tanh", act, "")                                          \
-    X(SILU, silu, "SiLU", ACTIVATION, NULL, none, "")                                           \
-    X(GELU, gelu, "GELU", ACTIVATION, "Gelu", act, "") /* erf, or tanh: FM_ATTR_GELU_TANH */    \
-    X(HARDSWISH, hardswish, "Hardswish", ACTIVATION, "HardSwish", act, "")                      \
-    X(HARDSIGMOID, hardsigmoid, "Hardsigmoid", ACTIVATION, "HardSigmoid", act, "")              \
-    /*   alpha, beta */                                                                         \
-    X(SOFTMAX, softmax, "Softmax", ACTIVATION, "Softmax", softmax, "") /* axis */               \
-    X(LOG_SOFTMAX, log_softmax, "LogSoftmax", ACTIVATION, "LogSoftmax", softmax, "")            \
-    X(ELU, elu, "ELU", ACTIVATION, "Elu", act, "") /* alpha */                                  \
-    X(SELU, selu, "SELU", ACTIVATION, "Selu", act, "") /* alpha, beta = gamma */                \
-    X(CELU, celu, "CELU", ACTIVATION, "Celu", act, "") /* alpha */                              \
-    X(SOFTPLUS, softplus, "Softplus", ACTIVATION, "Softplus", act, "")                          \
-    X(SOFTSIGN, softsign, "Softsign", ACTIVATION, "Softsign", act, "")                          \
-    X(MISH, mish, "Mish", ACTIVATION, "Mish", act, "")                                          \
-    X(THRESHOLDED_RELU, thresholded_relu, "ThresholdedReLU", ACTIVATION, "ThresholdedRelu",     \
-      act, "") /* alpha */                                                                      \
-    X(SHRINK, shrink, "Shrink", ACTIVATION, "Shrink", act, "") /* lo = lambd, beta = bias */    \
-    X(HARDMAX, hardmax, "Hardmax", ACTIVATION, "Hardmax", softmax, "") /* axis */               \
-    /* pool.c: kernel, stride, pad, dilation (*_d: 3-D), FM_ATTR_CEIL_MODE, FM_ATTR_COUNT_PAD;  \
-       MaxPool: Y, and optionally its int64 argmax indices (ONNX) */                            \
-    X(MAXPOOL, maxpool, "MaxPool", POOL, "MaxPool", pool, "")                                   \
-    X(AVGPOOL, avgpool, "AvgPool", POOL, "AveragePool", pool, "")                               \
-    X(ADAPTIVE_AVGPOOL, adaptive_avgpool, "AdaptiveAvgPool", POOL, NULL, none, "")              \
+    X(RELU, relu, "ReLU", ACTIVATION)                                                           \
+    X(CLIP, clip, "Clip", ACTIVATION) /* ReLU6 is Clip(0, 6): lo, hi */                         \
+    X(LEAKY_RELU, leaky_relu, "LeakyReLU", ACTIVATION) /* alpha */                              \
+    X(PRELU, prelu, "PRelu", ACTIVATION) /* X, slope (broadcast) */                             \
+    X(SIGMOID, sigmoid, "Sigmoid", ACTIVATION)                                                  \
+    X(TANH, tanh, "Tanh", ACTIVATION)                                                           \
+    X(SILU, silu, "SiLU", ACTIVATION)                                                           \
+    X(GELU, gelu, "GELU", ACTIVATION) /* erf, or tanh: FM_ATTR_GELU_TANH */                     \
+    X(HARDSWISH, hardswish, "Hardswish", ACTIVATION)                                            \
+    X(HARDSIGMOID, hardsigmoid, "Hardsigmoid", ACTIVATION) /* alpha, beta */                    \
+    X(SOFTMAX, softmax, "Softmax", ACTIVATION) /* axis */                                       \
+    X(LOG_SOFTMAX, log_softmax, "LogSoftmax", ACTIVATION)                                       \
+    X(ELU, elu, "ELU", ACTIVATION) /* alpha */                                                  \
+    X(SELU, selu, "SELU", ACTIVATION) /* alpha, beta = gamma */                                 \
+    X(CELU, celu, "CELU", ACTIVATION) /* alpha */                                               \
+    X(SOFTPLUS, softplus, "Softplus", ACTIVATION)                                               \
+    X(SOFTSIGN, softsign, "Softsign", ACTIVATION)                                               \
+    X(MISH, mish, "Mish", ACTIVATION)                                                           \
+    X(THRESHOLDED_RELU, thresholded_relu, "ThresholdedReLU", ACTIVATION) /* alpha */            \
+    X(SHRINK, shrink, "Shrink", ACTIVATION) /* lo = lambd, beta = bias */                       \
+    X(HARDMAX, hardmax, "Hardmax", ACTIVATION) /* axis */                                       \
+    /* pool.c: kernel, stride, pad, dilation (*_d: 3-D), FM_ATTR_CEIL_MODE,                     \
+       FM_ATTR_COUNT_PAD; MaxPool: Y, and optionally its int64 argmax indices (ONNX) */         \
+    X(MAXPOOL, maxpool, "MaxPool", POOL)                                                        \
+    X(AVGPOOL, avgpool, "AvgPool", POOL)                                                        \
+    X(ADAPTIVE_AVGPOOL, adaptive_avgpool, "AdaptiveAvgPool", POOL)                              \
     /*   output size (h, w) in out_size */                                                      \
-    X(GLOBAL_AVGPOOL, global_avgpool, "GlobalAvgPool", POOL, "GlobalAveragePool", plain, "")    \
-    X(GLOBAL_MAXPOOL, global_maxpool, "GlobalMaxPool", POOL, "GlobalMaxPool", plain, "")        \
-    X(LPPOOL, lppool, "LpPool", POOL, "LpPool", pool, "") /* as AvgPool; ints = {p} */          \
-    X(GLOBAL_LPPOOL, global_lppool, "GlobalLpPool", POOL, "GlobalLpPool", attrs, "") /* {p} */  \
+    X(GLOBAL_AVGPOOL, global_avgpool, "GlobalAvgPool", POOL)                                    \
+    X(GLOBAL_MAXPOOL, global_maxpool, "GlobalMaxPool", POOL)                                    \
+    X(LPPOOL, lppool, "LpPool", POOL) /* as AvgPool; ints = {p} */                              \
+    X(GLOBAL_LPPOOL, global_lppool, "GlobalLpPool", POOL) /* {p} */                             \
     /* eltwise.c: two tensors, numpy broadcasting */                                            \
-    X(ADD, add, "Add", ELEMENTWISE, "Add", plain, "")                                           \
-    X(SUB, sub, "Sub", ELEMENTWISE, "Sub", plain, "")                                           \
-    X(MUL, mul, "Mul", ELEMENTWISE, "Mul", plain, "")                                           \
-    X(DIV, div, "Div", ELEMENTWISE, "Div", plain, "")                                           \
-    X(MOD, mod, "Mod", ELEMENTWISE, "Mod", attrs, "xC*") /* ints = {fmod} */                    \
-    X(SUM, sum, "Sum", ELEMENTWISE, "Sum", variadic, "") /* 1.. inputs, broadcast */            \
-    X(MEAN, mean, "Mean", ELEMENTWISE, "Mean", variadic, "")                                    \
+    X(ADD, add, "Add", ELEMENTWISE)                                                             \
+    X(SUB, sub, "Sub", ELEMENTWISE)                                                             \
+    X(MUL, mul, "Mul", ELEMENTWISE)                                                             \
+    X(DIV, div, "Div", ELEMENTWISE)                                                             \
+    X(MOD, mod, "Mod", ELEMENTWISE) /* ints = {fmod} */                                         \
+    X(SUM, sum, "Sum", ELEMENTWISE) /* 1.. inputs, broadcast */                                 \
+    X(MEAN, mean, "Mean", ELEMENTWISE)                                                          \
     /* shape.c: data movement, no arithmetic */                                                 \
-    X(CONCAT, concat, "Concat", DATA_MOVEMENT, "Concat", concat, "T*") /* axis */               \
-    X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT, "Flatten", axis, "T") /* axis */              \
-    X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT, "Reshape", reshape, "TC*")                    \
-    /*   target in ints (0 = copy, -1 = infer) */                                               \
-    X(TRANSPOSE, transpose, "Transpose", DATA_MOVEMENT, "Transpose", transpose, "T")            \
-    /*   permutation in ints */                                                                 \
-    X(SPLIT, split, "Split", DATA_MOVEMENT, "Split", split, "TC*") /* sizes along axis: ints */ \
-    X(IDENTITY, identity, "Identity", DATA_MOVEMENT, "Identity", identity, "T")                 \
+    X(CONCAT, concat, "Concat", DATA_MOVEMENT) /* axis */                                       \
+    X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT) /* axis */                                    \
+    X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT) /* target in ints (0 = copy, -1 = infer) */   \
+    X(TRANSPOSE, transpose, "Transpose", DATA_MOVEMENT) /* permutation in ints */               \
+    X(SPLIT, split, "Split", DATA_MOVEMENT) /* sizes along axis: ints */                        \
+    X(IDENTITY, identity, "Identity", DATA_MOVEMENT)                                            \
     /* dropout.c */                                                                             \
-    X(DROPOUT, dropout, "Dropout", ELEMENTWISE, "Dropout", dropout, "xCC*") /* ratio */         \
+    X(DROPOUT, dropout, "Dropout", ELEMENTWISE) /* ratio */                                     \
     /* embedding.c */                                                                           \
-    X(EMBEDDING, embedding, "Embedding", EMBEDDING, NULL, none, "")                             \
-    /*   ids (...) int, W (V, D) -> (..., D) */                                                 \
+    X(EMBEDDING, embedding, "Embedding", EMBEDDING) /* ids (...) int, W (V, D) -> (..., D) */   \
     /* attention.c */                                                                           \
-    X(ATTENTION, attention, "Attention", ATTENTION, NULL, none, "")                             \
+    X(ATTENTION, attention, "Attention", ATTENTION)                                             \
     /*   scaled dot-product: Q (B,H,Sq,D), K (B,H,Sk,D), V (B,H,Sk,Dv), mask?; scale,           \
          FM_ATTR_CAUSAL */                                                                      \
     /* loss.c */                                                                                \
-    X(CROSS_ENTROPY, cross_entropy, "CrossEntropy", LOSS, NULL, none, "")                       \
+    X(CROSS_ENTROPY, cross_entropy, "CrossEntropy", LOSS)                                       \
     /*   logits (N, K), labels (N) int -> scalar mean loss */                                   \
-    X(MSE_LOSS, mse_loss, "MSELoss", LOSS, NULL, none, "")                                      \
+    X(MSE_LOSS, mse_loss, "MSELoss", LOSS)                                                      \
     /*   prediction, target (the same shape, float) -> scalar mean of squared differences */    \
     /* unary.c: elementwise functions of one tensor (Pow: X, exponent broadcast) */             \
-    X(ERF, erf, "Erf", ELEMENTWISE, "Erf", plain, "")                                           \
-    X(SQRT, sqrt, "Sqrt", ELEMENTWISE, "Sqrt", plain, "")                                       \
-    X(RECIPROCAL, reciprocal, "Reciprocal", ELEMENTWISE, "Reciprocal", plain, "")               \
-    X(NEG, neg, "Neg", ELEMENTWISE, "Neg", plain, "")                                           \
-    X(EXP, exp, "Exp", ELEMENTWISE, "Exp", plain, "")                                           \
-    X(LOG, log, "Log", ELEMENTWISE, "Log", plain, "")                                           \
-    X(ABS, abs, "Abs", ELEMENTWISE, "Abs", plain, "")                                           \
-    X(POW, pow, "Pow", ELEMENTWISE, "Pow", plain, "xC*")                                        \
+    X(ERF, erf, "Erf", ELEMENTWISE)                                                             \
+    X(SQRT, sqrt, "Sqrt", ELEMENTWISE)                                                          \
+    X(RECIPROCAL, reciprocal, "Reciprocal", ELEMENTWISE)                                        \
+    X(NEG, neg, "Neg", ELEMENTWISE)                                                             \
+    X(EXP, exp, "Exp", ELEMENTWISE)                                                             \
+    X(LOG, log, "Log", ELEMENTWISE)                                                             \
+    X(ABS, abs, "Abs", ELEMENTWISE)                                                             \
+    X(POW, pow, "Pow", ELEMENTWISE)                                                             \
     /* compare.c: comparisons and logic (bool out, broadcast), selects, Max/Min, Trilu */       \
-    X(EQUAL, equal, "Equal", ELEMENTWISE, "Equal", plain, "C*")                                 \
-    X(LESS, less, "Less", ELEMENTWISE, "Less", plain, "C*")                                     \
-    X(LESS_EQUAL, less_equal, "LessOrEqual", ELEMENTWISE, "LessOrEqual", plain, "C*")           \
-    X(GREATER, greater, "Greater", ELEMENTWISE, "Greater", plain, "C*")                         \
-    X(GREATER_EQUAL, greater_equal, "GreaterOrEqual", ELEMENTWISE, "GreaterOrEqual", plain,     \
-      "C*")                                                                                     \
-    X(AND, logical_and, "And", ELEMENTWISE, "And", plain, "C*")                                 \
-    X(OR, logical_or, "Or", ELEMENTWISE, "Or", plain, "C*")                                     \
-    X(XOR, logical_xor, "Xor", ELEMENTWISE, "Xor", plain, "C*")                                 \
-    X(NOT, logical_not, "Not", ELEMENTWISE, "Not", plain, "C*")                                 \
-    X(WHERE, where, "Where", ELEMENTWISE, "Where", plain, "C") /* cond, X, Y (broadcast) */     \
-    X(MAX, max, "Max", ELEMENTWISE, "Max", variadic, "") /* 1.. inputs, broadcast */            \
-    X(MIN, min, "Min", ELEMENTWISE, "Min", variadic, "")                                        \
-    X(TRILU, trilu, "Trilu", ELEMENTWISE, "Trilu", int_operand, "xC*")                          \
-    /*   X (..., M, N); ints = {k, upper} */                                                    \
-    X(ISINF, isinf, "IsInf", ELEMENTWISE, "IsInf", plain, "C*")                                 \
-    X(ISNAN, isnan, "IsNaN", ELEMENTWISE, "IsNaN", plain, "C*")                                 \
-    X(BITSHIFT, bitshift, "BitShift", ELEMENTWISE, "BitShift", attrs, "C*") /* ints={right} */  \
+    X(EQUAL, equal, "Equal", ELEMENTWISE)                                                       \
+    X(LESS, less, "Less", ELEMENTWISE)                                                          \
+    X(LESS_EQUAL, less_equal, "LessOrEqual", ELEMENTWISE)                                       \
+    X(GREATER, greater, "Greater", ELEMENTWISE)                                                 \
+    X(GREATER_EQUAL, greater_equal, "GreaterOrEqual", ELEMENTWISE)                              \
+    X(AND, logical_and, "And", ELEMENTWISE)                                                     \
+    X(OR, logical_or, "Or", ELEMENTWISE)                                                        \
+    X(XOR, logical_xor, "Xor", ELEMENTWISE)                                                     \
+    X(NOT, logical_not, "Not", ELEMENTWISE)                                                     \
+    X(WHERE, where, "Where", ELEMENTWISE) /* cond, X, Y (broadcast) */                          \
+    X(MAX, max, "Max", ELEMENTWISE) /* 1.. inputs, broadcast */                                 \
+    X(MIN, min, "Min", ELEMENTWISE)                                                             \
+    X(TRILU, trilu, "Trilu", ELEMENTWISE) /* X (..., M, N); ints = {k, upper} */                \
+    X(ISINF, isinf, "IsInf", ELEMENTWISE)                                                       \
+    X(ISNAN, isnan, "IsNaN", ELEMENTWISE)                                                       \
+    X(BITSHIFT, bitshift, "BitShift", ELEMENTWISE) /* ints={right} */                           \
     /* reduce.c: axes in ints (none = all), FM_ATTR_KEEPDIMS; CumSum along axis */              \
-    X(REDUCE_SUM, reduce_sum, "ReduceSum", REDUCTION, "ReduceSum", reduce, "xC*")               \
-    X(REDUCE_MEAN, reduce_mean, "ReduceMean", REDUCTION, "ReduceMean", reduce, "xC*")           \
-    X(REDUCE_MAX, reduce_max, "ReduceMax", REDUCTION, "ReduceMax", reduce, "xC*")               \
-    X(REDUCE_MIN, reduce_min, "ReduceMin", REDUCTION, "ReduceMin", reduce, "xC*")               \
-    X(REDUCE_PROD, reduce_prod, "ReduceProd", REDUCTION, "ReduceProd", reduce, "xC*")           \
-    X(REDUCE_L2, reduce_l2, "ReduceL2", REDUCTION, "ReduceL2", reduce, "xC*")                   \
-    X(REDUCE_SUM_SQUARE, reduce_sum_square, "ReduceSumSquare", REDUCTION, "ReduceSumSquare",    \
-      reduce, "xC*")                                                                            \
-    X(REDUCE_L1, reduce_l1, "ReduceL1", REDUCTION, "ReduceL1", reduce, "xC*")                   \
-    X(REDUCE_LOG_SUM, reduce_log_sum, "ReduceLogSum", REDUCTION, "ReduceLogSum", reduce, "xC*") \
-    X(REDUCE_LOG_SUM_EXP, reduce_log_sum_exp, "ReduceLogSumExp", REDUCTION, "ReduceLogSumExp",  \
-      reduce, "xC*")                                                                            \
-    X(CUMSUM, cumsum, "CumSum", REDUCTION, "CumSum", int_operand, "xC*")                        \
+    X(REDUCE_SUM, reduce_sum, "ReduceSum", REDUCTION)                                           \
+    X(REDUCE_MEAN, reduce_mean, "ReduceMean", REDUCTION)                                        \
+    X(REDUCE_MAX, reduce_max, "ReduceMax", REDUCTION)                                           \
+    X(REDUCE_MIN, reduce_min, "ReduceMin", REDUCTION)                                           \
+    X(REDUCE_PROD, reduce_prod, "ReduceProd", REDUCTION)                                        \
+    X(REDUCE_L2, reduce_l2, "ReduceL2", REDUCTION)                                              \
+    X(REDUCE_SUM_SQUARE, reduce_sum_square, "ReduceSumSquare", REDUCTION)                       \
+    X(REDUCE_L1, reduce_l1, "ReduceL1", REDUCTION)                                              \
+    X(REDUCE_LOG_SUM, reduce_log_sum, "ReduceLogSum", REDUCTION)                                \
+    X(REDUCE_LOG_SUM_EXP, reduce_log_sum_exp, "ReduceLogSumExp", REDUCTION)                     \
+    X(CUMSUM, cumsum, "CumSum", REDUCTION)                                                      \
     /* tensor.c: data movement whose integer operands the importer put into ints */             \
-    X(GATHER, gather, "Gather", DATA_MOVEMENT, "Gather", gather, "PC*")                         \
-    /*   data, indices (int); axis */                                                           \
-    X(SLICE, slice, "Slice", DATA_MOVEMENT, "Slice", slice, "TC*")                              \
+    X(GATHER, gather, "Gather", DATA_MOVEMENT) /* data, indices (int); axis */                  \
+    X(SLICE, slice, "Slice", DATA_MOVEMENT)                                                     \
     /*   X; ints = (start, end, step) for every dim, clamped */                                 \
-    X(SQUEEZE, squeeze, "Squeeze", DATA_MOVEMENT, "Squeeze", squeeze, "TC*")                    \
-    /*   X; axes to drop in ints */                                                             \
-    X(UNSQUEEZE, unsqueeze, "Unsqueeze", DATA_MOVEMENT, "Unsqueeze", squeeze, "TC*")            \
+    X(SQUEEZE, squeeze, "Squeeze", DATA_MOVEMENT) /* X; axes to drop in ints */                 \
+    X(UNSQUEEZE, unsqueeze, "Unsqueeze", DATA_MOVEMENT)                                         \
     /*   X; axes of the output to insert in ints */                                             \
-    X(EXPAND, expand, "Expand", DATA_MOVEMENT, "Expand", int_operand, "TC*")                    \
-    /*   X; target shape in ints (numpy broadcast) */                                           \
-    X(TILE, tile, "Tile", DATA_MOVEMENT, "Tile", int_operand, "TC*") /* X; repeats in ints */   \
-    X(PAD, pad, "Pad", DATA_MOVEMENT, "Pad", pad, "xC*")                                        \
-    /*   X; ints = begin pads for every dim, then end pads */                                   \
-    X(RESIZE, resize, "Resize", DATA_MOVEMENT, "Resize", resize, "xC*")                         \
+    X(EXPAND, expand, "Expand", DATA_MOVEMENT) /* X; target shape in ints (numpy broadcast) */  \
+    X(TILE, tile, "Tile", DATA_MOVEMENT) /* X; repeats in ints */                               \
+    X(PAD, pad, "Pad", DATA_MOVEMENT) /* X; ints = begin pads for every dim, then end pads */   \
+    X(RESIZE, resize, "Resize", DATA_MOVEMENT)                                                  \
     /*   X; ints = {mode (0 nearest, 1 linear, 2 cubic), out dims} */                           \
-    X(CONSTANT_OF_SHAPE, constant_of_shape, "ConstantOfShape", DATA_MOVEMENT,                   \
-      "ConstantOfShape", int_operand, "C*")                                                     \
+    X(CONSTANT_OF_SHAPE, constant_of_shape, "ConstantOfShape", DATA_MOVEMENT)                   \
     /*   no inputs; ints = {enum fm_dtype, out dims} */                                         \
-    X(RANGE, range, "Range", DATA_MOVEMENT, "Range", range, "C*")                               \
-    /*   no inputs; ints = {length, enum fm_dtype} */                                           \
-    X(CAST, cast, "Cast", DATA_MOVEMENT, "Cast", cast, "T") /* X; ints = {enum fm_dtype} */     \
+    X(RANGE, range, "Range", DATA_MOVEMENT) /* no inputs; ints = {length, enum fm_dtype} */     \
+    X(CAST, cast, "Cast", DATA_MOVEMENT) /* X; ints = {enum fm_dtype} */                        \
     /* einsum.c */                                                                              \
-    X(EINSUM, einsum, "Einsum", MATMUL, "Einsum", einsum, "P*")                                 \
-    /*   1 or 2 operands; ints = the equation as label ids */                                   \
+    X(EINSUM, einsum, "Einsum", MATMUL) /* 1 or 2 operands; ints = the equation as label ids */ \
     /* trig.c: trigonometric functions, and the piecewise-constant Floor, Ceil, Round, Sign */  \
-    X(SIN, sin, "Sin", ELEMENTWISE, "Sin", plain, "")                                           \
-    X(COS, cos, "Cos", ELEMENTWISE, "Cos", plain, "")                                           \
-    X(TAN, tan, "Tan", ELEMENTWISE, "Tan", plain, "")                                           \
-    X(FLOOR, floor, "Floor", ELEMENTWISE, "Floor", plain, "")                                   \
-    X(CEIL, ceil, "Ceil", ELEMENTWISE, "Ceil", plain, "")                                       \
-    X(ROUND, round, "Round", ELEMENTWISE, "Round", plain, "")                                   \
-    X(SIGN, sign, "Sign", ELEMENTWISE, "Sign", plain, "")                                       \
-    X(ASIN, asin, "Asin", ELEMENTWISE, "Asin", plain, "")                                       \
-    X(ACOS, acos, "Acos", ELEMENTWISE, "Acos", plain, "")                                       \
-    X(ATAN, atan, "Atan", ELEMENTWISE, "Atan", plain, "")                                       \
-    X(SINH, sinh, "Sinh", ELEMENTWISE, "Sinh", plain, "")                                       \
-    X(COSH, cosh, "Cosh", ELEMENTWISE, "Cosh", plain, "")                                       \
-    X(ASINH, asinh, "Asinh", ELEMENTWISE, "Asinh", plain, "")                                   \
-    X(ACOSH, acosh, "Acosh", ELEMENTWISE, "Acosh", plain, "")                                   \
-    X(ATANH, atanh, "Atanh", ELEMENTWISE, "Atanh", plain, "")                                   \
+    X(SIN, sin, "Sin", ELEMENTWISE)                                                             \
+    X(COS, cos, "Cos", ELEMENTWISE)                                                             \
+    X(TAN, tan, "Tan", ELEMENTWISE)                                                             \
+    X(FLOOR, floor, "Floor", ELEMENTWISE)                                                       \
+    X(CEIL, ceil, "Ceil", ELEMENTWISE)                                                          \
+    X(ROUND, round, "Round", ELEMENTWISE)                                                       \
+    X(SIGN, sign, "Sign", ELEMENTWISE)                                                          \
+    X(ASIN, asin, "Asin", ELEMENTWISE)                                                          \
+    X(ACOS, acos, "Acos", ELEMENTWISE)                                                          \
+    X(ATAN, atan, "Atan", ELEMENTWISE)                                                          \
+    X(SINH, sinh, "Sinh", ELEMENTWISE)                                                          \
+    X(COSH, cosh, "Cosh", ELEMENTWISE)                                                          \
+    X(ASINH, asinh, "Asinh", ELEMENTWISE)                                                       \
+    X(ACOSH, acosh, "Acosh", ELEMENTWISE)                                                       \
+    X(ATANH, atanh, "Atanh", ELEMENTWISE)                                                       \
     /* linalg.c: batched matrices */                                                            \
-    X(DET, det, "Det", MATMUL, "Det", plain, "") /* X (..., n, n) -> (...) */                      \
-    /* rnn.c: recurrent layers over a sequence, MATMUL (the gate GEMMs dominate): X, W, R, B?,  \
-       sequence_lens?, initial_h?, initial_c?, P? -> Y, Y_h?, Y_c?; ints = {hidden_size,        \
+    X(DET, det, "Det", MATMUL) /* X (..., n, n) -> (...) */                                     \
+    /* rnn.c: recurrent layers over a sequence, MATMUL (the gate GEMMs dominate): X, W, R,      \
+       B?, sequence_lens?, initial_h?, initial_c?, P? -> Y, Y_h?, Y_c?; ints = {hidden_size,    \
        direction 0/1/2 (forward/reverse/bidirectional), layout, linear_before_reset, flags,     \
        activation codes per direction} (src/ops/ops.h), all optional */                         \
-    X(LSTM, lstm, "LSTM", MATMUL, "LSTM", rnn, "xPPPCBBP")                                      \
-    X(GRU, gru, "GRU", MATMUL, "GRU", rnn, "xPPPCBB")                                           \
-    X(RNN, rnn, "RNN", MATMUL, "RNN", rnn, "xPPPCBB")                                              \
-    /* quant.c: quantized ops (inference only; integer products are int8 MACs). An OnnxOp      \
-       "com.microsoft:Name" is ONNX Runtime's domain (onnx_build.c's ox_op_is) */               \
-    X(QUANTIZE_LINEAR, quantize_linear, "QuantizeLinear", ELEMENTWISE, "QuantizeLinear",       \
-      quant, "xCC")                                                                             \
+    X(LSTM, lstm, "LSTM", MATMUL)                                                               \
+    X(GRU, gru, "GRU", MATMUL)                                                                  \
+    X(RNN, rnn, "RNN", MATMUL)                                                                  \
+    /* quant.c: quantized ops (inference only; integer products are int8 MACs). */              \
+    X(QUANTIZE_LINEAR, quantize_linear, "QuantizeLinear", ELEMENTWISE)                          \
     /*   X, scale, zero point?; axis (per-axis scale) */                                        \
-    X(DEQUANTIZE_LINEAR, dequantize_linear, "DequantizeLinear", ELEMENTWISE,                    \
-      "DequantizeLinear", quant, "xCC") /* X, scale, zero point?; axis */                       \
-    X(DYNAMIC_QUANTIZE_LINEAR, dynamic_quantize_linear, "DynamicQuantizeLinear", ELEMENTWISE,   \
-      "DynamicQuantizeLinear", msft, "x") /* X -> Y uint8, scale, zero point */                 \
-    X(MATMUL_INTEGER, matmul_integer, "MatMulInteger", MATMUL, "MatMulInteger", plain, "xxCC")  \
+    X(DEQUANTIZE_LINEAR, dequantize_linear, "DequantizeLinear", ELEMENTWISE)                    \
+    /*   X, scale, zero point?; axis */                                                         \
+    X(DYNAMIC_QUANTIZE_LINEAR, dynamic_quantize_linear, "DynamicQuantizeLinear", ELEMENTWISE)   \
+    /*   X -> Y uint8, scale, zero point */                                                     \
+    X(MATMUL_INTEGER, matmul_integer, "MatMulInteger", MATMUL)                                  \
     /*   A, B (int8/uint8), a_zero_point?, b_zero_point? -> int32 */                            \
-    X(CONV_INTEGER, conv_integer, "ConvInteger", CONV, "ConvInteger", qconv, "xxCC")            \
+    X(CONV_INTEGER, conv_integer, "ConvInteger", CONV)                                          \
     /*   X, W, x_zero_point?, w_zero_point?; Conv's window attrs */                             \
-    X(QLINEAR_MATMUL, qlinear_matmul, "QLinearMatMul", MATMUL, "QLinearMatMul", plain,          \
-      "xCCxCCCC") /* a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp */                       \
-    X(QLINEAR_CONV, qlinear_conv, "QLinearConv", CONV, "QLinearConv", qconv, "xCCxCCCCC")       \
+    X(QLINEAR_MATMUL, qlinear_matmul, "QLinearMatMul", MATMUL)                                  \
+    /*   a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp */                                   \
+    X(QLINEAR_CONV, qlinear_conv, "QLinearConv", CONV)                                          \
     /*   x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B? (int32); Conv's attrs */         \
-    X(MATMUL_INTEGER_TO_FLOAT, matmul_integer_to_float, "MatMulIntegerToFloat", MATMUL,         \
-      "com.microsoft:MatMulIntegerToFloat", plain, "xxCCCCC")                                   \
+    X(MATMUL_INTEGER_TO_FLOAT, matmul_integer_to_float, "MatMulIntegerToFloat", MATMUL)         \
     /*   A, B, a_scale, b_scale, a_zp?, b_zp?, bias? */                                         \
-    X(DYNAMIC_QUANTIZE_MATMUL, dynamic_quantize_matmul, "DynamicQuantizeMatMul", MATMUL,        \
-      "com.microsoft:DynamicQuantizeMatMul", plain, "xxCCC") /* A, B, b_scale, b_zp?, bias? */  \
-    X(QGEMM, qgemm, "QGemm", MATMUL, "com.microsoft:QGemm", msft, "xCCxCCCCC")                  \
-    /*   A, a_scale, a_zp, B, b_scale, b_zp, C?, y_scale?, y_zp?; FM_ATTR_TRANS_A/B */           \
-    X(DYNAMIC_QUANTIZE_LSTM, dynamic_quantize_lstm, "DynamicQuantizeLSTM", OTHER,               \
-      "com.microsoft:DynamicQuantizeLSTM", rnn, "xxxCCCCC*")                                    \
+    X(DYNAMIC_QUANTIZE_MATMUL, dynamic_quantize_matmul, "DynamicQuantizeMatMul", MATMUL)        \
+    /*   A, B, b_scale, b_zp?, bias? */                                                         \
+    X(QGEMM, qgemm, "QGemm", MATMUL)                                                            \
+    /*   A, a_scale, a_zp, B, b_scale, b_zp, C?, y_scale?, y_zp?; FM_ATTR_TRANS_A/B */          \
+    X(DYNAMIC_QUANTIZE_LSTM, dynamic_quantize_lstm, "DynamicQuantizeLSTM", OTHER)               \
     /*   LSTM's operands and ints (rnn.c), W and R transposed, then their scales and zps */     \
     /* msft.c: ONNX Runtime's fused float ops (com.microsoft), inference only; num_heads in     \
        groups, epsilon in eps, FM_ATTR_CAUSAL for unidirectional */                             \
-    X(FUSED_MATMUL, fused_matmul, "FusedMatMul", MATMUL, "com.microsoft:FusedMatMul", msft,     \
-      "PP") /* FM_ATTR_TRANS_A/B, alpha */                                                      \
-    X(FAST_GELU, fast_gelu, "FastGelu", ACTIVATION, "com.microsoft:FastGelu", msft, "xP")       \
-    X(BIAS_GELU, bias_gelu, "BiasGelu", ACTIVATION, "com.microsoft:BiasGelu", msft, "xP")       \
-    X(QUICK_GELU, quick_gelu, "QuickGelu", ACTIVATION, "com.microsoft:QuickGelu", msft, "x")    \
-    /*   alpha */                                                                               \
-    X(BIAS_ADD, bias_add, "BiasAdd", ELEMENTWISE, "com.microsoft:BiasAdd", msft, "xPx")         \
-    X(SKIP_LAYERNORM, skip_layernorm, "SkipLayerNorm", NORM,                                    \
-      "com.microsoft:SkipLayerNormalization", msft, "xxPPP") /* x, skip, gamma, beta?, bias? */ \
-    X(SKIP_SIMPLIFIED_LAYERNORM, skip_simplified_layernorm, "SkipSimplifiedLayerNorm", NORM,    \
-      "com.microsoft:SkipSimplifiedLayerNormalization", msft, "xxPP") /* x, skip, gamma, bias? */ \
-    X(SIMPLIFIED_LAYERNORM, simplified_layernorm, "SimplifiedLayerNorm", NORM,                  \
-      "SimplifiedLayerNormalization", msft, "xP") /* x, scale; axis -1 */                       \
-    X(EMBED_LAYERNORM, embed_layernorm, "EmbedLayerNorm", NORM,                                 \
-      "com.microsoft:EmbedLayerNormalization", msft, "CCPPPPPCC")                               \
+    X(FUSED_MATMUL, fused_matmul, "FusedMatMul", MATMUL) /* FM_ATTR_TRANS_A/B, alpha */         \
+    X(FAST_GELU, fast_gelu, "FastGelu", ACTIVATION)                                             \
+    X(BIAS_GELU, bias_gelu, "BiasGelu", ACTIVATION)                                             \
+    X(QUICK_GELU, quick_gelu, "QuickGelu", ACTIVATION) /* alpha */                              \
+    X(BIAS_ADD, bias_add, "BiasAdd", ELEMENTWISE)                                               \
+    X(SKIP_LAYERNORM, skip_layernorm, "SkipLayerNorm", NORM) /* x, skip, gamma, beta?, bias? */ \
+    X(SKIP_SIMPLIFIED_LAYERNORM, skip_simplified_layernorm, "SkipSimplifiedLayerNorm", NORM)    \
+    /*   x, skip, gamma, bias? */                                                               \
+    X(SIMPLIFIED_LAYERNORM, simplified_layernorm, "SimplifiedLayerNorm", NORM)                  \
+    /*   x, scale; axis -1 */                                                                   \
+    X(EMBED_LAYERNORM, embed_layernorm, "EmbedLayerNorm", NORM)                                 \
     /*   ids, segment ids?, word, position, segment?, gamma, beta, mask?, position ids? */      \
-    X(MS_ATTENTION, ms_attention, "FusedAttention", ATTENTION, "com.microsoft:Attention", msft, \
-      "xPPC*") /* X, W, bias?, mask?, past?; ints = qkv_hidden_sizes (3) */                     \
-    X(MULTIHEAD_ATTENTION, multihead_attention, "MultiHeadAttention", ATTENTION,                \
-      "com.microsoft:MultiHeadAttention", msft, "xxxPC*") /* Q, K, V, bias?, masks? */          \
-    X(ROTARY_EMBEDDING, rotary_embedding, "RotaryEmbedding", ELEMENTWISE,                       \
-      "com.microsoft:RotaryEmbedding", msft, "xCCC") /* X, position ids, cos, sin */             \
-    X(GROUP_QUERY_ATTENTION, group_query_attention, "GroupQueryAttention", ATTENTION,           \
-      "com.microsoft:GroupQueryAttention", msft, "xxxxxCCCC")                                   \
+    X(MS_ATTENTION, ms_attention, "FusedAttention", ATTENTION)                                  \
+    /*   X, W, bias?, mask?, past?; ints = qkv_hidden_sizes (3) */                              \
+    X(MULTIHEAD_ATTENTION, multihead_attention, "MultiHeadAttention", ATTENTION)                \
+    /*   Q, K, V, bias?, masks? */                                                              \
+    X(ROTARY_EMBEDDING, rotary_embedding, "RotaryEmbedding", ELEMENTWISE)                       \
+    /*   X, position ids, cos, sin */                                                           \
+    X(GROUP_QUERY_ATTENTION, group_query_attention, "GroupQueryAttention", ATTENTION)           \
     /*   ints = {kv_num_heads, do_rotary} */                                                    \
-    /* index.c: gather and scatter by index tensors; reduction 0 none, 1 add, 2 mul, 3 max,      \
+    /* index.c: gather and scatter by index tensors; reduction 0 none, 1 add, 2 mul, 3 max,     \
        4 min */                                                                                 \
-    X(GATHER_ELEMENTS, gather_elements, "GatherElements", DATA_MOVEMENT, "GatherElements",      \
-      index, "xC*") /* data, indices (int, data's rank); axis */                                \
-    X(GATHER_ND, gather_nd, "GatherND", DATA_MOVEMENT, "GatherND", index, "xC*")                \
+    X(GATHER_ELEMENTS, gather_elements, "GatherElements", DATA_MOVEMENT)                        \
+    /*   data, indices (int, data's rank); axis */                                              \
+    X(GATHER_ND, gather_nd, "GatherND", DATA_MOVEMENT)                                          \
     /*   data, indices (int, (..., k)); ints = {batch_dims} */                                  \
-    X(SCATTER_ELEMENTS, scatter_elements, "ScatterElements", DATA_MOVEMENT, "ScatterElements",  \
-      index, "xCx") /* data, indices, updates (indices' shape); axis; ints = {reduction} */     \
-    X(SCATTER_ND, scatter_nd, "ScatterND", DATA_MOVEMENT, "ScatterND", index, "xCx")            \
+    X(SCATTER_ELEMENTS, scatter_elements, "ScatterElements", DATA_MOVEMENT)                     \
+    /*   data, indices, updates (indices' shape); axis; ints = {reduction} */                   \
+    X(SCATTER_ND, scatter_nd, "ScatterND", DATA_MOVEMENT)                                       \
     /*   data, indices (..., k), updates; ints = {reduction} */                                 \
     /* loss.c: ONNX's losses, a model's own: input (N, C, d...), labels (N, d...) int,          \
        weights (C)?; ints = {reduction 0 none 1 sum 2 mean, has ignore_index, ignore_index} */  \
-    X(SOFTMAX_CE_LOSS, softmax_ce_loss, "SoftmaxCrossEntropyLoss", LOSS,                        \
-      "SoftmaxCrossEntropyLoss", onnx_loss, "xCC") /* outputs loss, log_prob? */                \
-    X(NLL_LOSS, nll_loss, "NegativeLogLikelihoodLoss", LOSS, "NegativeLogLikelihoodLoss",       \
-      onnx_loss, "xCC")                                                                         \
+    X(SOFTMAX_CE_LOSS, softmax_ce_loss, "SoftmaxCrossEntropyLoss", LOSS)                        \
+    /*   outputs loss, log_prob? */                                                             \
+    X(NLL_LOSS, nll_loss, "NegativeLogLikelihoodLoss", LOSS)                                    \
     /* select.c: selection; shapes that depend on values only where those are known */          \
-    X(ARGMAX, argmax, "ArgMax", REDUCTION, "ArgMax", select, "C")                               \
+    X(ARGMAX, argmax, "ArgMax", REDUCTION)                                                      \
     /*   X; axis, FM_ATTR_KEEPDIMS; ints = {select_last_index}; int64 out */                    \
-    X(ARGMIN, argmin, "ArgMin", REDUCTION, "ArgMin", select, "C") /* as ArgMax */               \
-    X(TOPK, topk, "TopK", REDUCTION, "TopK", select, "xC")                                      \
+    X(ARGMIN, argmin, "ArgMin", REDUCTION) /* as ArgMax */                                      \
+    X(TOPK, topk, "TopK", REDUCTION)                                                            \
     /*   X; axis; ints = {k, largest, sorted}; outputs values, indices (int64) */               \
-    X(ONEHOT, onehot, "OneHot", DATA_MOVEMENT, "OneHot", select, "CCC")                         \
+    X(ONEHOT, onehot, "OneHot", DATA_MOVEMENT)                                                  \
     /*   indices, values (off, on); axis; ints = {depth} */                                     \
-    X(COMPRESS, compress, "Compress", DATA_MOVEMENT, "Compress", select, "xC")                  \
+    X(COMPRESS, compress, "Compress", DATA_MOVEMENT)                                            \
     /*   X; axis; ints = {kept, flatten}: the condition known when read */                      \
-    X(NONZERO, nonzero, "NonZero", DATA_MOVEMENT, "NonZero", select, "C")                       \
+    X(NONZERO, nonzero, "NonZero", DATA_MOVEMENT)                                               \
     /*   X; ints = {count of nonzero elements}: the input known when read */                    \
     /* layout.c: elements moved without arithmetic, and EyeLike */                              \
-    X(DEPTH_TO_SPACE, depth_to_space, "DepthToSpace", DATA_MOVEMENT, "DepthToSpace", layout,    \
-      "T") /* X (N,C,H,W); ints = {blocksize, mode 0 DCR 1 CRD} */                              \
-    X(SPACE_TO_DEPTH, space_to_depth, "SpaceToDepth", DATA_MOVEMENT, "SpaceToDepth", layout,    \
-      "T") /* X (N,C,H,W); ints = {blocksize} */                                                \
-    X(REVERSE_SEQUENCE, reverse_sequence, "ReverseSequence", DATA_MOVEMENT, "ReverseSequence",  \
-      layout, "TC") /* X, sequence_lens (int); ints = {batch_axis, time_axis} */                \
-    X(MAX_UNPOOL, max_unpool, "MaxUnpool", DATA_MOVEMENT, "MaxUnpool", layout, "xCC")           \
+    X(DEPTH_TO_SPACE, depth_to_space, "DepthToSpace", DATA_MOVEMENT)                            \
+    /*   X (N,C,H,W); ints = {blocksize, mode 0 DCR 1 CRD} */                                   \
+    X(SPACE_TO_DEPTH, space_to_depth, "SpaceToDepth", DATA_MOVEMENT)                            \
+    /*   X (N,C,H,W); ints = {blocksize} */                                                     \
+    X(REVERSE_SEQUENCE, reverse_sequence, "ReverseSequence", DATA_MOVEMENT)                     \
+    /*   X, sequence_lens (int); ints = {batch_axis, time_axis} */                              \
+    X(MAX_UNPOOL, max_unpool, "MaxUnpool", DATA_MOVEMENT)                                       \
     /*   X (N,C,...), indices (X's shape); ints = the output dims */                            \
-    X(EYELIKE, eyelike, "EyeLike", DATA_MOVEMENT, "EyeLike", layout, "C")                       \
+    X(EYELIKE, eyelike, "EyeLike", DATA_MOVEMENT)                                               \
     /*   X (2-D, only its shape read); ints = {enum fm_dtype, k} */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };

@@ -9,7 +9,7 @@ struct op_entry {
     const struct fm_op_desc *desc;
 };
 
-#define FM_OP_ENTRY_(ID, desc, name, cls, ...) \
+#define FM_OP_ENTRY_(ID, desc, name, cls) \
     {name, FM_CLASS_##cls, &fm_op_##desc##_desc},
 static const struct op_entry table[] = {FM_OP_LIST(FM_OP_ENTRY_)};
 #undef FM_OP_ENTRY_

@@ -445,18 +445,18 @@ enum fm_status ox_need_ints(struct ox *ox, const Onnx__NodeProto *node, fm_tid t
 /* ---- roles of initializers and constants, from the slots that read them ---- */
 
 /* What an initializer is, from each input slot that reads it, per ONNX op type: the "slots"
- * column of FM_OP_LIST (its comment says what each letter means), then ONNX ops the list does
+ * column of the op list (onnx_ops.h says what each letter means), then ONNX ops the list does
  * not hold as its own whose operands must not be taken for weights. An op type without a row
  * reads every slot by size. The mappers' table (onnx_map.c) comes from the same list; this one
  * lives here because roles are decided before any node is mapped. */
 struct op_slots {
-    const char *name;   /* ONNX op type; NULL for ops no ONNX op maps to */
+    const char *name;   /* ONNX op type */
     const char *slots;
 };
 
-#define OX_SLOTS_ROW(ID, desc, name, cls, onnx, map, slots) {onnx, slots},
+#define OX_SLOTS_ROW(ID, onnx, map, slots) {onnx, slots},
 static const struct op_slots slot_table[] = {
-    FM_OP_LIST(OX_SLOTS_ROW)
+    OX_OP_LIST(OX_SLOTS_ROW)
     {"Upsample", "xC*"},          /* Resize's older name: scales (and roi) */
     {"Scatter", "xCx"},           /* ScatterElements's older name: data, indices, updates */
     {"CastLike", "TC"},           /* Cast to the dtype of input 1, whose values are not read */

@@ -21,6 +21,7 @@
 
 #include "../../ops/ops.h"   /* FM_MAX_IO and the shape helpers; it includes core/internal.h */
 #include "onnx/onnx.pb-c.h"
+#include "onnx_ops.h"   /* OX_OP_LIST: the ONNX op types, mappers and slot roles of the ops */
 
 /* Largest constant, in elements, that is evaluated at load time (shape vectors, index lists,
  * masks built from shapes: Swin's shifted-window mask at 224x224 scatters 49 x 56 index pairs,
@@ -60,9 +61,9 @@ bool ox_default_domain(const char *domain);
 
 /* ---- graph-building services (onnx_build.c) ---- */
 
-/* ONNX Runtime's operator set, whose ops FM_OP_LIST names "com.microsoft:<op type>". */
+/* ONNX Runtime's operator set, whose ops OX_OP_LIST names "com.microsoft:<op type>". */
 bool ox_msft_domain(const char *domain);
-/* Whether node n is the op type `listed` as FM_OP_LIST's OnnxOp column writes it: "Conv" in
+/* Whether node n is the op type `listed` as OX_OP_LIST's OnnxOp column writes it: "Conv" in
  * the default domain, "com.microsoft:FusedMatMul" in ONNX Runtime's; false for NULL. */
 bool ox_op_is(const Onnx__NodeProto *n, const char *listed);
 

@@ -1763,11 +1763,7 @@ static enum fm_status legacy_refuse(struct ox *ox, const Onnx__NodeProto *node)
     return FM_OK;
 }
 
-/* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
-
-/* Ops no ONNX op type maps to (Linear, SiLU, Attention ...) name the mapper "none": their rows
- * have neither a name nor a mapper, and the lookup skips them. */
-#define map_none NULL
+/* ---- the table, generated from the ONNX frontend's op list (onnx_ops.h) ---- */
 
 struct op_map {
     const char *name;   /* ONNX op type */
@@ -1775,9 +1771,16 @@ struct op_map {
     enum fm_op op;
 };
 
-#define OX_MAP_ROW(ID, desc, name, cls, onnx, map, slots) {onnx, map_##map, FM_OP_##ID},
+/* every row names an op of FM_OP_LIST other than Unknown (FM_OP_<ID> must exist to compile) */
+#define OX_OP_CHECK(ID, onnx, map, slots)                                                     \
+    _Static_assert(FM_OP_##ID > FM_OP_UNKNOWN && FM_OP_##ID < FM_OP_COUNT,                    \
+                   "onnx_ops.h: " #ID " is no op of FM_OP_LIST");
+OX_OP_LIST(OX_OP_CHECK)
+#undef OX_OP_CHECK
+
+#define OX_MAP_ROW(ID, onnx, map, slots) {onnx, map_##map, FM_OP_##ID},
 static const struct op_map table[] = {
-    FM_OP_LIST(OX_MAP_ROW)
+    OX_OP_LIST(OX_MAP_ROW)
     /* ONNX op types the list does not hold as their own: older names of its ops */
     {"Upsample", map_resize, FM_OP_RESIZE},   /* Resize before opset 10, same operands */
     {"com.microsoft:Gelu", map_act, FM_OP_GELU},   /* ONNX Runtime's Gelu (erf) */
