@@ -87,7 +87,8 @@ int fm_fuzz_args(const uint8_t *data, size_t size)
     enum fm_status st = fm_session_run(ctx, &so, &s);
     cli_bindings_free(&b);
     fuzz_check_status(ctx, st);
-    FUZZ_CHECK(st != FM_OK || (s && s->graph && s->counts), "a session without its counts");
+    FUZZ_CHECK(st != FM_OK || (s && fm_session_graph(s) && fm_session_counts(s)),
+               "a session without its counts");
     FUZZ_CHECK(st == FM_OK || s == NULL, "a failed session was returned");
 out:
     fm_session_free(s);

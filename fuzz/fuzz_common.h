@@ -5,6 +5,8 @@
 #define FM_FUZZ_COMMON_H
 
 #include "flopmeter.h"
+/* the targets check the records behind the readers' opaque handles */
+#include "../src/frontend/profile/profile.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1707,67 +1707,7 @@ FM_API enum fm_status fm_peers(struct fm_ctx *ctx, const struct fm_graph *graph,
 
 /* -- Nsight Compute (`ncu --csv`) and Nsight Systems (`nsys stats --format csv`) -- */
 
-/* One figure read from a profile. A figure whose metrics the file lacks is not known (reported
- * as missing, never as 0). Counts read as written are exact integers; a count the file gives
- * only as a rate is rate x time (derived, not exact): a per-second or per-cycle metric is a
- * rate and is never summed as a count. */
-struct fm_prof_figure {
-    bool known;        /* the file had the metrics the figure takes */
-    bool exact;        /* count holds the exact integer (FLOPs, instructions, bytes) */
-    bool derived;      /* computed from a rate times the kernel's time or cycles */
-    uint64_t count;    /* the exact integer when exact */
-    double value;      /* the figure as a double: a count, or seconds for a time */
-};
-
-enum fm_ncu_prec { FM_NCU_FP64 = 0, FM_NCU_FP32, FM_NCU_FP16, FM_NCU_PREC_COUNT };
-FM_API const char *fm_ncu_prec_name(enum fm_ncu_prec p);   /* "fp64", "fp32", "fp16" */
-
-/* What a kernel (or a group of kernels, or the file) did, by the counters. */
-struct fm_ncu_figures {
-    /* FLOPs per precision: add + mul + 2 x fma thread instructions executed with the predicate
-     * on (sm(sp)__sass_thread_inst_executed_op_{d,f,h}{add,mul,fma}_pred_on.sum; ncu's derived
-     * ..._ffma_pred_on_x2 is taken as already doubled). FLOPs of the FP units only. */
-    struct fm_prof_figure flops[FM_NCU_PREC_COUNT];
-    struct fm_prof_figure tensor_flops;  /* tensor-pipe operations from op counters
-                                            (sm__ops_path_tensor_*.sum) only; never guessed */
-    struct fm_prof_figure tensor_inst;   /* tensor-pipe warp instructions
-                                            (sm(sp)__inst_executed_pipe_tensor.sum): their FLOPs
-                                            depend on the instruction's shape and are unknown */
-    struct fm_prof_figure dram_bytes;    /* dram__bytes.sum, or dram__bytes_read + _write */
-    struct fm_prof_figure time_s;        /* gpu__time_duration.sum, else cycles_elapsed.avg /
-                                            cycles_elapsed.avg.per_second (seconds) */
-};
-
-/* One profiled kernel launch. */
-struct fm_ncu_kernel {
-    uint64_t id;                 /* ncu's "ID" */
-    const char *name;            /* "Kernel Name" */
-    const char *nvtx;            /* the innermost NVTX range around it ("" when none) */
-    const char *nvtx_stack;      /* every enclosing range, outermost first, " > " between */
-    int line;                    /* the line of its (first) row in the file */
-    struct fm_ncu_figures fig;
-};
-
-/* Kernels under one innermost NVTX range, in the order the ranges first appear. */
-struct fm_ncu_group {
-    const char *nvtx;
-    size_t kernels;
-    struct fm_ncu_figures fig;   /* summed; a figure is known only when every kernel's is */
-};
-
-struct fm_ncu_profile {
-    struct fm_ctx *ctx;
-    const char *source;          /* the file's name */
-    bool raw_page;               /* `--page raw` (one row per kernel); false: the details form */
-    bool has_nvtx;               /* the file has NVTX columns (`ncu --nvtx`) */
-    size_t n_kernels;
-    struct fm_ncu_kernel *kernels;
-    struct fm_ncu_figures totals;   /* summed; a total is known only when every kernel's is */
-    size_t n_groups;
-    struct fm_ncu_group *groups;    /* only when the file has NVTX ranges */
-    char notes[1024];            /* what is missing and what was derived, in words (free text) */
-};
-
+struct fm_ncu_profile;   /* opaque: its kernels, NVTX groups and totals */
 /* Reads `ncu --csv` output: the details form (one row per kernel and metric: ...,"Metric
  * Name","Metric Unit","Metric Value") or the raw page (`--page raw`: a header of metric names,
  * a row of units, a row per kernel). Lines before the header (==PROF== lines, the program's
@@ -1781,33 +1721,7 @@ FM_API enum fm_status fm_ncu_read_buffer(struct fm_ctx *ctx, const char *data, s
                                          const char *name, struct fm_ncu_profile **out);
 FM_API void fm_ncu_profile_free(struct fm_ncu_profile *p);
 
-/* The counters beside flopmeter's counts, one row per layer and phase (src/analysis). */
-struct fm_ncu_match_row {
-    const char *layer;           /* the node's name, "optimizer", or "(outside any layer)" */
-    fm_nid node;                 /* FM_NONE for the optimizer and for kernels outside layers */
-    enum fm_phase phase;         /* FM_PHASE_COUNT for kernels outside layers */
-    size_t kernels;
-    bool counted;                /* flopmeter counts this row (false: outside any layer) */
-    uint64_t counted_flops;      /* flopmeter's FLOPs (2 x MAC + other ops) of the node's phase */
-    uint64_t counted_bytes;      /* its bytes read + written (unfused, one kernel per op) */
-    struct fm_ncu_figures measured;
-    double flops_ratio;          /* counter FLOPs / counted (NaN when either is unknown or 0) */
-    double bytes_ratio;          /* DRAM bytes / counted bytes (NaN likewise) */
-    char cause[320];             /* the likely cause of the difference, in words */
-};
-
-struct fm_ncu_match {
-    struct fm_ctx *ctx;
-    bool by_nvtx;                /* kernels were matched by flopmeter's own NVTX ranges */
-    size_t n_rows;
-    struct fm_ncu_match_row *rows;
-    uint64_t step_counted_flops; /* the whole step as counted (every phase) */
-    uint64_t step_counted_bytes;
-    struct fm_ncu_figures step_measured;   /* the whole file */
-    double step_flops_ratio;     /* NaN when unknown */
-    char method[640];            /* how kernels were matched to layers, or why they were not */
-};
-
+struct fm_ncu_match;   /* opaque: the profile's kernels beside a counted graph's layers */
 /* Matches a profile's kernels to a counted graph's layers: by the NVTX ranges flopmeter's CUDA
  * backend pushes ("<layer> fwd", "<layer> bwd_data", "<layer> bwd_weight", "optimizer SGD");
  * kernels under other ranges (or none) are outside any layer. Without such ranges no kernel
@@ -1825,75 +1739,7 @@ FM_API enum fm_status fm_report_ncu(FILE *f, const struct fm_ncu_profile *p,
                                     const struct fm_ncu_match *m, const struct fm_device *dev,
                                     const struct fm_report_opts *opts);
 
-/* KERNELS: cuda_gpu_kern_sum; NVTX: nvtx_sum (the ranges' CPU-side time); NVTX_GPU:
- * nvtx_gpu_proj_sum (the ranges projected onto the GPU); NVTX_KERNELS: nvtx_kern_sum (kernels
- * grouped by the NVTX range that launched them). */
-enum fm_nsys_kind {
-    FM_NSYS_KERNELS = 0,
-    FM_NSYS_NVTX,
-    FM_NSYS_NVTX_GPU,
-    FM_NSYS_NVTX_KERNELS,
-    FM_NSYS_KIND_COUNT
-};
-/* "kernels", "nvtx", "nvtx_gpu", "nvtx_kernels" */
-FM_API const char *fm_nsys_kind_name(enum fm_nsys_kind k);
-
-/* One row of an `nsys stats` summary: a kernel, or an NVTX range. Times in seconds; a column
- * the file lacks is NaN. */
-struct fm_nsys_row {
-    const char *name;            /* "Name" (kernel) or "Range" (NVTX) */
-    const char *style;           /* NVTX "Style" (PushPop, StartEnd); "" when absent */
-    double time_pct;             /* "Time (%)" */
-    double total_s;              /* "Total Time" */
-    uint64_t instances;          /* "Instances" (older reports: "Calls") */
-    double avg_s, med_s, min_s, max_s, stddev_s;
-    int line;
-    /* nvtx_gpu_proj_sum: total_s, avg_s ... are the projected (GPU) times ("Total Proj Time",
-     * "Proj Avg" ...), instances the "Range Instances" */
-    double range_time_s;         /* "Total Range Time": the ranges' CPU-side time */
-    uint64_t gpu_ops;            /* "Total GPU Ops" (valid when gpu_ops_known) */
-    bool gpu_ops_known;
-    double avg_gpu_ops;          /* "Avg GPU Ops" */
-    double avg_level;            /* "Avg Range Lvl": 0 for an outermost range */
-    double avg_children;         /* "Avg Num Child" */
-    /* nvtx_kern_sum: one row per range and kernel; name is the range ("" for kernels launched
-     * outside any range), total_s ... the kernel's execution times, instances "Kern Inst" */
-    const char *kernel;          /* "Kernel Name"; "" in the other reports */
-    uint64_t range_instances;    /* "NVTX Inst": range instances that launched this kernel */
-    int64_t pid, tid;            /* "PID", "TID"; -1 when absent */
-};
-
-/* GPU time per NVTX range (nvtx_gpu_proj_sum, nvtx_kern_sum), one per range name and style. */
-struct fm_nsys_range {
-    const char *name, *style;    /* the rows' (not copies) */
-    double gpu_s;                /* nvtx_gpu_proj_sum: Total Proj Time; nvtx_kern_sum: its
-                                  * kernels' execution times added */
-    uint64_t gpu_ops;            /* GPU operations (proj) or kernel instances (kern) */
-    bool gpu_ops_known;
-    uint64_t instances;          /* proj: Range Instances; kern: the largest NVTX Inst of its
-                                  * rows (a lower bound) */
-    double range_time_s;         /* proj: Total Range Time (CPU side); kern: NaN */
-    size_t rows;                 /* the file's rows it adds up (kern: one per kernel name,
-                                  * process and thread) */
-};
-
-struct fm_nsys_summary {
-    struct fm_ctx *ctx;
-    const char *source;
-    enum fm_nsys_kind kind;
-    char report[32];             /* "cuda_gpu_kern_sum", "gpukernsum", "nvtx_sum", "nvtxsum" */
-    size_t n_rows;
-    struct fm_nsys_row *rows;
-    double total_s;              /* the rows' total times added */
-    uint64_t instances;
-    /* nvtx_gpu_proj_sum and nvtx_kern_sum only (else 0 / NULL / NaN) */
-    size_t n_ranges;
-    struct fm_nsys_range *ranges;
-    double top_level_s;          /* proj: Total Proj Time of the rows with Avg Range Lvl 0 */
-    uint64_t gpu_ops;            /* the rows' GPU ops (proj) or kernel instances (kern) added */
-    bool gpu_ops_known;
-};
-
+struct fm_nsys_summary;   /* opaque: its rows and, for NVTX summaries, ranges */
 /* Reads one summary `nsys stats --format csv` writes: the CUDA kernel summary
  * (cuda_gpu_kern_sum; older gpukernsum), the NVTX range summary (nvtx_sum; older nvtxsum,
  * nvtxppsum, nvtx_pushpop_sum), the NVTX GPU projection summary (nvtx_gpu_proj_sum) or the NVTX
@@ -1918,21 +1764,9 @@ FM_API enum fm_status fm_report_nsys(FILE *f, const struct fm_nsys_summary *s,
  * where kernels were recorded, and the FLOPs the profiler recorded (with_flops=True, Kineto
  * only), each op's once. Times are seconds; the trace's own clock is microseconds. */
 
-/* The classes a trace's time is split into: flopmeter's op classes, then the optimizer (in a
- * count the optimizer is a phase; in a trace it is the ops under Optimizer.step/zero_grad). */
-#define FM_TRACE_OPTIMIZER ((int)FM_CLASS_COUNT)
-#define FM_TRACE_CLASSES ((int)FM_CLASS_COUNT + 1)
-FM_API const char *fm_trace_class_name(int cls);   /* fm_class_name, or "optimizer" */
-/* The class of a profiler event's name: "aten::conv2d" and "ConvolutionBackward0" are conv,
- * "aten::addmm" matmul, "aten::native_batch_norm" norm ...; FM_CLASS_OTHER when unknown. */
-FM_API int fm_trace_op_class(const char *name);
-
 /* Where an event ran: the forward pass; backward (inside an autograd node, or on the autograd
  * engine's thread); the optimizer (inside an Optimizer.* annotation). */
 enum fm_trace_phase { FM_TRACE_FWD = 0, FM_TRACE_BWD, FM_TRACE_OPT, FM_TRACE_PHASE_COUNT };
-FM_API const char *fm_trace_phase_name(enum fm_trace_phase p);   /* "fwd", "bwd", "optimizer" */
-
-enum fm_trace_form { FM_TRACE_LEGACY = 0, FM_TRACE_KINETO };
 
 struct fm_trace_opts {
     const char *step_prefix;     /* CPU annotations whose name starts with it are the steps;
@@ -1941,55 +1775,7 @@ struct fm_trace_opts {
 };
 FM_API void fm_trace_opts_init(struct fm_trace_opts *opts);
 
-struct fm_trace_step {
-    char name[64];               /* "ProfilerStep#3" */
-    double ts_us;                /* its start on the trace's clock (microseconds) */
-    double time_s;               /* its duration (the CPU-side annotation) */
-    double kernel_s;             /* GPU kernels launched in the step: durations summed over
-                                    streams (overlap counted twice); 0 without kernels */
-    uint64_t kernels;
-    double memcpy_s;             /* GPU memcpy and memset activity launched in the step */
-    uint64_t profiler_flops;     /* "flops" the profiler recorded, each op once (outermost) */
-    uint64_t flops_by_phase[FM_TRACE_PHASE_COUNT];
-    uint64_t nested_flops;       /* "flops" of ops inside an op that has them: not counted */
-    double phase_s[FM_TRACE_PHASE_COUNT];   /* time of the step's top-level ops by phase */
-};
-
-struct fm_trace_op {
-    const char *name;            /* as the profiler names it (owned by the trace) */
-    int cls;                     /* fm_trace_op_class, FM_TRACE_OPTIMIZER under Optimizer.* */
-    uint64_t calls;              /* events in the steps */
-    double total_s;              /* their durations summed (children included) */
-    double self_s;               /* minus the time of CPU events directly inside them */
-    uint64_t flops;              /* profiler "flops" counted for it (outermost calls only) */
-    uint64_t flops_calls;        /* calls whose flops were counted */
-};
-
-struct fm_trace {
-    struct fm_ctx *ctx;
-    enum fm_trace_form form;
-    char origin[128];            /* the file name, for messages */
-    uint64_t events;             /* complete ("X") events read */
-    size_t n_steps;
-    struct fm_trace_step *steps; /* in time order */
-    bool whole;                  /* the one step is the whole trace (opts.whole) */
-    double step_s, step_min_s, step_max_s;   /* median, min and max of the steps' time_s */
-    size_t n_ops;
-    struct fm_trace_op *ops;     /* every CPU op and annotation inside a step, by total_s,
-                                    largest first */
-    double class_s[FM_TRACE_CLASSES];   /* top-level CPU events of all steps, by class */
-    double top_s;                /* the sum of class_s */
-    bool has_kernels;            /* GPU kernel events exist */
-    bool has_flops;              /* some event carries args "flops" */
-    bool has_shapes;             /* some event carries args "Input Dims" (record_shapes) */
-    uint64_t profiler_flops;     /* all steps (sum of the steps') */
-    uint64_t nested_flops;
-    /* The first forward op's first input with rank >= 2 (record_shapes), for the batch:
-     * "aten::conv2d", {8, 3, 64, 64}. rank 0: none recorded. */
-    char input_op[64];
-    struct fm_shape input;
-};
-
+struct fm_trace;   /* opaque: its steps, ops and classes */
 /* Reads a trace file (no size limit beyond memory: the text, then about 100 bytes per event).
  * FM_ERR_IO when it cannot be read; FM_ERR_PARSE with the line and column of a JSON syntax
  * error (a truncated file is named as such), for JSON that is not a trace, for an event whose
@@ -2002,6 +1788,10 @@ FM_API enum fm_status fm_trace_parse(struct fm_ctx *ctx, const char *text, size_
                                      const char *origin, const struct fm_trace_opts *opts,
                                      struct fm_trace **out);
 FM_API void fm_trace_free(struct fm_trace *trace);
+/* The median step's time (seconds), and the first forward op's first input of rank 2 or more
+ * (record_shapes), for the batch: its shape (rank 0: none recorded) and op ("aten::conv2d"). */
+FM_API double fm_trace_step_s(const struct fm_trace *trace);
+FM_API const struct fm_shape *fm_trace_input(const struct fm_trace *trace, const char **op);
 
 /* Utilization of a trace's step by the methods of Epoch AI's utilization study (Hobbhahn
  * 2022) (src/analysis/trace_util.c), against the median step:
@@ -2043,23 +1833,7 @@ FM_API enum fm_status fm_report_trace(FILE *f, const struct fm_trace *trace,
 
 /* -- Measured points on the roofline (`roofline --measured`; src/analysis/measured.c) -- */
 
-/* One measured point: work over measured time. */
-struct fm_measured_point {
-    char label[160];             /* "conv1 fwd", "the step (PyTorch profiler, median of 3)" */
-    double flops;                /* the counters' FLOPs (ncu), or flopmeter's count (a trace) */
-    double bytes;                /* DRAM bytes (ncu), or flopmeter's counted bytes (a trace) */
-    double time_s;               /* measured seconds */
-    bool whole;                  /* the whole step or file, not one layer or op class */
-};
-
-struct fm_measured {
-    struct fm_ctx *ctx;
-    char source[64];             /* "Nsight Compute", "PyTorch profiler" */
-    char how[512];               /* what the points are and what was left out, in words */
-    size_t n;
-    struct fm_measured_point *points;
-};
-
+struct fm_measured;   /* opaque: its points */
 /* Reads the measured points of a profile for a counted model: from an Nsight Compute CSV (by
  * fm_ncu_read_file and fm_ncu_match: a point per matched layer and phase whose FLOPs, DRAM bytes
  * and time the file has, and the whole file), or from a PyTorch profiler trace (a JSON file, by
@@ -2071,6 +1845,10 @@ FM_API enum fm_status fm_measured_read(struct fm_ctx *ctx, const char *path,
                                        const struct fm_graph *graph,
                                        const struct fm_counts *counts, struct fm_measured **out);
 FM_API void fm_measured_free(struct fm_measured *m);
+
+/* How many points, and what they are and what was left out, in words. */
+FM_API size_t fm_measured_count(const struct fm_measured *m);
+FM_API const char *fm_measured_how(const struct fm_measured *m);
 
 #ifdef __cplusplus
 }

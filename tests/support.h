@@ -14,6 +14,7 @@
  * bodies, the profile readers' records) and call its internal functions */
 #include "analysis/calibration_internal.h"
 #include "analysis/session_internal.h"
+#include "frontend/profile/profile.h"
 
 /* Asserts st == FM_OK, printing the context's message when not. */
 #define FM_ASSERT_OK(ctx, expr)                                                              \

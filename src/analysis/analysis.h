@@ -19,4 +19,23 @@ void fm_calib_monotone_fit(double *v, int n);
 bool fm_calib_class_parse(const char *s, enum fm_class *out);
 bool fm_calib_phase_parse(const char *s, enum fm_phase *out);
 
+/* measured.c: the points of a profile (the body of flopmeter.h's struct fm_measured). */
+/* One measured point: work over measured time. */
+struct fm_measured_point {
+    char label[160];             /* "conv1 fwd", "the step (PyTorch profiler, median of 3)" */
+    double flops;                /* the counters' FLOPs (ncu), or flopmeter's count (a trace) */
+    double bytes;                /* DRAM bytes (ncu), or flopmeter's counted bytes (a trace) */
+    double time_s;               /* measured seconds */
+    bool whole;                  /* the whole step or file, not one layer or op class */
+};
+
+struct fm_measured {
+    struct fm_ctx *ctx;
+    char source[64];             /* "Nsight Compute", "PyTorch profiler" */
+    char how[512];               /* what the points are and what was left out, in words */
+    size_t n;
+    struct fm_measured_point *points;
+};
+
+
 #endif

@@ -6,6 +6,7 @@
  * It draws nothing (src/report/svg_roofline.c does) and guesses no FLOPs a file lacks. */
 #include "../core/internal.h"
 #include "../frontend/profile/profile.h"
+#include "analysis.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -185,4 +186,14 @@ void fm_measured_free(struct fm_measured *m)
         return;
     fm_dealloc(m->ctx, m->points);
     fm_dealloc(m->ctx, m);
+}
+
+size_t fm_measured_count(const struct fm_measured *m)
+{
+    return m->n;
+}
+
+const char *fm_measured_how(const struct fm_measured *m)
+{
+    return m->how;
 }

@@ -6,6 +6,7 @@
 #include "flopmeter.h"
 #include "../analysis/calibration_internal.h"
 #include "../analysis/session_internal.h"
+#include "../frontend/profile/profile.h"
 #include "../core/jsonw.h"
 
 /* "torch-default" or the precision's name, for a prediction's options. */

@@ -5,6 +5,7 @@
  * fm_predict did not; layers without FLOPs or without bytes have no place on a log axis and
  * are counted in the footnote instead. */
 #include "../core/internal.h"
+#include "../analysis/analysis.h"
 
 #include <math.h>
 #include <string.h>

@@ -102,7 +102,8 @@ int cmd_roofline(int argc, char **argv)
         if (m.format == FM_FORMAT_TABLE)
             printf("chart: %s\n", svg);
         if (ms && m.format == FM_FORMAT_TABLE)
-            printf("measured: %zu points from %s: %s\n", ms->n, measured, ms->how);
+            printf("measured: %zu points from %s: %s\n", fm_measured_count(ms), measured,
+                   fm_measured_how(ms));
     }
     r = cli_flush(r);
 out:

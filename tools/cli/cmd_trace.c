@@ -70,12 +70,14 @@ int cmd_trace(int argc, char **argv)
     if (model) {
         struct fm_session_opts so;
         struct cli_bindings b;
+        const char *in_op = NULL;
+        const struct fm_shape *in = fm_trace_input(t, &in_op);
         fm_session_opts_init(&so, FM_TASK_UTILIZATION);
         so.model = model;
-        so.step_s = t->step_s;
+        so.step_s = fm_trace_step_s(t);
         so.peak = peak;
-        if (!m.batch_given && t->input.rank >= 2 && t->input.dims[0] > 0) {
-            m.batch = t->input.dims[0];   /* the batch the trace ran */
+        if (!m.batch_given && in->rank >= 2 && in->dims[0] > 0) {
+            m.batch = in->dims[0];   /* the batch the trace ran */
             m.batch_given = true;
         } else if (!m.batch_given) {
             fprintf(stderr, "flopmeter trace: %s records no input shapes (profile with "
@@ -98,16 +100,16 @@ int cmd_trace(int argc, char **argv)
         have_util = true;
         if (u.batch_mismatch)
             fprintf(stderr, "flopmeter trace: the trace's first op (%s) reads a batch of %lld; "
-                    "the count is at batch %lld\n", t->input_op, (long long)u.trace_batch,
+                    "the count is at batch %lld\n", in_op, (long long)u.trace_batch,
                     (long long)u.batch);
         if (u.input_mismatch) {
             char a[96], m_in[96];
-            fm_shape_format(&t->input, a, sizeof(a));
+            fm_shape_format(in, a, sizeof(a));
             fm_shape_format(&u.model_input, m_in, sizeof(m_in));
             fprintf(stderr, "flopmeter trace: the trace's first op (%s) reads %s, the model's "
                             "input is %s: the count is of another input size (give the "
                             "trace's with --input, and --classes if it was trained with "
-                            "other classes)\n", t->input_op, a, m_in);
+                            "other classes)\n", in_op, a, m_in);
         }
     } else if (d.device || peak > 0) {
         fprintf(stderr, "flopmeter trace: --device and --peak need --model MODEL (the model the "

@@ -3,7 +3,7 @@
  * cJSON, so memory stays at the text plus a small record per event, whatever the file's size.
  * It reads what the trace says (steps, op times, kernels, shapes) and computes the FLOPs the
  * profiler's own formulas give; it knows nothing of models or devices (src/analysis does). */
-#include "../../core/internal.h"
+#include "profile.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -223,6 +223,18 @@ void fm_trace_free(struct fm_trace *t)
     fm_dealloc(ctx, t->ops);
     fm_dealloc(ctx, t->steps);
     fm_dealloc(ctx, t);
+}
+
+double fm_trace_step_s(const struct fm_trace *t)
+{
+    return t->step_s;
+}
+
+const struct fm_shape *fm_trace_input(const struct fm_trace *t, const char **op)
+{
+    if (op)
+        *op = t->input_op;
+    return &t->input;
 }
 
 #ifndef FM_HAVE_CJSON
