@@ -90,17 +90,10 @@ FM_API enum fm_status fm_error(struct fm_ctx *ctx, enum fm_status status, const 
 /* Optional sink for progress and warnings (default: none). */
 typedef void (*fm_log_fn)(void *user, const char *message);
 FM_API void fm_ctx_set_log(struct fm_ctx *ctx, fm_log_fn fn, void *user);
-FM_API void fm_log(struct fm_ctx *ctx, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
 
 /* Allocation through the context's allocator. fm_alloc zeroes the block. */
 FM_API void *fm_alloc(struct fm_ctx *ctx, size_t size);
-FM_API void *fm_realloc(struct fm_ctx *ctx, void *ptr, size_t size);
 FM_API void fm_dealloc(struct fm_ctx *ctx, void *ptr);
-FM_API char *fm_strdup(struct fm_ctx *ctx, const char *s);
 
 /* ---------------------------------------------------------------------------------------------
  * Data types and shapes
@@ -823,14 +816,6 @@ FM_API enum fm_status fm_graph_add_loss(struct fm_graph *graph, fm_tid output,
  * Numbers for people (src/core/format.c): what every table of the library prints with
  * ------------------------------------------------------------------------------------------ */
 
-#define FM_FORMAT_SIZE 32   /* bytes every buf below must hold */
-/* 1.23 G, 456 M, 12.3 K, 17: SI suffixes, three significant digits; integers below 1000 as
- * they are. Returns buf. */
-FM_API const char *fm_format_si(double v, char *buf);
-/* 1.20 GB, 512 B (SI, not binary). */
-FM_API const char *fm_format_bytes(double v, char *buf);
-/* "3.11 ns", "812 us", "1.78 ms", "4.2 s", "3.5 min", "2.1 h", "3 days". */
-FM_API const char *fm_format_time(double seconds, char *buf);
 /* A duration as people type it: a number with an optional unit s, ms, us, min, h, d (default
  * s), e.g. "250ms", "0.25", "3.5min". false for anything else, or a negative number. */
 FM_API bool fm_duration_parse(const char *text, double *seconds);
@@ -932,19 +917,12 @@ struct fm_device {
     const char *origin;            /* "built-in" or the file the entry came from (not saved) */
 };
 
-/* Whether an op class may run on matrix units (tensor cores): conv, matmul and attention. */
-FM_API bool fm_precision_tensor_class(enum fm_class cls);   /* conv, matmul, attention */
 
 /* The ceiling that applies to an op class at a precision: tensor peaks only for conv, matmul
  * and attention (when the device has them), the vector peak of that precision otherwise (for
  * tf32, the fp32 vector peak). 0 if the device has neither. */
 FM_API double fm_device_peak(const struct fm_device *dev, enum fm_class cls,
                              enum fm_precision prec);
-/* The same, also saying which ceiling it is: the precision of the units that run it (tf32
- * without tensor cores, or fp16 without fp16 units, is fp32 arithmetic) and whether they are
- * matrix units. applied and tensor may be NULL. */
-FM_API double fm_device_ceiling(const struct fm_device *dev, enum fm_class cls,
-                                enum fm_precision prec, enum fm_precision *applied, bool *tensor);
 
 struct fm_devices;   /* a device table: the built-ins plus any user files */
 /* The built-in table plus, when they exist, the file named by $FLOPMETER_DEVICES and
@@ -965,14 +943,6 @@ FM_API enum fm_status fm_devices_find(struct fm_ctx *ctx, const struct fm_device
  * "h100-pcie" beats "h100" for "NVIDIA H100 PCIe"). FM_ERR_NOT_FOUND when none fits. */
 FM_API enum fm_status fm_devices_match(struct fm_ctx *ctx, const struct fm_devices *devs,
                                        const char *gpu_name, const struct fm_device **out);
-/* What a user should know about how query resolved to dev (fm_devices_find): when query is a
- * short name several entries share ("a100": the 80 GB SXM, and the 40 GB and PCIe ones are
- * a100-40gb, a100-pcie), a note naming the others; when a GPU's own name states a memory size
- * the entry does not have ("Tesla V100-SXM2-16GB"), *named_mem_bytes is that size (else 0) and
- * the note says so. note is "" when there is nothing to say. */
-FM_API void fm_device_name_note(const struct fm_devices *devs, const char *query,
-                                const struct fm_device *dev, char *note, size_t size,
-                                double *named_mem_bytes);
 /* Writes one device as a device JSON file that fm_devices_load accepts. */
 FM_API enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *dev,
                                           const char *path);
@@ -991,38 +961,7 @@ FM_API enum fm_status fm_devices_add(struct fm_devices *devs, const struct fm_de
 /* Writes devices as one device JSON document (the format fm_devices_add_file reads). */
 FM_API enum fm_status fm_devices_write_json(FILE *f, const struct fm_device *const *devs, size_t n);
 
-/* The peak utilization is quoted against, one rule for every command: the conv/matmul ceiling
- * of prec (matrix units when the device has them); torch_default: the TF32 conv ceiling. */
-FM_API double fm_device_util_peak(const struct fm_device *dev, enum fm_precision prec,
-                                  bool torch_default);
-/* Ridge point of a ceiling: peak / bandwidth in FLOP/byte (0 when either is unknown). */
-FM_API double fm_device_ridge(const struct fm_device *dev, enum fm_class cls,
-                              enum fm_precision prec);
-FM_API bool fm_device_has_tensor(const struct fm_device *dev);
 
-/* Where a real run (measure, probe) goes: "cpu", or a CUDA GPU as "cuda", "cuda:N" or "gpu"
- * (src/hw/target.c). A device to run on, not a device-table entry to predict with. */
-enum fm_target_kind { FM_TARGET_CPU = 0, FM_TARGET_CUDA, FM_TARGET_COUNT };
-struct fm_target {
-    enum fm_target_kind kind;
-    int ordinal;                   /* CUDA device number (cuda:N); 0 for the CPU */
-};
-FM_API const char *fm_target_kind_name(enum fm_target_kind kind);   /* "cpu", "cuda" */
-/* Parses a device string (NULL is "cpu"): FM_ERR_NOT_FOUND when text is no device string at
- * all (a device-table name, say), FM_ERR_INVALID when it is a malformed one ("cuda:x"). */
-FM_API enum fm_status fm_target_parse(struct fm_ctx *ctx, const char *text,
-                                      struct fm_target *out);
-
-/* Named links for data parallelism: per-GPU bidirectional bandwidth (bytes/s) and source. */
-struct fm_link {
-    const char *name;              /* "nvlink3", "pcie4" */
-    double bw;
-    const char *description;
-};
-FM_API size_t fm_link_count(void);
-FM_API const struct fm_link *fm_link_get(size_t i);
-/* case-insensitive; NULL if unknown */
-FM_API const struct fm_link *fm_link_find(const char *name);
 
 /* ---------------------------------------------------------------------------------------------
  * Analyses (src/analysis/): roofline and PALEO-style prediction
@@ -1170,21 +1109,7 @@ FM_API enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *grap
                                  struct fm_prediction **out);
 FM_API void fm_prediction_free(struct fm_prediction *p);
 
-/* The precision a node's phase runs at under opts: the optimizer phase never uses tensor
- * cores; torch_default gives tf32 to convolutions and fp32 to everything else. */
-FM_API enum fm_precision fm_predict_precision(const struct fm_predict_opts *opts,
-                                              enum fm_class cls);
-/* The ceiling of a node's phase: fm_device_peak of its class (optimizer: elementwise). */
-FM_API double fm_predict_peak(const struct fm_predict_opts *opts, enum fm_class cls,
-                              enum fm_phase phase, bool *tensor);
 
-/* The roofline: attainable FLOP/s = min(peak, intensity x bandwidth) (Williams et al. 2009). */
-FM_API double fm_roofline_attainable(double intensity, double peak, double bandwidth);
-/* One kernel of flops and bytes on a ceiling: fills every field of out from the formulas
- * t_compute = flops / (peak x ppp_compute), t_memory = bytes / (bandwidth x ppp_memory),
- * t_roofline = max + launch, t_paleo = sum + launch (launch only when the kernel does work). */
-FM_API void fm_phase_time_eval(double flops, double bytes, double peak, double bandwidth,
-                               const struct fm_predict_opts *opts, struct fm_phase_time *out);
 
 enum fm_bound { FM_BOUND_ROOFLINE = 0, FM_BOUND_PALEO, FM_BOUND_COUNT };
 FM_API const char *fm_bound_name(enum fm_bound b);   /* "roofline", "paleo" */
@@ -1209,20 +1134,7 @@ struct fm_run_estimate {
     /* Added with calibration: the same from the calibrated step (0 without a calibration). */
     double step_calibrated_s, samples_calibrated_per_s, epoch_calibrated_s, total_calibrated_s;
 };
-/* One GPU: the step is the prediction's. */
-FM_API enum fm_status fm_predict_run(struct fm_ctx *ctx, const struct fm_prediction *p,
-                                     const struct fm_counts *counts, int64_t batch,
-                                     uint64_t dataset_size, double epochs,
-                                     struct fm_run_estimate *out);
 struct fm_dp_estimate;
-/* dp->gpus GPUs of batch samples each: the step is the data-parallel one with the all-reduce
- * overlapped with backward (dp->step_overlap), a step takes batch x gpus samples. */
-FM_API enum fm_status fm_predict_run_data_parallel(struct fm_ctx *ctx,
-                                                   const struct fm_prediction *p,
-                                                   const struct fm_counts *counts, int64_t batch,
-                                                   const struct fm_dp_estimate *dp,
-                                                   uint64_t dataset_size, double epochs,
-                                                   struct fm_run_estimate *out);
 
 /* Utilization = FLOPs / (time x peak), by the methods of Epoch AI's "Estimating training
  * compute" study: theory = 3 x forward FLOPs; counted = forward + backward as counted (the
@@ -1242,16 +1154,7 @@ struct fm_utilization {
     double epoch_util[FM_UTIL_COUNT];
     bool impossible;                     /* some utilization is above 100% */
 };
-/* step_s and/or epoch_s (with dataset_size) must be given (> 0). */
-FM_API enum fm_status fm_utilization(struct fm_ctx *ctx, const struct fm_counts *counts,
-                                     int64_t batch, double peak, double step_s, double epoch_s,
-                                     uint64_t dataset_size, struct fm_utilization *out);
 
-/* Data parallelism: ring all-reduce of the gradients over gpus devices. Each device sends and
- * receives 2 (N-1)/N of the gradient bytes over one direction of its link (half the listed
- * bidirectional bandwidth), at ppp_comm of it (Patarasuk & Yuan 2009; NCCL's "bus bandwidth").
- * Returns seconds; 0 for one GPU. */
-FM_API double fm_ring_allreduce_s(double bytes, int gpus, double link_bw_bidir, double ppp_comm);
 
 struct fm_dp_estimate {
     int gpus;
@@ -1269,12 +1172,6 @@ struct fm_dp_estimate {
      * included (0 when the prediction has no calibration). */
     double step_overlap_calibrated;
 };
-/* Weak scaling: every GPU keeps the batch of the prediction. Training counts only. */
-FM_API enum fm_status fm_predict_data_parallel(struct fm_ctx *ctx, const struct fm_graph *graph,
-                                               const struct fm_counts *counts,
-                                               const struct fm_prediction *p, int64_t batch,
-                                               int gpus, double link_bw, double ppp_comm,
-                                               struct fm_dp_estimate *out);
 
 struct fm_measured;   /* measured points (below, with the profile readers) */
 
@@ -1465,31 +1362,6 @@ FM_API enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate
                                    struct fm_calib_sample **samples_out, size_t *n_samples_out);
 
 
-/* ---- Where a measured step's time goes (src/analysis/breakdown.c) ----
- * Against the ideal step (every FLOP at the peak), each timed layer phase splits exactly into
- * its ideal time, the memory-bound part (bytes / bandwidth beyond FLOPs / peak), the per-kernel
- * overhead a calibration fitted (0 without one) and the rest, below the ceilings; the step's
- * time beyond its layers is the per-step overhead. By op class and for the layers that lose
- * the most. */
-enum { FM_LOSS_IDEAL = 0, FM_LOSS_MEMORY, FM_LOSS_OVERHEAD, FM_LOSS_BELOW, FM_LOSS_PARTS };
-#define FM_LOSS_TOP 5
-struct fm_time_loss {
-    double peak, bandwidth;        /* the ceilings it is measured against */
-    double step_s, layers_s;       /* the measured step; the sum of its timed layer phases */
-    double parts[FM_LOSS_PARTS];   /* seconds, summed over layer phases (sum = layers_s) */
-    double step_overhead_s;        /* step_s - layers_s (not below 0) */
-    double by_class[FM_CLASS_COUNT][FM_LOSS_PARTS];
-    double class_time_s[FM_CLASS_COUNT];
-    struct {
-        fm_nid node;
-        double lost_s;             /* memory + overhead + below-peak time of the layer */
-    } top[FM_LOSS_TOP];
-    int n_top;
-};
-FM_API enum fm_status fm_time_loss(struct fm_ctx *ctx, const struct fm_graph *graph,
-                                   const struct fm_counts *counts,
-                                   const struct fm_measurement *m, double peak, double bandwidth,
-                                   const struct fm_calibration *cal, struct fm_time_loss *out);
 
 /* ---------------------------------------------------------------------------------------------
  * The session (src/analysis/session.c): what every command resolves, in one call

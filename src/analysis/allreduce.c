@@ -3,6 +3,7 @@
  * model or pipeline parallelism, no latency term per message (large gradients are
  * bandwidth-bound), no compression. */
 #include "../core/internal.h"
+#include "analysis.h"
 #include "calibration_internal.h"
 
 #include <math.h>

@@ -14,6 +14,7 @@
  * ideal: caches, or a count above what runs) is all ideal, and the difference is reported as
  * negative below-peak time, never hidden. */
 #include "../core/internal.h"
+#include "analysis.h"
 #include "calibration_internal.h"
 
 #include <math.h>

@@ -17,6 +17,7 @@
  * is not computable, and says why. It computes nothing flopmeter's own counts need, and prints
  * nothing (src/report renders the result). */
 #include "../core/internal.h"
+#include "analysis.h"
 
 #include <stdarg.h>
 #include <stdio.h>

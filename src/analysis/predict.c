@@ -4,6 +4,7 @@
  * kernel. With a calibration (calibration.c), each node-phase also gets its fitted time. It
  * reads counts, device figures and a calibration only; it runs nothing and fits nothing. */
 #include "../core/internal.h"
+#include "analysis.h"
 #include "calibration_internal.h"
 
 #include <math.h>

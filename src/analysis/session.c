@@ -10,6 +10,7 @@
  * It prints nothing: src/report renders a session, the CLI prints what it renders. Warnings go to
  * the context's log sink. */
 #include "../core/internal.h"
+#include "analysis.h"
 #include "calibration_internal.h"
 #include "session_internal.h"
 

@@ -4,6 +4,7 @@
  * the profiler method divides the FLOPs the profiler itself computes. It times nothing and
  * trusts the trace; the session resolved the model, its count and the peak. */
 #include "../core/internal.h"
+#include "analysis.h"
 #include "../frontend/profile/profile.h"
 
 #include <math.h>

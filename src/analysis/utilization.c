@@ -4,6 +4,7 @@
  * as flopmeter counts it. It judges nothing about the timing itself; the caller says whether
  * the time covers the same work. */
 #include "../core/internal.h"
+#include "analysis.h"
 
 #include <math.h>
 #include <string.h>

@@ -8,6 +8,7 @@
 #define FM_BACKEND_H
 
 #include "flopmeter.h"
+#include "../hw/hw.h"   /* device strings (fm_target) and ceilings */
 
 /* What one step measured. ms[] per node is filled only when per-node timing was asked. */
 struct fm_step_timing {

@@ -148,4 +148,27 @@ enum fm_status fm_graph_infer_node(struct fm_graph *graph, fm_nid id);
  * reads), their names joined by ", " into buf (cut with "..." when it is full). loss.c */
 void fm_graph_outputs_text(const struct fm_graph *graph, char *buf, size_t size);
 
+/* ---- numbers for people (format.c): what every table of the library prints with ---- */
+
+#define FM_FORMAT_SIZE 32   /* bytes every buf below must hold */
+/* 1.23 G, 456 M, 12.3 K, 17: SI suffixes, three significant digits; integers below 1000 as
+ * they are. Returns buf. */
+const char *fm_format_si(double v, char *buf);
+/* 1.20 GB, 512 B (SI, not binary). */
+const char *fm_format_bytes(double v, char *buf);
+/* "3.11 ns", "812 us", "1.78 ms", "4.2 s", "3.5 min", "2.1 h", "3 days". */
+const char *fm_format_time(double seconds, char *buf);
+
+/* ---- the context's services the library's own files use ---- */
+
+/* A line for the log sink fm_ctx_set_log installed (nothing without one): progress, warnings. */
+void fm_log(struct fm_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* fm_alloc's companions, through the context's allocator. */
+void *fm_realloc(struct fm_ctx *ctx, void *ptr, size_t size);
+char *fm_strdup(struct fm_ctx *ctx, const char *s);
+
 #endif
