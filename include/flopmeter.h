@@ -27,6 +27,11 @@
 extern "C" {
 #endif
 
+/* The version of this header; CMakeLists.txt reads the three numbers from here (the shared
+ * library's soname follows them: docs/api.md). */
+#define FM_VERSION_MAJOR 0
+#define FM_VERSION_MINOR 1
+#define FM_VERSION_PATCH 0
 #define FM_VERSION "0.1.0"
 
 /* What the shared library exports: the declarations of this header and nothing else (the
@@ -58,6 +63,9 @@ enum fm_status {
 };
 
 FM_API const char *fm_status_to_string(enum fm_status status);
+/* The version of the library linked in ("0.1.0"), which may differ from the FM_VERSION a
+ * program was compiled with. */
+FM_API const char *fm_version(void);
 
 /* Allocator hooks: every allocation the library makes goes through these, so tests can fail
  * the Nth allocation. realloc(ptr, 0) is never called; free(NULL) may be. */

@@ -182,6 +182,16 @@ static void test_calibration_refit(void **state)
     fm_ctx_free(ctx);
 }
 
+/* the library's version is the header's, and the string spells the numbers */
+static void test_version(void **state)
+{
+    (void)state;
+    char v[32];
+    snprintf(v, sizeof(v), "%d.%d.%d", FM_VERSION_MAJOR, FM_VERSION_MINOR, FM_VERSION_PATCH);
+    assert_string_equal(FM_VERSION, v);
+    assert_string_equal(fm_version(), FM_VERSION);
+}
+
 struct onnx_row {
     enum fm_op op;
     const char *onnx;
@@ -228,6 +238,7 @@ static void test_onnx_op_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version),
         cmocka_unit_test(test_session_accessors),
         cmocka_unit_test(test_calibration_info),
         cmocka_unit_test(test_calibration_refit),

@@ -30,6 +30,18 @@ const char *fm_status_to_string(enum fm_status status)
     return status_names[status];
 }
 
+/* the numbers spelled as the string, so that the two cannot drift apart */
+#define FM_STR2_(x) #x
+#define FM_STR_(x) FM_STR2_(x)
+_Static_assert(sizeof(FM_VERSION) == sizeof(FM_STR_(FM_VERSION_MAJOR) "." FM_STR_(FM_VERSION_MINOR)
+                                              "." FM_STR_(FM_VERSION_PATCH)),
+               "FM_VERSION must be FM_VERSION_MAJOR.FM_VERSION_MINOR.FM_VERSION_PATCH");
+
+const char *fm_version(void)
+{
+    return FM_STR_(FM_VERSION_MAJOR) "." FM_STR_(FM_VERSION_MINOR) "." FM_STR_(FM_VERSION_PATCH);
+}
+
 static void *default_malloc(size_t size, void *user)
 {
     (void)user;
