@@ -42,9 +42,7 @@ extern "C" {
 #define FM_API
 #endif
 
-/* ---------------------------------------------------------------------------------------------
- * Status and context
- * ------------------------------------------------------------------------------------------ */
+/* ==== Status and context ==== */
 
 enum fm_status {
     FM_OK = 0,
@@ -103,23 +101,11 @@ FM_API void fm_ctx_set_log(struct fm_ctx *ctx, fm_log_fn fn, void *user);
 FM_API void *fm_alloc(struct fm_ctx *ctx, size_t size);
 FM_API void fm_dealloc(struct fm_ctx *ctx, void *ptr);
 
-/* ---------------------------------------------------------------------------------------------
- * Data types and shapes
- * ------------------------------------------------------------------------------------------ */
+/* ==== Data types and shapes ==== */
 
 enum fm_dtype {
-    FM_DTYPE_FP32 = 0,
-    FM_DTYPE_FP16,
-    FM_DTYPE_BF16,
-    FM_DTYPE_FP64,
-    FM_DTYPE_FP8,
-    FM_DTYPE_INT64,
-    FM_DTYPE_INT32,
-    FM_DTYPE_INT16,
-    FM_DTYPE_INT8,
-    FM_DTYPE_UINT8,
-    FM_DTYPE_BOOL,
-    FM_DTYPE_COUNT
+    FM_DTYPE_FP32 = 0, FM_DTYPE_FP16, FM_DTYPE_BF16, FM_DTYPE_FP64, FM_DTYPE_FP8, FM_DTYPE_INT64,
+    FM_DTYPE_INT32, FM_DTYPE_INT16, FM_DTYPE_INT8, FM_DTYPE_UINT8, FM_DTYPE_BOOL, FM_DTYPE_COUNT
 };
 
 FM_API size_t fm_dtype_size(enum fm_dtype dtype);   /* bytes per element */
@@ -142,12 +128,9 @@ FM_API char *fm_shape_format(const struct fm_shape *shape, char *buf, size_t siz
 /* Parses "3x224x224" (also "3,224,224"); rejects dims <= 0 and more than FM_MAX_DIMS dims. */
 FM_API enum fm_status fm_shape_parse(struct fm_ctx *ctx, const char *text, struct fm_shape *out);
 
-/* ---------------------------------------------------------------------------------------------
- * Graph: tensors and nodes
- *
- * A graph is built once and then read by everything downstream. Tensors and nodes are addressed
- * by dense integer ids; their metadata lives in an arena owned by the graph.
- * ------------------------------------------------------------------------------------------ */
+/* ==== Graph: tensors and nodes ==== */
+/* A graph is built once and then read by everything downstream. Tensors and nodes are addressed
+ * by dense integer ids; their metadata lives in an arena owned by the graph. */
 
 enum fm_role {
     FM_ROLE_INPUT = 0,   /* fed from outside (images, token ids, labels) */
@@ -161,19 +144,9 @@ FM_API const char *fm_role_name(enum fm_role role);
 
 /* Op families, used by analyses and reports to aggregate. */
 enum fm_class {
-    FM_CLASS_CONV = 0,
-    FM_CLASS_MATMUL,
-    FM_CLASS_NORM,
-    FM_CLASS_ACTIVATION,
-    FM_CLASS_POOL,
-    FM_CLASS_ELEMENTWISE,
-    FM_CLASS_REDUCTION,
-    FM_CLASS_DATA_MOVEMENT,
-    FM_CLASS_EMBEDDING,
-    FM_CLASS_ATTENTION,
-    FM_CLASS_LOSS,
-    FM_CLASS_OTHER,
-    FM_CLASS_COUNT
+    FM_CLASS_CONV = 0, FM_CLASS_MATMUL, FM_CLASS_NORM, FM_CLASS_ACTIVATION, FM_CLASS_POOL,
+    FM_CLASS_ELEMENTWISE, FM_CLASS_REDUCTION, FM_CLASS_DATA_MOVEMENT, FM_CLASS_EMBEDDING,
+    FM_CLASS_ATTENTION, FM_CLASS_LOSS, FM_CLASS_OTHER, FM_CLASS_COUNT
 };
 FM_API const char *fm_class_name(enum fm_class cls);
 
@@ -595,12 +568,9 @@ FM_API bool fm_graph_needs_grad(const struct fm_graph *graph, fm_tid id);
 FM_API const char *fm_op_name(enum fm_op op);
 FM_API enum fm_class fm_op_class(enum fm_op op);
 
-/* ---------------------------------------------------------------------------------------------
- * Cost model
- *
- * Primitive operations are counted per node and per phase; FLOPs and MACs are derived only when
- * printing: FLOPs = 2*mac + add + mul + div + cmp + special, MACs = mac.
- * ------------------------------------------------------------------------------------------ */
+/* ==== Cost model ==== */
+/* Primitive operations are counted per node and per phase; FLOPs and MACs are derived only when
+ * printing: FLOPs = 2*mac + add + mul + div + cmp + special, MACs = mac. */
 
 enum fm_phase {
     FM_PHASE_FWD = 0,
@@ -695,9 +665,7 @@ FM_API void fm_counts_free(struct fm_counts *counts);
  * inference the activations are the peak live set, and there are no grads or state). */
 FM_API enum fm_status fm_counts_training_memory(const struct fm_counts *counts, uint64_t *out);
 
-/* ---------------------------------------------------------------------------------------------
- * Built-in architectures (the torchvision definitions)
- * ------------------------------------------------------------------------------------------ */
+/* ==== Built-in architectures (the torchvision definitions) ==== */
 
 struct fm_zoo_opts {
     int64_t batch;             /* default 1 */
@@ -726,9 +694,7 @@ FM_API enum fm_status fm_zoo_build(struct fm_ctx *ctx, const char *name,
 /* Up to n names nearest to name by edit distance, best first; returns how many. */
 FM_API size_t fm_zoo_suggest(const char *name, const char **out, size_t n);
 
-/* ---------------------------------------------------------------------------------------------
- * Model loading: a built-in name or a file (ONNX, when the build has it)
- * ------------------------------------------------------------------------------------------ */
+/* ==== Model loading: a built-in name or a file (ONNX, when the build has it) ==== */
 
 /* A symbolic-dimension binding: NAME=1x3x224x224 binds input NAME's shape. */
 struct fm_input_binding {
@@ -780,10 +746,7 @@ FM_API enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, 
  * limits are reported when loading. */
 FM_API bool fm_onnx_op_known(const char *domain, const char *op_type);
 
-/* ---------------------------------------------------------------------------------------------
- * The loss policy (src/frontend/loss.c): what a training step minimizes, the same for every
- * frontend and every command
- * ------------------------------------------------------------------------------------------ */
+/* ==== The loss policy (src/frontend/loss.c): what a training step minimizes ==== */
 
 enum fm_loss_kind {
     FM_LOSS_NONE = 0,
@@ -820,9 +783,7 @@ struct fm_loss_info {
 FM_API enum fm_status fm_graph_add_loss(struct fm_graph *graph, fm_tid output,
                                         struct fm_loss_info *info);
 
-/* ---------------------------------------------------------------------------------------------
- * Numbers for people (src/core/format.c): what every table of the library prints with
- * ------------------------------------------------------------------------------------------ */
+/* ==== Numbers as people type them (src/core/format.c) ==== */
 
 /* A duration as people type it: a number with an optional unit s, ms, us, min, h, d (default
  * s), e.g. "250ms", "0.25", "3.5min". false for anything else, or a negative number. */
@@ -839,9 +800,7 @@ FM_API bool fm_bytes_parse(const char *text, double *bytes);
  * typed name's letters. */
 FM_API const char *fm_nearest_name(const char *typed, const char *const *names, size_t n);
 
-/* ---------------------------------------------------------------------------------------------
- * Reports of counts (src/report/)
- * ------------------------------------------------------------------------------------------ */
+/* ==== Reports of counts (src/report/) ==== */
 
 enum fm_format { FM_FORMAT_TABLE = 0, FM_FORMAT_CSV, FM_FORMAT_JSON, FM_FORMAT_COUNT };
 FM_API const char *fm_format_name(enum fm_format format);   /* "table", "csv", "json" */
@@ -866,9 +825,7 @@ FM_API void fm_report_opts_init(struct fm_report_opts *opts);
 FM_API enum fm_status fm_report_count(FILE *f, const struct fm_graph *graph,
                                       const struct fm_counts *c, const struct fm_report_opts *opts);
 
-/* ---------------------------------------------------------------------------------------------
- * Devices (src/hw/): the built-in table, user device files, measured devices
- * ------------------------------------------------------------------------------------------ */
+/* ==== Devices (src/hw/): the built-in table, user device files, measured devices ==== */
 
 enum fm_precision {
     FM_PREC_FP64 = 0,
@@ -919,7 +876,6 @@ struct fm_device {
     const char *source;            /* where the figures come from */
     unsigned unverified;           /* FM_DEVF_* bits */
     bool measured;                 /* from flopmeter probe, not a datasheet */
-    /* Added with the device table (zero-initialised by older callers, which is "verified"): */
     unsigned unverified_vector;    /* bit (1u << precision): that peak_vector figure is '?' */
     unsigned unverified_tensor;    /* bit (1u << precision): that peak_tensor figure is '?' */
     const char *origin;            /* "built-in" or the file the entry came from (not saved) */
@@ -971,24 +927,19 @@ FM_API enum fm_status fm_devices_write_json(FILE *f, const struct fm_device *con
 
 
 
-/* ---------------------------------------------------------------------------------------------
- * Analyses (src/analysis/): roofline and PALEO-style prediction
- * ------------------------------------------------------------------------------------------ */
+/* ==== Analyses (src/analysis/): roofline and PALEO-style prediction (docs/roofline.md) ==== */
 
-struct fm_calibration;   /* below */
+struct fm_calibration;   /* a device's fitted time model (docs/calibration.md): below */
 
 struct fm_predict_opts {
-    const struct fm_device *device;
+    const struct fm_device *device;          /* must outlive the predictions made with it */
     enum fm_precision precision;   /* compute precision for conv/matmul/attention */
     bool torch_default;            /* PyTorch on Ampere+: fp32 convs on tf32, fp32 matmuls fp32 */
     double ppp_compute;            /* platform percent of peak, compute (default 0.62, PALEO) */
     double ppp_memory;             /* platform percent of peak, memory (default 0.72) */
     double launch_overhead_us;     /* per kernel (per node and phase that does work) */
-    /* Added with the analyses (set by fm_predict_opts_init): */
     double ppp_comm;               /* platform percent of peak, interconnect (default 0.72) */
-    /* Added with calibration: NULL for the cold (PALEO/roofline) prediction only. Like device,
-     * it must outlive the predictions made with it. */
-    const struct fm_calibration *calibration;
+    const struct fm_calibration *calibration;   /* NULL: the cold rule only; must outlive */
 };
 FM_API void fm_predict_opts_init(struct fm_predict_opts *opts);
 
@@ -1000,31 +951,113 @@ struct fm_phase_time {
     double t_roofline;             /* max(compute, memory) + launch */
     double t_paleo;                /* compute + memory + launch (no overlap) */
     bool memory_bound;             /* at peak: OI below the ridge point */
-    /* Added with the analyses: */
     double intensity;              /* flops / bytes (FLOP/byte); 0 when bytes is 0 */
     double attainable;             /* min(peak, intensity x bandwidth) FLOP/s, at 100% of peak */
     double ridge;                  /* peak / bandwidth (FLOP/byte) */
     double t_launch;               /* the launch overhead included in both bounds */
-    enum fm_precision precision;   /* the precision of the ceiling that applied (fp16 work on a
-                                      device without fp16 units: fp32) */
+    enum fm_precision precision;   /* of the ceiling that applied (fp16 without fp16 units: fp32) */
     bool tensor;                   /* the ceiling is a matrix-unit (tensor core) one */
-    /* Added with calibration (opts.calibration set): the fitted time of this node-phase, or
-     * t_paleo (the cold rule) where the calibration has no entry for its class and phase. */
-    double t_calibrated;
+    double t_calibrated;           /* the calibration's time, else t_paleo */
     bool calibrated;               /* t_calibrated came from the calibration, not the cold rule */
 };
 
-/* ---- Calibration (src/analysis/calibration.c, docs/calibration.md) ----
- * A device's time model fitted from timings of single layers (`flopmeter calibrate`), per op
- * class, kind and phase:
+struct fm_prediction {
+    struct fm_ctx *ctx;            /* the context it was made on: fm_prediction_free uses it */
+    size_t n_nodes;
+    struct fm_phase_time (*nodes)[FM_PHASE_COUNT];   /* [node id][phase] */
+    struct fm_phase_time total[FM_PHASE_COUNT];
+    double step_roofline_s, step_paleo_s;            /* all phases of the counted mode */
+    enum fm_mode mode;
+    struct fm_phase_time step;     /* the whole step as one point: sums of flops, bytes and
+                                      times; peak = flops / sum(flops_i / peak_i) */
+    size_t kernels;                /* node-phases that do work (each pays the launch overhead) */
+    double peak_ref;               /* the ceiling utilization is quoted against (conv/matmul) */
+    double bandwidth;              /* device memory bandwidth used, bytes/s (at 100%) */
+    struct fm_predict_opts opts;   /* a copy of the options it was made with */
+    size_t uncalibrated;           /* node-phases that fell back to the cold rule */
+    double reuse_bytes, evicted;   /* the traffic between a tensor's uses and the eviction
+                                      curve's fraction there (docs/calibration.md); 0 without */
+};
+FM_API enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
+                                 const struct fm_counts *counts, const struct fm_predict_opts *opts,
+                                 struct fm_prediction **out);
+FM_API void fm_prediction_free(struct fm_prediction *p);
+
+enum fm_bound { FM_BOUND_ROOFLINE = 0, FM_BOUND_PALEO, FM_BOUND_COUNT };
+FM_API const char *fm_bound_name(enum fm_bound b);   /* "roofline", "paleo" */
+
+/* Step, epoch and whole-run figures from a prediction, for both bounds. */
+struct fm_run_estimate {
+    int64_t batch;                   /* per GPU */
+    int gpus;                        /* 1, or the data-parallel replicas */
+    int64_t global_batch;            /* batch x gpus: the samples of one step */
+    uint64_t dataset_size;           /* 0: no epoch figures */
+    double epochs;
+    uint64_t steps_per_epoch;        /* ceil(dataset_size / global_batch) */
+    double step_flops;               /* every counted phase of one step, on every GPU */
+    double epoch_flops;              /* per-sample work x dataset_size + optimizer x steps x gpus */
+    double total_flops;              /* epoch_flops x epochs */
+    double step_s[FM_BOUND_COUNT];   /* training: step time; inference: latency of a batch */
+    double samples_per_s[FM_BOUND_COUNT];
+    double epoch_s[FM_BOUND_COUNT], total_s[FM_BOUND_COUNT];
+    double utilization[FM_BOUND_COUNT];  /* step_flops / (step_s x gpus x peak_ref) */
+    /* the same from the calibrated step (0 without a calibration) */
+    double step_calibrated_s, samples_calibrated_per_s, epoch_calibrated_s, total_calibrated_s;
+};
+
+/* Data parallelism, weak scaling: ring all-reduce of the gradients (Patarasuk & Yuan 2009). */
+struct fm_dp_estimate {
+    int gpus;
+    double link_bw;                      /* bidirectional bytes/s per GPU */
+    double grad_bytes;
+    double t_allreduce;                  /* one all-reduce of every gradient */
+    double step_1[FM_BOUND_COUNT];       /* one GPU */
+    double step_serial[FM_BOUND_COUNT];  /* compute, then all-reduce (no overlap) */
+    double step_overlap[FM_BOUND_COUNT]; /* each layer's gradients reduced during backward */
+    double efficiency_serial[FM_BOUND_COUNT];  /* step_1 / step_N (weak scaling) */
+    double efficiency_overlap[FM_BOUND_COUNT];
+    double samples_per_s_serial[FM_BOUND_COUNT], samples_per_s_overlap[FM_BOUND_COUNT];
+    double step_overlap_calibrated;      /* from the calibrated times (0 without) */
+};
+
+/* Utilization = FLOPs / (time x peak) by Epoch AI's methods: theory = 3 x forward FLOPs;
+ * counted = forward + backward as counted; counted_opt adds the optimizer step. */
+enum fm_util_method { FM_UTIL_THEORY = 0, FM_UTIL_COUNTED, FM_UTIL_COUNTED_OPT, FM_UTIL_COUNT };
+FM_API const char *fm_util_method_name(enum fm_util_method m);   /* "theory", "counted", ... */
+struct fm_utilization {
+    double peak;                         /* FLOP/s the utilization is quoted against */
+    int64_t batch;
+    double step_s;                       /* 0: no per-step figures */
+    double step_flops[FM_UTIL_COUNT];
+    double step_util[FM_UTIL_COUNT];
+    double epoch_s;                      /* 0: no per-epoch figures */
+    uint64_t dataset_size, steps_per_epoch;
+    double epoch_flops[FM_UTIL_COUNT];
+    double epoch_util[FM_UTIL_COUNT];
+    bool impossible;                     /* some utilization is above 100% */
+};
+
+/* The roofline chart as SVG: the ceilings in use, one dot per layer (area = share of the
+ * predicted step), the network, and measured points (fm_measured_read) when given. */
+struct fm_measured;
+struct fm_svg_opts {
+    const char *title;                   /* NULL: "<model> on <device>" */
+    int width, height;                   /* 0: 960 x 640 */
+    enum fm_bound bound;                 /* which predicted time sizes the dots */
+    const struct fm_measured *measured;  /* NULL: none */
+};
+FM_API void fm_svg_opts_init(struct fm_svg_opts *opts);
+FM_API enum fm_status fm_svg_roofline(FILE *f, const struct fm_graph *graph,
+                                      const struct fm_counts *counts, const struct fm_prediction *p,
+                                      const struct fm_svg_opts *opts);
+
+/* ---- Calibration (docs/calibration.md): per op class, kind and phase,
  *     t = fixed_s + flops x s_per_flop + bytes x s_per_byte
- * (a PALEO sum whose rates and per-kernel overhead are measured, not assumed), fitted by
- * non-negative least squares. Kinds split a class where one rule would not fit: convolutions
- * are "dense", "pointwise" (1x1), "depthwise" or "grouped"; other ops are their op's name
- * ("BatchNorm", "GELU"); "" is the whole class, every sample of the class fitted together. */
+ * fitted by non-negative least squares to timings of single layers (`flopmeter calibrate`).
+ * Kinds split a class: convolutions are "dense", "pointwise", "depthwise" or "grouped"; other
+ * ops their op's name ("BatchNorm"); "" is the whole class. */
 #define FM_CALIB_KIND_MAX 16
-/* Bytes of a calibration's list of left-out families (calibrate --leave-out), the NUL included. */
-#define FM_CALIB_LIST_MAX 256
+#define FM_CALIB_LIST_MAX 256   /* bytes of a list of left-out families, the NUL included */
 
 struct fm_calib_sample {
     enum fm_class cls;
@@ -1032,11 +1065,9 @@ struct fm_calib_sample {
     enum fm_phase phase;
     double flops, bytes;           /* the layer's counted work in that phase */
     double seconds;                /* its measured time */
-    bool cold;                     /* timed with its data flushed from the caches
-                                      (fm_measure_opts.cold_cache); false: warm caches */
-    const char *from;              /* the network families the sweep shape was taken from,
-                                      comma-separated (static text), or NULL for a generic
-                                      shape: what --leave-out drops */
+    bool cold;                     /* timed with its data flushed from the caches */
+    const char *from;              /* the families the sweep shape was taken from, comma-
+                                      separated (static text); NULL: a generic shape */
 };
 
 struct fm_calib_entry {
@@ -1046,11 +1077,10 @@ struct fm_calib_entry {
     double fixed_s, s_per_flop, s_per_byte;
     int points;                    /* samples it was fitted on */
     double rel_rms;                /* RMS of (fitted - measured) / measured over those samples */
-    bool cold;                     /* fitted on cold-cache samples (version 2) */
+    bool cold;                     /* fitted on cold-cache samples */
 };
 
-/* A calibration's header and fits, read through fm_calibration_info. Every pointer points into
- * the calibration: valid until fm_calibration_free. */
+/* A calibration's header and fits; the pointers point into it. */
 struct fm_calibration_info {
     const char *device;            /* the device as measure names it ("AMD EPYC 9R14") */
     const char *backend;           /* "cpu" or "cuda" */
@@ -1069,138 +1099,20 @@ struct fm_calibration_info {
     const double *evict_frac;      /* warm (0) to cold (1); n_evict 0: none */
 };
 FM_API void fm_calibration_info(const struct fm_calibration *c, struct fm_calibration_info *out);
-
+/* Save refuses (FM_ERR_INVALID) what load would refuse; a malformed file is FM_ERR_PARSE
+ * naming the line and the field. */
 FM_API enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_calibration *c,
                                           const char *path);
-/* Reads a file fm_calibration_save wrote; a malformed one is FM_ERR_PARSE naming the line and
- * the field, a build without cJSON FM_ERR_UNSUPPORTED. Save refuses (FM_ERR_INVALID) what load
- * would refuse: no entries, a negative coefficient, an unknown class, kind or phase. */
 FM_API enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
                                           struct fm_calibration **out);
 FM_API void fm_calibration_free(struct fm_calibration *c);
-/* A fit re-made from samples (fm_calib_samples_load) with the header of like (its device,
- * backend, threads, precision, probe figures, per-step overhead and eviction curve), recording
- * left_out (NULL: none; shorter than FM_CALIB_LIST_MAX): a GPU's calibration studied where the
- * GPU is not. One entry per (class, kind, phase) present in samples. */
+/* The fit of samples (fm_calib_samples_load) with like's header (device, backend, threads,
+ * precision, probe figures, overhead, eviction curve), recording left_out (NULL: none). */
 FM_API enum fm_status fm_calibration_refit(struct fm_ctx *ctx, const struct fm_calibration *like,
                                            const struct fm_calib_sample *samples, size_t n,
                                            const char *left_out, struct fm_calibration **out);
 
-struct fm_prediction {
-    struct fm_ctx *ctx;            /* the context it was made on: fm_prediction_free uses it */
-    size_t n_nodes;
-    struct fm_phase_time (*nodes)[FM_PHASE_COUNT];   /* [node id][phase] */
-    struct fm_phase_time total[FM_PHASE_COUNT];
-    double step_roofline_s, step_paleo_s;            /* all phases of the counted mode */
-    /* Added with the analyses: */
-    enum fm_mode mode;
-    struct fm_phase_time step;     /* the whole step as one point: sums of flops, bytes and
-                                      times; peak = flops / sum(flops_i / peak_i) */
-    size_t kernels;                /* node-phases that do work (each pays the launch overhead) */
-    double peak_ref;               /* the ceiling utilization is quoted against: the matrix
-                                      ceiling of conv/matmul at the chosen precision */
-    double bandwidth;              /* device memory bandwidth used, bytes/s (at 100%) */
-    struct fm_predict_opts opts;   /* a copy of the options it was made with */
-    /* Added with calibration: node-phases doing work that fell back to the cold rule (no
-     * entry of their class and phase); step.t_calibrated includes the per-step overhead. */
-    size_t uncalibrated;
-    /* Added with the cache-aware calibration (a calibration with an eviction curve and cold
-     * entries): the step's traffic between a tensor's uses, taken as half the step's counted
-     * bytes, and the eviction curve's fraction there; every node-phase's t_calibrated is
-     * warm + cold_share x (cold - warm) with cold_share = evicted x the phase's share of
-     * data a step ago (forward 1/2, backward 2/3, optimizer 1). 0 without. */
-    double reuse_bytes, evicted;
-};
-
-FM_API enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
-                                 const struct fm_counts *counts, const struct fm_predict_opts *opts,
-                                 struct fm_prediction **out);
-FM_API void fm_prediction_free(struct fm_prediction *p);
-
-
-
-enum fm_bound { FM_BOUND_ROOFLINE = 0, FM_BOUND_PALEO, FM_BOUND_COUNT };
-FM_API const char *fm_bound_name(enum fm_bound b);   /* "roofline", "paleo" */
-
-/* Step, epoch and whole-run figures from a prediction, for both bounds. */
-struct fm_run_estimate {
-    int64_t batch;                   /* per GPU */
-    int gpus;                        /* 1, or the data-parallel replicas */
-    int64_t global_batch;            /* batch x gpus: the samples of one step */
-    uint64_t dataset_size;           /* 0: no epoch figures */
-    double epochs;
-    uint64_t steps_per_epoch;        /* ceil(dataset_size / global_batch): the last partial
-                                        batch is timed as a full one (an upper bound) */
-    double step_flops;               /* every counted phase of one step, on every GPU */
-    double epoch_flops;              /* per-sample work x dataset_size + optimizer x steps x
-                                        gpus (each replica updates its own weights) */
-    double total_flops;              /* epoch_flops x epochs */
-    double step_s[FM_BOUND_COUNT];   /* training: step time; inference: latency of a batch */
-    double samples_per_s[FM_BOUND_COUNT];
-    double epoch_s[FM_BOUND_COUNT], total_s[FM_BOUND_COUNT];
-    double utilization[FM_BOUND_COUNT];  /* step_flops / (step_s x gpus x peak_ref) */
-    /* Added with calibration: the same from the calibrated step (0 without a calibration). */
-    double step_calibrated_s, samples_calibrated_per_s, epoch_calibrated_s, total_calibrated_s;
-};
-struct fm_dp_estimate;
-
-/* Utilization = FLOPs / (time x peak), by the methods of Epoch AI's "Estimating training
- * compute" study: theory = 3 x forward FLOPs; counted = forward + backward as counted (the
- * optimizer step is shown separately). In inference both are the forward FLOPs. */
-enum fm_util_method { FM_UTIL_THEORY = 0, FM_UTIL_COUNTED, FM_UTIL_COUNTED_OPT, FM_UTIL_COUNT };
-FM_API const char *fm_util_method_name(enum fm_util_method m);   /* "theory", "counted", ... */
-
-struct fm_utilization {
-    double peak;                         /* FLOP/s the utilization is quoted against */
-    int64_t batch;
-    double step_s;                       /* 0: no per-step figures */
-    double step_flops[FM_UTIL_COUNT];
-    double step_util[FM_UTIL_COUNT];
-    double epoch_s;                      /* 0: no per-epoch figures */
-    uint64_t dataset_size, steps_per_epoch;
-    double epoch_flops[FM_UTIL_COUNT];
-    double epoch_util[FM_UTIL_COUNT];
-    bool impossible;                     /* some utilization is above 100% */
-};
-
-
-struct fm_dp_estimate {
-    int gpus;
-    double link_bw;                      /* bidirectional bytes/s per GPU */
-    double grad_bytes;
-    double t_allreduce;                  /* one all-reduce of every gradient */
-    double step_1[FM_BOUND_COUNT];       /* one GPU */
-    double step_serial[FM_BOUND_COUNT];  /* compute, then all-reduce (no overlap) */
-    double step_overlap[FM_BOUND_COUNT]; /* each layer's gradients reduced as soon as its
-                                            backward is done, while backward goes on */
-    double efficiency_serial[FM_BOUND_COUNT];  /* step_1 / step_N (weak scaling) */
-    double efficiency_overlap[FM_BOUND_COUNT];
-    double samples_per_s_serial[FM_BOUND_COUNT], samples_per_s_overlap[FM_BOUND_COUNT];
-    /* Added with calibration: step_overlap from the calibrated times, the per-step overhead
-     * included (0 when the prediction has no calibration). */
-    double step_overlap_calibrated;
-};
-
-struct fm_measured;   /* measured points (below, with the profile readers) */
-
-/* The roofline chart as SVG (src/report/svg_roofline.c): ceilings of the precisions in use,
- * their ridge points, one dot per layer (area = share of predicted step time), the network,
- * and measured points when opts->measured gives them. */
-struct fm_svg_opts {
-    const char *title;                   /* NULL: "<model> on <device>" */
-    int width, height;                   /* 0: 960 x 640 */
-    enum fm_bound bound;                 /* which predicted time sizes the dots */
-    const struct fm_measured *measured;  /* measured points drawn beside the counted ones
-                                            (roofline --measured; fm_measured_read); NULL: none */
-};
-FM_API void fm_svg_opts_init(struct fm_svg_opts *opts);
-FM_API enum fm_status fm_svg_roofline(FILE *f, const struct fm_graph *graph,
-                                      const struct fm_counts *counts, const struct fm_prediction *p,
-                                      const struct fm_svg_opts *opts);
-
-/* ---------------------------------------------------------------------------------------------
- * Measurement (src/backend/): real, timed steps on the CPU (oneDNN) or an NVIDIA GPU (cuDNN)
- * ------------------------------------------------------------------------------------------ */
+/* ==== Measurement (src/backend/): timed steps on the CPU (oneDNN) or a GPU (cuDNN) ==== */
 
 typedef void (*fm_progress_fn)(void *user, const char *what, int done, int total);
 
@@ -1218,22 +1130,12 @@ struct fm_measure_opts {
     double lr, momentum;           /* SGD (defaults 0.01, 0.9) */
     fm_progress_fn progress;
     void *progress_user;
-    /* Added with the memory check: bytes the backend's buffers may take (0: no limit). The CPU
-     * backend refuses a step whose buffers grow past it while it plans, before anything is
-     * written or run. */
-    double memory_limit;
-    /* Added with the cache-aware calibration: with per_layer, before each timed kernel the CPU
-     * backend flushes the memory it reads and writes from every cache level (x86 clflush), so
-     * that the kernel finds its data in memory, as a layer of a network whose working set
-     * outgrows the caches does. Not on a GPU, nor a CPU without clflush (the measurement's
-     * cold_cache says whether it was done). */
-    bool cold_cache;
-    /* With per_layer, the CPU backend writes a buffer of this many bytes before each timed
-     * kernel of the node named flush_node (every kernel when NULL; 0 bytes: none): other
-     * traffic of that size between two uses of the node's data, as in a network; calibrate
-     * measures its eviction curve with it. */
-    double flush_bytes;
-    const char *flush_node;
+    double memory_limit;           /* bytes the CPU backend's buffers may take (0: no limit),
+                                      refused while it plans, before anything runs */
+    bool cold_cache;               /* per_layer on a CPU: flush each kernel's data from the
+                                      caches before it is timed (x86 clflush) */
+    double flush_bytes;            /* per_layer on a CPU: write this many bytes of other traffic */
+    const char *flush_node;        /* before each kernel of this node (NULL: every kernel) */
 };
 FM_API void fm_measure_opts_init(struct fm_measure_opts *opts);
 
@@ -1255,13 +1157,11 @@ struct fm_measurement {
     struct fm_node_timing *nodes;  /* indexed by node id; NULL when per_layer was off */
     double loss_first, loss_last;  /* training: the loss of the first and last step */
     double clock_mhz;              /* GPU SM clock read during the run (0 if unknown) */
-    bool cold_cache;               /* every timed kernel ran with its data flushed from the
-                                      caches (fm_measure_opts.cold_cache honoured) */
+    bool cold_cache;               /* every timed kernel ran with its data flushed */
 };
 
-/* Which layers of a graph a backend can run, asked before anything is prepared (each backend's
- * supports()): the ops it cannot run, each with its layer count, first layer and reason. Needs
- * no device: a machine without a GPU can check a graph against the CUDA backend. */
+/* Which layers of a graph a backend can run, asked of it before anything is prepared (no
+ * device needed: a machine without a GPU can check a graph against the CUDA backend). */
 #define FM_MAX_GAPS 32
 struct fm_backend_gap {
     const char *op;                /* the op's display name (points into the graph) */
@@ -1280,23 +1180,18 @@ FM_API enum fm_status fm_measure_check(struct fm_ctx *ctx, const struct fm_graph
                                        const char *device, struct fm_backend_check *out);
 /* FM_ERR_UNSUPPORTED with a message listing every op the check found missing (FM_OK when none). */
 FM_API enum fm_status fm_measure_check_error(struct fm_ctx *ctx, const struct fm_backend_check *c);
-
-/* Runs warm-up and timed steps of graph on opts->device. An op the backend cannot run is
+/* Warm-up and timed steps of graph on opts->device; an op the backend cannot run is
  * FM_ERR_UNSUPPORTED naming the node, before anything runs. */
 FM_API enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *graph,
                                  const struct fm_measure_opts *opts, struct fm_measurement **out);
 FM_API void fm_measurement_free(struct fm_measurement *m);
 
-
-/* ---------------------------------------------------------------------------------------------
- * Probes: this machine's or a GPU's own ceilings
- * ------------------------------------------------------------------------------------------ */
+/* ==== Probes: this machine's or a GPU's own ceilings ==== */
 
 struct fm_probe_stat {
     double min, median, max;       /* over repetitions */
     double theory;                 /* computed from features and clocks, or the datasheet; 0 = ? */
 };
-
 struct fm_probe_result {
     char device_name[128];
     int threads;
@@ -1305,8 +1200,7 @@ struct fm_probe_result {
     struct fm_probe_stat gemm[FM_PREC_COUNT];       /* FLOP/s through the BLAS (GPU: cuBLASLt) */
     struct fm_probe_stat bw_copy, bw_triad;         /* bytes/s, read + written */
     uint64_t working_set_bytes;
-    /* Added with the CPU probe (zero where a probe does not fill them): */
-    char kind[8];                  /* "cpu" or "gpu": set by fm_probe from opts->device */
+    char kind[8];                  /* "cpu" or "gpu" */
     char arch[96];                 /* "AMD family 19h model 11h (Zen 4), AVX-512" */
     double clock_mhz;              /* the clock the theoretical figures assume */
     int cores;                     /* physical cores (CPU) the all-thread theory counts */
@@ -1314,7 +1208,6 @@ struct fm_probe_result {
     uint64_t cache_bytes;          /* last-level cache; 0 = unknown */
     char notes[512];               /* how the theoretical figures were derived, and caveats */
 };
-
 struct fm_probe_opts {
     const char *device;            /* "cpu" or "cuda[:N]" */
     int repetitions;               /* default 5 */
@@ -1326,14 +1219,12 @@ struct fm_probe_opts {
 FM_API void fm_probe_opts_init(struct fm_probe_opts *opts);
 FM_API enum fm_status fm_probe(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
                                struct fm_probe_result *out);
-/* A measured device entry from a probe (strings point into out's storage or are static). */
+/* A measured device entry from a probe (strings point into r or are static). */
 FM_API enum fm_status fm_probe_to_device(const struct fm_probe_result *r, struct fm_device *out);
 
-/* ---- Calibration runs (see the calibration API above) ---- */
-/* Times single layers on a device (never whole networks: sweeps of shapes per op class, every
- * phase of a training step) and fits the model to them (src/analysis/calibrate.c). A short
- * probe first gives the file the device's peak and bandwidth. samples_out (may be NULL) gets
- * every timed node-phase, to be freed with fm_dealloc. */
+/* A calibration sweep: times single layers, every phase of a training step, over shapes per
+ * op class (after a short probe for the peak and bandwidth), and fits the model to them.
+ * samples_out (may be NULL) gets every timed node-phase, freed with fm_dealloc. */
 #define FM_CALIBRATE_ROUNDS 3
 #define FM_CALIBRATE_MAX_ROUNDS 9
 struct fm_calibrate_opts {
@@ -1341,44 +1232,27 @@ struct fm_calibrate_opts {
     int threads;                   /* CPU threads (0 = all) */
     enum fm_precision precision;   /* default fp32 */
     bool quick;                    /* every other shape, fewer steps, one round */
-    int rounds;                    /* times each shape is timed, in rounds over the whole sweep;
-                                      each layer-phase keeps its median (0: 1 with quick, else
-                                      FM_CALIBRATE_ROUNDS; at most FM_CALIBRATE_MAX_ROUNDS) */
-    const char *leave_out;         /* comma-separated network families whose layer shapes the
-                                      sweep drops (to test accuracy on networks the calibration
-                                      never saw); NULL: none. A family no shape is taken from
-                                      is an error naming those that are. */
+    int rounds;                    /* rounds over the sweep, each layer-phase's median kept (0: 1
+                                      with quick, else FM_CALIBRATE_ROUNDS; at most the MAX) */
+    const char *leave_out;         /* families whose layer shapes the sweep drops, comma-
+                                      separated (accuracy on unseen networks); NULL: none */
     fm_progress_fn progress;       /* "<class>: layers", once per shape */
     void *progress_user;
-    /* Added with the cache-aware calibration: skip the cold-cache round and the eviction
-     * curve (a version 1 model: every layer as warm as in the sweep). */
-    bool warm_only;
+    bool warm_only;                /* no cold-cache round, no eviction curve */
 };
 FM_API void fm_calibrate_opts_init(struct fm_calibrate_opts *opts);
-/* Reads the samples CSV calibrate --samples writes (header class,kind,phase,cache,flops,bytes,
- * seconds[,families]), so that a fit can be re-made where the device is not (a GPU's, say):
- * fm_calibration_fit on them with the original file's header. Samples of shapes taken from a
- * family in leave_out (comma-separated; NULL or "": none) are dropped and counted in *dropped;
- * a family no sample is taken from is FM_ERR_INVALID naming those that are. A malformed line
- * is FM_ERR_PARSE naming the file, the line and the field. *out (free with fm_dealloc) holds
- * *n samples, each with from NULL. */
-FM_API enum fm_status fm_calib_samples_load(struct fm_ctx *ctx, const char *path,
-                                            const char *leave_out, struct fm_calib_sample **out,
-                                            size_t *n, size_t *dropped);
 FM_API enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *opts,
                                    struct fm_calibration **out,
                                    struct fm_calib_sample **samples_out, size_t *n_samples_out);
+/* Reads the samples CSV calibrate --samples writes, leaving out (and counting in *dropped)
+ * those of the families in leave_out; *out (fm_dealloc) holds *n samples, each from NULL. */
+FM_API enum fm_status fm_calib_samples_load(struct fm_ctx *ctx, const char *path,
+                                            const char *leave_out, struct fm_calib_sample **out,
+                                            size_t *n, size_t *dropped);
 
-
-
-/* ---------------------------------------------------------------------------------------------
- * The session (src/analysis/session.c): what every command resolves, in one call
- *
- * A command is a task; the session loads the model (with the loss policy for training), counts
- * it, resolves the device, the precision and the peak utilization is quoted against, and does
- * what the task asks: a prediction, a utilization, a real run. Every figure the CLI prints is in
- * it, and src/report renders it.
- * ------------------------------------------------------------------------------------------ */
+/* ==== The session (src/analysis/session.c): what every command resolves, in one call ==== */
+/* It loads the model (with the loss policy for training), counts it, resolves the device, the
+ * precision and the peak, and does what the task asks. Every figure the CLI prints is in it. */
 
 enum fm_task {
     FM_TASK_WORK = 0,      /* count: the work of a step */
@@ -1441,7 +1315,7 @@ struct fm_session_opts {
     bool dry_run;                  /* measure: resolve and check everything, run nothing */
     fm_progress_fn progress;       /* probes and runs report here ("probe: ...", "steps: ...") */
     void *progress_user;
-    /* Added with calibration: predict.calibration made on another device, backend, thread
+    /* predict.calibration made on another device, backend, thread
      * count or precision is refused unless this is set. */
     bool force_calibration;
 };
@@ -1524,17 +1398,14 @@ FM_API enum fm_status fm_report_device(FILE *f, const struct fm_device *dev,
 FM_API enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx,
                                        const struct fm_report_opts *opts);
 
-/* ---------------------------------------------------------------------------------------------
- * Peers (src/analysis/peers.c): what the other counters would print for a graph
- *
- * Each figure is the exact integer the tool returns for the model, in the tool's own unit,
- * reproduced from the graph (its nodes, attributes and shapes) and the per-node counts by
- * per-op rules taken from the tools' source (docs/counting.md, section 4). Every peer counts the
- * forward pass in evaluation mode at the graph's batch, except FlopCounterMode's backward
- * figure (forward + backward as its rules count them, the network input needing no gradient).
- * Loss nodes are left out: the peers never see a loss. tests/data/peers holds what the real
- * tools print for every built-in, and tests/test_peers.c checks these figures against them.
- * ------------------------------------------------------------------------------------------ */
+/* ==== Peers (src/analysis/peers.c): what the other counters would print for a graph ==== */
+/* Each figure is the exact integer the tool returns for the model, in the tool's own unit,
+ * reproduced from the graph (its nodes, attributes and shapes) and the per-node counts by per-op
+ * rules taken from the tools' source (docs/counting.md, section 4). Every peer counts the
+ * forward pass in evaluation mode at the graph's batch, except FlopCounterMode's backward figure
+ * (forward + backward as its rules count them, the network input needing no gradient). Loss
+ * nodes are left out: the peers never see a loss. tests/data/peers holds what the real tools
+ * print for every built-in, and tests/test_peers.c checks these figures against them. */
 
 enum fm_peer {
     FM_PEER_FVCORE = 0,        /* fvcore FlopCountAnalysis (jit trace) */
@@ -1579,54 +1450,30 @@ struct fm_peer_figures {
 FM_API enum fm_status fm_peers(struct fm_ctx *ctx, const struct fm_graph *graph,
                                const struct fm_counts *counts, struct fm_peer_figures *out);
 
-/* ---------------------------------------------------------------------------------------------
- * Profiles from other tools (src/frontend/profile/: the readers; src/analysis/: matching them
- * to a model's layers; src/report/: their renderers). Measured data, read and checked against
- * flopmeter's exact counts (docs/profiles.md).
- * ------------------------------------------------------------------------------------------ */
+/* ==== Profiles from other tools: measured data beside the exact counts (docs/profiles.md) ==== */
+/* Readers of `ncu --csv`, `nsys stats --format csv` and PyTorch profiler traces. A malformed
+ * file is FM_ERR_PARSE with its line and column; a build without cJSON cannot read traces
+ * (FM_ERR_UNSUPPORTED). Their records are opaque: render them (JSON: docs/json.md). */
 
-/* -- Nsight Compute (`ncu --csv`) and Nsight Systems (`nsys stats --format csv`) -- */
-
-struct fm_ncu_profile;   /* opaque: its kernels, NVTX groups and totals */
-/* Reads `ncu --csv` output: the details form (one row per kernel and metric: ...,"Metric
- * Name","Metric Unit","Metric Value") or the raw page (`--page raw`: a header of metric names,
- * a row of units, a row per kernel). Lines before the header (==PROF== lines, the program's
- * own output) are skipped; thousands separators and scaled units are read; any subset of
- * metrics is accepted. FM_ERR_PARSE with the file, line and column for a file that is not
- * ncu's CSV, a truncated file, a metric flopmeter uses in a unit it does not know, or a file
- * with no kernels. Free with fm_ncu_profile_free. */
+struct fm_ncu_profile;   /* a profile's kernels, NVTX groups and totals */
+struct fm_ncu_match;     /* its kernels beside a counted graph's layers */
 FM_API enum fm_status fm_ncu_read_file(struct fm_ctx *ctx, const char *path,
                                        struct fm_ncu_profile **out);
 FM_API enum fm_status fm_ncu_read_buffer(struct fm_ctx *ctx, const char *data, size_t len,
                                          const char *name, struct fm_ncu_profile **out);
 FM_API void fm_ncu_profile_free(struct fm_ncu_profile *p);
-
-struct fm_ncu_match;   /* opaque: the profile's kernels beside a counted graph's layers */
-/* Matches a profile's kernels to a counted graph's layers: by the NVTX ranges flopmeter's CUDA
- * backend pushes ("<layer> fwd", "<layer> bwd_data", "<layer> bwd_weight", "optimizer SGD");
- * kernels under other ranges (or none) are outside any layer. Without such ranges no kernel
- * is matched (kernel names do not name layers) and only the whole step is compared. Free
- * with fm_ncu_match_free. */
+/* By the NVTX ranges flopmeter's CUDA backend pushes ("<layer> fwd" ...); without them only
+ * the whole step is compared. */
 FM_API enum fm_status fm_ncu_match(struct fm_ctx *ctx, const struct fm_ncu_profile *p,
                                    const struct fm_graph *graph, const struct fm_counts *counts,
                                    struct fm_ncu_match **out);
 FM_API void fm_ncu_match_free(struct fm_ncu_match *m);
-
-/* Renders a profile: per kernel and NVTX range FLOPs per precision, DRAM bytes, time and the
- * achieved rates; with m, the layers beside flopmeter's counts; with dev, % of its peaks.
- * The JSON follows docs/json.md. m and dev may be NULL. */
+/* m (the layers beside the counts) and dev (% of its peaks) may be NULL. */
 FM_API enum fm_status fm_report_ncu(FILE *f, const struct fm_ncu_profile *p,
                                     const struct fm_ncu_match *m, const struct fm_device *dev,
                                     const struct fm_report_opts *opts);
 
-struct fm_nsys_summary;   /* opaque: its rows and, for NVTX summaries, ranges */
-/* Reads one summary `nsys stats --format csv` writes: the CUDA kernel summary
- * (cuda_gpu_kern_sum; older gpukernsum), the NVTX range summary (nvtx_sum; older nvtxsum,
- * nvtxppsum, nvtx_pushpop_sum), the NVTX GPU projection summary (nvtx_gpu_proj_sum) or the NVTX
- * range kernel summary (nvtx_kern_sum; older nvtxkernsum), told apart by its header; lines
- * before the header are skipped. Another report
- * (API calls, memory operations) or another tool's CSV is FM_ERR_PARSE with line and column.
- * Free with fm_nsys_summary_free. */
+struct fm_nsys_summary;  /* one summary: kernels, NVTX ranges, their GPU projection or kernels */
 FM_API enum fm_status fm_nsys_read_file(struct fm_ctx *ctx, const char *path,
                                         struct fm_nsys_summary **out);
 FM_API enum fm_status fm_nsys_read_buffer(struct fm_ctx *ctx, const char *data, size_t len,
@@ -1635,57 +1482,35 @@ FM_API void fm_nsys_summary_free(struct fm_nsys_summary *s);
 FM_API enum fm_status fm_report_nsys(FILE *f, const struct fm_nsys_summary *s,
                                      const struct fm_report_opts *opts);
 
-/* -- PyTorch profiler traces (`export_chrome_trace`) -- */
-
-/* A PyTorch profiler trace (src/frontend/profile/trace.c), in either form export_chrome_trace
- * writes: the legacy profiler's bare list [{...}, ...] (also what torch.profiler writes when
- * PyTorch was built without Kineto) and Kineto's {"traceEvents": [...]}. Read: the steps
- * (ProfilerStep#N annotations), the time of every op and op class in them, GPU kernel time
- * where kernels were recorded, and the FLOPs the profiler recorded (with_flops=True, Kineto
- * only), each op's once. Times are seconds; the trace's own clock is microseconds. */
-
-/* Where an event ran: the forward pass; backward (inside an autograd node, or on the autograd
- * engine's thread); the optimizer (inside an Optimizer.* annotation). */
+/* A PyTorch profiler trace (export_chrome_trace, legacy or Kineto): its steps, op and class
+ * times, GPU kernel time and the FLOPs the profiler recorded. */
+struct fm_trace;
+/* Where an event ran: forward, backward, the optimizer. */
 enum fm_trace_phase { FM_TRACE_FWD = 0, FM_TRACE_BWD, FM_TRACE_OPT, FM_TRACE_PHASE_COUNT };
-
 struct fm_trace_opts {
-    const char *step_prefix;     /* CPU annotations whose name starts with it are the steps;
-                                    NULL: "ProfilerStep#" (torch.profiler's schedule) */
+    const char *step_prefix;     /* annotations starting with it are the steps ("ProfilerStep#") */
     bool whole;                  /* no step annotation: the whole CPU span as one step */
 };
 FM_API void fm_trace_opts_init(struct fm_trace_opts *opts);
-
-struct fm_trace;   /* opaque: its steps, ops and classes */
-/* Reads a trace file (no size limit beyond memory: the text, then about 100 bytes per event).
- * FM_ERR_IO when it cannot be read; FM_ERR_PARSE with the line and column of a JSON syntax
- * error (a truncated file is named as such), for JSON that is not a trace, for an event whose
- * ts or dur is missing or not a number, and for a trace without steps (the message says how
- * to record them); FM_ERR_UNSUPPORTED in a build without cJSON. opts may be NULL. */
+/* A trace without steps is FM_ERR_PARSE saying how to record them. opts may be NULL. */
 FM_API enum fm_status fm_trace_read(struct fm_ctx *ctx, const char *path,
                                     const struct fm_trace_opts *opts, struct fm_trace **out);
-/* The same from text in memory; origin names it in messages. */
 FM_API enum fm_status fm_trace_parse(struct fm_ctx *ctx, const char *text, size_t len,
                                      const char *origin, const struct fm_trace_opts *opts,
                                      struct fm_trace **out);
 FM_API void fm_trace_free(struct fm_trace *trace);
-/* The median step's time (seconds), and the first forward op's first input of rank 2 or more
- * (record_shapes), for the batch: its shape (rank 0: none recorded) and op ("aten::conv2d"). */
+/* The median step's seconds; the first forward op's first input of rank >= 2 (record_shapes):
+ * its shape (rank 0: none recorded) and op ("aten::conv2d"). */
 FM_API double fm_trace_step_s(const struct fm_trace *trace);
 FM_API const struct fm_shape *fm_trace_input(const struct fm_trace *trace, const char **op);
 
-/* Utilization of a trace's step by the methods of Epoch AI's utilization study (Hobbhahn
- * 2022) (src/analysis/trace_util.c), against the median step:
- *   counting ("batch") method: flopmeter's count of the training step (forward + backward +
- *     optimizer, at the batch the model was counted at) / step time / peak;
- *   profiler method: the FLOPs the profiler recorded in the step (the median over steps) /
- *     step time / peak, and their share of flopmeter's count (the profiler has formulas for a
- *     few aten ops only and misses most of the backward pass). */
+/* Utilization of the median step by Epoch AI's methods (Hobbhahn 2022): counting (flopmeter's
+ * count of the step) and profiler (the FLOPs the profiler recorded). */
 struct fm_trace_util {
     double peak;                 /* FLOP/s */
     int64_t batch;               /* the batch flopmeter counted */
     double step_s;               /* the trace's median step */
-    struct fm_utilization util;  /* fm_utilization at step_s: theory, counted,
-                                    counted+optimizer (the counting method) */
+    struct fm_utilization util;  /* the counting method: theory, counted, counted+optimizer */
     uint64_t counted_flops;      /* forward + backward + optimizer */
     uint64_t counted_by_phase[FM_TRACE_PHASE_COUNT];   /* fwd; bwd_data + bwd_weight; opt */
     double counted_util;         /* counted_flops / step_s / peak */
@@ -1693,39 +1518,28 @@ struct fm_trace_util {
     double profiler_flops;       /* median over the steps of their profiler_flops */
     double profiler_util;        /* profiler_flops / step_s / peak */
     double profiler_share;       /* profiler_flops / counted_flops */
-    bool batch_mismatch;         /* the trace's first input says another batch */
-    int64_t trace_batch;         /* that batch (0: unknown) */
-    bool input_mismatch;         /* the trace's first input has another shape past the batch
-                                    than the model's input of that rank (another image size:
-                                    the count is of another model) */
-    struct fm_shape model_input; /* that model input's shape (when input_mismatch) */
+    bool batch_mismatch;         /* the trace's first input says another batch: */
+    int64_t trace_batch;         /*   that batch (0: unknown) */
+    bool input_mismatch;         /* the trace's first input has another size past the batch */
+    struct fm_shape model_input; /*   than this model input (the count is of another model) */
 };
 /* graph (may be NULL) is the counted model, for the input-shape check. */
 FM_API enum fm_status fm_trace_utilization(struct fm_ctx *ctx, const struct fm_trace *trace,
                                            const struct fm_graph *graph,
                                            const struct fm_counts *counts, int64_t batch,
                                            double peak, struct fm_trace_util *out);
-/* The trace's steps, ops and classes (and, with util, both methods) as a table, CSV or JSON
- * (docs/json.md). s may be NULL (no model); util is then NULL too. */
+/* s may be NULL (no model); util is then NULL too. */
 FM_API enum fm_status fm_report_trace(FILE *f, const struct fm_trace *trace,
                                       const struct fm_session *s, const struct fm_trace_util *util,
                                       const struct fm_report_opts *opts);
 
-/* -- Measured points on the roofline (`roofline --measured`; src/analysis/measured.c) -- */
-
-struct fm_measured;   /* opaque: its points */
-/* Reads the measured points of a profile for a counted model: from an Nsight Compute CSV (by
- * fm_ncu_read_file and fm_ncu_match: a point per matched layer and phase whose FLOPs, DRAM bytes
- * and time the file has, and the whole file), or from a PyTorch profiler trace (a JSON file, by
- * fm_trace_read: the median step, and each op class's time per step when the trace ran on the
- * CPU, at flopmeter's counted FLOPs and bytes). A point without FLOPs, bytes or time is left
- * out; a file that gives none is FM_ERR_PARSE. The readers' errors pass through. Free with
- * fm_measured_free. */
+/* Measured points for the roofline chart (roofline --measured) from an ncu CSV (per matched
+ * layer phase, and the file) or a trace (the median step and, on a CPU, each op class). */
+struct fm_measured;
 FM_API enum fm_status fm_measured_read(struct fm_ctx *ctx, const char *path,
                                        const struct fm_graph *graph,
                                        const struct fm_counts *counts, struct fm_measured **out);
 FM_API void fm_measured_free(struct fm_measured *m);
-
 /* How many points, and what they are and what was left out, in words. */
 FM_API size_t fm_measured_count(const struct fm_measured *m);
 FM_API const char *fm_measured_how(const struct fm_measured *m);

@@ -8,6 +8,49 @@
 
 #include "../../core/internal.h"
 
+/* ---- what the readers accept (flopmeter.h declares them) ---- */
+
+/* fm_ncu_read_file: */
+/* Reads `ncu --csv` output: the details form (one row per kernel and metric: ...,"Metric
+ * Name","Metric Unit","Metric Value") or the raw page (`--page raw`: a header of metric names,
+ * a row of units, a row per kernel). Lines before the header (==PROF== lines, the program's
+ * own output) are skipped; thousands separators and scaled units are read; any subset of
+ * metrics is accepted. FM_ERR_PARSE with the file, line and column for a file that is not
+ * ncu's CSV, a truncated file, a metric flopmeter uses in a unit it does not know, or a file
+ * with no kernels. Free with fm_ncu_profile_free. */
+
+/* fm_ncu_match: */
+/* Matches a profile's kernels to a counted graph's layers: by the NVTX ranges flopmeter's CUDA
+ * backend pushes ("<layer> fwd", "<layer> bwd_data", "<layer> bwd_weight", "optimizer SGD");
+ * kernels under other ranges (or none) are outside any layer. Without such ranges no kernel
+ * is matched (kernel names do not name layers) and only the whole step is compared. Free
+ * with fm_ncu_match_free. */
+
+/* fm_nsys_read_file: */
+/* Reads one summary `nsys stats --format csv` writes: the CUDA kernel summary
+ * (cuda_gpu_kern_sum; older gpukernsum), the NVTX range summary (nvtx_sum; older nvtxsum,
+ * nvtxppsum, nvtx_pushpop_sum), the NVTX GPU projection summary (nvtx_gpu_proj_sum) or the NVTX
+ * range kernel summary (nvtx_kern_sum; older nvtxkernsum), told apart by its header; lines
+ * before the header are skipped. Another report
+ * (API calls, memory operations) or another tool's CSV is FM_ERR_PARSE with line and column.
+ * Free with fm_nsys_summary_free. */
+
+/* fm_trace_read: */
+/* Reads a trace file (no size limit beyond memory: the text, then about 100 bytes per event).
+ * FM_ERR_IO when it cannot be read; FM_ERR_PARSE with the line and column of a JSON syntax
+ * error (a truncated file is named as such), for JSON that is not a trace, for an event whose
+ * ts or dur is missing or not a number, and for a trace without steps (the message says how
+ * to record them); FM_ERR_UNSUPPORTED in a build without cJSON. opts may be NULL. */
+
+/* fm_measured_read: */
+/* Reads the measured points of a profile for a counted model: from an Nsight Compute CSV (by
+ * fm_ncu_read_file and fm_ncu_match: a point per matched layer and phase whose FLOPs, DRAM bytes
+ * and time the file has, and the whole file), or from a PyTorch profiler trace (a JSON file, by
+ * fm_trace_read: the median step, and each op class's time per step when the trace ran on the
+ * CPU, at flopmeter's counted FLOPs and bytes). A point without FLOPs, bytes or time is left
+ * out; a file that gives none is FM_ERR_PARSE. The readers' errors pass through. Free with
+ * fm_measured_free. */
+
 /* ---- records of the readers (their bodies: flopmeter.h declares the handles) ---- */
 
 /* One figure read from a profile. A figure whose metrics the file lacks is not known (reported
