@@ -163,96 +163,68 @@ FM_API const char *fm_class_name(enum fm_class cls);
  *   "Name"   the display name in reports
  *   CLASS    FM_CLASS_<CLASS>: how analyses aggregate and which ceiling applies
  *
- * What each op reads from struct fm_attrs is in the comment at the end of its row. */
+ * What each op takes as operands and reads from struct fm_attrs is in docs/ops.md. */
 #define FM_OP_LIST(X)                                                                           \
-    /* an op the counter does not know: listed as uncounted (common.c) */                       \
-    X(UNKNOWN, unknown, "Unknown", OTHER)                                                       \
-    /* conv.c */                                                                                \
-    X(CONV, conv, "Conv", CONV)                                                                 \
-    /*   X (N,C,H,W) [or (N,C,L), (N,C,D,H,W)], W (Cout, C/g, kh, kw), B (Cout)? */             \
+    X(UNKNOWN, unknown, "Unknown", OTHER) /* common.c */                                        \
+    X(CONV, conv, "Conv", CONV) /* conv.c */                                                    \
     X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV)                                    \
-    /*   X (N,C,H,W), W (C, Cout/g, kh, kw), B (Cout)? */                                       \
-    /* matmul.c */                                                                              \
-    X(LINEAR, linear, "Linear", MATMUL)                                                         \
-    /*   X (..., K), W (N, K), B (N)? -> (..., N) (torch.nn.Linear) */                          \
+    X(LINEAR, linear, "Linear", MATMUL) /* matmul.c */                                          \
     X(GEMM, gemm, "Gemm", MATMUL)                                                               \
-    /*   A (M,K) [FM_ATTR_TRANS_A], B (K,N) [FM_ATTR_TRANS_B], C? -> (M,N); alpha, beta */      \
-    X(MATMUL, matmul, "MatMul", MATMUL) /* A (..., M, K) @ B (..., K, N), numpy broadcasting */ \
-    /* norm.c */                                                                                \
-    X(BATCHNORM, batchnorm, "BatchNorm", NORM)                                                  \
-    /*   X (N,C,...), scale (C), bias (C), mean (C), var (C); eps, FM_ATTR_INFER_BN */          \
+    X(MATMUL, matmul, "MatMul", MATMUL)                                                         \
+    X(BATCHNORM, batchnorm, "BatchNorm", NORM) /* norm.c */                                     \
     X(LAYERNORM, layernorm, "LayerNorm", NORM)                                                  \
-    /*   X, scale?, bias?; normalizes dims [axis, rank); eps */                                 \
     X(GROUPNORM, groupnorm, "GroupNorm", NORM)                                                  \
-    /*   X (N,C,...), scale (C), bias (C); groups, eps */                                       \
     X(INSTANCENORM, instancenorm, "InstanceNorm", NORM)                                         \
-    /*   X (N,C,...), scale (C), bias (C); eps */                                               \
-    /* normalize.c: normalizations without parameters */                                        \
-    X(LP_NORM, lp_norm, "LpNorm", NORM) /* axis; ints = {p} */                                  \
-    X(MVN, mvn, "MeanVarianceNorm", NORM) /* ints = the axes (ONNX's default 0, 2, 3) */        \
-    X(LRN, lrn, "LRN", NORM) /* ints = {size}; alpha, beta, eps = bias */                       \
-    /* act.c: one tensor in, one out, per element; Softmax/LogSoftmax per row along axis */     \
-    X(RELU, relu, "ReLU", ACTIVATION)                                                           \
-    X(CLIP, clip, "Clip", ACTIVATION) /* ReLU6 is Clip(0, 6): lo, hi */                         \
-    X(LEAKY_RELU, leaky_relu, "LeakyReLU", ACTIVATION) /* alpha */                              \
-    X(PRELU, prelu, "PRelu", ACTIVATION) /* X, slope (broadcast) */                             \
+    X(LP_NORM, lp_norm, "LpNorm", NORM) /* normalize.c */                                       \
+    X(MVN, mvn, "MeanVarianceNorm", NORM)                                                       \
+    X(LRN, lrn, "LRN", NORM)                                                                    \
+    X(RELU, relu, "ReLU", ACTIVATION) /* act.c */                                               \
+    X(CLIP, clip, "Clip", ACTIVATION)                                                           \
+    X(LEAKY_RELU, leaky_relu, "LeakyReLU", ACTIVATION)                                          \
+    X(PRELU, prelu, "PRelu", ACTIVATION)                                                        \
     X(SIGMOID, sigmoid, "Sigmoid", ACTIVATION)                                                  \
     X(TANH, tanh, "Tanh", ACTIVATION)                                                           \
     X(SILU, silu, "SiLU", ACTIVATION)                                                           \
-    X(GELU, gelu, "GELU", ACTIVATION) /* erf, or tanh: FM_ATTR_GELU_TANH */                     \
+    X(GELU, gelu, "GELU", ACTIVATION)                                                           \
     X(HARDSWISH, hardswish, "Hardswish", ACTIVATION)                                            \
-    X(HARDSIGMOID, hardsigmoid, "Hardsigmoid", ACTIVATION) /* alpha, beta */                    \
-    X(SOFTMAX, softmax, "Softmax", ACTIVATION) /* axis */                                       \
+    X(HARDSIGMOID, hardsigmoid, "Hardsigmoid", ACTIVATION)                                      \
+    X(SOFTMAX, softmax, "Softmax", ACTIVATION)                                                  \
     X(LOG_SOFTMAX, log_softmax, "LogSoftmax", ACTIVATION)                                       \
-    X(ELU, elu, "ELU", ACTIVATION) /* alpha */                                                  \
-    X(SELU, selu, "SELU", ACTIVATION) /* alpha, beta = gamma */                                 \
-    X(CELU, celu, "CELU", ACTIVATION) /* alpha */                                               \
+    X(ELU, elu, "ELU", ACTIVATION)                                                              \
+    X(SELU, selu, "SELU", ACTIVATION)                                                           \
+    X(CELU, celu, "CELU", ACTIVATION)                                                           \
     X(SOFTPLUS, softplus, "Softplus", ACTIVATION)                                               \
     X(SOFTSIGN, softsign, "Softsign", ACTIVATION)                                               \
     X(MISH, mish, "Mish", ACTIVATION)                                                           \
-    X(THRESHOLDED_RELU, thresholded_relu, "ThresholdedReLU", ACTIVATION) /* alpha */            \
-    X(SHRINK, shrink, "Shrink", ACTIVATION) /* lo = lambd, beta = bias */                       \
-    X(HARDMAX, hardmax, "Hardmax", ACTIVATION) /* axis */                                       \
-    /* pool.c: kernel, stride, pad, dilation (*_d: 3-D), FM_ATTR_CEIL_MODE,                     \
-       FM_ATTR_COUNT_PAD; MaxPool: Y, and optionally its int64 argmax indices (ONNX) */         \
-    X(MAXPOOL, maxpool, "MaxPool", POOL)                                                        \
+    X(THRESHOLDED_RELU, thresholded_relu, "ThresholdedReLU", ACTIVATION)                        \
+    X(SHRINK, shrink, "Shrink", ACTIVATION)                                                     \
+    X(HARDMAX, hardmax, "Hardmax", ACTIVATION)                                                  \
+    X(MAXPOOL, maxpool, "MaxPool", POOL) /* pool.c */                                           \
     X(AVGPOOL, avgpool, "AvgPool", POOL)                                                        \
     X(ADAPTIVE_AVGPOOL, adaptive_avgpool, "AdaptiveAvgPool", POOL)                              \
-    /*   output size (h, w) in out_size */                                                      \
     X(GLOBAL_AVGPOOL, global_avgpool, "GlobalAvgPool", POOL)                                    \
     X(GLOBAL_MAXPOOL, global_maxpool, "GlobalMaxPool", POOL)                                    \
-    X(LPPOOL, lppool, "LpPool", POOL) /* as AvgPool; ints = {p} */                              \
-    X(GLOBAL_LPPOOL, global_lppool, "GlobalLpPool", POOL) /* {p} */                             \
-    /* eltwise.c: two tensors, numpy broadcasting */                                            \
-    X(ADD, add, "Add", ELEMENTWISE)                                                             \
+    X(LPPOOL, lppool, "LpPool", POOL)                                                           \
+    X(GLOBAL_LPPOOL, global_lppool, "GlobalLpPool", POOL)                                       \
+    X(ADD, add, "Add", ELEMENTWISE) /* eltwise.c */                                             \
     X(SUB, sub, "Sub", ELEMENTWISE)                                                             \
     X(MUL, mul, "Mul", ELEMENTWISE)                                                             \
     X(DIV, div, "Div", ELEMENTWISE)                                                             \
-    X(MOD, mod, "Mod", ELEMENTWISE) /* ints = {fmod} */                                         \
-    X(SUM, sum, "Sum", ELEMENTWISE) /* 1.. inputs, broadcast */                                 \
+    X(MOD, mod, "Mod", ELEMENTWISE)                                                             \
+    X(SUM, sum, "Sum", ELEMENTWISE)                                                             \
     X(MEAN, mean, "Mean", ELEMENTWISE)                                                          \
-    /* shape.c: data movement, no arithmetic */                                                 \
-    X(CONCAT, concat, "Concat", DATA_MOVEMENT) /* axis */                                       \
-    X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT) /* axis */                                    \
-    X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT) /* target in ints (0 = copy, -1 = infer) */   \
-    X(TRANSPOSE, transpose, "Transpose", DATA_MOVEMENT) /* permutation in ints */               \
-    X(SPLIT, split, "Split", DATA_MOVEMENT) /* sizes along axis: ints */                        \
+    X(CONCAT, concat, "Concat", DATA_MOVEMENT) /* shape.c */                                    \
+    X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT)                                               \
+    X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT)                                               \
+    X(TRANSPOSE, transpose, "Transpose", DATA_MOVEMENT)                                         \
+    X(SPLIT, split, "Split", DATA_MOVEMENT)                                                     \
     X(IDENTITY, identity, "Identity", DATA_MOVEMENT)                                            \
-    /* dropout.c */                                                                             \
-    X(DROPOUT, dropout, "Dropout", ELEMENTWISE) /* ratio */                                     \
-    /* embedding.c */                                                                           \
-    X(EMBEDDING, embedding, "Embedding", EMBEDDING) /* ids (...) int, W (V, D) -> (..., D) */   \
-    /* attention.c */                                                                           \
-    X(ATTENTION, attention, "Attention", ATTENTION)                                             \
-    /*   scaled dot-product: Q (B,H,Sq,D), K (B,H,Sk,D), V (B,H,Sk,Dv), mask?; scale,           \
-         FM_ATTR_CAUSAL */                                                                      \
-    /* loss.c */                                                                                \
-    X(CROSS_ENTROPY, cross_entropy, "CrossEntropy", LOSS)                                       \
-    /*   logits (N, K), labels (N) int -> scalar mean loss */                                   \
+    X(DROPOUT, dropout, "Dropout", ELEMENTWISE) /* dropout.c */                                 \
+    X(EMBEDDING, embedding, "Embedding", EMBEDDING) /* embedding.c */                           \
+    X(ATTENTION, attention, "Attention", ATTENTION) /* attention.c */                           \
+    X(CROSS_ENTROPY, cross_entropy, "CrossEntropy", LOSS) /* loss.c */                          \
     X(MSE_LOSS, mse_loss, "MSELoss", LOSS)                                                      \
-    /*   prediction, target (the same shape, float) -> scalar mean of squared differences */    \
-    /* unary.c: elementwise functions of one tensor (Pow: X, exponent broadcast) */             \
-    X(ERF, erf, "Erf", ELEMENTWISE)                                                             \
+    X(ERF, erf, "Erf", ELEMENTWISE) /* unary.c */                                               \
     X(SQRT, sqrt, "Sqrt", ELEMENTWISE)                                                          \
     X(RECIPROCAL, reciprocal, "Reciprocal", ELEMENTWISE)                                        \
     X(NEG, neg, "Neg", ELEMENTWISE)                                                             \
@@ -260,8 +232,7 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(LOG, log, "Log", ELEMENTWISE)                                                             \
     X(ABS, abs, "Abs", ELEMENTWISE)                                                             \
     X(POW, pow, "Pow", ELEMENTWISE)                                                             \
-    /* compare.c: comparisons and logic (bool out, broadcast), selects, Max/Min, Trilu */       \
-    X(EQUAL, equal, "Equal", ELEMENTWISE)                                                       \
+    X(EQUAL, equal, "Equal", ELEMENTWISE) /* compare.c */                                       \
     X(LESS, less, "Less", ELEMENTWISE)                                                          \
     X(LESS_EQUAL, less_equal, "LessOrEqual", ELEMENTWISE)                                       \
     X(GREATER, greater, "Greater", ELEMENTWISE)                                                 \
@@ -270,15 +241,14 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(OR, logical_or, "Or", ELEMENTWISE)                                                        \
     X(XOR, logical_xor, "Xor", ELEMENTWISE)                                                     \
     X(NOT, logical_not, "Not", ELEMENTWISE)                                                     \
-    X(WHERE, where, "Where", ELEMENTWISE) /* cond, X, Y (broadcast) */                          \
-    X(MAX, max, "Max", ELEMENTWISE) /* 1.. inputs, broadcast */                                 \
+    X(WHERE, where, "Where", ELEMENTWISE)                                                       \
+    X(MAX, max, "Max", ELEMENTWISE)                                                             \
     X(MIN, min, "Min", ELEMENTWISE)                                                             \
-    X(TRILU, trilu, "Trilu", ELEMENTWISE) /* X (..., M, N); ints = {k, upper} */                \
+    X(TRILU, trilu, "Trilu", ELEMENTWISE)                                                       \
     X(ISINF, isinf, "IsInf", ELEMENTWISE)                                                       \
     X(ISNAN, isnan, "IsNaN", ELEMENTWISE)                                                       \
-    X(BITSHIFT, bitshift, "BitShift", ELEMENTWISE) /* ints={right} */                           \
-    /* reduce.c: axes in ints (none = all), FM_ATTR_KEEPDIMS; CumSum along axis */              \
-    X(REDUCE_SUM, reduce_sum, "ReduceSum", REDUCTION)                                           \
+    X(BITSHIFT, bitshift, "BitShift", ELEMENTWISE)                                              \
+    X(REDUCE_SUM, reduce_sum, "ReduceSum", REDUCTION) /* reduce.c */                            \
     X(REDUCE_MEAN, reduce_mean, "ReduceMean", REDUCTION)                                        \
     X(REDUCE_MAX, reduce_max, "ReduceMax", REDUCTION)                                           \
     X(REDUCE_MIN, reduce_min, "ReduceMin", REDUCTION)                                           \
@@ -289,26 +259,19 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(REDUCE_LOG_SUM, reduce_log_sum, "ReduceLogSum", REDUCTION)                                \
     X(REDUCE_LOG_SUM_EXP, reduce_log_sum_exp, "ReduceLogSumExp", REDUCTION)                     \
     X(CUMSUM, cumsum, "CumSum", REDUCTION)                                                      \
-    /* tensor.c: data movement whose integer operands the importer put into ints */             \
-    X(GATHER, gather, "Gather", DATA_MOVEMENT) /* data, indices (int); axis */                  \
+    X(GATHER, gather, "Gather", DATA_MOVEMENT) /* tensor.c */                                   \
     X(SLICE, slice, "Slice", DATA_MOVEMENT)                                                     \
-    /*   X; ints = (start, end, step) for every dim, clamped */                                 \
-    X(SQUEEZE, squeeze, "Squeeze", DATA_MOVEMENT) /* X; axes to drop in ints */                 \
+    X(SQUEEZE, squeeze, "Squeeze", DATA_MOVEMENT)                                               \
     X(UNSQUEEZE, unsqueeze, "Unsqueeze", DATA_MOVEMENT)                                         \
-    /*   X; axes of the output to insert in ints */                                             \
-    X(EXPAND, expand, "Expand", DATA_MOVEMENT) /* X; target shape in ints (numpy broadcast) */  \
-    X(TILE, tile, "Tile", DATA_MOVEMENT) /* X; repeats in ints */                               \
-    X(PAD, pad, "Pad", DATA_MOVEMENT) /* X; ints = begin pads for every dim, then end pads */   \
+    X(EXPAND, expand, "Expand", DATA_MOVEMENT)                                                  \
+    X(TILE, tile, "Tile", DATA_MOVEMENT)                                                        \
+    X(PAD, pad, "Pad", DATA_MOVEMENT)                                                           \
     X(RESIZE, resize, "Resize", DATA_MOVEMENT)                                                  \
-    /*   X; ints = {mode (0 nearest, 1 linear, 2 cubic), out dims} */                           \
     X(CONSTANT_OF_SHAPE, constant_of_shape, "ConstantOfShape", DATA_MOVEMENT)                   \
-    /*   no inputs; ints = {enum fm_dtype, out dims} */                                         \
-    X(RANGE, range, "Range", DATA_MOVEMENT) /* no inputs; ints = {length, enum fm_dtype} */     \
-    X(CAST, cast, "Cast", DATA_MOVEMENT) /* X; ints = {enum fm_dtype} */                        \
-    /* einsum.c */                                                                              \
-    X(EINSUM, einsum, "Einsum", MATMUL) /* 1 or 2 operands; ints = the equation as label ids */ \
-    /* trig.c: trigonometric functions, and the piecewise-constant Floor, Ceil, Round, Sign */  \
-    X(SIN, sin, "Sin", ELEMENTWISE)                                                             \
+    X(RANGE, range, "Range", DATA_MOVEMENT)                                                     \
+    X(CAST, cast, "Cast", DATA_MOVEMENT)                                                        \
+    X(EINSUM, einsum, "Einsum", MATMUL) /* einsum.c */                                          \
+    X(SIN, sin, "Sin", ELEMENTWISE) /* trig.c */                                                \
     X(COS, cos, "Cos", ELEMENTWISE)                                                             \
     X(TAN, tan, "Tan", ELEMENTWISE)                                                             \
     X(FLOOR, floor, "Floor", ELEMENTWISE)                                                       \
@@ -323,98 +286,51 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(ASINH, asinh, "Asinh", ELEMENTWISE)                                                       \
     X(ACOSH, acosh, "Acosh", ELEMENTWISE)                                                       \
     X(ATANH, atanh, "Atanh", ELEMENTWISE)                                                       \
-    /* linalg.c: batched matrices */                                                            \
-    X(DET, det, "Det", MATMUL) /* X (..., n, n) -> (...) */                                     \
-    /* rnn.c: recurrent layers over a sequence, MATMUL (the gate GEMMs dominate): X, W, R,      \
-       B?, sequence_lens?, initial_h?, initial_c?, P? -> Y, Y_h?, Y_c?; ints = {hidden_size,    \
-       direction 0/1/2 (forward/reverse/bidirectional), layout, linear_before_reset, flags,     \
-       activation codes per direction} (src/ops/ops.h), all optional */                         \
-    X(LSTM, lstm, "LSTM", MATMUL)                                                               \
+    X(DET, det, "Det", MATMUL) /* linalg.c */                                                   \
+    X(LSTM, lstm, "LSTM", MATMUL) /* rnn.c */                                                   \
     X(GRU, gru, "GRU", MATMUL)                                                                  \
     X(RNN, rnn, "RNN", MATMUL)                                                                  \
-    /* quant.c: quantized ops (inference only; integer products are int8 MACs). */              \
-    X(QUANTIZE_LINEAR, quantize_linear, "QuantizeLinear", ELEMENTWISE)                          \
-    /*   X, scale, zero point?; axis (per-axis scale) */                                        \
+    X(QUANTIZE_LINEAR, quantize_linear, "QuantizeLinear", ELEMENTWISE) /* quant.c */            \
     X(DEQUANTIZE_LINEAR, dequantize_linear, "DequantizeLinear", ELEMENTWISE)                    \
-    /*   X, scale, zero point?; axis */                                                         \
     X(DYNAMIC_QUANTIZE_LINEAR, dynamic_quantize_linear, "DynamicQuantizeLinear", ELEMENTWISE)   \
-    /*   X -> Y uint8, scale, zero point */                                                     \
     X(MATMUL_INTEGER, matmul_integer, "MatMulInteger", MATMUL)                                  \
-    /*   A, B (int8/uint8), a_zero_point?, b_zero_point? -> int32 */                            \
     X(CONV_INTEGER, conv_integer, "ConvInteger", CONV)                                          \
-    /*   X, W, x_zero_point?, w_zero_point?; Conv's window attrs */                             \
     X(QLINEAR_MATMUL, qlinear_matmul, "QLinearMatMul", MATMUL)                                  \
-    /*   a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp */                                   \
     X(QLINEAR_CONV, qlinear_conv, "QLinearConv", CONV)                                          \
-    /*   x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B? (int32); Conv's attrs */         \
     X(MATMUL_INTEGER_TO_FLOAT, matmul_integer_to_float, "MatMulIntegerToFloat", MATMUL)         \
-    /*   A, B, a_scale, b_scale, a_zp?, b_zp?, bias? */                                         \
     X(DYNAMIC_QUANTIZE_MATMUL, dynamic_quantize_matmul, "DynamicQuantizeMatMul", MATMUL)        \
-    /*   A, B, b_scale, b_zp?, bias? */                                                         \
     X(QGEMM, qgemm, "QGemm", MATMUL)                                                            \
-    /*   A, a_scale, a_zp, B, b_scale, b_zp, C?, y_scale?, y_zp?; FM_ATTR_TRANS_A/B */          \
     X(DYNAMIC_QUANTIZE_LSTM, dynamic_quantize_lstm, "DynamicQuantizeLSTM", OTHER)               \
-    /*   LSTM's operands and ints (rnn.c), W and R transposed, then their scales and zps */     \
-    /* msft.c: ONNX Runtime's fused float ops (com.microsoft), inference only; num_heads in     \
-       groups, epsilon in eps, FM_ATTR_CAUSAL for unidirectional */                             \
-    X(FUSED_MATMUL, fused_matmul, "FusedMatMul", MATMUL) /* FM_ATTR_TRANS_A/B, alpha */         \
+    X(FUSED_MATMUL, fused_matmul, "FusedMatMul", MATMUL) /* msft.c */                           \
     X(FAST_GELU, fast_gelu, "FastGelu", ACTIVATION)                                             \
     X(BIAS_GELU, bias_gelu, "BiasGelu", ACTIVATION)                                             \
-    X(QUICK_GELU, quick_gelu, "QuickGelu", ACTIVATION) /* alpha */                              \
+    X(QUICK_GELU, quick_gelu, "QuickGelu", ACTIVATION)                                          \
     X(BIAS_ADD, bias_add, "BiasAdd", ELEMENTWISE)                                               \
-    X(SKIP_LAYERNORM, skip_layernorm, "SkipLayerNorm", NORM) /* x, skip, gamma, beta?, bias? */ \
+    X(SKIP_LAYERNORM, skip_layernorm, "SkipLayerNorm", NORM)                                    \
     X(SKIP_SIMPLIFIED_LAYERNORM, skip_simplified_layernorm, "SkipSimplifiedLayerNorm", NORM)    \
-    /*   x, skip, gamma, bias? */                                                               \
     X(SIMPLIFIED_LAYERNORM, simplified_layernorm, "SimplifiedLayerNorm", NORM)                  \
-    /*   x, scale; axis -1 */                                                                   \
     X(EMBED_LAYERNORM, embed_layernorm, "EmbedLayerNorm", NORM)                                 \
-    /*   ids, segment ids?, word, position, segment?, gamma, beta, mask?, position ids? */      \
     X(MS_ATTENTION, ms_attention, "FusedAttention", ATTENTION)                                  \
-    /*   X, W, bias?, mask?, past?; ints = qkv_hidden_sizes (3) */                              \
     X(MULTIHEAD_ATTENTION, multihead_attention, "MultiHeadAttention", ATTENTION)                \
-    /*   Q, K, V, bias?, masks? */                                                              \
     X(ROTARY_EMBEDDING, rotary_embedding, "RotaryEmbedding", ELEMENTWISE)                       \
-    /*   X, position ids, cos, sin */                                                           \
     X(GROUP_QUERY_ATTENTION, group_query_attention, "GroupQueryAttention", ATTENTION)           \
-    /*   ints = {kv_num_heads, do_rotary} */                                                    \
-    /* index.c: gather and scatter by index tensors; reduction 0 none, 1 add, 2 mul, 3 max,     \
-       4 min */                                                                                 \
-    X(GATHER_ELEMENTS, gather_elements, "GatherElements", DATA_MOVEMENT)                        \
-    /*   data, indices (int, data's rank); axis */                                              \
+    X(GATHER_ELEMENTS, gather_elements, "GatherElements", DATA_MOVEMENT) /* index.c */          \
     X(GATHER_ND, gather_nd, "GatherND", DATA_MOVEMENT)                                          \
-    /*   data, indices (int, (..., k)); ints = {batch_dims} */                                  \
     X(SCATTER_ELEMENTS, scatter_elements, "ScatterElements", DATA_MOVEMENT)                     \
-    /*   data, indices, updates (indices' shape); axis; ints = {reduction} */                   \
     X(SCATTER_ND, scatter_nd, "ScatterND", DATA_MOVEMENT)                                       \
-    /*   data, indices (..., k), updates; ints = {reduction} */                                 \
-    /* loss.c: ONNX's losses, a model's own: input (N, C, d...), labels (N, d...) int,          \
-       weights (C)?; ints = {reduction 0 none 1 sum 2 mean, has ignore_index, ignore_index} */  \
-    X(SOFTMAX_CE_LOSS, softmax_ce_loss, "SoftmaxCrossEntropyLoss", LOSS)                        \
-    /*   outputs loss, log_prob? */                                                             \
+    X(SOFTMAX_CE_LOSS, softmax_ce_loss, "SoftmaxCrossEntropyLoss", LOSS) /* loss.c */           \
     X(NLL_LOSS, nll_loss, "NegativeLogLikelihoodLoss", LOSS)                                    \
-    /* select.c: selection; shapes that depend on values only where those are known */          \
-    X(ARGMAX, argmax, "ArgMax", REDUCTION)                                                      \
-    /*   X; axis, FM_ATTR_KEEPDIMS; ints = {select_last_index}; int64 out */                    \
-    X(ARGMIN, argmin, "ArgMin", REDUCTION) /* as ArgMax */                                      \
+    X(ARGMAX, argmax, "ArgMax", REDUCTION) /* select.c */                                       \
+    X(ARGMIN, argmin, "ArgMin", REDUCTION)                                                      \
     X(TOPK, topk, "TopK", REDUCTION)                                                            \
-    /*   X; axis; ints = {k, largest, sorted}; outputs values, indices (int64) */               \
     X(ONEHOT, onehot, "OneHot", DATA_MOVEMENT)                                                  \
-    /*   indices, values (off, on); axis; ints = {depth} */                                     \
     X(COMPRESS, compress, "Compress", DATA_MOVEMENT)                                            \
-    /*   X; axis; ints = {kept, flatten}: the condition known when read */                      \
     X(NONZERO, nonzero, "NonZero", DATA_MOVEMENT)                                               \
-    /*   X; ints = {count of nonzero elements}: the input known when read */                    \
-    /* layout.c: elements moved without arithmetic, and EyeLike */                              \
-    X(DEPTH_TO_SPACE, depth_to_space, "DepthToSpace", DATA_MOVEMENT)                            \
-    /*   X (N,C,H,W); ints = {blocksize, mode 0 DCR 1 CRD} */                                   \
+    X(DEPTH_TO_SPACE, depth_to_space, "DepthToSpace", DATA_MOVEMENT) /* layout.c */             \
     X(SPACE_TO_DEPTH, space_to_depth, "SpaceToDepth", DATA_MOVEMENT)                            \
-    /*   X (N,C,H,W); ints = {blocksize} */                                                     \
     X(REVERSE_SEQUENCE, reverse_sequence, "ReverseSequence", DATA_MOVEMENT)                     \
-    /*   X, sequence_lens (int); ints = {batch_axis, time_axis} */                              \
     X(MAX_UNPOOL, max_unpool, "MaxUnpool", DATA_MOVEMENT)                                       \
-    /*   X (N,C,...), indices (X's shape); ints = the output dims */                            \
-    X(EYELIKE, eyelike, "EyeLike", DATA_MOVEMENT)                                               \
-    /*   X (2-D, only its shape read); ints = {enum fm_dtype, k} */
+    X(EYELIKE, eyelike, "EyeLike", DATA_MOVEMENT)
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_
@@ -434,8 +350,8 @@ enum {
 
 #define FM_MAX_INTS 32
 
-/* Attributes of a node. One struct for all ops: each op reads the fields the comment of its row
- * in FM_OP_LIST names and ignores the rest. fm_attrs_init() sets the neutral defaults. */
+/* Attributes of a node. One struct for all ops: each op reads the fields docs/ops.md names for
+ * it and ignores the rest. fm_attrs_init() sets the neutral defaults. */
 struct fm_attrs {
     int64_t kernel[2];          /* window (h, w); 1-D ops use index 1 with kernel[0] = 1 */
     int64_t stride[2];

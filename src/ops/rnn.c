@@ -62,7 +62,7 @@
 #include <ctype.h>
 #include <string.h>
 
-/* attrs.ints layout (documented at the FM_OP_LIST rows) */
+/* attrs.ints layout (documented in docs/ops.md) */
 enum { RI_HIDDEN = 0, RI_DIRECTION, RI_LAYOUT, RI_LBR, RI_FLAGS, RI_ACTS };
 
 /* counts per element of the ONNX activation functions, forward | backward (the backward

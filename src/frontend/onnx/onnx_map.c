@@ -624,7 +624,7 @@ static enum fm_status map_softmax(struct ox *ox, const Onnx__NodeProto *node, co
 }
 
 /* Ops whose attributes are a few numbers (LpNormalization, MeanVarianceNormalization, LRN,
- * GlobalLpPool, Mod, BitShift): each read into the fm_attrs fields its FM_OP_LIST row names. */
+ * GlobalLpPool, Mod, BitShift): each read into the fm_attrs fields docs/ops.md names. */
 static enum fm_status map_attrs(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                                 int n_in, enum fm_op op)
 {
