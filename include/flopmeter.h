@@ -1,20 +1,14 @@
 /* flopmeter: count, bound and measure the compute of neural-network training and inference.
  *
- * This is the library's only public header. It declares the context (errors, allocator), the
- * network graph and its builder, the list of ops and the per-op cost model, the built-in
- * architectures and ONNX, the loss policy, devices, analyses, measurement backends and, at the
- * end, the session that resolves all of them for a command and the renderers of its results.
- * It includes no vendor header: CUDA, cuDNN and oneDNN stay inside their backends.
+ * The library's only public header: the context, the graph and its ops, counts, models, devices,
+ * prediction and calibration, measurement, the session that resolves them all for a task, and
+ * the renderers. No vendor header: CUDA, cuDNN and oneDNN stay inside their backends. What is
+ * stable, who owns what, threads and every function in one line: docs/api.md.
  *
- * Conventions used throughout:
- *  - Functions that can fail return enum fm_status and leave a message on the context
- *    (fm_ctx_error()). OUT parameters are written only on success unless stated otherwise.
- *  - Lifecycle: a function that makes a heap object (fm_ctx_new, fm_graph_new, fm_count,
- *    fm_predict, fm_measure, fm_session_run ...) has a matching fm_x_free(x) that takes only the
- *    object (it remembers its context) and accepts NULL; options structs are set with
- *    fm_x_opts_init.
- *  - Counts are exact uint64_t; a product or sum that would overflow is FM_ERR_OVERFLOW.
- */
+ * Conventions: a function that can fail returns enum fm_status and leaves a message on the
+ * context (fm_ctx_error); OUT parameters are written only on success. A heap object has a
+ * matching fm_x_free(x) that accepts NULL; options structs are set with fm_x_opts_init. Counts
+ * are exact uint64_t: a sum or product that would overflow is FM_ERR_OVERFLOW. */
 #ifndef FLOPMETER_H
 #define FLOPMETER_H
 
@@ -34,8 +28,7 @@ extern "C" {
 #define FM_VERSION_PATCH 0
 #define FM_VERSION "0.1.0"
 
-/* What the shared library exports: the declarations of this header and nothing else (the
- * library is built with -fvisibility=hidden; tests/check_exports.sh checks the result). */
+/* What the shared library exports: this header's declarations, nothing else (check_exports.sh). */
 #if defined(__GNUC__)
 #define FM_API __attribute__((visibility("default")))
 #else
@@ -65,8 +58,7 @@ FM_API const char *fm_status_to_string(enum fm_status status);
  * program was compiled with. */
 FM_API const char *fm_version(void);
 
-/* Allocator hooks: every allocation the library makes goes through these, so tests can fail
- * the Nth allocation. realloc(ptr, 0) is never called; free(NULL) may be. */
+/* Every allocation the library makes goes through these (realloc(ptr, 0) never; free(NULL) may). */
 struct fm_allocator {
     void *(*malloc_fn)(size_t size, void *user);
     void *(*realloc_fn)(void *ptr, size_t size, void *user);
@@ -76,17 +68,14 @@ struct fm_allocator {
 
 struct fm_ctx;
 
-/* Creates a context. alloc may be NULL for the C library's allocator; it is copied.
- * On failure *out is NULL and FM_ERR_NOMEM is returned. */
+/* alloc (copied) may be NULL: the C library's. On failure *out is NULL (FM_ERR_NOMEM). */
 FM_API enum fm_status fm_ctx_new(const struct fm_allocator *alloc, struct fm_ctx **out);
 FM_API void fm_ctx_free(struct fm_ctx *ctx);
 
-/* The message of the last failure on this context ("" if none). Valid until the next call that
- * fails on the same context. */
+/* The message of the last failure ("" if none), valid until the next failure on ctx. */
 FM_API const char *fm_ctx_error(const struct fm_ctx *ctx);
 
-/* Records a failure: formats a message onto the context and returns status, so that callers can
- * write `return fm_error(ctx, FM_ERR_SHAPE, "conv1: ...")`. */
+/* Records a failure's message on the context and returns status. */
 FM_API enum fm_status fm_error(struct fm_ctx *ctx, enum fm_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -128,9 +117,7 @@ FM_API char *fm_shape_format(const struct fm_shape *shape, char *buf, size_t siz
 /* Parses "3x224x224" (also "3,224,224"); rejects dims <= 0 and more than FM_MAX_DIMS dims. */
 FM_API enum fm_status fm_shape_parse(struct fm_ctx *ctx, const char *text, struct fm_shape *out);
 
-/* ==== Graph: tensors and nodes ==== */
-/* A graph is built once and then read by everything downstream. Tensors and nodes are addressed
- * by dense integer ids; their metadata lives in an arena owned by the graph. */
+/* ==== Graph: tensors and nodes, addressed by dense integer ids, owned by the graph ==== */
 
 enum fm_role {
     FM_ROLE_INPUT = 0,   /* fed from outside (images, token ids, labels) */
@@ -150,74 +137,49 @@ enum fm_class {
 };
 FM_API const char *fm_class_name(enum fm_class cls);
 
-/* Every op the cost model knows, in one list from which everything per-op is generated: the
- * enum fm_op below, the op names and classes and the op registry (src/ops/registry.c). A
- * missing descriptor fails the build; docs/adding-an-op.md is the recipe. How ONNX op types map
- * to these ops is the ONNX frontend's own list (src/frontend/onnx/onnx_ops.h). One row per op:
- *
- *   X(ID, desc, "Name", CLASS)
- *
- *   ID       the enum value FM_OP_<ID>
- *   desc     its descriptor fm_op_<desc>_desc (shape rule, cost rule, arity), defined in the
- *            family file under src/ops/ that the comment above the rows names
- *   "Name"   the display name in reports
- *   CLASS    FM_CLASS_<CLASS>: how analyses aggregate and which ceiling applies
- *
- * What each op takes as operands and reads from struct fm_attrs is in docs/ops.md. */
+/* Every op the cost model knows, one row each, from which the enum fm_op, the op names and
+ * classes and the op registry (src/ops/registry.c) are generated: X(ID, desc, "Name", CLASS),
+ * FM_OP_<ID>, its descriptor fm_op_<desc>_desc (shape and cost rules) in the family file under
+ * src/ops/ the first row of its group names, the display name, and FM_CLASS_<CLASS> (how
+ * analyses aggregate, which ceiling applies). Operands and attributes: docs/ops.md; ONNX op
+ * types: src/frontend/onnx/onnx_ops.h; the recipe: docs/adding-an-op.md. */
 #define FM_OP_LIST(X)                                                                           \
     X(UNKNOWN, unknown, "Unknown", OTHER) /* common.c */                                        \
     X(CONV, conv, "Conv", CONV) /* conv.c */                                                    \
     X(CONV_TRANSPOSE, conv_transpose, "ConvTranspose", CONV)                                    \
     X(LINEAR, linear, "Linear", MATMUL) /* matmul.c */                                          \
-    X(GEMM, gemm, "Gemm", MATMUL)                                                               \
-    X(MATMUL, matmul, "MatMul", MATMUL)                                                         \
+    X(GEMM, gemm, "Gemm", MATMUL) X(MATMUL, matmul, "MatMul", MATMUL)                           \
     X(BATCHNORM, batchnorm, "BatchNorm", NORM) /* norm.c */                                     \
-    X(LAYERNORM, layernorm, "LayerNorm", NORM)                                                  \
-    X(GROUPNORM, groupnorm, "GroupNorm", NORM)                                                  \
+    X(LAYERNORM, layernorm, "LayerNorm", NORM) X(GROUPNORM, groupnorm, "GroupNorm", NORM)       \
     X(INSTANCENORM, instancenorm, "InstanceNorm", NORM)                                         \
     X(LP_NORM, lp_norm, "LpNorm", NORM) /* normalize.c */                                       \
-    X(MVN, mvn, "MeanVarianceNorm", NORM)                                                       \
-    X(LRN, lrn, "LRN", NORM)                                                                    \
+    X(MVN, mvn, "MeanVarianceNorm", NORM) X(LRN, lrn, "LRN", NORM)                              \
     X(RELU, relu, "ReLU", ACTIVATION) /* act.c */                                               \
-    X(CLIP, clip, "Clip", ACTIVATION)                                                           \
-    X(LEAKY_RELU, leaky_relu, "LeakyReLU", ACTIVATION)                                          \
-    X(PRELU, prelu, "PRelu", ACTIVATION)                                                        \
-    X(SIGMOID, sigmoid, "Sigmoid", ACTIVATION)                                                  \
-    X(TANH, tanh, "Tanh", ACTIVATION)                                                           \
-    X(SILU, silu, "SiLU", ACTIVATION)                                                           \
-    X(GELU, gelu, "GELU", ACTIVATION)                                                           \
-    X(HARDSWISH, hardswish, "Hardswish", ACTIVATION)                                            \
+    X(CLIP, clip, "Clip", ACTIVATION) X(LEAKY_RELU, leaky_relu, "LeakyReLU", ACTIVATION)        \
+    X(PRELU, prelu, "PRelu", ACTIVATION) X(SIGMOID, sigmoid, "Sigmoid", ACTIVATION)             \
+    X(TANH, tanh, "Tanh", ACTIVATION) X(SILU, silu, "SiLU", ACTIVATION)                         \
+    X(GELU, gelu, "GELU", ACTIVATION) X(HARDSWISH, hardswish, "Hardswish", ACTIVATION)          \
     X(HARDSIGMOID, hardsigmoid, "Hardsigmoid", ACTIVATION)                                      \
     X(SOFTMAX, softmax, "Softmax", ACTIVATION)                                                  \
-    X(LOG_SOFTMAX, log_softmax, "LogSoftmax", ACTIVATION)                                       \
-    X(ELU, elu, "ELU", ACTIVATION)                                                              \
-    X(SELU, selu, "SELU", ACTIVATION)                                                           \
-    X(CELU, celu, "CELU", ACTIVATION)                                                           \
-    X(SOFTPLUS, softplus, "Softplus", ACTIVATION)                                               \
-    X(SOFTSIGN, softsign, "Softsign", ACTIVATION)                                               \
+    X(LOG_SOFTMAX, log_softmax, "LogSoftmax", ACTIVATION) X(ELU, elu, "ELU", ACTIVATION)        \
+    X(SELU, selu, "SELU", ACTIVATION) X(CELU, celu, "CELU", ACTIVATION)                         \
+    X(SOFTPLUS, softplus, "Softplus", ACTIVATION) X(SOFTSIGN, softsign, "Softsign", ACTIVATION) \
     X(MISH, mish, "Mish", ACTIVATION)                                                           \
     X(THRESHOLDED_RELU, thresholded_relu, "ThresholdedReLU", ACTIVATION)                        \
-    X(SHRINK, shrink, "Shrink", ACTIVATION)                                                     \
-    X(HARDMAX, hardmax, "Hardmax", ACTIVATION)                                                  \
+    X(SHRINK, shrink, "Shrink", ACTIVATION) X(HARDMAX, hardmax, "Hardmax", ACTIVATION)          \
     X(MAXPOOL, maxpool, "MaxPool", POOL) /* pool.c */                                           \
     X(AVGPOOL, avgpool, "AvgPool", POOL)                                                        \
     X(ADAPTIVE_AVGPOOL, adaptive_avgpool, "AdaptiveAvgPool", POOL)                              \
     X(GLOBAL_AVGPOOL, global_avgpool, "GlobalAvgPool", POOL)                                    \
-    X(GLOBAL_MAXPOOL, global_maxpool, "GlobalMaxPool", POOL)                                    \
-    X(LPPOOL, lppool, "LpPool", POOL)                                                           \
+    X(GLOBAL_MAXPOOL, global_maxpool, "GlobalMaxPool", POOL) X(LPPOOL, lppool, "LpPool", POOL)  \
     X(GLOBAL_LPPOOL, global_lppool, "GlobalLpPool", POOL)                                       \
     X(ADD, add, "Add", ELEMENTWISE) /* eltwise.c */                                             \
-    X(SUB, sub, "Sub", ELEMENTWISE)                                                             \
-    X(MUL, mul, "Mul", ELEMENTWISE)                                                             \
-    X(DIV, div, "Div", ELEMENTWISE)                                                             \
-    X(MOD, mod, "Mod", ELEMENTWISE)                                                             \
-    X(SUM, sum, "Sum", ELEMENTWISE)                                                             \
-    X(MEAN, mean, "Mean", ELEMENTWISE)                                                          \
+    X(SUB, sub, "Sub", ELEMENTWISE) X(MUL, mul, "Mul", ELEMENTWISE)                             \
+    X(DIV, div, "Div", ELEMENTWISE) X(MOD, mod, "Mod", ELEMENTWISE)                             \
+    X(SUM, sum, "Sum", ELEMENTWISE) X(MEAN, mean, "Mean", ELEMENTWISE)                          \
     X(CONCAT, concat, "Concat", DATA_MOVEMENT) /* shape.c */                                    \
-    X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT)                                               \
-    X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT)                                               \
-    X(TRANSPOSE, transpose, "Transpose", DATA_MOVEMENT)                                         \
-    X(SPLIT, split, "Split", DATA_MOVEMENT)                                                     \
+    X(FLATTEN, flatten, "Flatten", DATA_MOVEMENT) X(RESHAPE, reshape, "Reshape", DATA_MOVEMENT) \
+    X(TRANSPOSE, transpose, "Transpose", DATA_MOVEMENT) X(SPLIT, split, "Split", DATA_MOVEMENT) \
     X(IDENTITY, identity, "Identity", DATA_MOVEMENT)                                            \
     X(DROPOUT, dropout, "Dropout", ELEMENTWISE) /* dropout.c */                                 \
     X(EMBEDDING, embedding, "Embedding", EMBEDDING) /* embedding.c */                           \
@@ -225,28 +187,19 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(CROSS_ENTROPY, cross_entropy, "CrossEntropy", LOSS) /* loss.c */                          \
     X(MSE_LOSS, mse_loss, "MSELoss", LOSS)                                                      \
     X(ERF, erf, "Erf", ELEMENTWISE) /* unary.c */                                               \
-    X(SQRT, sqrt, "Sqrt", ELEMENTWISE)                                                          \
-    X(RECIPROCAL, reciprocal, "Reciprocal", ELEMENTWISE)                                        \
-    X(NEG, neg, "Neg", ELEMENTWISE)                                                             \
-    X(EXP, exp, "Exp", ELEMENTWISE)                                                             \
-    X(LOG, log, "Log", ELEMENTWISE)                                                             \
-    X(ABS, abs, "Abs", ELEMENTWISE)                                                             \
+    X(SQRT, sqrt, "Sqrt", ELEMENTWISE) X(RECIPROCAL, reciprocal, "Reciprocal", ELEMENTWISE)     \
+    X(NEG, neg, "Neg", ELEMENTWISE) X(EXP, exp, "Exp", ELEMENTWISE)                             \
+    X(LOG, log, "Log", ELEMENTWISE) X(ABS, abs, "Abs", ELEMENTWISE)                             \
     X(POW, pow, "Pow", ELEMENTWISE)                                                             \
     X(EQUAL, equal, "Equal", ELEMENTWISE) /* compare.c */                                       \
-    X(LESS, less, "Less", ELEMENTWISE)                                                          \
-    X(LESS_EQUAL, less_equal, "LessOrEqual", ELEMENTWISE)                                       \
+    X(LESS, less, "Less", ELEMENTWISE) X(LESS_EQUAL, less_equal, "LessOrEqual", ELEMENTWISE)    \
     X(GREATER, greater, "Greater", ELEMENTWISE)                                                 \
     X(GREATER_EQUAL, greater_equal, "GreaterOrEqual", ELEMENTWISE)                              \
-    X(AND, logical_and, "And", ELEMENTWISE)                                                     \
-    X(OR, logical_or, "Or", ELEMENTWISE)                                                        \
-    X(XOR, logical_xor, "Xor", ELEMENTWISE)                                                     \
-    X(NOT, logical_not, "Not", ELEMENTWISE)                                                     \
-    X(WHERE, where, "Where", ELEMENTWISE)                                                       \
-    X(MAX, max, "Max", ELEMENTWISE)                                                             \
-    X(MIN, min, "Min", ELEMENTWISE)                                                             \
-    X(TRILU, trilu, "Trilu", ELEMENTWISE)                                                       \
-    X(ISINF, isinf, "IsInf", ELEMENTWISE)                                                       \
-    X(ISNAN, isnan, "IsNaN", ELEMENTWISE)                                                       \
+    X(AND, logical_and, "And", ELEMENTWISE) X(OR, logical_or, "Or", ELEMENTWISE)                \
+    X(XOR, logical_xor, "Xor", ELEMENTWISE) X(NOT, logical_not, "Not", ELEMENTWISE)             \
+    X(WHERE, where, "Where", ELEMENTWISE) X(MAX, max, "Max", ELEMENTWISE)                       \
+    X(MIN, min, "Min", ELEMENTWISE) X(TRILU, trilu, "Trilu", ELEMENTWISE)                       \
+    X(ISINF, isinf, "IsInf", ELEMENTWISE) X(ISNAN, isnan, "IsNaN", ELEMENTWISE)                 \
     X(BITSHIFT, bitshift, "BitShift", ELEMENTWISE)                                              \
     X(REDUCE_SUM, reduce_sum, "ReduceSum", REDUCTION) /* reduce.c */                            \
     X(REDUCE_MEAN, reduce_mean, "ReduceMean", REDUCTION)                                        \
@@ -260,36 +213,24 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(REDUCE_LOG_SUM_EXP, reduce_log_sum_exp, "ReduceLogSumExp", REDUCTION)                     \
     X(CUMSUM, cumsum, "CumSum", REDUCTION)                                                      \
     X(GATHER, gather, "Gather", DATA_MOVEMENT) /* tensor.c */                                   \
-    X(SLICE, slice, "Slice", DATA_MOVEMENT)                                                     \
-    X(SQUEEZE, squeeze, "Squeeze", DATA_MOVEMENT)                                               \
+    X(SLICE, slice, "Slice", DATA_MOVEMENT) X(SQUEEZE, squeeze, "Squeeze", DATA_MOVEMENT)       \
     X(UNSQUEEZE, unsqueeze, "Unsqueeze", DATA_MOVEMENT)                                         \
-    X(EXPAND, expand, "Expand", DATA_MOVEMENT)                                                  \
-    X(TILE, tile, "Tile", DATA_MOVEMENT)                                                        \
-    X(PAD, pad, "Pad", DATA_MOVEMENT)                                                           \
-    X(RESIZE, resize, "Resize", DATA_MOVEMENT)                                                  \
+    X(EXPAND, expand, "Expand", DATA_MOVEMENT) X(TILE, tile, "Tile", DATA_MOVEMENT)             \
+    X(PAD, pad, "Pad", DATA_MOVEMENT) X(RESIZE, resize, "Resize", DATA_MOVEMENT)                \
     X(CONSTANT_OF_SHAPE, constant_of_shape, "ConstantOfShape", DATA_MOVEMENT)                   \
-    X(RANGE, range, "Range", DATA_MOVEMENT)                                                     \
-    X(CAST, cast, "Cast", DATA_MOVEMENT)                                                        \
+    X(RANGE, range, "Range", DATA_MOVEMENT) X(CAST, cast, "Cast", DATA_MOVEMENT)                \
     X(EINSUM, einsum, "Einsum", MATMUL) /* einsum.c */                                          \
     X(SIN, sin, "Sin", ELEMENTWISE) /* trig.c */                                                \
-    X(COS, cos, "Cos", ELEMENTWISE)                                                             \
-    X(TAN, tan, "Tan", ELEMENTWISE)                                                             \
-    X(FLOOR, floor, "Floor", ELEMENTWISE)                                                       \
-    X(CEIL, ceil, "Ceil", ELEMENTWISE)                                                          \
-    X(ROUND, round, "Round", ELEMENTWISE)                                                       \
-    X(SIGN, sign, "Sign", ELEMENTWISE)                                                          \
-    X(ASIN, asin, "Asin", ELEMENTWISE)                                                          \
-    X(ACOS, acos, "Acos", ELEMENTWISE)                                                          \
-    X(ATAN, atan, "Atan", ELEMENTWISE)                                                          \
-    X(SINH, sinh, "Sinh", ELEMENTWISE)                                                          \
-    X(COSH, cosh, "Cosh", ELEMENTWISE)                                                          \
-    X(ASINH, asinh, "Asinh", ELEMENTWISE)                                                       \
-    X(ACOSH, acosh, "Acosh", ELEMENTWISE)                                                       \
-    X(ATANH, atanh, "Atanh", ELEMENTWISE)                                                       \
+    X(COS, cos, "Cos", ELEMENTWISE) X(TAN, tan, "Tan", ELEMENTWISE)                             \
+    X(FLOOR, floor, "Floor", ELEMENTWISE) X(CEIL, ceil, "Ceil", ELEMENTWISE)                    \
+    X(ROUND, round, "Round", ELEMENTWISE) X(SIGN, sign, "Sign", ELEMENTWISE)                    \
+    X(ASIN, asin, "Asin", ELEMENTWISE) X(ACOS, acos, "Acos", ELEMENTWISE)                       \
+    X(ATAN, atan, "Atan", ELEMENTWISE) X(SINH, sinh, "Sinh", ELEMENTWISE)                       \
+    X(COSH, cosh, "Cosh", ELEMENTWISE) X(ASINH, asinh, "Asinh", ELEMENTWISE)                    \
+    X(ACOSH, acosh, "Acosh", ELEMENTWISE) X(ATANH, atanh, "Atanh", ELEMENTWISE)                 \
     X(DET, det, "Det", MATMUL) /* linalg.c */                                                   \
     X(LSTM, lstm, "LSTM", MATMUL) /* rnn.c */                                                   \
-    X(GRU, gru, "GRU", MATMUL)                                                                  \
-    X(RNN, rnn, "RNN", MATMUL)                                                                  \
+    X(GRU, gru, "GRU", MATMUL) X(RNN, rnn, "RNN", MATMUL)                                       \
     X(QUANTIZE_LINEAR, quantize_linear, "QuantizeLinear", ELEMENTWISE) /* quant.c */            \
     X(DEQUANTIZE_LINEAR, dequantize_linear, "DequantizeLinear", ELEMENTWISE)                    \
     X(DYNAMIC_QUANTIZE_LINEAR, dynamic_quantize_linear, "DynamicQuantizeLinear", ELEMENTWISE)   \
@@ -321,10 +262,8 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(SOFTMAX_CE_LOSS, softmax_ce_loss, "SoftmaxCrossEntropyLoss", LOSS) /* loss.c */           \
     X(NLL_LOSS, nll_loss, "NegativeLogLikelihoodLoss", LOSS)                                    \
     X(ARGMAX, argmax, "ArgMax", REDUCTION) /* select.c */                                       \
-    X(ARGMIN, argmin, "ArgMin", REDUCTION)                                                      \
-    X(TOPK, topk, "TopK", REDUCTION)                                                            \
-    X(ONEHOT, onehot, "OneHot", DATA_MOVEMENT)                                                  \
-    X(COMPRESS, compress, "Compress", DATA_MOVEMENT)                                            \
+    X(ARGMIN, argmin, "ArgMin", REDUCTION) X(TOPK, topk, "TopK", REDUCTION)                     \
+    X(ONEHOT, onehot, "OneHot", DATA_MOVEMENT) X(COMPRESS, compress, "Compress", DATA_MOVEMENT) \
     X(NONZERO, nonzero, "NonZero", DATA_MOVEMENT)                                               \
     X(DEPTH_TO_SPACE, depth_to_space, "DepthToSpace", DATA_MOVEMENT) /* layout.c */             \
     X(SPACE_TO_DEPTH, space_to_depth, "SpaceToDepth", DATA_MOVEMENT)                            \
@@ -375,7 +314,7 @@ struct fm_attrs {
 };
 FM_API void fm_attrs_init(struct fm_attrs *attrs);
 
-typedef int32_t fm_tid;   /* tensor id, index into the graph's tensors; -1 = none */
+typedef int32_t fm_tid;   /* tensor id, index into the graph's tensors; FM_NONE = none */
 typedef int32_t fm_nid;   /* node id */
 #define FM_NONE (-1)
 
@@ -387,10 +326,9 @@ struct fm_tensor {
     bool shape_known;        /* false until shape inference has run on its producer */
     bool trainable;          /* parameters only: whether it gets a gradient and an update */
     fm_nid producer;         /* FM_NONE for inputs, parameters, buffers, constants */
-    const int64_t *ivalue;   /* small integer contents known at build time (shape vectors), or NULL */
+    const int64_t *ivalue;   /* small integer contents known at build time, or NULL */
     uint64_t nvalue;         /* number of elements in ivalue (or fvalue) */
-    const double *fvalue;    /* small float contents known at build time (a scale, an epsilon,
-                                a mask fill), or NULL: measurement backends start from them */
+    const double *fvalue;    /* small float contents known at build time, or NULL */
 };
 
 struct fm_node {
@@ -405,7 +343,7 @@ struct fm_node {
 
 struct fm_graph;
 
-/* Creates an empty graph named name (the model's name in reports). */
+/* An empty graph; name is the model's name in reports. */
 FM_API enum fm_status fm_graph_new(struct fm_ctx *ctx, const char *name, struct fm_graph **out);
 FM_API void fm_graph_free(struct fm_graph *graph);
 
@@ -433,32 +371,25 @@ FM_API void fm_graph_set_trainable(struct fm_graph *graph, fm_tid id, bool train
 /* The batch a graph runs: the first dimension of its first float input (images), else of its
  * first input (token ids); 1 when it has none. */
 FM_API int64_t fm_graph_batch(const struct fm_graph *graph);
-/* Stores every floating-point tensor in one of two types: parameters and buffers (and so their
- * gradients and optimizer state) in parameters, everything else (inputs, activations, float
- * constants) in activations; FM_DTYPE_COUNT leaves that kind as it is. Mixed precision as
- * PyTorch's autocast runs it is (fp16, fp32). Counts do not change, bytes do. Returns how many
- * tensors changed type. */
+/* Stores every float tensor in one of two types: parameters and buffers (so their gradients and
+ * optimizer state) in parameters, the rest in activations (FM_DTYPE_COUNT: as it is). Autocast's
+ * mixed precision is (fp16, fp32). Returns how many tensors changed type. */
 FM_API size_t fm_graph_set_storage(struct fm_graph *graph, enum fm_dtype activations,
                                    enum fm_dtype parameters);
-/* Attaches integer contents to a tensor (copied into the graph's arena). */
+/* Integer or float contents known at build time (copied into the graph). */
 FM_API enum fm_status fm_graph_set_ivalue(struct fm_graph *graph, fm_tid id, const int64_t *values,
                                           uint64_t n);
-/* Attaches float contents to a tensor (copied into the graph's arena). */
 FM_API enum fm_status fm_graph_set_fvalue(struct fm_graph *graph, fm_tid id, const double *values,
                                           uint64_t n);
 
-/* Adds a node. inputs are existing tensor ids; n_out output tensors are created with the given
- * names (NULL names become "<node>:<i>") and written to outputs (may be NULL). If every input
- * shape is known, the op's shape rule runs at once, so builders can read output shapes
- * immediately; otherwise it runs in fm_graph_finalize. A shape the op rejects is FM_ERR_SHAPE
- * with a message naming the node. */
+/* Adds a node of existing inputs and n_out new outputs (NULL names: "<node>:<i>"; outputs may be
+ * NULL). With every input shape known the shape rule runs at once, else in fm_graph_finalize; a
+ * shape the op rejects is FM_ERR_SHAPE naming the node. Operands and attrs: docs/ops.md. */
 FM_API enum fm_status fm_graph_add_node(struct fm_graph *graph, enum fm_op op, const char *name,
                                         const struct fm_attrs *attrs, const fm_tid *inputs,
                                         int n_in, const char *const *output_names, int n_out,
                                         fm_tid *outputs);
-/* Like fm_graph_add_node, but binds outputs to tensors that already exist (activation tensors
- * created with fm_graph_add_tensor_unshaped and not yet produced by any node). Importers use it
- * to add nodes in any order; fm_graph_finalize then orders them and finds cycles. */
+/* The same, writing tensors made with fm_graph_add_tensor_unshaped: nodes in any order. */
 FM_API enum fm_status fm_graph_add_node_bound(struct fm_graph *graph, enum fm_op op,
                                               const char *name, const struct fm_attrs *attrs,
                                               const fm_tid *inputs, int n_in, const fm_tid *outputs,
@@ -469,18 +400,15 @@ FM_API enum fm_status fm_graph_set_op_name(struct fm_graph *graph, fm_nid node,
 /* Marks the graph's outputs (optional: by default, tensors no node consumes). */
 FM_API enum fm_status fm_graph_mark_output(struct fm_graph *graph, fm_tid id);
 
-/* Orders the nodes topologically, infers every shape, and validates: unknown tensors, a tensor
- * produced twice, cycles (the message names a node on the cycle), shapes. Idempotent. A graph
- * must be finalized before it is counted or run. */
+/* Orders the nodes, infers every shape and checks the graph (a cycle's message names a node on
+ * it). Idempotent; needed before a graph is counted or run. */
 FM_API enum fm_status fm_graph_finalize(struct fm_graph *graph);
 /* Node ids in topological order (valid after finalize; fm_graph_node_count() entries). */
 FM_API const fm_nid *fm_graph_topo_order(const struct fm_graph *graph);
-/* Whether the gradient of the loss with respect to this tensor is needed in training: true
- * for trainable parameters and for anything computed from them; false for inputs, constants,
- * buffers and what is computed from those alone. Valid after finalize. */
+/* Whether the loss's gradient with respect to the tensor is needed in training (trainable
+ * parameters and what is computed from them). After finalize. */
 FM_API bool fm_graph_needs_grad(const struct fm_graph *graph, fm_tid id);
 
-/* Op metadata. */
 FM_API const char *fm_op_name(enum fm_op op);
 FM_API enum fm_class fm_op_class(enum fm_op op);
 
@@ -513,8 +441,7 @@ struct fm_work {
     uint64_t bytes_read;
     uint64_t bytes_written;
 };
-/* FLOPs = 2*mac + the other kinds; MACs = mac. Saturate at UINT64_MAX (totals are checked
- * when they are summed, so a saturated value never reaches a report). */
+/* FLOPs = 2*mac + the other kinds; MACs = mac (saturating; totals are checked). */
 FM_API uint64_t fm_work_flops(const struct fm_work *work);
 FM_API uint64_t fm_work_macs(const struct fm_work *work);
 
@@ -530,17 +457,14 @@ struct fm_count_opts {
 };
 FM_API void fm_count_opts_init(struct fm_count_opts *opts);   /* train, SGD with momentum */
 
-/* The cost of one node. */
-struct fm_node_cost {
+struct fm_node_cost {   /* the cost of one node */
     struct fm_work phase[FM_PHASE_COUNT];
     uint64_t params;             /* elements of parameter tensors this node owns */
     uint64_t trainable_params;
     uint64_t saved_bytes;        /* bytes this node keeps for its backward beyond shared tensors */
     bool counted;                /* false for FM_OP_UNKNOWN */
-    bool int8;                   /* its MACs are integer products (int8/uint8 operands, int32
-                                    accumulation): the int8 ceiling applies (quantized ops) */
-    bool no_grad;                /* an inference kernel (quantized, fused com.microsoft ops):
-                                    no backward is defined, none is counted */
+    bool int8;                   /* its MACs are integer products: the int8 ceiling applies */
+    bool no_grad;                /* an inference kernel: no backward is defined or counted */
 };
 
 struct fm_uncounted {
@@ -570,18 +494,16 @@ struct fm_counts {
     struct fm_uncounted *uncounted;      /* one entry per distinct unknown op type */
 };
 
-/* Counts a finalized graph. *out is set to a new result on success (free with
- * fm_counts_free). A count that would overflow fails with a message naming the node. */
+/* Counts a finalized graph; a count that would overflow fails naming the node. */
 FM_API enum fm_status fm_count(struct fm_ctx *ctx, const struct fm_graph *graph,
                                const struct fm_count_opts *opts, struct fm_counts **out);
 FM_API void fm_counts_free(struct fm_counts *counts);
 
-
-/* Memory estimate: params + buffers + grads + optimizer state + activations + input (in
- * inference the activations are the peak live set, and there are no grads or state). */
+/* params + buffers + grads + optimizer state + activations + input (inference: the peak live
+ * activations, no grads or state). */
 FM_API enum fm_status fm_counts_training_memory(const struct fm_counts *counts, uint64_t *out);
 
-/* ==== Built-in architectures (the torchvision definitions) ==== */
+/* ==== Built-in architectures (the torchvision definitions; docs/zoo.md) ==== */
 
 struct fm_zoo_opts {
     int64_t batch;             /* default 1 */
@@ -591,64 +513,54 @@ struct fm_zoo_opts {
     bool with_loss;            /* append a cross-entropy loss against an int64 label input */
 };
 FM_API void fm_zoo_opts_init(struct fm_zoo_opts *opts);
-
 struct fm_zoo_entry {
     const char *name;          /* "resnet50" */
     const char *family;        /* "resnet" */
     const char *description;
     int64_t default_hw;        /* 224 or 299 */
 };
-
-/* The table of built-in models, in display order. */
+/* The built-in models, in display order. */
 FM_API size_t fm_zoo_count(void);
 FM_API const struct fm_zoo_entry *fm_zoo_get(size_t index);
 FM_API const struct fm_zoo_entry *fm_zoo_find(const char *name);
-/* Builds and finalizes a built-in model. An unknown name is FM_ERR_NOT_FOUND with a message
- * that suggests the nearest names; an input too small is FM_ERR_SHAPE naming the layer. */
+/* Builds and finalizes a built-in model: an unknown name is FM_ERR_NOT_FOUND suggesting the
+ * nearest names, an input too small FM_ERR_SHAPE naming the layer. */
 FM_API enum fm_status fm_zoo_build(struct fm_ctx *ctx, const char *name,
                                    const struct fm_zoo_opts *opts, struct fm_graph **out);
 /* Up to n names nearest to name by edit distance, best first; returns how many. */
 FM_API size_t fm_zoo_suggest(const char *name, const char **out, size_t n);
 
-/* ==== Model loading: a built-in name or a file (ONNX, when the build has it) ==== */
+/* ==== Model loading: a built-in name or an ONNX file (docs/onnx.md) ==== */
 
-/* A symbolic-dimension binding: NAME=1x3x224x224 binds input NAME's shape. */
+/* The shape of an input with symbolic dims (NAME=1x3x224x224). */
 struct fm_input_binding {
     const char *name;
     struct fm_shape shape;
 };
-
-/* A value binding: NAME=V[,V...] gives the contents of an ONNX graph input (a shape, sizes,
- * axes, k, a scale), so that everything computed from it is known at load time. ivalues for an
- * integer or bool input (a float input takes them as numbers), fvalues for a float input;
- * exactly one of them is set, with n values. The input's shape is [n] (a scalar when the file
- * declares rank 0) unless the file or an fm_input_binding gives it; its element count must be n.
- * docs/onnx.md. */
+/* The contents of an ONNX graph input (a shape, sizes, axes, k, a scale), so that everything
+ * computed from it is known at load time: ivalues (integer, bool, or numbers for a float
+ * input) or fvalues, n of them; its shape is [n] unless the file or a binding gives it. */
 struct fm_value_binding {
     const char *name;
     const int64_t *ivalues;
     const double *fvalues;
     size_t n;
 };
-
 struct fm_load_opts {
     struct fm_zoo_opts zoo;              /* batch, input, classes, dtype, with_loss */
     const struct fm_input_binding *bindings;
     size_t n_bindings;
-    bool batch_given;                    /* --batch was given (binds symbolic batch dims) */
-    bool dtype_given;                    /* --dtype was given: the session stores every float
-                                            tensor in zoo.dtype, an ONNX file's too, whatever
-                                            the precision (fm_session_opts) */
-    const struct fm_value_binding *values;   /* --value: contents of graph inputs */
+    bool batch_given;                    /* zoo.batch binds a file's symbolic batch dims */
+    bool dtype_given;                    /* a session stores every float tensor in zoo.dtype,
+                                            an ONNX file's too, whatever the precision */
+    const struct fm_value_binding *values;
     size_t n_values;
 };
 FM_API void fm_load_opts_init(struct fm_load_opts *opts);
-
-/* Loads MODEL: a path ending in .onnx (or an existing file) goes to the ONNX frontend, anything
- * else to the built-in table. The graph is finalized. */
+/* A path ending in .onnx (or an existing file) goes to the ONNX frontend, anything else to the
+ * built-in table. The graph is finalized. */
 FM_API enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model,
                                     const struct fm_load_opts *opts, struct fm_graph **out);
-
 /* The ONNX frontend (FM_ERR_UNSUPPORTED in a build without protobuf-c). */
 FM_API enum fm_status fm_onnx_load_file(struct fm_ctx *ctx, const char *path,
                                         const struct fm_load_opts *opts, struct fm_graph **out);
@@ -656,10 +568,8 @@ FM_API enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, 
                                           const char *name, const struct fm_load_opts *opts,
                                           struct fm_graph **out);
 /* Whether the ONNX frontend reads op_type of domain ("", "ai.onnx" or NULL: the default one;
- * "com.microsoft": ONNX Runtime's) as a counted op, evaluates it at load time (Constant, Shape,
- * Size) or replaces it by the nodes it runs (If, Loop, Scan): false for an op it
- * would list as uncounted, and always false in a build without protobuf-c. Opset-specific
- * limits are reported when loading. */
+ * "com.microsoft") as a counted op, evaluates it at load time or replaces it by the nodes it
+ * runs (If, Loop, Scan); false for what it would list as uncounted, and without protobuf-c. */
 FM_API bool fm_onnx_op_known(const char *domain, const char *op_type);
 
 /* ==== The loss policy (src/frontend/loss.c): what a training step minimizes ==== */
@@ -668,13 +578,11 @@ enum fm_loss_kind {
     FM_LOSS_NONE = 0,
     FM_LOSS_MODEL,           /* the model brought its own loss node */
     FM_LOSS_CROSS_ENTROPY,   /* classifier logits (N, K): cross-entropy over K classes */
-    FM_LOSS_NEXT_TOKEN,      /* language-model logits (B, S, V) of token ids (B, S): cross-entropy
-                                over the vocabulary at every position */
+    FM_LOSS_NEXT_TOKEN,      /* language-model logits (B, S, V): next-token cross-entropy */
     FM_LOSS_MSE,             /* any other output: mean squared error against a random target */
     FM_LOSS_KIND_COUNT
 };
 FM_API const char *fm_loss_kind_name(enum fm_loss_kind kind);
-
 #define FM_MAX_LOSSES 8
 struct fm_loss {
     enum fm_loss_kind kind;
@@ -690,38 +598,26 @@ struct fm_loss_info {
     char summary[320];               /* "cross-entropy over 1000 classes (added by flopmeter)" */
     char why[160];                   /* when n is 0: why there is none */
 };
-
-/* Gives a training graph its loss: keeps the model's own loss nodes if it has any; else adds,
- * to output (or, with FM_NONE, to every float graph output a trainable parameter reaches), the
- * loss the policy picks: cross-entropy for classifier logits (N, K), next-token cross-entropy
- * for a language model's (B, S, V) logits, mean squared error otherwise. Labels and targets
- * become graph inputs ("labels", "targets"). The graph is finalized again. */
+/* Keeps the model's own loss nodes if it has any; else adds the policy's loss to output (or,
+ * with FM_NONE, to every float output a trainable parameter reaches), with "labels" or
+ * "targets" as new inputs. The graph is finalized again. */
 FM_API enum fm_status fm_graph_add_loss(struct fm_graph *graph, fm_tid output,
                                         struct fm_loss_info *info);
 
-/* ==== Numbers as people type them (src/core/format.c) ==== */
+/* ==== Numbers as people type them (src/core/format.c): false for anything else ==== */
 
-/* A duration as people type it: a number with an optional unit s, ms, us, min, h, d (default
- * s), e.g. "250ms", "0.25", "3.5min". false for anything else, or a negative number. */
-FM_API bool fm_duration_parse(const char *text, double *seconds);
-/* A FLOP/s figure as people type it: a number with an optional SI prefix and unit, e.g.
- * "312e12", "312T", "312TFLOP/s", "19.5 TFLOPS", "900G". false for anything else. */
-FM_API bool fm_flops_parse(const char *text, double *flops);
-/* A size in bytes as people type it: a number with an optional unit B, K/KB, M/MB, G/GB, T/TB
- * (SI) or KiB, MiB, GiB, TiB (binary), any case, e.g. "8G", "512MB", "1.5GiB". false for
- * anything else, or a negative number. */
-FM_API bool fm_bytes_parse(const char *text, double *bytes);
-/* The name of names[0..n) nearest to a mistyped one ("cout" -> "count"), by edit distance
- * (case-insensitive), or NULL when none is close: at most 2 edits, and fewer than half of the
- * typed name's letters. */
+FM_API bool fm_duration_parse(const char *text, double *seconds);   /* "250ms", "3.5min", "2" */
+FM_API bool fm_flops_parse(const char *text, double *flops);   /* "312T", "19.5 TFLOPS", "9e11" */
+FM_API bool fm_bytes_parse(const char *text, double *bytes);   /* "8G", "512MB", "1.5GiB" */
+/* The one of names[0..n) nearest to a mistyped name ("cout" -> "count"), or NULL when none is
+ * close (at most 2 edits, and fewer than half of its letters). */
 FM_API const char *fm_nearest_name(const char *typed, const char *const *names, size_t n);
 
-/* ==== Reports of counts (src/report/) ==== */
+/* ==== Reports of counts (src/report/; the JSON: docs/json.md) ==== */
 
 enum fm_format { FM_FORMAT_TABLE = 0, FM_FORMAT_CSV, FM_FORMAT_JSON, FM_FORMAT_COUNT };
 FM_API const char *fm_format_name(enum fm_format format);   /* "table", "csv", "json" */
 FM_API bool fm_format_parse(const char *s, enum fm_format *out);
-
 struct fm_report_opts {
     enum fm_format format;
     bool per_layer_detail;   /* table: each layer's primitive counts per phase */
@@ -731,46 +627,31 @@ struct fm_report_opts {
     const struct fm_loss_info *loss;   /* count: say what the step's loss is (may be NULL) */
     const struct fm_memory_check *memory;   /* count: whether it fits a device (may be NULL) */
     const char *export_note;   /* count: the file looks exported for inference (NULL or "") */
-    const struct fm_peer_figures *peers;   /* count: the other counters' figures (fm_peers),
-                                              rendered as a section / a "peers" key; NULL: none */
+    const struct fm_peer_figures *peers;   /* count: the other counters' figures (fm_peers) */
 };
 FM_API void fm_report_opts_init(struct fm_report_opts *opts);
-
-/* Renders counts of a graph: a table with SI suffixes, or CSV / JSON with exact integers (the
- * JSON follows the contract in docs/json.md). */
+/* A table with SI suffixes, or CSV / JSON with exact integers. */
 FM_API enum fm_status fm_report_count(FILE *f, const struct fm_graph *graph,
                                       const struct fm_counts *c, const struct fm_report_opts *opts);
 
-/* ==== Devices (src/hw/): the built-in table, user device files, measured devices ==== */
+/* ==== Devices (src/hw/; docs/devices.md): the built-in table, device files, probed devices ==== */
 
 enum fm_precision {
-    FM_PREC_FP64 = 0,
-    FM_PREC_FP32,
-    FM_PREC_TF32,     /* tensor cores only */
-    FM_PREC_FP16,
-    FM_PREC_BF16,
-    FM_PREC_FP8,
-    FM_PREC_INT8,
-    FM_PREC_COUNT
+    FM_PREC_FP64 = 0, FM_PREC_FP32, FM_PREC_TF32 /* tensor cores only */, FM_PREC_FP16,
+    FM_PREC_BF16, FM_PREC_FP8, FM_PREC_INT8, FM_PREC_COUNT
 };
 FM_API const char *fm_precision_name(enum fm_precision p);   /* "fp32", "tf32" ... */
 FM_API bool fm_precision_parse(const char *s, enum fm_precision *out);
-/* A precision as commands take it: a precision's name, or "torch-default" (PyTorch on Ampere+:
- * TF32 convolutions, FP32 matmuls), which sets *torch_default and *out = fp32. */
+/* A precision's name, or "torch-default" (PyTorch on Ampere+: TF32 convolutions, FP32
+ * matmuls), which sets *torch_default and *out = fp32. */
 FM_API bool fm_precision_parse_policy(const char *s, enum fm_precision *out, bool *torch_default);
 
 /* Field bits for fm_device.unverified: a figure the sources could not confirm ('?'). */
 enum {
-    FM_DEVF_PEAK = 1u << 0,       /* one or more peak figures */
-    FM_DEVF_BANDWIDTH = 1u << 1,
-    FM_DEVF_MEMORY = 1u << 2,
-    FM_DEVF_L2 = 1u << 3,
-    FM_DEVF_CLOCK = 1u << 4,
-    FM_DEVF_TDP = 1u << 5,
-    FM_DEVF_UNITS = 1u << 6,
+    FM_DEVF_PEAK = 1u << 0, FM_DEVF_BANDWIDTH = 1u << 1, FM_DEVF_MEMORY = 1u << 2,
+    FM_DEVF_L2 = 1u << 3, FM_DEVF_CLOCK = 1u << 4, FM_DEVF_TDP = 1u << 5, FM_DEVF_UNITS = 1u << 6,
     FM_DEVF_INTERCONNECT = 1u << 7
 };
-
 /* One device. Peaks are dense (no sparsity), in FLOP/s (ops/s for int8); 0 = not supported.
  * peak_vector: the general-purpose units (CUDA cores, SIMD); peak_tensor: matrix units
  * (tensor cores, AMX, MXU). Sizes in bytes, bandwidths in bytes/s. */
@@ -796,52 +677,40 @@ struct fm_device {
     unsigned unverified_tensor;    /* bit (1u << precision): that peak_tensor figure is '?' */
     const char *origin;            /* "built-in" or the file the entry came from (not saved) */
 };
-
-
-/* The ceiling that applies to an op class at a precision: tensor peaks only for conv, matmul
- * and attention (when the device has them), the vector peak of that precision otherwise (for
- * tf32, the fp32 vector peak). 0 if the device has neither. */
+/* The ceiling of an op class at a precision: the tensor peak for conv, matmul and attention
+ * (when the device has one), else the vector peak (tf32: fp32's); 0 if neither. */
 FM_API double fm_device_peak(const struct fm_device *dev, enum fm_class cls,
                              enum fm_precision prec);
 
-struct fm_devices;   /* a device table: the built-ins plus any user files */
-/* The built-in table plus, when they exist, the file named by $FLOPMETER_DEVICES and
- * $XDG_CONFIG_HOME/flopmeter/devices.json (~/.config/...); user_file (may be NULL) last.
- * Later entries override earlier ones with the same name or alias. */
+struct fm_devices;   /* a device table */
+/* The built-in table, then $FLOPMETER_DEVICES and $XDG_CONFIG_HOME/flopmeter/devices.json
+ * (~/.config/...) when they exist, then user_file (may be NULL); later entries override
+ * earlier ones with the same name or alias. */
 FM_API enum fm_status fm_devices_load(struct fm_ctx *ctx, const char *user_file,
                                       struct fm_devices **out);
+FM_API enum fm_status fm_devices_builtin(struct fm_ctx *ctx, struct fm_devices **out);
 FM_API void fm_devices_free(struct fm_devices *devs);
 FM_API size_t fm_devices_count(const struct fm_devices *devs);
 FM_API const struct fm_device *fm_devices_get(const struct fm_devices *devs, size_t i);
-/* By name or alias (case-insensitive), else by the name the device gives itself as nvidia-smi
- * or torch.cuda.get_device_name() print it ("NVIDIA H100 80GB HBM3": fm_devices_match);
+/* By name or alias (case-insensitive), else by a GPU's own name (fm_devices_match);
  * FM_ERR_NOT_FOUND with the nearest names as suggestions. */
 FM_API enum fm_status fm_devices_find(struct fm_ctx *ctx, const struct fm_devices *devs,
                                       const char *name, const struct fm_device **out);
-/* The entry that fits a GPU's own name ("NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-16GB"): one
- * of whose names or aliases has all its words in that name, the most words winning (so
- * "h100-pcie" beats "h100" for "NVIDIA H100 PCIe"). FM_ERR_NOT_FOUND when none fits. */
+/* The entry that fits a GPU's name as nvidia-smi prints it ("NVIDIA H100 80GB HBM3"): the one
+ * whose name or alias has the most words, all of them in that name; else FM_ERR_NOT_FOUND. */
 FM_API enum fm_status fm_devices_match(struct fm_ctx *ctx, const struct fm_devices *devs,
                                        const char *gpu_name, const struct fm_device **out);
-/* Writes one device as a device JSON file that fm_devices_load accepts. */
-FM_API enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *dev,
-                                          const char *path);
-
-/* Only the built-in table (no environment, no files). */
-FM_API enum fm_status fm_devices_builtin(struct fm_ctx *ctx, struct fm_devices **out);
-/* Adds (or overrides) the devices of one JSON file / text. An entry whose "name" matches an
- * existing name or alias overrides only the fields it gives; any other entry is a new device.
- * A malformed file is FM_ERR_PARSE with a message naming the file, the entry and the field;
- * FM_ERR_UNSUPPORTED in a build without cJSON. On failure devs is left unchanged. */
+/* Adds (or overrides: only the fields an entry gives) the devices of a JSON file or text; a
+ * malformed one is FM_ERR_PARSE naming the entry and field, and devs is left unchanged. */
 FM_API enum fm_status fm_devices_add_file(struct fm_devices *devs, const char *path);
 FM_API enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, size_t len,
                                           const char *origin);
 /* Adds a copy of dev (strings copied), replacing any entry with the same name or alias. */
 FM_API enum fm_status fm_devices_add(struct fm_devices *devs, const struct fm_device *dev);
-/* Writes devices as one device JSON document (the format fm_devices_add_file reads). */
+/* Device JSON (what fm_devices_add_file reads): several devices, or one to a file. */
 FM_API enum fm_status fm_devices_write_json(FILE *f, const struct fm_device *const *devs, size_t n);
-
-
+FM_API enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_device *dev,
+                                          const char *path);
 
 /* ==== Analyses (src/analysis/): roofline and PALEO-style prediction (docs/roofline.md) ==== */
 
@@ -859,8 +728,7 @@ struct fm_predict_opts {
 };
 FM_API void fm_predict_opts_init(struct fm_predict_opts *opts);
 
-/* Per node and phase: seconds for compute and memory, and the two bounds. */
-struct fm_phase_time {
+struct fm_phase_time {             /* per node and phase: seconds and the two bounds */
     double flops, bytes;
     double peak;                   /* FLOP/s ceiling applied */
     double t_compute, t_memory;    /* with PPP */
@@ -902,8 +770,7 @@ FM_API void fm_prediction_free(struct fm_prediction *p);
 enum fm_bound { FM_BOUND_ROOFLINE = 0, FM_BOUND_PALEO, FM_BOUND_COUNT };
 FM_API const char *fm_bound_name(enum fm_bound b);   /* "roofline", "paleo" */
 
-/* Step, epoch and whole-run figures from a prediction, for both bounds. */
-struct fm_run_estimate {
+struct fm_run_estimate {             /* step, epoch and run figures, for both bounds */
     int64_t batch;                   /* per GPU */
     int gpus;                        /* 1, or the data-parallel replicas */
     int64_t global_batch;            /* batch x gpus: the samples of one step */
@@ -967,11 +834,9 @@ FM_API enum fm_status fm_svg_roofline(FILE *f, const struct fm_graph *graph,
                                       const struct fm_counts *counts, const struct fm_prediction *p,
                                       const struct fm_svg_opts *opts);
 
-/* ---- Calibration (docs/calibration.md): per op class, kind and phase,
- *     t = fixed_s + flops x s_per_flop + bytes x s_per_byte
- * fitted by non-negative least squares to timings of single layers (`flopmeter calibrate`).
- * Kinds split a class: convolutions are "dense", "pointwise", "depthwise" or "grouped"; other
- * ops their op's name ("BatchNorm"); "" is the whole class. */
+/* ---- Calibration (docs/calibration.md): t = fixed_s + flops x s_per_flop + bytes x s_per_byte
+ * per op class, kind ("depthwise", "BatchNorm"; "" the whole class) and phase, fitted to timed
+ * single layers. */
 #define FM_CALIB_KIND_MAX 16
 #define FM_CALIB_LIST_MAX 256   /* bytes of a list of left-out families, the NUL included */
 
@@ -1180,10 +1045,8 @@ enum fm_task {
 };
 FM_API const char *fm_task_name(enum fm_task task);   /* "count", "roofline", ... */
 
-/* Whether a step fits a device's memory: fm_counts_training_memory (weights, buffers, gradients,
- * optimizer state, activations kept for backward, the input; in inference the peak live
- * activations) against the device's memory size. The estimate leaves out the CUDA context,
- * library workspaces and the allocator's slack, so a step that fits by a few percent may not. */
+/* Whether a step fits a device's memory: fm_counts_training_memory against the device's size
+ * (leaving out the CUDA context, workspaces and allocator slack: a few percent may not fit). */
 struct fm_memory_check {
     bool checked;                /* false: no device, or its memory size is unknown */
     enum fm_mode mode;
@@ -1193,9 +1056,8 @@ struct fm_memory_check {
     double device_bytes;
     char device[128];
     bool fits;
-    int64_t max_batch;           /* the largest batch per GPU that fits (counted, not
-                                    extrapolated); 0: not even one sample; -1: unknown (the
-                                    model's batch could not be changed) */
+    int64_t max_batch;           /* the largest batch per GPU that fits (counted); 0: not even
+                                    one sample; -1: unknown (the batch could not be changed) */
 };
 
 struct fm_session_opts {
@@ -1203,97 +1065,78 @@ struct fm_session_opts {
     const char *model;             /* a built-in name or an .onnx file */
     struct fm_load_opts load;      /* batch, input size, classes, storage dtype, bindings */
     struct fm_count_opts count;    /* mode (train/infer) and optimizer */
-    const char *loss_on;           /* training: the output (a tensor name) the loss is added to;
-                                      NULL: the loss policy's choice, one loss per output */
-    /* The device. roofline/predict/utilization: a device-table name or alias, a name as
-     * nvidia-smi prints it, "cpu" (a short probe of this machine) or "cuda[:N]" (the GPU,
-     * probed and matched to the table by its name). measure: where to run, "cpu" or
-     * "cuda[:N]" (NULL: cpu). */
+    const char *loss_on;           /* training: the output the loss is added to (NULL: policy) */
+    /* A device-table name or alias, a GPU's own name, "cpu" (a short probe) or "cuda[:N]" (the
+     * GPU, matched to the table by its name); measure: where to run (NULL: cpu). */
     const char *device;
     const char *devices_file;      /* more devices (docs/devices.md); NULL: none */
     const char *spec;              /* measure: the table entry for the peak and the prediction */
-    enum fm_precision precision;   /* used when precision_given (measure: always); else the
-                                      storage dtype's */
+    enum fm_precision precision;   /* with precision_given (measure: always); else storage's */
     bool precision_given;
     bool torch_default;            /* PyTorch on Ampere+: TF32 convolutions, FP32 matmuls */
     struct fm_predict_opts predict;   /* PPPs and launch overhead; the session sets the rest */
     uint64_t dataset_size;         /* predict, utilization: samples per epoch (0: none) */
     double epochs;                 /* predict: epochs of the run (default 1) */
     int gpus;                      /* predict: data parallelism (default 1) */
-    const char *interconnect;      /* predict: a named link (fm_link_find); NULL: the device's */
+    const char *interconnect;      /* predict: a named link ("nvlink4"); NULL: the device's */
     double peak;                   /* > 0: FLOP/s to quote utilization against, not the rule */
     double step_s, epoch_s;        /* utilization: the measured step and/or epoch time */
-    struct fm_measure_opts run;    /* measure: warm-up, steps, threads, seed ... (the session
-                                      sets device, mode and precision) */
+    struct fm_measure_opts run;    /* measure: warm-up, steps, threads, seed ... */
     uint64_t epoch_samples;        /* measure: also time an epoch of this many samples */
-    double memory_cap;             /* measure: bytes a step may take (0: the memory this machine
-                                      has free, MemAvailable) */
+    double memory_cap;             /* measure: bytes a step may take (0: MemAvailable) */
     bool dry_run;                  /* measure: resolve and check everything, run nothing */
     fm_progress_fn progress;       /* probes and runs report here ("probe: ...", "steps: ...") */
     void *progress_user;
-    /* predict.calibration made on another device, backend, thread
-     * count or precision is refused unless this is set. */
-    bool force_calibration;
+    bool force_calibration;        /* use predict.calibration made on another device, backend,
+                                      thread count or precision (else refused) */
 };
 FM_API void fm_session_opts_init(struct fm_session_opts *opts, enum fm_task task);
 
 struct fm_session;   /* opaque: read it through the accessors below */
 
-/* Resolves and runs a task. A bad option (an unknown device, an impossible value) is
- * FM_ERR_INVALID with a message saying what to give instead; *out is NULL on failure. */
+/* A bad option (an unknown device, an impossible value) is FM_ERR_INVALID with a message
+ * saying what to give instead; *out is NULL on failure. */
 FM_API enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *opts,
                                      struct fm_session **out);
 FM_API void fm_session_free(struct fm_session *session);
 
-/* What a session resolved. Every pointer returned points into the session: valid until
- * fm_session_free, never to be freed by the caller. NULL where the task did not make it. */
+/* What a session resolved: pointers into the session (valid until fm_session_free), NULL
+ * where the task did not make it. */
 FM_API const struct fm_graph *fm_session_graph(const struct fm_session *s);   /* finalized */
 FM_API const struct fm_counts *fm_session_counts(const struct fm_session *s);
-/* The loss of a training step and where it came from (n 0 in inference). */
 FM_API const struct fm_loss_info *fm_session_loss(const struct fm_session *s);
-/* The batch the graph runs (fm_graph_batch): load.zoo.batch, or what a binding bound. */
 FM_API int64_t fm_session_batch(const struct fm_session *s);
-/* The float types the graph was counted in, and why, in words ("mixed precision ..."). */
+/* The float types the graph was counted in; returns why, in words. */
 FM_API const char *fm_session_storage(const struct fm_session *s, enum fm_dtype *activations,
                                       enum fm_dtype *parameters);
-/* A training step of a file that looks exported for inference: what its count leaves out
- * ("" when it does not). */
+/* What a count of a file exported for inference leaves out ("" when it is not one). */
 FM_API const char *fm_session_export_note(const struct fm_session *s);
-/* The device's figures (NULL: none); how it was found ("the device table", "a short probe
- * ...") and what a user should know about the name's match ("" if nothing). how and note may
- * be NULL. */
+/* The device; how it was found, and what to know about the name's match (may be NULL). */
 FM_API const struct fm_device *fm_session_device(const struct fm_session *s, const char **how,
                                                  const char **note);
-/* The probe behind the device, when one ran. */
 FM_API const struct fm_probe_result *fm_session_probe(const struct fm_session *s);
-/* Whether the step fits the device's memory (checked false without a device). */
 FM_API const struct fm_memory_check *fm_session_memory(const struct fm_session *s);
-/* The compute precision in use; torch_default (may be NULL): PyTorch's TF32 convolutions. */
+/* The compute precision; torch_default (may be NULL): PyTorch's TF32 convolutions. */
 FM_API enum fm_precision fm_session_precision(const struct fm_session *s, bool *torch_default);
-/* "torch-default" or the precision's name. */
 FM_API const char *fm_session_precision_label(const struct fm_session *session);
-/* FLOP/s utilization is quoted against (0: unknown); source (may be NULL): where it comes from. */
+/* FLOP/s utilization is quoted against (0: unknown), and where it comes from. */
 FM_API double fm_session_peak(const struct fm_session *s, const char **source);
 FM_API const struct fm_prediction *fm_session_prediction(const struct fm_session *s);
-/* predict: the run (with gpus > 1 the data-parallel one), or with one_gpu the same run on one
- * GPU. */
+/* predict: the run (with gpus > 1 the data-parallel one), or the same on one GPU. */
 FM_API const struct fm_run_estimate *fm_session_run_estimate(const struct fm_session *s,
                                                              bool one_gpu);
 /* predict with gpus > 1: the data-parallel step, and the link's name (link may be NULL). */
 FM_API const struct fm_dp_estimate *fm_session_data_parallel(const struct fm_session *s,
                                                              const char **link);
-/* utilization; measure when the peak is known. */
 FM_API const struct fm_utilization *fm_session_utilization(const struct fm_session *s);
-/* measure: what the backend can run of the graph; the timed steps (NULL in a dry run); with
- * epoch_samples, the epoch's steps, how many and their seconds (steps, seconds may be NULL). */
+/* measure: the backend's check, the timed steps (NULL in a dry run), the epoch's steps. */
 FM_API const struct fm_backend_check *fm_session_backend_check(const struct fm_session *s);
 FM_API const struct fm_measurement *fm_session_measurement(const struct fm_session *s);
 FM_API const struct fm_measurement *fm_session_epoch(const struct fm_session *s, uint64_t *steps,
                                                      double *seconds);
 
-/* Renderers of a session and of the other results, shaped like fm_report_count: a table for
- * people, CSV and JSON for programs (docs/ says what each column and key holds). Each returns
- * FM_ERR_IO when writing failed, FM_ERR_INVALID when the session lacks what it renders. */
+/* Renderers, as fm_report_count: FM_ERR_IO when writing failed,
+ * FM_ERR_INVALID when the session lacks what it renders. */
 FM_API enum fm_status fm_report_roofline(FILE *f, const struct fm_session *s,
                                          const struct fm_report_opts *opts);
 FM_API enum fm_status fm_report_predict(FILE *f, const struct fm_session *s,
@@ -1315,13 +1158,9 @@ FM_API enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx,
                                        const struct fm_report_opts *opts);
 
 /* ==== Peers (src/analysis/peers.c): what the other counters would print for a graph ==== */
-/* Each figure is the exact integer the tool returns for the model, in the tool's own unit,
- * reproduced from the graph (its nodes, attributes and shapes) and the per-node counts by per-op
- * rules taken from the tools' source (docs/counting.md, section 4). Every peer counts the
- * forward pass in evaluation mode at the graph's batch, except FlopCounterMode's backward figure
- * (forward + backward as its rules count them, the network input needing no gradient). Loss
- * nodes are left out: the peers never see a loss. tests/data/peers holds what the real tools
- * print for every built-in, and tests/test_peers.c checks these figures against them. */
+/* The exact integer each tool returns for the model, in its own unit, by its rules
+ * (docs/counting.md, section 4): the forward pass in evaluation mode at the graph's batch (and
+ * FlopCounterMode's forward + backward), without the loss. */
 
 enum fm_peer {
     FM_PEER_FVCORE = 0,        /* fvcore FlopCountAnalysis (jit trace) */
@@ -1334,35 +1173,26 @@ enum fm_peer {
     FM_PEER_TORCHVISION,       /* torchvision's published "GFLOPS": conv + linear MACs */
     FM_PEER_COUNT
 };
-/* The JSON key: "fvcore", "ptflops", "ptflops_aten", "thop", "pthflops", "flop_counter_fwd",
- * "flop_counter_bwd", "torchvision". */
-FM_API const char *fm_peer_key(enum fm_peer peer);
-/* The tool's name for people: "fvcore FlopCountAnalysis", "ptflops (pytorch backend)", ... */
-FM_API const char *fm_peer_label(enum fm_peer peer);
+FM_API const char *fm_peer_key(enum fm_peer peer);     /* the JSON key: "fvcore", "thop" ... */
+FM_API const char *fm_peer_label(enum fm_peer peer);   /* "fvcore FlopCountAnalysis" ... */
 
 struct fm_peer_figure {
     bool computable;      /* false: the tool's figure cannot be told from this graph (note) */
     uint64_t value;       /* the tool's exact figure (0 when not computable) */
     const char *unit;     /* the tool's unit: "MACs" or "FLOPs" (static) */
-    char note[320];       /* one line: what the tool leaves out or adds relative to flopmeter's
-                             forward counts, or, when not computable, why */
+    char note[320];       /* what the tool leaves out or adds, or why it is not computable */
 };
 
 struct fm_peer_figures {
     struct fm_peer_figure peer[FM_PEER_COUNT];
     int64_t batch;              /* the batch the figures are at (the graph's) */
     bool builtin;               /* the graph is a built-in architecture, node for node */
-    char published[16];         /* torchvision's published GFLOPS for the built-in at batch 1 and
-                                   its default input ("1.814"); "" otherwise */
-    char basis[256];            /* what was counted, in words (the mode, the batch, the loss
-                                   left out, how layers were read as PyTorch modules) */
+    char published[16];         /* torchvision's published GFLOPS for it ("1.814"), or "" */
+    char basis[256];            /* what was counted, in words */
 };
 
-/* Computes every peer's figure for a finalized graph and its counts (of either mode: the
- * peers read only what both modes count alike, the conv, matmul and attention MACs, and the
- * shapes). A peer that does not handle an op of the graph, or whose figure depends on how the
- * model was written in Python where the graph does not say, is not computable, with the reason
- * in its note. FM_ERR_OVERFLOW when a figure does not fit in 64 bits. */
+/* Every peer's figure for a finalized graph and its counts (of either mode); a figure that
+ * does not fit in 64 bits is FM_ERR_OVERFLOW. */
 FM_API enum fm_status fm_peers(struct fm_ctx *ctx, const struct fm_graph *graph,
                                const struct fm_counts *counts, struct fm_peer_figures *out);
 
@@ -1399,9 +1229,8 @@ FM_API enum fm_status fm_report_nsys(FILE *f, const struct fm_nsys_summary *s,
                                      const struct fm_report_opts *opts);
 
 /* A PyTorch profiler trace (export_chrome_trace, legacy or Kineto): its steps, op and class
- * times, GPU kernel time and the FLOPs the profiler recorded. */
+ * times, GPU kernel time and the FLOPs the profiler recorded; events run in one of 3 phases. */
 struct fm_trace;
-/* Where an event ran: forward, backward, the optimizer. */
 enum fm_trace_phase { FM_TRACE_FWD = 0, FM_TRACE_BWD, FM_TRACE_OPT, FM_TRACE_PHASE_COUNT };
 struct fm_trace_opts {
     const char *step_prefix;     /* annotations starting with it are the steps ("ProfilerStep#") */
@@ -1415,8 +1244,8 @@ FM_API enum fm_status fm_trace_parse(struct fm_ctx *ctx, const char *text, size_
                                      const char *origin, const struct fm_trace_opts *opts,
                                      struct fm_trace **out);
 FM_API void fm_trace_free(struct fm_trace *trace);
-/* The median step's seconds; the first forward op's first input of rank >= 2 (record_shapes):
- * its shape (rank 0: none recorded) and op ("aten::conv2d"). */
+/* The median step's seconds; the first forward op's first input of rank >= 2 (rank 0: none
+ * recorded) and that op ("aten::conv2d"). */
 FM_API double fm_trace_step_s(const struct fm_trace *trace);
 FM_API const struct fm_shape *fm_trace_input(const struct fm_trace *trace, const char **op);
 
