@@ -21,8 +21,7 @@
 extern "C" {
 #endif
 
-/* The version of this header; CMakeLists.txt reads the three numbers from here (the shared
- * library's soname follows them: docs/api.md). */
+/* This header's version; CMake reads it from here, and the soname follows it (docs/api.md). */
 #define FM_VERSION_MAJOR 0
 #define FM_VERSION_MINOR 1
 #define FM_VERSION_PATCH 0
@@ -54,8 +53,7 @@ enum fm_status {
 };
 
 FM_API const char *fm_status_to_string(enum fm_status status);
-/* The version of the library linked in ("0.1.0"), which may differ from the FM_VERSION a
- * program was compiled with. */
+/* The version of the library linked in, which may differ from the header's FM_VERSION. */
 FM_API const char *fm_version(void);
 
 /* Every allocation the library makes goes through these (realloc(ptr, 0) never; free(NULL) may). */
@@ -400,13 +398,11 @@ FM_API enum fm_status fm_graph_set_op_name(struct fm_graph *graph, fm_nid node,
 /* Marks the graph's outputs (optional: by default, tensors no node consumes). */
 FM_API enum fm_status fm_graph_mark_output(struct fm_graph *graph, fm_tid id);
 
-/* Orders the nodes, infers every shape and checks the graph (a cycle's message names a node on
- * it). Idempotent; needed before a graph is counted or run. */
+/* Orders the nodes, infers every shape, checks the graph; needed before counting or running. */
 FM_API enum fm_status fm_graph_finalize(struct fm_graph *graph);
 /* Node ids in topological order (valid after finalize; fm_graph_node_count() entries). */
 FM_API const fm_nid *fm_graph_topo_order(const struct fm_graph *graph);
-/* Whether the loss's gradient with respect to the tensor is needed in training (trainable
- * parameters and what is computed from them). After finalize. */
+/* Whether training needs the loss's gradient with respect to the tensor (after finalize). */
 FM_API bool fm_graph_needs_grad(const struct fm_graph *graph, fm_tid id);
 
 FM_API const char *fm_op_name(enum fm_op op);
@@ -557,8 +553,7 @@ struct fm_load_opts {
     size_t n_values;
 };
 FM_API void fm_load_opts_init(struct fm_load_opts *opts);
-/* A path ending in .onnx (or an existing file) goes to the ONNX frontend, anything else to the
- * built-in table. The graph is finalized. */
+/* A path ending in .onnx (or an existing file) is read as ONNX, else a built-in is built. */
 FM_API enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model,
                                     const struct fm_load_opts *opts, struct fm_graph **out);
 /* The ONNX frontend (FM_ERR_UNSUPPORTED in a build without protobuf-c). */
@@ -880,8 +875,7 @@ struct fm_calibration_info {
     const double *evict_frac;      /* warm (0) to cold (1); n_evict 0: none */
 };
 FM_API void fm_calibration_info(const struct fm_calibration *c, struct fm_calibration_info *out);
-/* Save refuses (FM_ERR_INVALID) what load would refuse; a malformed file is FM_ERR_PARSE
- * naming the line and the field. */
+/* Save refuses (FM_ERR_INVALID) what load would; load's errors name the line and field. */
 FM_API enum fm_status fm_calibration_save(struct fm_ctx *ctx, const struct fm_calibration *c,
                                           const char *path);
 FM_API enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
@@ -1100,8 +1094,7 @@ FM_API enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session
                                      struct fm_session **out);
 FM_API void fm_session_free(struct fm_session *session);
 
-/* What a session resolved: pointers into the session (valid until fm_session_free), NULL
- * where the task did not make it. */
+/* Pointers into the session (valid until fm_session_free); NULL where the task made none. */
 FM_API const struct fm_graph *fm_session_graph(const struct fm_session *s);   /* finalized */
 FM_API const struct fm_counts *fm_session_counts(const struct fm_session *s);
 FM_API const struct fm_loss_info *fm_session_loss(const struct fm_session *s);
@@ -1135,8 +1128,7 @@ FM_API const struct fm_measurement *fm_session_measurement(const struct fm_sessi
 FM_API const struct fm_measurement *fm_session_epoch(const struct fm_session *s, uint64_t *steps,
                                                      double *seconds);
 
-/* Renderers, as fm_report_count: FM_ERR_IO when writing failed,
- * FM_ERR_INVALID when the session lacks what it renders. */
+/* As fm_report_count; FM_ERR_INVALID when the session lacks what the renderer shows. */
 FM_API enum fm_status fm_report_roofline(FILE *f, const struct fm_session *s,
                                          const struct fm_report_opts *opts);
 FM_API enum fm_status fm_report_predict(FILE *f, const struct fm_session *s,
@@ -1208,8 +1200,7 @@ FM_API enum fm_status fm_ncu_read_file(struct fm_ctx *ctx, const char *path,
 FM_API enum fm_status fm_ncu_read_buffer(struct fm_ctx *ctx, const char *data, size_t len,
                                          const char *name, struct fm_ncu_profile **out);
 FM_API void fm_ncu_profile_free(struct fm_ncu_profile *p);
-/* By the NVTX ranges flopmeter's CUDA backend pushes ("<layer> fwd" ...); without them only
- * the whole step is compared. */
+/* By the NVTX ranges of flopmeter's CUDA backend; without them, only the whole step. */
 FM_API enum fm_status fm_ncu_match(struct fm_ctx *ctx, const struct fm_ncu_profile *p,
                                    const struct fm_graph *graph, const struct fm_counts *counts,
                                    struct fm_ncu_match **out);
@@ -1244,8 +1235,7 @@ FM_API enum fm_status fm_trace_parse(struct fm_ctx *ctx, const char *text, size_
                                      const char *origin, const struct fm_trace_opts *opts,
                                      struct fm_trace **out);
 FM_API void fm_trace_free(struct fm_trace *trace);
-/* The median step's seconds; the first forward op's first input of rank >= 2 (rank 0: none
- * recorded) and that op ("aten::conv2d"). */
+/* The median step's seconds; the first forward op's first input of rank >= 2, and that op. */
 FM_API double fm_trace_step_s(const struct fm_trace *trace);
 FM_API const struct fm_shape *fm_trace_input(const struct fm_trace *trace, const char **op);
 
