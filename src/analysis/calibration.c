@@ -8,6 +8,7 @@
  * build without cJSON can fit and write calibrations but not read them. */
 #include "../core/internal.h"
 #include "../core/jsonw.h"
+#include "../ops/ops.h"
 #include "analysis.h"
 
 #include <errno.h>
@@ -27,19 +28,17 @@
 
 /* ---- kinds ---- */
 
-/* The kinds of convolutions fm_calib_kind gives; every other op's kind is its display name
- * ("BatchNorm", "LayerNorm", "GELU"), and "" is the whole class. */
-enum { KIND_DENSE, KIND_POINTWISE, KIND_DEPTHWISE, KIND_GROUPED };
-static const char *const kinds[] = {[KIND_DENSE] = "dense", [KIND_POINTWISE] = "pointwise",
-                                    [KIND_DEPTHWISE] = "depthwise", [KIND_GROUPED] = "grouped"};
+/* fm_op_kind (src/ops) says what kind of op a node is: a convolution's one of
+ * enum fm_conv_kind, every other op its display name ("BatchNorm", "LayerNorm", "GELU"), and ""
+ * is the whole class. */
 static const char known_kinds[] =
     "\"\", dense, pointwise, depthwise, grouped or an op's name: letters, digits and _";
 
 /* One of the convolutions' kinds. */
 static bool conv_kind(const char *kind)
 {
-    for (size_t i = 0; i < FM_COUNT_OF(kinds); i++) {
-        if (strcmp(kind, kinds[i]) == 0)
+    for (int i = 0; i < FM_CONV_KIND_COUNT; i++) {
+        if (strcmp(kind, fm_conv_kind_name((enum fm_conv_kind)i)) == 0)
             return true;
     }
     return false;
@@ -58,80 +57,13 @@ static bool kind_valid(const char *kind)
     return true;
 }
 
-/* Elements of t, or -1 when its shape is not known. */
-static double elements(const struct fm_tensor *t)
-{
-    if (!t || !t->shape_known)
-        return -1;
-    double e = 1;
-    for (int d = 0; d < t->shape.rank; d++)
-        e *= (double)t->shape.dims[d];
-    return e;
-}
-
-/* Whether binary elementwise node n has an operand smaller than its output that takes a
- * gradient in training (an activation, or a trainable parameter): its backward reduces. */
-static bool reduces_broadcast(const struct fm_graph *g, const struct fm_node *n)
-{
-    if ((n->op != FM_OP_ADD && n->op != FM_OP_SUB && n->op != FM_OP_MUL && n->op != FM_OP_DIV) ||
-        n->n_in != 2 || n->n_out < 1)
-        return false;
-    double out = elements(fm_graph_tensor(g, n->out[0]));
-    for (int i = 0; i < 2; i++) {
-        const struct fm_tensor *t = fm_graph_tensor(g, n->in[i]);
-        double e = elements(t);
-        bool grad = t && (t->producer != FM_NONE || (t->role == FM_ROLE_PARAM && t->trainable));
-        if (grad && e >= 0 && out >= 0 && e < out)
-            return true;
-    }
-    return false;
-}
-
+/* The op's own fit where the sweep timed it, the class's where it did not; a kind a file could
+ * not hold is the whole class. */
 void fm_calib_kind(const struct fm_graph *graph, fm_nid node, char kind[FM_CALIB_KIND_MAX])
 {
-    kind[0] = '\0';
-    const struct fm_node *n = graph ? fm_graph_node(graph, node) : NULL;
-    if (!n)
-        return;
-    if (n->op != FM_OP_CONV && n->op != FM_OP_CONV_TRANSPOSE) {
-        /* the op's own fit where the sweep timed it (BatchNorm and LayerNorm, ReLU and GELU
-         * cost differently per byte); the class's where it did not. A binary op whose
-         * broadcast operand takes a gradient (a bias, a per-channel scale, a squeeze-excitation
-         * gate) reduces that gradient over the broadcast dims: a kind of its own, 2-4 times
-         * dearer per byte than the same op on two whole tensors (GELU's and SiLU's products) */
-        const char *name = n->op == FM_OP_UNKNOWN ? "" : fm_op_name(n->op);
-        snprintf(kind, FM_CALIB_KIND_MAX, "%s%s", name ? name : "",
-                 reduces_broadcast(graph, n) ? "_bcast" : "");
-        if (!kind_valid(kind))
-            kind[0] = '\0';
-        return;
-    }
-    const struct fm_tensor *x = n->n_in > 0 ? fm_graph_tensor(graph, n->in[0]) : NULL;
-    const struct fm_tensor *w = n->n_in > 1 ? fm_graph_tensor(graph, n->in[1]) : NULL;
-    bool w_known = w && w->shape_known && w->shape.rank >= 3;
-    int64_t groups = n->attrs.groups;
-    /* input channels: the input's, else what the weight implies (conv: (Cout, Cin/g, ...),
-     * transposed: (Cin, Cout/g, ...)) */
-    int64_t cin = -1;
-    if (x && x->shape_known && x->shape.rank >= 2)
-        cin = x->shape.dims[1];
-    else if (w_known)
-        cin = n->op == FM_OP_CONV ? w->shape.dims[1] * groups : w->shape.dims[0];
-    if (groups > 1) {
-        int k = groups == cin ? KIND_DEPTHWISE : KIND_GROUPED;
-        snprintf(kind, FM_CALIB_KIND_MAX, "%s", kinds[k]);
-        return;
-    }
-    /* the window: the weight's trailing dims (what the shape rule uses), else the attribute */
-    bool one_by_one = true;
-    if (w_known) {
-        for (int d = 2; d < w->shape.rank; d++)
-            one_by_one = one_by_one && w->shape.dims[d] == 1;
-    } else {
-        one_by_one = n->attrs.kernel[0] == 1 && n->attrs.kernel[1] == 1 &&
-                     n->attrs.kernel_d == 1;
-    }
-    snprintf(kind, FM_CALIB_KIND_MAX, "%s", kinds[one_by_one ? KIND_POINTWISE : KIND_DENSE]);
+    fm_op_kind(graph, node, kind, FM_CALIB_KIND_MAX);
+    if (!kind_valid(kind))
+        kind[0] = '\0';
 }
 
 /* ---- the fit ---- */
