@@ -1,9 +1,10 @@
 /* The calibration's files (docs/calibration.md): the calibration file, JSON written with the
  * streaming writer (17 significant digits, so a file read back gives identical doubles) and read
- * with cJSON with every field checked, a message naming the file, the line and the field; and
- * the samples CSV of `flopmeter calibrate --samples`, read back to refit without timing again.
+ * with the JSON reader of src/core/json_read.h, every field checked, a message naming the file,
+ * the line:column, the entry and the field; and the samples CSV of `flopmeter calibrate --samples`, read back to refit without timing again.
  * A build without cJSON can write calibrations but not read them. The fit is calib_model.c's. */
 #include "../core/internal.h"
+#include "../core/json_read.h"
 #include "../core/jsonw.h"
 #include "analysis.h"
 #include "calib_common.h"
@@ -11,7 +12,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,197 +200,9 @@ static bool precision_parse_exact(const char *s, enum fm_precision *out)
     return false;
 }
 
-/* Where a field is in the text. cJSON keeps no positions, but the text has parsed as JSON, so a
- * scanner that skips strings and counts brackets walks it safely: enough to name the line of a
- * field the checks refuse. */
-static const char *skip_ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-        p++;
-    return p;
-}
-
-static const char *skip_string(const char *p, const char *end)
-{
-    for (p++; p < end && *p != '"'; p++) {
-        if (*p == '\\')
-            p++;
-    }
-    return p < end ? p + 1 : end;
-}
-
-static const char *skip_value(const char *p, const char *end)
-{
-    p = skip_ws(p, end);
-    if (p < end && *p == '"')
-        return skip_string(p, end);
-    if (p < end && (*p == '{' || *p == '[')) {
-        int depth = 0;
-        while (p < end) {
-            if (*p == '"') {
-                p = skip_string(p, end);
-                continue;
-            }
-            if (*p == '{' || *p == '[')
-                depth++;
-            else if ((*p == '}' || *p == ']') && --depth == 0)
-                return p + 1;
-            p++;
-        }
-        return end;
-    }
-    while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' &&
-           *p != '\n' && *p != '\r')
-        p++;
-    return p;
-}
-
-/* In the object at p, where member key starts (its quote); NULL when absent. */
-static const char *find_member(const char *p, const char *end, const char *key)
-{
-    p = skip_ws(p, end);
-    if (p >= end || *p != '{')
-        return NULL;
-    size_t klen = strlen(key);
-    for (p++;;) {
-        p = skip_ws(p, end);
-        if (p >= end || *p != '"')
-            return NULL;
-        const char *at = p, *after = skip_string(p, end);
-        p = skip_ws(after, end);
-        if (p >= end || *p != ':')
-            return NULL;
-        if ((size_t)(after - at) == klen + 2 && memcmp(at + 1, key, klen) == 0)
-            return at;
-        p = skip_ws(skip_value(p + 1, end), end);
-        if (p >= end || *p != ',')
-            return NULL;
-        p++;
-    }
-}
-
-/* The value of member key of the object at p; NULL when absent. */
-static const char *member_value(const char *p, const char *end, const char *key)
-{
-    const char *at = find_member(p, end, key);
-    if (!at)
-        return NULL;
-    p = skip_ws(skip_string(at, end), end);
-    return skip_ws(p + 1, end);
-}
-
-/* Element index of the array at p; NULL when absent. */
-static const char *find_element(const char *p, const char *end, size_t index)
-{
-    p = skip_ws(p, end);
-    if (p >= end || *p != '[')
-        return NULL;
-    for (size_t i = 0;; i++) {
-        p = skip_ws(p + 1, end);   /* past the '[' or the ',' */
-        if (p >= end || *p == ']')
-            return NULL;
-        if (i == index)
-            return p;
-        p = skip_ws(skip_value(p, end), end);
-        if (p >= end || *p != ',')
-            return NULL;
-    }
-}
-
-static int line_at(const char *text, const char *p)
-{
-    int line = 1;
-    for (const char *q = text; q < p; q++)
-        line += *q == '\n';
-    return line;
-}
-
-/* Where a parse is, for messages. */
-struct where {
-    struct fm_ctx *ctx;
-    const char *path;
-    const char *text, *end, *root;   /* root: the top-level object in text */
-    long entry;                      /* -1: the header */
-};
-
-/* FM_ERR_PARSE naming the file, the line of field (of the entry or the header; the object's
- * own line when field is NULL or absent) and the entry. */
-static enum fm_status bad(const struct where *w, const char *field, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static enum fm_status bad(const struct where *w, const char *field, const char *fmt, ...)
-{
-    char what[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    const char *obj = w->root;
-    if (w->entry >= 0) {
-        const char *list = member_value(w->root, w->end, "entries");
-        const char *e = list ? find_element(list, w->end, (size_t)w->entry) : NULL;
-        obj = e ? e : list ? list : w->root;
-    }
-    const char *at = field ? find_member(obj, w->end, field) : NULL;
-    int line = line_at(w->text, at ? at : obj);
-    if (w->entry >= 0)
-        return fm_error(w->ctx, FM_ERR_PARSE, "%s, line %d: entries[%ld]: %s", w->path, line,
-                        w->entry, what);
-    return fm_error(w->ctx, FM_ERR_PARSE, "%s, line %d: %s", w->path, line, what);
-}
-
-
-/* A string field into buf (size bytes with the NUL); empty refused unless allow_empty. */
-static enum fm_status get_string(const struct where *w, const cJSON *v, char *buf, size_t size,
-                                 bool allow_empty)
-{
-    if (!cJSON_IsString(v))
-        return bad(w, v->string, "field \"%s\" must be a string, got %s", v->string,
-                   fm_json_type_name(v));
-    size_t len = strlen(v->valuestring);
-    if (len >= size)
-        return bad(w, v->string, "field \"%s\" is %zu characters long; at most %zu fit",
-                   v->string, len, size - 1);
-    if (!len && !allow_empty)
-        return bad(w, v->string, "field \"%s\" must not be empty", v->string);
-    memcpy(buf, v->valuestring, len + 1);
-    return FM_OK;
-}
-
-/* A finite number >= 0. */
-static enum fm_status get_number(const struct where *w, const cJSON *v, const char *unit,
-                                 double *out)
-{
-    if (!cJSON_IsNumber(v))
-        return bad(w, v->string, "field \"%s\" must be a number (%s), got %s", v->string, unit,
-                   fm_json_type_name(v));
-    if (!isfinite(v->valuedouble) || v->valuedouble < 0)
-        return bad(w, v->string, "field \"%s\" must be >= 0 (%s), got %g%s", v->string, unit,
-                   v->valuedouble,
-                   v->valuedouble < 0 && w->entry >= 0
-                       ? ": a fitted time never falls with more work (recalibrate, or fix the "
-                         "hand edit)"
-                       : "");
-    *out = v->valuedouble;
-    return FM_OK;
-}
-
-/* A whole number in [0, INT_MAX]. */
-static enum fm_status get_count(const struct where *w, const cJSON *v, const char *unit, int *out)
-{
-    if (!cJSON_IsNumber(v))
-        return bad(w, v->string, "field \"%s\" must be a whole number >= 0 (%s), got %s",
-                   v->string, unit, fm_json_type_name(v));
-    if (!(v->valuedouble >= 0) || v->valuedouble > INT_MAX ||
-        v->valuedouble != floor(v->valuedouble))
-        return bad(w, v->string, "field \"%s\" must be a whole number >= 0 (%s), got %g",
-                   v->string, unit, v->valuedouble);
-    *out = (int)v->valuedouble;
-    return FM_OK;
-}
+/* What a negative coefficient of an entry means, added to its refusal. */
+static const char entry_below_zero[] =
+    ": a fitted time never falls with more work (recalibrate, or fix the hand edit)";
 
 static const char known_header[] =
     "format, version, flopmeter, model, comment, device, backend, threads, precision, date, "
@@ -398,10 +210,10 @@ static const char known_header[] =
 static const char known_entry[] =
     "class, kind, phase, cache, fixed_s, s_per_flop, s_per_byte, points, rel_rms, comment";
 
-static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_calib_entry *e)
+static enum fm_status read_entry(struct fm_json_doc *w, const cJSON *obj, struct fm_calib_entry *e)
 {
     if (!cJSON_IsObject(obj))
-        return bad(w, NULL, "expected an entry object {\"class\": ..., \"phase\": ..., ...}, "
+        return fm_json_fail(w, obj, "expected an entry object {\"class\": ..., \"phase\": ..., ...}, "
                             "got %s",
                    fm_json_type_name(obj));
     enum { F_CLASS = 1, F_PHASE = 2, F_FIXED = 4, F_FLOP = 8, F_BYTE = 16 };
@@ -410,10 +222,10 @@ static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_ca
     for (const cJSON *v = obj->child; v && !st; v = v->next) {
         const char *k = v->string;
         if (cJSON_GetObjectItemCaseSensitive(obj, k) != v)
-            return bad(w, k, "field \"%s\" appears twice", k);
+            return fm_json_fail(w, v, "field \"%s\" appears twice", k);
         if (strcmp(k, "class") == 0) {
             if (!cJSON_IsString(v) || !fm_calib_class_parse(v->valuestring, &e->cls))
-                return bad(w, k, "field \"class\" must be one of conv, matmul, norm, "
+                return fm_json_fail(w, v, "field \"class\" must be one of conv, matmul, norm, "
                                  "activation, pool, elementwise, reduction, data_movement, "
                                  "embedding, attention, loss, other; got %s%s%s",
                            cJSON_IsString(v) ? "\"" : fm_json_type_name(v),
@@ -421,43 +233,43 @@ static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_ca
                            cJSON_IsString(v) ? "\"" : "");
             seen |= F_CLASS;
         } else if (strcmp(k, "kind") == 0) {
-            st = get_string(w, v, e->kind, sizeof(e->kind), true);
+            st = fm_json_string_to(w, v, true, e->kind, sizeof(e->kind));
             if (!st && !fm_calib_kind_valid(e->kind))
-                return bad(w, k, "field \"kind\": unknown kind \"%s\" (expected %s)", e->kind,
+                return fm_json_fail(w, v, "field \"kind\": unknown kind \"%s\" (expected %s)", e->kind,
                            fm_calib_known_kinds);
         } else if (strcmp(k, "phase") == 0) {
             if (!cJSON_IsString(v) || !fm_calib_phase_parse(v->valuestring, &e->phase))
-                return bad(w, k, "field \"phase\" must be one of fwd, bwd_data, bwd_weight, "
+                return fm_json_fail(w, v, "field \"phase\" must be one of fwd, bwd_data, bwd_weight, "
                                  "optimizer; got %s%s%s",
                            cJSON_IsString(v) ? "\"" : fm_json_type_name(v),
                            cJSON_IsString(v) ? v->valuestring : "",
                            cJSON_IsString(v) ? "\"" : "");
             seen |= F_PHASE;
         } else if (strcmp(k, "fixed_s") == 0) {
-            st = get_number(w, v, "seconds per kernel", &e->fixed_s);
+            st = fm_json_number(w, v, "seconds per kernel", entry_below_zero, &e->fixed_s);
             seen |= F_FIXED;
         } else if (strcmp(k, "s_per_flop") == 0) {
-            st = get_number(w, v, "seconds per FLOP", &e->s_per_flop);
+            st = fm_json_number(w, v, "seconds per FLOP", entry_below_zero, &e->s_per_flop);
             seen |= F_FLOP;
         } else if (strcmp(k, "s_per_byte") == 0) {
-            st = get_number(w, v, "seconds per byte", &e->s_per_byte);
+            st = fm_json_number(w, v, "seconds per byte", entry_below_zero, &e->s_per_byte);
             seen |= F_BYTE;
         } else if (strcmp(k, "cache") == 0) {
             if (!cJSON_IsString(v) ||
                 (strcmp(v->valuestring, "warm") != 0 && strcmp(v->valuestring, "cold") != 0))
-                return bad(w, k, "field \"cache\" must be \"warm\" or \"cold\"; got %s%s%s",
+                return fm_json_fail(w, v, "field \"cache\" must be \"warm\" or \"cold\"; got %s%s%s",
                            cJSON_IsString(v) ? "\"" : fm_json_type_name(v),
                            cJSON_IsString(v) ? v->valuestring : "",
                            cJSON_IsString(v) ? "\"" : "");
             e->cold = strcmp(v->valuestring, "cold") == 0;
         } else if (strcmp(k, "points") == 0) {
-            st = get_count(w, v, "samples fitted", &e->points);
+            st = fm_json_count(w, v, "samples fitted", &e->points);
         } else if (strcmp(k, "rel_rms") == 0) {
-            st = get_number(w, v, "relative RMS error of the fit", &e->rel_rms);
+            st = fm_json_number(w, v, "relative RMS error of the fit", entry_below_zero, &e->rel_rms);
         } else if (strcmp(k, "comment") == 0) {
             continue;
         } else {
-            return bad(w, k, "unknown field \"%s\" (known fields of an entry: %s)", k,
+            return fm_json_fail(w, v, "unknown field \"%s\" (known fields of an entry: %s)", k,
                        known_entry);
         }
     }
@@ -470,18 +282,18 @@ static enum fm_status read_entry(struct where *w, const cJSON *obj, struct fm_ca
                     {F_FLOP, "s_per_flop"}, {F_BYTE, "s_per_byte"}};
     for (size_t i = 0; i < FM_COUNT_OF(required); i++) {
         if (!(seen & required[i].bit))
-            return bad(w, NULL, "missing field \"%s\"", required[i].name);
+            return fm_json_fail(w, obj, "missing field \"%s\"", required[i].name);
     }
     return FM_OK;
 }
 
 /* "eviction": [{"bytes": B, "fraction": F}, ...], bytes increasing, fractions in [0, 1] and
  * not decreasing. */
-static enum fm_status read_eviction(struct where *w, const cJSON *v, struct fm_calibration *c)
+static enum fm_status read_eviction(struct fm_json_doc *w, const cJSON *v, struct fm_calibration *c)
 {
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 ||
         cJSON_GetArraySize(v) > FM_CALIB_EVICT_MAX)
-        return bad(w, "eviction", "field \"eviction\" must be an array of 1 to %d "
+        return fm_json_fail(w, v, "field \"eviction\" must be an array of 1 to %d "
                                   "{\"bytes\": ..., \"fraction\": ...} objects",
                    FM_CALIB_EVICT_MAX);
     size_t i = 0;
@@ -490,19 +302,19 @@ static enum fm_status read_eviction(struct where *w, const cJSON *v, struct fm_c
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(p, "fraction");
         if (!cJSON_IsObject(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(b) ||
             !cJSON_IsNumber(f))
-            return bad(w, "eviction", "eviction[%zu] must be {\"bytes\": number, "
+            return fm_json_fail(w, v, "eviction[%zu] must be {\"bytes\": number, "
                                       "\"fraction\": number}",
                        i);
         c->evict_bytes[i] = b->valuedouble;
         c->evict_frac[i] = f->valuedouble;
         if (!(b->valuedouble >= 0) || !isfinite(b->valuedouble) ||
             (i && !(b->valuedouble > c->evict_bytes[i - 1])))
-            return bad(w, "eviction", "eviction[%zu]: bytes %g must be >= 0 and above the "
+            return fm_json_fail(w, v, "eviction[%zu]: bytes %g must be >= 0 and above the "
                                       "point before",
                        i, b->valuedouble);
         if (!(f->valuedouble >= 0 && f->valuedouble <= 1) ||
             (i && f->valuedouble < c->evict_frac[i - 1]))
-            return bad(w, "eviction", "eviction[%zu]: fraction %g must lie in [0, 1] and not "
+            return fm_json_fail(w, v, "eviction[%zu]: fraction %g must lie in [0, 1] and not "
                                       "fall below the point before",
                        i, f->valuedouble);
     }
@@ -510,7 +322,7 @@ static enum fm_status read_eviction(struct where *w, const cJSON *v, struct fm_c
     return FM_OK;
 }
 
-static enum fm_status read_header(struct where *w, const cJSON *root, struct fm_calibration *c,
+static enum fm_status read_header(struct fm_json_doc *w, const cJSON *root, struct fm_calibration *c,
                                   const cJSON **entries)
 {
     enum { H_DEVICE = 1, H_BACKEND = 2, H_THREADS = 4, H_PRECISION = 8, H_ENTRIES = 16 };
@@ -519,51 +331,51 @@ static enum fm_status read_header(struct where *w, const cJSON *root, struct fm_
     for (const cJSON *v = root->child; v && !st; v = v->next) {
         const char *k = v->string;
         if (cJSON_GetObjectItemCaseSensitive(root, k) != v)
-            return bad(w, k, "field \"%s\" appears twice", k);
+            return fm_json_fail(w, v, "field \"%s\" appears twice", k);
         if (strcmp(k, "format") == 0 || strcmp(k, "version") == 0) {
             continue;   /* checked first, by the caller */
         } else if (strcmp(k, "flopmeter") == 0 || strcmp(k, "model") == 0 ||
                    strcmp(k, "comment") == 0) {
             continue;   /* informative */
         } else if (strcmp(k, "device") == 0) {
-            st = get_string(w, v, c->device, sizeof(c->device), false);
+            st = fm_json_string_to(w, v, false, c->device, sizeof(c->device));
             seen |= H_DEVICE;
         } else if (strcmp(k, "backend") == 0) {
-            st = get_string(w, v, c->backend, sizeof(c->backend), false);
+            st = fm_json_string_to(w, v, false, c->backend, sizeof(c->backend));
             seen |= H_BACKEND;
         } else if (strcmp(k, "threads") == 0) {
-            st = get_count(w, v, "CPU threads; 0 on a GPU", &c->threads);
+            st = fm_json_count(w, v, "CPU threads; 0 on a GPU", &c->threads);
             seen |= H_THREADS;
         } else if (strcmp(k, "precision") == 0) {
             if (!cJSON_IsString(v) || !precision_parse_exact(v->valuestring, &c->precision))
-                return bad(w, k, "field \"precision\" must be one of fp64, fp32, tf32, fp16, "
+                return fm_json_fail(w, v, "field \"precision\" must be one of fp64, fp32, tf32, fp16, "
                                  "bf16, fp8, int8; got %s%s%s",
                            cJSON_IsString(v) ? "\"" : fm_json_type_name(v),
                            cJSON_IsString(v) ? v->valuestring : "",
                            cJSON_IsString(v) ? "\"" : "");
             seen |= H_PRECISION;
         } else if (strcmp(k, "date") == 0) {
-            st = get_string(w, v, c->date, sizeof(c->date), true);
+            st = fm_json_string_to(w, v, true, c->date, sizeof(c->date));
         } else if (strcmp(k, "rounds") == 0) {
-            st = get_count(w, v, "rounds of the sweep", &c->rounds);
+            st = fm_json_count(w, v, "rounds of the sweep", &c->rounds);
         } else if (strcmp(k, "left_out") == 0) {
-            st = get_string(w, v, c->left_out, sizeof(c->left_out), true);
+            st = fm_json_string_to(w, v, true, c->left_out, sizeof(c->left_out));
         } else if (strcmp(k, "peak_flops") == 0) {
-            st = get_number(w, v, "FLOP/s", &c->peak);
+            st = fm_json_number(w, v, "FLOP/s", NULL, &c->peak);
         } else if (strcmp(k, "bandwidth_bytes_per_s") == 0) {
-            st = get_number(w, v, "bytes/s", &c->bandwidth);
+            st = fm_json_number(w, v, "bytes/s", NULL, &c->bandwidth);
         } else if (strcmp(k, "step_overhead_s") == 0) {
-            st = get_number(w, v, "seconds per training step", &c->step_overhead_s);
+            st = fm_json_number(w, v, "seconds per training step", NULL, &c->step_overhead_s);
         } else if (strcmp(k, "eviction") == 0) {
             st = read_eviction(w, v, c);
         } else if (strcmp(k, "entries") == 0) {
             if (!cJSON_IsArray(v))
-                return bad(w, k, "field \"entries\" must be an array of entry objects, got %s",
+                return fm_json_fail(w, v, "field \"entries\" must be an array of entry objects, got %s",
                            fm_json_type_name(v));
             *entries = v;
             seen |= H_ENTRIES;
         } else {
-            return bad(w, k, "unknown field \"%s\" (known fields: %s)", k, known_header);
+            return fm_json_fail(w, v, "unknown field \"%s\" (known fields: %s)", k, known_header);
         }
     }
     if (st)
@@ -578,35 +390,35 @@ static enum fm_status read_header(struct where *w, const cJSON *root, struct fm_
                     {H_ENTRIES, "entries"}};
     for (size_t i = 0; i < FM_COUNT_OF(required); i++) {
         if (!(seen & required[i].bit))
-            return bad(w, NULL, "missing field \"%s\"", required[i].name);
+            return fm_json_fail(w, root, "missing field \"%s\"", required[i].name);
     }
     return FM_OK;
 }
 
 /* "format" and "version": a file that is not a calibration, or one a newer flopmeter wrote, is
  * refused before any other field is read. */
-static enum fm_status read_format(struct where *w, const cJSON *root)
+static enum fm_status read_format(struct fm_json_doc *w, const cJSON *root)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
     if (!f)
-        return bad(w, NULL, "not a flopmeter calibration file (no field \"format\": \"%s\"; "
+        return fm_json_fail(w, root, "not a flopmeter calibration file (no field \"format\": \"%s\"; "
                             "`flopmeter calibrate` writes one)",
                    CALIB_FORMAT);
     if (!cJSON_IsString(f) || strcmp(f->valuestring, CALIB_FORMAT) != 0)
-        return bad(w, "format", "not a flopmeter calibration file (field \"format\" is %s%s%s, "
+        return fm_json_fail(w, f, "not a flopmeter calibration file (field \"format\" is %s%s%s, "
                                 "expected \"%s\")",
                    cJSON_IsString(f) ? "\"" : fm_json_type_name(f),
                    cJSON_IsString(f) ? f->valuestring : "", cJSON_IsString(f) ? "\"" : "",
                    CALIB_FORMAT);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "version");
     if (!v)
-        return bad(w, NULL, "missing field \"version\" (this flopmeter writes version %d)",
+        return fm_json_fail(w, root, "missing field \"version\" (this flopmeter writes version %d)",
                    FM_CALIB_VERSION);
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1)
-        return bad(w, "version", "field \"version\" must be a whole number >= 1, got %s",
+        return fm_json_fail(w, v, "field \"version\" must be a whole number >= 1, got %s",
                    cJSON_IsNumber(v) ? "a fraction or a number below 1" : fm_json_type_name(v));
     if (v->valuedouble > FM_CALIB_VERSION)
-        return bad(w, "version", "calibration format version %.0f is newer than this flopmeter "
+        return fm_json_fail(w, v, "calibration format version %.0f is newer than this flopmeter "
                                  "reads (version %d): update flopmeter, or recalibrate with "
                                  "this one",
                    v->valuedouble, FM_CALIB_VERSION);
@@ -624,33 +436,18 @@ enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
     if (st)
         return st;
     struct fm_calibration *c = NULL;
-    const char *end = NULL;
-    /* length len + 1: the terminating NUL is in the buffer, so that text after the document
-     * (a second object, a stray brace) is an error, not silently ignored */
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, true);
-    if (!root) {
-        /* cJSON stops where the text stops being JSON: name the line */
-        const char *at = end;
-        if (!at) {
-            const char *ep = cJSON_GetErrorPtr();
-            at = ep && ep >= text && ep <= text + len ? ep : text;
-        }
-        if (at < text || at > text + len)
-            at = text + len;
-        st = fm_error(ctx, FM_ERR_PARSE,
-                      "%s, line %d: not valid JSON (the error is on or before this line; a "
-                      "truncated file ends early); a calibration file is {\"format\": \"%s\", "
-                      "..., \"entries\": [...]}, see docs/calibration.md",
-                      path, line_at(text, at), CALIB_FORMAT);
+    struct fm_json_doc w;
+    st = fm_json_parse(ctx, path, text, len, true,
+                       "a calibration file is {\"format\": \"" CALIB_FORMAT "\", ..., "
+                       "\"entries\": [...]}, see docs/calibration.md",
+                       &w);
+    if (st)
         goto out;
-    }
-    const char *start = text;
-    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
-        start += 3;   /* cJSON skips a UTF-8 byte-order mark */
-    struct where w = {ctx, path, text, text + len, skip_ws(start, text + len), -1};
+    const cJSON *root = w.root;
     if (!cJSON_IsObject(root)) {
-        st = bad(&w, NULL, "not a flopmeter calibration file (expected an object, got %s)",
-                 fm_json_type_name(root));
+        st = fm_json_fail(&w, root, "not a flopmeter calibration file (expected an object, got "
+                                    "%s)",
+                          fm_json_type_name(root));
         goto out;
     }
     if ((st = read_format(&w, root)))
@@ -666,23 +463,25 @@ enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
     if ((st = read_header(&w, root, c, &entries)))
         goto out;
     if (!n) {
-        st = bad(&w, "entries", "field \"entries\" is empty: a calibration without entries "
-                                "calibrates nothing");
+        st = fm_json_fail(&w, entries, "field \"entries\" is empty: a calibration without "
+                                       "entries calibrates nothing");
         goto out;
     }
+    char where[48];
+    w.where = where;
     size_t i = 0;
     for (const cJSON *e = entries->child; e && i < n; e = e->next, i++) {
-        w.entry = (long)i;
+        snprintf(where, sizeof(where), "entries[%zu]", i);
         if ((st = read_entry(&w, e, &c->entries[i])))
             goto out;
         for (size_t j = 0; j < i; j++) {
             const struct fm_calib_entry *a = &c->entries[j], *b = &c->entries[i];
             if (fm_calib_key_cmp(a->cls, a->kind, a->phase, a->cold, b->cls, b->kind, b->phase,
-                        b->cold) == 0) {
-                st = bad(&w, NULL, "repeats entries[%zu] (%s \"%s\" %s%s): one entry per "
-                                   "class, kind, phase and cache",
-                         j, fm_class_name(b->cls), b->kind, fm_phase_name(b->phase),
-                         b->cold ? " cold" : "");
+                                 b->cold) == 0) {
+                st = fm_json_fail(&w, e, "repeats entries[%zu] (%s \"%s\" %s%s): one entry per "
+                                         "class, kind, phase and cache",
+                                  j, fm_class_name(b->cls), b->kind, fm_phase_name(b->phase),
+                                  b->cold ? " cold" : "");
                 goto out;
             }
         }
@@ -692,7 +491,7 @@ enum fm_status fm_calibration_load(struct fm_ctx *ctx, const char *path,
     c = NULL;
 out:
     fm_calibration_free(c);
-    cJSON_Delete(root);
+    fm_json_release(&w);
     fm_dealloc(ctx, text);
     return st;
 }
