@@ -5,6 +5,11 @@
  * XDG file, --devices), every malformed-file case with the field and type its message must
  * name, and the devices/device commands. */
 #include "support.h"
+#include "core/json_read.h"
+
+#ifdef FM_HAVE_CJSON
+#include <cjson/cJSON.h>
+#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -340,6 +345,71 @@ static void test_json_override(void **state)
     fm_ctx_free(ctx);
 }
 
+/* The JSON reader every file reader shares (src/core/json_read.h) finds a refused item's line and
+ * column by walking the text beside cJSON's tree: a member's key, an array element's first
+ * character, the second of two members with one key, past strings holding brackets, quotes
+ * and commas, past a byte-order mark; a syntax error where cJSON stopped. */
+static void test_json_positions(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    static const char text[] =
+        "\xEF\xBB\xBF{\"a\": \"x]}\\\"{,\",\n"
+        "  \"list\": [1, {\"k\": [2, 3]},\n"
+        "\t\"s\"],\n"
+        "  \"a\": {\"deep\": {\"k\": null}}}\n";
+    struct fm_json_doc doc;
+    FM_ASSERT_OK(ctx, fm_json_parse(ctx, "t.json", text, strlen(text), true, "hint", &doc));
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc.root, "list");
+    const cJSON *obj = cJSON_GetArrayItem(list, 1);
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(obj, "k");
+    const cJSON *s = cJSON_GetArrayItem(list, 2);
+    const cJSON *second_a = list->next;    /* the "a" that repeats the first */
+    const cJSON *deep_k = second_a->child->child;
+    struct {
+        const cJSON *item;
+        size_t line, col;
+    } want[] = {
+        {NULL, 1, 4},          {doc.root, 1, 4},      {doc.root->child, 1, 5},
+        {list, 2, 3},          {list->child, 2, 12},  {obj, 2, 15},
+        {k, 2, 16},            {k->child->next, 2, 25}, {s, 3, 2},
+        {second_a, 4, 3},      {deep_k, 4, 18},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        size_t line = 0, col = 0;
+        fm_json_position(&doc, want[i].item, &line, &col);
+        if (line != want[i].line || col != want[i].col)
+            fail_msg("item %zu: line %zu, column %zu; expected line %zu, column %zu", i, line,
+                     col, want[i].line, want[i].col);
+    }
+    doc.where = "entries[7]";
+    assert_int_equal(fm_json_fail(&doc, deep_k, "field \"%s\" is %s", "k", "null"), FM_ERR_PARSE);
+    assert_string_equal(fm_ctx_error(ctx),
+                        "t.json, line 4, column 18: entries[7]: field \"k\" is null");
+    double d = 0;
+    int n = 0;
+    assert_int_equal(fm_json_number(&doc, deep_k, "bytes", NULL, &d), FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, "line 4, column 18", "\"k\" must be a number (bytes), got null");
+    assert_int_equal(fm_json_count(&doc, k, "n", &n), FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, "line 2, column 16", "\"k\" must be a whole number >= 0 (n), got an array");
+    fm_json_release(&doc);
+
+    /* cJSON stops just past the second comma (the error is on or before the point named);
+     * with whole, text after the document is an error */
+    static const char broken[] = "{\n  \"a\": 1,,\n}";
+    assert_int_equal(fm_json_parse(ctx, "b.json", broken, strlen(broken), false, "hint", &doc),
+                     FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, "b.json, line 2, column 11: not valid JSON", "hint");
+    assert_null(doc.root);
+    static const char two[] = "{\"a\": 1}\n  {}";
+    FM_ASSERT_OK(ctx, fm_json_parse(ctx, "two.json", two, strlen(two), false, "hint", &doc));
+    fm_json_release(&doc);
+    assert_int_equal(fm_json_parse(ctx, "two.json", two, strlen(two), true, "hint", &doc),
+                     FM_ERR_PARSE);
+    EXPECT_MESSAGE(ctx, "two.json, line 2, column 3: not valid JSON");
+    fm_ctx_free(ctx);
+}
+
 struct bad_case {
     const char *text;
     const char *words[3];    /* each must appear in the message */
@@ -547,6 +617,7 @@ int main(void)
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_json_override),
         cmocka_unit_test(test_json_bad_files),
+        cmocka_unit_test(test_json_positions),
         cmocka_unit_test(test_load_order),
 #else
         cmocka_unit_test(test_json_unsupported),

@@ -1,7 +1,7 @@
 /* PALEO-style time prediction and roofline placement: per node and phase, compute time on the
  * ceiling that applies and memory time on the device's bandwidth, combined as the roofline
  * bound max() (perfect overlap) and PALEO's sum() (no overlap), plus a launch overhead per
- * kernel. With a calibration (calibration.c), each node-phase also gets its fitted time. It
+ * kernel. With a calibration (calib_model.c), each node-phase also gets its fitted time. It
  * reads counts, device figures and a calibration only; it runs nothing and fits nothing. */
 #include "../core/internal.h"
 #include "analysis.h"

@@ -19,9 +19,11 @@ struct fm_step_timing {
 
 struct fm_backend {
     const char *name;                     /* "cpu", "cuda" */
-    /* Whether the backend can run node `id` of graph (forward and, in training, backward), asked
-     * before anything is prepared: FM_OK, or FM_ERR_UNSUPPORTED with a message that says why.
-     * Needs no device: a machine without the GPU can still ask. prepare checks the same again. */
+    /* Whether the backend can run node `id` of graph (forward and, in training, backward):
+     * FM_OK, or FM_ERR_UNSUPPORTED with a message that says why. The backend answers from its
+     * own op table and the checks of its family files; the library asks it in one place,
+     * fm_measure_check (measure.c), before anything is prepared. Needs no device: a machine
+     * without the GPU can still ask. prepare asks it again, as a guard for its own callers. */
     enum fm_status (*supports)(struct fm_ctx *ctx, const struct fm_graph *graph, fm_nid id);
     /* Sets up everything for graph at opts (device memory, primitives, initial values drawn
      * with fm_init_values(opts->seed)). Must reject unsupported ops before running anything,

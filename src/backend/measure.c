@@ -130,6 +130,14 @@ enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *g,
     enum fm_status st = fm_backend_for(ctx, opts->device, &be);
     if (st)
         return st;
+    /* what the backend can run is asked here, of every node, before anything is prepared
+     * (prepare asks its supports() again only to guard callers of the backend itself) */
+    {
+        struct fm_backend_check check;
+        if ((st = fm_measure_check(ctx, g, opts->device, &check)) ||
+            (st = fm_measure_check_error(ctx, &check)))
+            return st;
+    }
     size_t nn = fm_graph_node_count(g);
     size_t steps = (size_t)opts->steps;
     struct fm_measurement *m = fm_alloc(ctx, sizeof(*m));

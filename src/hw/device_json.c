@@ -1,12 +1,13 @@
-/* Device JSON files: reading them with cJSON (every field checked for its type and range, the
- * message naming the file, the entry and the field) and writing them with the streaming writer
+/* Device JSON files: reading them with the JSON reader of src/core/json_read.h (every field
+ * checked for its type and range, the message naming the file, the line:column, the entry and
+ * the field) and writing them with the streaming writer
  * (numbers printed with 17 significant digits, so a file read back gives identical doubles).
  * The format is documented in docs/devices.md. A build without cJSON can write but not read. */
 #include "hw.h"
+#include "../core/json_read.h"
 #include "../core/jsonw.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,93 +168,66 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
 
 #else
 
-/* Where a parse is: the file and the entry, for messages. */
-struct where {
-    struct fm_ctx *ctx;
-    const char *origin;
-    size_t index;
-    const char *name;     /* the entry's name once known */
-};
-
-static enum fm_status bad(const struct where *w, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static enum fm_status bad(const struct where *w, const char *fmt, ...)
+/* The entry being read, for messages: "devices[N]", then "devices[N] (\"NAME\")" once its name is
+ * known. */
+static void set_where(char *buf, size_t size, size_t index, const char *name)
 {
-    char what[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    if (w->name)
-        return fm_error(w->ctx, FM_ERR_PARSE, "%s: devices[%zu] (\"%s\"): %s", w->origin,
-                        w->index, w->name, what);
-    return fm_error(w->ctx, FM_ERR_PARSE, "%s: devices[%zu]: %s", w->origin, w->index, what);
+    if (name)
+        snprintf(buf, size, "devices[%zu] (\"%.120s\")", index, name);
+    else
+        snprintf(buf, size, "devices[%zu]", index);
 }
 
-
-static enum fm_status get_string(const struct where *w, const cJSON *v, struct fm_arena *arena,
-                                 const char **out)
+static enum fm_status get_string(const struct fm_json_doc *w, const cJSON *v,
+                                 struct fm_arena *arena, const char **out)
 {
-    if (!cJSON_IsString(v))
-        return bad(w, "field \"%s\" must be a string, got %s", v->string, fm_json_type_name(v));
-    const char *s = fm_arena_strdup(arena, v->valuestring);
+    const char *text;
+    enum fm_status st = fm_json_string(w, v, true, &text);
+    if (st)
+        return st;
+    const char *s = fm_arena_strdup(arena, text);
     if (!s)
-        return fm_error(w->ctx, FM_ERR_NOMEM, "out of memory reading %s", w->origin);
+        return fm_error(w->ctx, FM_ERR_NOMEM, "out of memory reading %s", w->path);
     *out = s;
     return FM_OK;
 }
 
-static enum fm_status get_number(const struct where *w, const cJSON *v, const char *unit,
-                                 double *out)
-{
-    if (!cJSON_IsNumber(v))
-        return bad(w, "field \"%s\" must be a number (%s), got %s", v->string, unit,
-                   fm_json_type_name(v));
-    if (!isfinite(v->valuedouble) || v->valuedouble < 0) {
-        return bad(w, "field \"%s\" must be >= 0 (%s), got %g", v->string, unit, v->valuedouble);
-    }
-    *out = v->valuedouble;
-    return FM_OK;
-}
-
-static enum fm_status get_peaks(const struct where *w, const cJSON *v, double *peaks)
+static enum fm_status get_peaks(const struct fm_json_doc *w, const cJSON *v, double *peaks)
 {
     if (!cJSON_IsObject(v))
-        return bad(w, "field \"%s\" must be an object of precision: FLOP/s, got %s", v->string,
-                   fm_json_type_name(v));
+        return fm_json_fail(w, v, "field \"%s\" must be an object of precision: FLOP/s, got %s",
+                            v->string, fm_json_type_name(v));
     for (const cJSON *e = v->child; e; e = e->next) {
         enum fm_precision p;
         if (!fm_precision_parse(e->string, &p) || strcmp(e->string, fm_precision_name(p)) != 0) {
-            return bad(w, "field \"%s\": unknown precision \"%s\" (expected fp64, fp32, tf32, "
-                          "fp16, bf16, fp8 or int8)",
-                       v->string, e->string);
+            return fm_json_fail(w, e, "field \"%s\": unknown precision \"%s\" (expected fp64, "
+                                      "fp32, tf32, fp16, bf16, fp8 or int8)",
+                                v->string, e->string);
         }
         if (!cJSON_IsNumber(e)) {
-            return bad(w, "field \"%s.%s\" must be a number (FLOP/s), got %s", v->string,
-                       e->string, fm_json_type_name(e));
+            return fm_json_fail(w, e, "field \"%s.%s\" must be a number (FLOP/s), got %s",
+                                v->string, e->string, fm_json_type_name(e));
         }
         if (!isfinite(e->valuedouble) || e->valuedouble < 0) {
-            return bad(w, "field \"%s.%s\" must be >= 0 (FLOP/s), got %g", v->string, e->string,
-                       e->valuedouble);
+            return fm_json_fail(w, e, "field \"%s.%s\" must be >= 0 (FLOP/s), got %g", v->string,
+                                e->string, e->valuedouble);
         }
         peaks[p] = e->valuedouble;
     }
     return FM_OK;
 }
 
-static enum fm_status get_unverified(const struct where *w, const cJSON *v, struct fm_device *d)
+static enum fm_status get_unverified(const struct fm_json_doc *w, const cJSON *v,
+                                     struct fm_device *d)
 {
     if (!cJSON_IsArray(v))
-        return bad(w, "field \"%s\" must be an array of strings, got %s", v->string,
-                   fm_json_type_name(v));
+        return fm_json_fail(w, v, "field \"%s\" must be an array of strings, got %s", v->string,
+                            fm_json_type_name(v));
     unsigned flags = 0, vec = 0, ten = 0;
     for (const cJSON *e = v->child; e; e = e->next) {
         if (!cJSON_IsString(e))
-            return bad(w, "field \"unverified\" must hold strings, got %s", fm_json_type_name(e));
+            return fm_json_fail(w, e, "field \"unverified\" must hold strings, got %s",
+                                fm_json_type_name(e));
         const char *s = e->valuestring;
         unsigned bit;
         enum fm_precision p;
@@ -266,10 +240,10 @@ static enum fm_status get_unverified(const struct where *w, const cJSON *v, stru
             ten |= 1u << p;
             flags |= FM_DEVF_PEAK;
         } else {
-            return bad(w, "field \"unverified\": unknown entry \"%s\" (expected peak, bandwidth, "
-                          "memory, l2, clock, tdp, units, interconnect, vector.PREC or "
-                          "tensor.PREC)",
-                       s);
+            return fm_json_fail(w, e, "field \"unverified\": unknown entry \"%s\" (expected "
+                                      "peak, bandwidth, memory, l2, clock, tdp, units, "
+                                      "interconnect, vector.PREC or tensor.PREC)",
+                                s);
         }
     }
     d->unverified = flags;
@@ -284,7 +258,7 @@ static const char known_fields[] =
     "source, unverified, measured";
 
 /* Applies the fields of one entry object onto d. */
-static enum fm_status apply_fields(struct where *w, const cJSON *obj, struct fm_arena *arena,
+static enum fm_status apply_fields(const struct fm_json_doc *w, const cJSON *obj, struct fm_arena *arena,
                                    struct fm_device *d)
 {
     enum fm_status st = FM_OK;
@@ -298,13 +272,13 @@ static enum fm_status apply_fields(struct where *w, const cJSON *obj, struct fm_
                 size_t total = 1;
                 for (const cJSON *e = v->child; e; e = e->next) {
                     if (!cJSON_IsString(e))
-                        return bad(w, "field \"aliases\" must hold strings, got %s",
-                                   fm_json_type_name(e));
+                        return fm_json_fail(w, e, "field \"aliases\" must hold strings, got %s",
+                                            fm_json_type_name(e));
                     total += strlen(e->valuestring) + 1;
                 }
                 char *s = fm_arena_alloc(arena, total);
                 if (!s)
-                    return fm_error(w->ctx, FM_ERR_NOMEM, "out of memory reading %s", w->origin);
+                    return fm_error(w->ctx, FM_ERR_NOMEM, "out of memory reading %s", w->path);
                 for (const cJSON *e = v->child; e; e = e->next) {
                     if (*s)
                         strcat(s, ",");
@@ -314,9 +288,9 @@ static enum fm_status apply_fields(struct where *w, const cJSON *obj, struct fm_
             } else if (cJSON_IsString(v)) {
                 st = get_string(w, v, arena, &d->aliases);
             } else {
-                return bad(w, "field \"aliases\" must be a string (\"a,b\") or an array of "
-                              "strings, got %s",
-                           fm_json_type_name(v));
+                return fm_json_fail(w, v, "field \"aliases\" must be a string (\"a,b\") or an "
+                                          "array of strings, got %s",
+                                    fm_json_type_name(v));
             }
         } else if (strcmp(k, "kind") == 0) {
             st = get_string(w, v, arena, &d->kind);
@@ -331,34 +305,34 @@ static enum fm_status apply_fields(struct where *w, const cJSON *obj, struct fm_
         } else if (strcmp(k, "peak_tensor_flops") == 0) {
             st = get_peaks(w, v, d->peak_tensor);
         } else if (strcmp(k, "mem_bw_bytes_per_s") == 0) {
-            st = get_number(w, v, "bytes/s", &d->mem_bw);
+            st = fm_json_number(w, v, "bytes/s", NULL, &d->mem_bw);
         } else if (strcmp(k, "mem_bytes") == 0) {
-            st = get_number(w, v, "bytes", &d->mem_bytes);
+            st = fm_json_number(w, v, "bytes", NULL, &d->mem_bytes);
         } else if (strcmp(k, "l2_bytes") == 0) {
-            st = get_number(w, v, "bytes", &d->l2_bytes);
+            st = fm_json_number(w, v, "bytes", NULL, &d->l2_bytes);
         } else if (strcmp(k, "boost_mhz") == 0) {
-            st = get_number(w, v, "MHz", &d->boost_mhz);
+            st = fm_json_number(w, v, "MHz", NULL, &d->boost_mhz);
         } else if (strcmp(k, "tdp_w") == 0) {
-            st = get_number(w, v, "W", &d->tdp_w);
+            st = fm_json_number(w, v, "W", NULL, &d->tdp_w);
         } else if (strcmp(k, "interconnect_bw_bytes_per_s") == 0) {
-            st = get_number(w, v, "bytes/s, bidirectional per GPU", &d->interconnect_bw);
+            st = fm_json_number(w, v, "bytes/s, bidirectional per GPU", NULL,
+                                &d->interconnect_bw);
         } else if (strcmp(k, "units") == 0) {
             double u = 0;
-            st = get_number(w, v, "SMs, CUs or cores", &u);
+            st = fm_json_number(w, v, "SMs, CUs or cores", NULL, &u);
             if (!st && (u != floor(u) || u > 1e9))
-                return bad(w, "field \"units\" must be a whole number (SMs, CUs or cores), got %g",
-                           u);
+                return fm_json_fail(w, v, "field \"units\" must be a whole number (SMs, CUs or "
+                                          "cores), got %g",
+                                    u);
             d->units = (int)u;
         } else if (strcmp(k, "unverified") == 0) {
             st = get_unverified(w, v, d);
         } else if (strcmp(k, "measured") == 0) {
-            if (!cJSON_IsBool(v))
-                return bad(w, "field \"measured\" must be true or false, got %s", fm_json_type_name(v));
-            d->measured = cJSON_IsTrue(v);
+            st = fm_json_bool(w, v, &d->measured);
         } else if (strcmp(k, "flopmeter") == 0 || strcmp(k, "comment") == 0) {
             continue;
         } else {
-            return bad(w, "unknown field \"%s\" (known fields: %s)", k, known_fields);
+            return fm_json_fail(w, v, "unknown field \"%s\" (known fields: %s)", k, known_fields);
         }
     }
     return st;
@@ -376,10 +350,10 @@ static bool any_peak(const struct fm_device *d)
 /* A calibration file (flopmeter calibrate, docs/calibration.md) read as a device file is one
  * device: the machine it was made on, with the peak and bandwidth its probe measured. Only the
  * header is read here; using the file as a calibration reads (and checks) all of it. */
-static enum fm_status add_calibration(struct fm_devices *devs, const cJSON *root,
-                                      const char *org)
+static enum fm_status add_calibration(struct fm_devices *devs, const struct fm_json_doc *w)
 {
-    struct fm_ctx *ctx = devs->ctx;
+    const cJSON *root = w->root;
+    const char *org = w->path;
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
     const cJSON *backend = cJSON_GetObjectItemCaseSensitive(root, "backend");
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(root, "threads");
@@ -391,14 +365,14 @@ static enum fm_status add_calibration(struct fm_devices *devs, const cJSON *root
     if (!cJSON_IsString(dev) || !*dev->valuestring || !cJSON_IsString(backend) ||
         !cJSON_IsNumber(threads) || !cJSON_IsString(prec) ||
         !fm_precision_parse(prec->valuestring, &p))
-        return fm_error(ctx, FM_ERR_PARSE, "%s: a calibration file needs \"device\", "
-                        "\"backend\" and \"precision\" strings and a \"threads\" number to be "
-                        "read as a device (docs/calibration.md)", org);
+        return fm_json_fail(w, root, "a calibration file needs \"device\", \"backend\" and "
+                                     "\"precision\" strings and a \"threads\" number to be read "
+                                     "as a device (docs/calibration.md)");
     if (!cJSON_IsNumber(peak) || !(peak->valuedouble > 0) || !cJSON_IsNumber(bw) ||
         !(bw->valuedouble > 0))
-        return fm_error(ctx, FM_ERR_PARSE, "%s: a calibration file read as a device needs "
-                        "\"peak_flops\" and \"bandwidth_bytes_per_s\" above 0 (the probe's "
-                        "figures flopmeter calibrate writes)", org);
+        return fm_json_fail(w, root, "a calibration file read as a device needs \"peak_flops\" "
+                                     "and \"bandwidth_bytes_per_s\" above 0 (the probe's "
+                                     "figures flopmeter calibrate writes)");
     char source[400];
     snprintf(source, sizeof(source), "flopmeter calibrate on %s (%s, %d threads, %s): peak and "
              "bandwidth as its probe measured them",
@@ -427,26 +401,18 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
     const char *org = origin ? origin : "device file";
     struct fm_device *parsed = NULL;
     size_t n = 0;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-    if (!root) {
-        /* cJSON stops where the text stops being JSON: name the line */
-        size_t off = end && end >= text ? (size_t)(end - text) : 0;
-        if (!end) {
-            const char *ep = cJSON_GetErrorPtr();
-            off = ep && ep >= text && ep <= text + len ? (size_t)(ep - text) : 0;
-        }
-        int line = 1;
-        for (size_t i = 0; i < off && i < len; i++)
-            line += text[i] == '\n';
-        return fm_error(ctx, FM_ERR_PARSE,
-                        "%s: not valid JSON (the error is on or before line %d); a device file "
-                        "is {\"devices\": [{\"name\": ...}, ...]}, see docs/devices.md",
-                        org, line);
-    }
+    struct fm_json_doc w;
+    st = fm_json_parse(ctx, org, text, len, false,
+                       "a device file is {\"devices\": [{\"name\": ...}, ...]}, see "
+                       "docs/devices.md",
+                       &w);
+    if (st)
+        return st;
+    const cJSON *root = w.root;
+    char where[160];
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     if (cJSON_IsString(fmt) && strcmp(fmt->valuestring, "flopmeter-calibration") == 0) {
-        st = add_calibration(devs, root, org);
+        st = add_calibration(devs, &w);
         goto out;
     }
     const cJSON *list = root;
@@ -455,17 +421,16 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
         if (d) {
             list = d;
             if (!cJSON_IsArray(d)) {
-                st = fm_error(ctx, FM_ERR_PARSE,
-                              "%s: field \"devices\" must be an array of device objects, got %s",
-                              org, fm_json_type_name(d));
+                st = fm_json_fail(&w, d, "field \"devices\" must be an array of device objects, "
+                                         "got %s",
+                                  fm_json_type_name(d));
                 goto out;
             }
         }
     } else if (!cJSON_IsArray(root)) {
-        st = fm_error(ctx, FM_ERR_PARSE,
-                      "%s: expected an object {\"devices\": [...]}, one device object or an array "
-                      "of device objects, got %s",
-                      org, fm_json_type_name(root));
+        st = fm_json_fail(&w, root, "expected an object {\"devices\": [...]}, one device object "
+                                    "or an array of device objects, got %s",
+                          fm_json_type_name(root));
         goto out;
     }
     size_t count = cJSON_IsArray(list) ? (size_t)cJSON_GetArraySize(list) : 1;
@@ -476,22 +441,24 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
     }
     const cJSON *entry = cJSON_IsArray(list) ? list->child : list;
     for (; entry; entry = cJSON_IsArray(list) ? entry->next : NULL, n++) {
-        struct where w = {ctx, org, n, NULL};
+        set_where(where, sizeof(where), n, NULL);
+        w.where = where;
         if (!cJSON_IsObject(entry)) {
-            st = bad(&w, "expected a device object, got %s", fm_json_type_name(entry));
+            st = fm_json_fail(&w, entry, "expected a device object, got %s",
+                              fm_json_type_name(entry));
             goto out;
         }
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(entry, "name");
         if (!name) {
-            st = bad(&w, "missing field \"name\" (a string: the device's name)");
+            st = fm_json_fail(&w, entry, "missing field \"name\" (a string: the device's name)");
             goto out;
         }
         if (!cJSON_IsString(name) || !*name->valuestring) {
-            st = bad(&w, "field \"name\" must be a non-empty string, got %s",
-                     cJSON_IsString(name) ? "\"\"" : fm_json_type_name(name));
+            st = fm_json_fail(&w, name, "field \"name\" must be a non-empty string, got %s",
+                              cJSON_IsString(name) ? "\"\"" : fm_json_type_name(name));
             goto out;
         }
-        w.name = name->valuestring;
+        set_where(where, sizeof(where), n, name->valuestring);
         /* An entry naming an existing device (by name or alias) overrides the fields it gives;
          * a repeat within this file builds on the earlier entry. */
         long at = fm_hw_lookup(devs, name->valuestring);
@@ -518,9 +485,10 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
         /* checked after every entry of a new device, not only its first: a repeat that zeroes
          * the bandwidth was accepted, and the file it saved would not load (fuzz_device_json) */
         if (at < 0 && (d.mem_bw <= 0 || !any_peak(&d))) {
-            st = bad(&w, "a new device needs \"mem_bw_bytes_per_s\" and at least one peak in "
-                         "\"peak_vector_flops\" or \"peak_tensor_flops\" (its name matches no "
-                         "existing device, so it overrides nothing)");
+            st = fm_json_fail(&w, entry, "a new device needs \"mem_bw_bytes_per_s\" and at least "
+                                         "one peak in \"peak_vector_flops\" or "
+                                         "\"peak_tensor_flops\" (its name matches no existing "
+                                         "device, so it overrides nothing)");
             goto out;
         }
         if (!(d.origin = fm_arena_strdup(&devs->arena, org))) {
@@ -539,7 +507,7 @@ enum fm_status fm_devices_add_json(struct fm_devices *devs, const char *text, si
     }
 out:
     fm_dealloc(ctx, parsed);
-    cJSON_Delete(root);
+    fm_json_release(&w);
     return st;
 }
 

@@ -127,6 +127,27 @@ struct fm_window fm_window_of(const struct fm_attrs *a, int sr, int i);
 /* Requires input i to have the given rank (or a range); error message names the node. */
 enum fm_status fm_shape_expect_rank(struct fm_shape_call *call, int i, int min_rank, int max_rank);
 
+/* Whether node n is a Linear layer (traits.c): Linear itself, or ONNX Gemm in torch.nn.Linear's
+ * form, Y = A B^T + C with transB, no transA, alpha = beta = 1 and C absent or a vector (what
+ * torch.onnx writes for nn.Linear). A is a matrix by Gemm's shape rule. Backends that lower
+ * Linear layers as one primitive (an inner product, a cuBLASLt product with a bias epilogue) ask
+ * this, so that what counts as one is decided here only. */
+bool fm_op_linear_form(const struct fm_graph *g, const struct fm_node *n);
+
+/* What kind of op node is within its class (traits.c), the key the time model fits by: a
+ * convolution by how its kernel mixes channels (enum fm_conv_kind), any other op by its name,
+ * with "_bcast" for a binary op whose broadcast operand takes a gradient (its backward reduces
+ * it). "" for an unknown op or node. kind gets at most size bytes with the NUL. */
+enum fm_conv_kind {
+    FM_CONV_DENSE = 0,     /* a window wider than 1x1 over every input channel */
+    FM_CONV_POINTWISE,     /* 1x1 (1x1x1) over every input channel */
+    FM_CONV_DEPTHWISE,     /* one group per input channel */
+    FM_CONV_GROUPED,       /* other group counts */
+    FM_CONV_KIND_COUNT
+};
+const char *fm_conv_kind_name(enum fm_conv_kind k);
+void fm_op_kind(const struct fm_graph *graph, fm_nid node, char *kind, size_t size);
+
 /* ---- recurrent layers (rnn.c), shared with ops that wrap the same cells (a quantized LSTM) ---- */
 
 /* attrs.ints of LSTM, GRU and RNN (all optional, 0 = ONNX's default):

@@ -322,6 +322,37 @@ void cli_bindings_free(struct cli_bindings *b)
     b->n_values = 0;
 }
 
+int cli_calibration_opts_declare(struct cli_calibration_opts *c, struct cli_opt *out,
+                                 const char *help)
+{
+    memset(c, 0, sizeof(*c));
+    out[0] = (struct cli_opt){"calibration", CLI_STRING, &c->file, NULL, "FILE", help, NULL, NULL};
+    out[1] = (struct cli_opt){"force-calibration", CLI_FLAG, &c->force, NULL, NULL,
+                              "use a calibration made with other threads, device or precision "
+                              "anyway",
+                              NULL, NULL};
+    return 2;
+}
+
+int cli_calibration_load(struct fm_ctx *ctx, struct cli_calibration_opts *c,
+                         struct fm_session_opts *so)
+{
+    if (c->file && !c->cal) {
+        enum fm_status st = fm_calibration_load(ctx, c->file, &c->cal);
+        if (st)
+            return cli_fail(ctx, st);
+    }
+    so->predict.calibration = c->cal;
+    so->force_calibration = c->force;
+    return 0;
+}
+
+void cli_calibration_free(struct cli_calibration_opts *c)
+{
+    fm_calibration_free(c->cal);
+    c->cal = NULL;
+}
+
 /* --value NAME=V[,V...]: integers if every value is one, else numbers. Prints the error. */
 static bool parse_value(const char *text, struct fm_value_binding *v)
 {

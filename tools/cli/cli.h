@@ -116,6 +116,24 @@ int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
                      struct fm_session_opts *out);
 void cli_bindings_free(struct cli_bindings *b);
 
+/* ---- the calibration options (predict, measure) ---- */
+
+struct cli_calibration_opts {
+    const char *file;              /* --calibration FILE */
+    bool force;                    /* --force-calibration */
+    struct fm_calibration *cal;    /* the file, once cli_calibration_load read it */
+};
+#define CLI_CALIBRATION_OPTS_MAX 2
+/* Declares --calibration FILE (help: what the command does with it) and --force-calibration;
+ * returns how many. */
+int cli_calibration_opts_declare(struct cli_calibration_opts *c, struct cli_opt *out,
+                                 const char *help);
+/* Reads c->file, when given, into c->cal, and points so's calibration options at it. Prints
+ * the error and returns an exit code when the file does not load. */
+int cli_calibration_load(struct fm_ctx *ctx, struct cli_calibration_opts *c,
+                         struct fm_session_opts *so);
+void cli_calibration_free(struct cli_calibration_opts *c);
+
 /* A context whose log lines go to stderr as "flopmeter CMD: ...". NULL (after saying why) when
  * there is no memory. */
 struct fm_ctx *cli_ctx(const char *cmd);

@@ -47,12 +47,13 @@ int cmd_measure(int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
-    const char *spec = NULL, *calibration = NULL;
-    bool force_calibration = false;
+    struct cli_calibration_opts c;
+    const char *spec = NULL;
     int64_t steps = 10, warmup = 3, threads = 0, epoch_samples = 0, seed = 1;
     double peak = 0, max_memory = 0;
     bool graph = false, channels_last = false, no_per_layer = false, dry_run = false;
-    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 18] = {0};
+    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + CLI_CALIBRATION_OPTS_MAX + 16] =
+        {0};
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n, CLI_DEV_PPP);
     d.device = "cpu";
@@ -88,14 +89,9 @@ int cmd_measure(int argc, char **argv)
                                  "CPU: memory a step may take, 8G or 512MB (default: what the "
                                  "machine has free); a larger step runs nothing",
                                  NULL, NULL};
-    opts[n++] = (struct cli_opt){"calibration", CLI_STRING, &calibration, NULL, "FILE",
-                                 "a file of flopmeter calibrate made here: each layer also shows "
-                                 "its calibrated time and error",
-                                 NULL, NULL};
-    opts[n++] = (struct cli_opt){"force-calibration", CLI_FLAG, &force_calibration, NULL, NULL,
-                                 "use a calibration made with other threads, device or "
-                                 "precision anyway",
-                                 NULL, NULL};
+    n += cli_calibration_opts_declare(&c, opts + n,
+                                      "a file of flopmeter calibrate made here: each layer also "
+                                      "shows its calibrated time and error");
     opts[n++] = (struct cli_opt){"seed", CLI_UINT, &seed, NULL, "N",
                                  "seed of weights, inputs and labels (default 1)", NULL, NULL};
     opts[n++] = (struct cli_opt){"dry-run", CLI_FLAG, &dry_run, NULL, NULL,
@@ -113,7 +109,6 @@ int cmd_measure(int argc, char **argv)
     if (!ctx)
         return FM_EXIT_FAIL;
     struct fm_session *s = NULL;
-    struct fm_calibration *cal = NULL;
     struct fm_session_opts so;
     struct cli_bindings b;
     fm_session_opts_init(&so, FM_TASK_MEASURE);
@@ -134,16 +129,10 @@ int cmd_measure(int argc, char **argv)
     so.progress_user = cli_progress_user(pos[0]);
     if ((r = cli_session_opts(ctx, &m, &d, &b, &so)))
         goto out;
-    if (calibration) {
-        enum fm_status cst = fm_calibration_load(ctx, calibration, &cal);
-        if (cst) {
-            cli_bindings_free(&b);
-            r = cli_fail(ctx, cst);
-            goto out;
-        }
+    if ((r = cli_calibration_load(ctx, &c, &so))) {
+        cli_bindings_free(&b);
+        goto out;
     }
-    so.predict.calibration = cal;
-    so.force_calibration = force_calibration;
     enum fm_status st = fm_session_run(ctx, &so, &s);
     cli_bindings_free(&b);
     if (st) {
@@ -157,7 +146,7 @@ int cmd_measure(int argc, char **argv)
     r = cli_flush(r);
 out:
     fm_session_free(s);
-    fm_calibration_free(cal);
+    cli_calibration_free(&c);
     fm_ctx_free(ctx);
     return r;
 }

@@ -49,9 +49,11 @@ int cmd_predict(int argc, char **argv)
     struct cli_device_opts d;
     int64_t dataset = 0, gpus = 1;
     double epochs = 1.0;
-    const char *interconnect = NULL, *calibration = NULL;
-    bool summary = false, epochs_given = false, force_calibration = false;
-    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 10] = {0};
+    const char *interconnect = NULL;
+    bool summary = false, epochs_given = false;
+    struct cli_calibration_opts c;
+    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + CLI_CALIBRATION_OPTS_MAX + 8] =
+        {0};
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n,
                                  CLI_DEV_DEVICE | CLI_DEV_PRECISION | CLI_DEV_PPP | CLI_DEV_COMM);
@@ -70,13 +72,9 @@ int cmd_predict(int argc, char **argv)
                                  "nvlink2|nvlink3|nvlink4|nvlink5|pcie3|pcie4|pcie5",
                                  "the link of the all-reduce (default: the device's own)", NULL,
                                  NULL};
-    opts[n++] = (struct cli_opt){"calibration", CLI_STRING, &calibration, NULL, "FILE",
-                                 "a file of flopmeter calibrate: each layer phase also gets its "
-                                 "calibrated time (the device defaults to the file's)",
-                                 NULL, NULL};
-    opts[n++] = (struct cli_opt){"force-calibration", CLI_FLAG, &force_calibration, NULL, NULL,
-                                 "use a calibration made on another device or precision anyway",
-                                 NULL, NULL};
+    n += cli_calibration_opts_declare(&c, opts + n,
+                                      "a file of flopmeter calibrate: each layer phase also gets "
+                                      "its calibrated time (the device defaults to the file's)");
     opts[n++] = (struct cli_opt){"summary", CLI_FLAG, &summary, NULL, NULL,
                                  "table: phase totals and the prediction only, no layers", NULL,
                                  NULL};
@@ -93,13 +91,13 @@ int cmd_predict(int argc, char **argv)
     if (!ctx)
         return FM_EXIT_FAIL;
     struct fm_session *s = NULL;
-    struct fm_calibration *cal = NULL;
     struct fm_session_opts so;
     struct cli_bindings b;
+    fm_session_opts_init(&so, FM_TASK_PREDICT);
     /* a calibration file is also a device: --devices FILE names its device and, without
      * --calibration, calibrates the prediction */
     bool cal_as_devices = false;
-    if (!calibration && d.devices_file) {
+    if (!c.file && d.devices_file) {
         FILE *f = fopen(d.devices_file, "r");
         char head[4096] = "";
         if (f) {
@@ -107,16 +105,14 @@ int cmd_predict(int argc, char **argv)
             fclose(f);
         }
         if (strstr(head, "\"flopmeter-calibration\"")) {
-            calibration = d.devices_file;
+            c.file = d.devices_file;
             cal_as_devices = true;
         }
     }
-    if (calibration) {
-        enum fm_status cst = fm_calibration_load(ctx, calibration, &cal);
-        if (cst) {
-            r = cli_fail(ctx, cst);
-            goto out;
-        }
+    if ((r = cli_calibration_load(ctx, &c, &so)))
+        goto out;
+    const struct fm_calibration *cal = c.cal;
+    if (cal) {
         /* the device the file was made on: its entry when the file is also --devices (a GPU's
          * file is, unless --devices names another: predicting for a GPU needs no GPU here, and
          * the table's name for it would not be the name CUDA gave calibrate), else this
@@ -124,13 +120,12 @@ int cmd_predict(int argc, char **argv)
         struct fm_calibration_info ci;
         fm_calibration_info(cal, &ci);
         if (!d.device && !cal_as_devices && !d.devices_file && strcmp(ci.backend, "cuda") == 0) {
-            d.devices_file = calibration;
+            d.devices_file = c.file;
             cal_as_devices = true;
         }
         if (!d.device)
             d.device = cal_as_devices ? ci.device : ci.backend;
     }
-    fm_session_opts_init(&so, FM_TASK_PREDICT);
     so.model = pos[0];
     so.dataset_size = (uint64_t)dataset;
     so.epochs = epochs;
@@ -140,8 +135,6 @@ int cmd_predict(int argc, char **argv)
     so.progress_user = cli_progress_user(pos[0]);
     if ((r = cli_session_opts(ctx, &m, &d, &b, &so)))
         goto out;
-    so.predict.calibration = cal;
-    so.force_calibration = force_calibration;
     enum fm_status st = fm_session_run(ctx, &so, &s);
     cli_bindings_free(&b);
     if (st) {
@@ -156,7 +149,7 @@ int cmd_predict(int argc, char **argv)
     r = cli_flush(r);
 out:
     fm_session_free(s);
-    fm_calibration_free(cal);
+    cli_calibration_free(&c);
     fm_ctx_free(ctx);
     return r;
 }

@@ -5,6 +5,7 @@
  * tensors' own. Other Gemm forms (transposed A, alpha, beta, C broadcast to (M, N)) run as
  * matrix products in matmul.c. */
 #include "cpu.h"
+#include "../../ops/ops.h"
 
 struct linear_priv {
     dnnl_primitive_desc_t fwd;
@@ -12,22 +13,10 @@ struct linear_priv {
     bool flat;   /* the input has rank other than 2: seen as (rows, K) */
 };
 
-/* Whether node n runs as an inner product: Linear, or Gemm in Linear's form. */
-static bool linear_form(const struct fm_graph *g, const struct fm_node *n)
-{
-    if (n->op != FM_OP_GEMM)
-        return true;
-    const struct fm_attrs *a = &n->attrs;
-    bool bias_ok = n->n_in < 3 || n->in[2] == FM_NONE ||
-                   fm_graph_tensor(g, n->in[2])->shape.rank == 1;
-    return !(a->flags & FM_ATTR_TRANS_A) && (a->flags & FM_ATTR_TRANS_B) && a->alpha == 1.0 &&
-           a->beta == 1.0 && bias_ok;
-}
-
 enum fm_status fm_cpu_linear_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                    const struct fm_node *n)
 {
-    return linear_form(g, n) ? FM_OK : fm_cpu_matmul_check(ctx, g, n);
+    return fm_op_linear_form(g, n) ? FM_OK : fm_cpu_matmul_check(ctx, g, n);
 }
 
 /* The dims the inner product sees: X (rows, K), W (N, K), Y (rows, N). Inputs of rank above 2
@@ -60,7 +49,7 @@ static void act_md(const struct linear_priv *p, dnnl_memory_desc_t *md, const in
 enum fm_status fm_cpu_linear_fwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
-    if (!linear_form(s->g, n))
+    if (!fm_op_linear_form(s->g, n))
         return fm_cpu_matmul_fwd(s, id);
     fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;
     struct linear_priv *p = fm_cpu_buf(s, sizeof(*p));
@@ -174,7 +163,7 @@ out:
 enum fm_status fm_cpu_linear_bwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
-    if (!linear_form(s->g, n))
+    if (!fm_op_linear_form(s->g, n))
         return fm_cpu_matmul_bwd(s, id);
     struct linear_priv *p = s->nodes[id].priv;
     fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;

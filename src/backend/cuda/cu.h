@@ -94,11 +94,15 @@ struct cu_tensor {
 
 struct cu_node;
 
-/* What each op family provides. plan: check support, make descriptors, say which tensors the
- * backward reads and what private memory is needed; tune: after memory exists, pick algorithms
- * (cuDNN find, cuBLASLt heuristics) and say the workspace; fwd/bwd_data/bwd_weight: enqueue.
- * bwd_weight may be NULL (no parameters, or computed together in bwd_data). */
+/* What each op family provides. check: whether the family runs node n as the graph shows it,
+ * asked before a device is opened (struct fm_backend's supports, through cu_supports), with
+ * FM_ERR_UNSUPPORTED saying why not; NULL: every node of the op. plan: refuse what depends on the
+ * run (precision, layouts, training), make descriptors, say which tensors the backward reads
+ * and what private memory is needed; tune: after memory exists, pick algorithms (cuDNN find,
+ * cuBLASLt heuristics) and say the workspace; fwd/bwd_data/bwd_weight: enqueue. bwd_weight may
+ * be NULL (no parameters, or computed together in bwd_data). */
 struct cu_op {
+    enum fm_status (*check)(struct fm_ctx *ctx, const struct fm_graph *g, const struct fm_node *n);
     enum fm_status (*plan)(struct cu_state *s, struct cu_node *n);
     enum fm_status (*tune)(struct cu_state *s, struct cu_node *n);
     enum fm_status (*fwd)(struct cu_state *s, struct cu_node *n);
@@ -221,8 +225,14 @@ enum fm_status cu_check_numel(struct cu_state *s, const struct cu_node *n, uint6
 
 /* ---- the op table (cu_ops.c; one file per family) ---- */
 const struct cu_op *cu_op_for(enum fm_op op);
-/* struct fm_backend's supports: FM_OK when the node has a lowering here. */
+/* struct fm_backend's supports: FM_OK when the node's op has a row in the table and its
+ * family's check accepts it. */
 enum fm_status cu_supports(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid id);
+/* For the families' checks: FM_ERR_UNSUPPORTED "layer 'NAME' (OP): why". */
+enum fm_status cu_refuse(struct fm_ctx *ctx, const struct fm_node *n, const char *why);
+/* Rank of tensor t (-1 for FM_NONE) and its elements (0 for FM_NONE), from the graph. */
+int cu_rank_of(const struct fm_graph *g, fm_tid t);
+uint64_t cu_numel_of(const struct fm_graph *g, fm_tid t);
 extern const struct cu_op cu_op_conv, cu_op_batchnorm, cu_op_act, cu_op_softmax, cu_op_pool,
     cu_op_linear, cu_op_binary, cu_op_concat, cu_op_view, cu_op_dropout,
     cu_op_xent;

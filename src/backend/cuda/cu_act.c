@@ -82,7 +82,7 @@ static void priv_release(struct cu_state *s, struct cu_node *n)
     n->priv = NULL;
 }
 
-const struct cu_op cu_op_act = {act_plan, NULL, act_fwd, act_bwd, NULL, priv_release};
+const struct cu_op cu_op_act = {NULL, act_plan, NULL, act_fwd, act_bwd, NULL, priv_release};
 
 /* ---- softmax / log-softmax along one axis: cuDNN's channel mode over (outer, L, inner, 1) in
  * the tensor's physical order ---- */
@@ -168,5 +168,5 @@ static void softmax_release(struct cu_state *s, struct cu_node *n)
     n->priv = NULL;
 }
 
-const struct cu_op cu_op_softmax = {softmax_plan, NULL, softmax_fwd, softmax_bwd, NULL,
+const struct cu_op cu_op_softmax = {NULL, softmax_plan, NULL, softmax_fwd, softmax_bwd, NULL,
                                     softmax_release};

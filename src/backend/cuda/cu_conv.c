@@ -30,17 +30,23 @@ struct conv_priv {
 
 static const float one = 1.0f, zero = 0.0f;
 
+static enum fm_status conv_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                 const struct fm_node *n)
+{
+    const struct fm_attrs *a = &n->attrs;
+    int rank = cu_rank_of(g, n->in[0]);
+    if (n->n_in < 2 || n->in[1] == FM_NONE || rank < 3 || rank > 4)
+        return cu_refuse(ctx, n, "the CUDA backend runs 1-D and 2-D convolutions only");
+    if (a->pad[0] != a->pad[2] || a->pad[1] != a->pad[3])
+        return cu_refuse(ctx, n, "asymmetric padding is not supported by cuDNN's convolutions");
+    return FM_OK;
+}
+
 static enum fm_status conv_plan(struct cu_state *s, struct cu_node *n)
 {
     enum fm_status st = FM_OK;
     const struct fm_attrs *a = &n->node->attrs;
     struct cu_tensor *x = n->in[0], *w = n->in[1], *y = n->out[0];
-    if (!x || !w || x->t->shape.rank < 3 || x->t->shape.rank > 4)
-        return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': the CUDA backend runs 1-D and "
-                        "2-D convolutions only", n->node->name);
-    if (a->pad[0] != a->pad[2] || a->pad[1] != a->pad[3])
-        return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': asymmetric padding is not "
-                        "supported by the CUDA backend", n->node->name);
     if ((st = cu_check_numel(s, n, x->numel)) || (st = cu_check_numel(s, n, y->numel)))
         return st;
     struct conv_priv *p = fm_alloc(s->ctx, sizeof(*p));
@@ -269,5 +275,5 @@ static void conv_release(struct cu_state *s, struct cu_node *n)
     n->priv = NULL;
 }
 
-const struct cu_op cu_op_conv = {conv_plan, conv_tune, conv_fwd, conv_bwd_data, conv_bwd_weight,
+const struct cu_op cu_op_conv = {conv_check, conv_plan, conv_tune, conv_fwd, conv_bwd_data, conv_bwd_weight,
                                  conv_release};

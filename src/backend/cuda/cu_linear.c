@@ -94,25 +94,25 @@ struct linear_priv {
     struct cu_mm fwd, dx, dw;
 };
 
+/* Linear, and Gemm when it is one (fm_op_linear_form: what a Linear layer is, decided in the
+ * ops); other Gemm forms have no lowering here. */
+static enum fm_status linear_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                   const struct fm_node *n)
+{
+    if (!fm_op_linear_form(g, n))
+        return cu_refuse(ctx, n, "the CUDA backend runs Gemm only in Linear's form (transB, "
+                                 "alpha = beta = 1, a vector bias)");
+    if (cu_rank_of(g, n->in[1]) != 2)
+        return cu_refuse(ctx, n, "a weight that is not a matrix");
+    return FM_OK;
+}
+
 static enum fm_status linear_plan(struct cu_state *s, struct cu_node *n)
 {
-    const struct fm_attrs *a = &n->node->attrs;
     struct cu_tensor *x = n->in[0], *w = n->in[1];
-    if (n->node->op == FM_OP_GEMM) {
-        bool linear_form = (a->flags & FM_ATTR_TRANS_B) && !(a->flags & FM_ATTR_TRANS_A) &&
-                           a->alpha == 1.0 && a->beta == 1.0 && x->t->shape.rank == 2 &&
-                           (n->n_in < 3 || !n->in[2] || n->in[2]->t->shape.rank == 1);
-        if (!linear_form)
-            return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': the CUDA backend runs Gemm "
-                            "only in Linear's form (transB, alpha = beta = 1, a vector bias)",
-                            n->node->name);
-    }
     if (x->nhwc)
         return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': a linear layer over a "
                         "channels-last 4-D tensor", n->node->name);
-    if (w->t->shape.rank != 2)
-        return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': weight of rank %d",
-                        n->node->name, w->t->shape.rank);
     struct linear_priv *p = fm_alloc(s->ctx, sizeof(*p));
     if (!p)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
@@ -205,5 +205,5 @@ static void linear_release(struct cu_state *s, struct cu_node *n)
     n->priv = NULL;
 }
 
-const struct cu_op cu_op_linear = {linear_plan, linear_tune, linear_fwd, linear_bwd_data,
+const struct cu_op cu_op_linear = {linear_check, linear_plan, linear_tune, linear_fwd, linear_bwd_data,
                                    linear_bwd_weight, linear_release};

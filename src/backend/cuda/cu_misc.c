@@ -49,6 +49,16 @@ struct binary_priv {
     struct cuk_bcast bc;
 };
 
+/* One operand may be broadcast to the other's shape; both at once is not lowered. */
+static enum fm_status binary_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                   const struct fm_node *n)
+{
+    uint64_t y = cu_numel_of(g, n->out[0]);
+    if (cu_numel_of(g, n->in[0]) != y && cu_numel_of(g, n->in[1]) != y)
+        return cu_refuse(ctx, n, "both operands are broadcast; the CUDA backend broadcasts one");
+    return FM_OK;
+}
+
 static enum fm_status binary_plan(struct cu_state *s, struct cu_node *n)
 {
     struct cu_tensor *a = n->in[0], *b = n->in[1], *y = n->out[0];
@@ -79,8 +89,9 @@ static enum fm_status binary_plan(struct cu_state *s, struct cu_node *n)
     if (a_full && b_full) {
         p->bc = (struct cuk_bcast){1, (uint32_t)y->numel, 1, 1, -1};
     } else if (!a_full && !b_full) {
-        return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': both operands are broadcast; "
-                        "the CUDA backend broadcasts one", n->node->name);
+        /* binary_check refused this before a device was opened */
+        return cu_refuse(s->ctx, n->node, "both operands are broadcast; the CUDA backend "
+                                          "broadcasts one");
     } else {
         const int64_t *px = a_full ? pb : pa;
         /* groups of consecutive dims where the operand is broadcast (0) or not (1), which must
@@ -152,7 +163,7 @@ static enum fm_status binary_bwd(struct cu_state *s, struct cu_node *n)
     return FM_OK;
 }
 
-const struct cu_op cu_op_binary = {binary_plan, NULL, binary_fwd, binary_bwd, NULL, priv_release};
+const struct cu_op cu_op_binary = {binary_check, binary_plan, NULL, binary_fwd, binary_bwd, NULL, priv_release};
 
 /* ---- concat: each input is an [outer][mid_i][inner] block of [outer][wide][inner] ---- */
 
@@ -225,7 +236,7 @@ static enum fm_status concat_bwd(struct cu_state *s, struct cu_node *n)
     return FM_OK;
 }
 
-const struct cu_op cu_op_concat = {concat_plan, NULL, concat_fwd, concat_bwd, NULL, priv_release};
+const struct cu_op cu_op_concat = {NULL, concat_plan, NULL, concat_fwd, concat_bwd, NULL, priv_release};
 
 /* ---- views: flatten, reshape, identity. The logical (row-major) order is what a reshape
  * keeps; channels-last storage is transposed into it (or out of it) ---- */
@@ -306,7 +317,7 @@ static enum fm_status view_bwd(struct cu_state *s, struct cu_node *n)
     return FM_OK;
 }
 
-const struct cu_op cu_op_view = {view_plan, NULL, view_fwd, view_bwd, NULL, priv_release};
+const struct cu_op cu_op_view = {NULL, view_plan, NULL, view_fwd, view_bwd, NULL, priv_release};
 
 /* ---- dropout: inverted dropout (kept values scaled by 1/(1-p), as torch.nn.Dropout) with the
  * CPU backend's masks, so the two backends agree element for element; the backward recomputes
@@ -370,7 +381,7 @@ static enum fm_status dropout_bwd(struct cu_state *s, struct cu_node *n)
     return FM_OK;
 }
 
-const struct cu_op cu_op_dropout = {dropout_plan, NULL, dropout_fwd, dropout_bwd, NULL,
+const struct cu_op cu_op_dropout = {NULL, dropout_plan, NULL, dropout_fwd, dropout_bwd, NULL,
                                     priv_release};
 
 /* ---- cross-entropy: mean over the batch of logsumexp(row) - row[label]; its backward starts
@@ -380,12 +391,18 @@ struct xent_priv {
     uint32_t N, K;
 };
 
+static enum fm_status xent_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                 const struct fm_node *n)
+{
+    if (cu_rank_of(g, n->in[0]) != 2 || n->n_in < 2 || n->in[1] == FM_NONE ||
+        fm_graph_tensor(g, n->in[1])->dtype != FM_DTYPE_INT64)
+        return cu_refuse(ctx, n, "cross-entropy needs (N, K) logits and int64 labels");
+    return FM_OK;
+}
+
 static enum fm_status xent_plan(struct cu_state *s, struct cu_node *n)
 {
-    struct cu_tensor *x = n->in[0], *l = n->in[1];
-    if (!l || l->dt != CU_I64 || x->t->shape.rank != 2)
-        return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': cross-entropy needs (N, K) "
-                        "logits and integer labels", n->node->name);
+    struct cu_tensor *x = n->in[0];
     enum fm_status st = cu_check_numel(s, n, x->numel);
     if (st)
         return st;
@@ -420,4 +437,4 @@ static enum fm_status xent_bwd(struct cu_state *s, struct cu_node *n)
     return FM_OK;
 }
 
-const struct cu_op cu_op_xent = {xent_plan, NULL, xent_fwd, xent_bwd, NULL, priv_release};
+const struct cu_op cu_op_xent = {xent_check, xent_plan, NULL, xent_fwd, xent_bwd, NULL, priv_release};

@@ -18,16 +18,23 @@ struct bn_priv {
 
 static const float one = 1.0f, zero = 0.0f;
 
+static enum fm_status bn_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                               const struct fm_node *n)
+{
+    if (n->n_in < 5 || n->in[1] == FM_NONE || n->in[2] == FM_NONE || n->in[3] == FM_NONE ||
+        n->in[4] == FM_NONE)
+        return cu_refuse(ctx, n, "the CUDA backend needs BatchNorm's scale, bias, mean and "
+                                 "variance");
+    int rank = cu_rank_of(g, n->in[0]);
+    if (rank < 2 || rank > 4)
+        return cu_refuse(ctx, n, "BatchNorm of a rank other than 2 to 4");
+    return FM_OK;
+}
+
 static enum fm_status bn_plan(struct cu_state *s, struct cu_node *n)
 {
     enum fm_status st = FM_OK;
     struct cu_tensor *x = n->in[0];
-    if (n->n_in < 5 || !n->in[1] || !n->in[2] || !n->in[3] || !n->in[4])
-        return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': the CUDA backend needs "
-                        "BatchNorm's scale, bias, mean and variance", n->node->name);
-    if (x->t->shape.rank < 2 || x->t->shape.rank > 4)
-        return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': BatchNorm of rank %d",
-                        n->node->name, x->t->shape.rank);
     bool batch_stats = s->train;
     if (batch_stats && (n->node->attrs.flags & FM_ATTR_INFER_BN))
         return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': frozen BatchNorm in training is "
@@ -135,4 +142,4 @@ static void bn_release(struct cu_state *s, struct cu_node *n)
     n->priv = NULL;
 }
 
-const struct cu_op cu_op_batchnorm = {bn_plan, NULL, bn_fwd, bn_bwd, NULL, bn_release};
+const struct cu_op cu_op_batchnorm = {bn_check, bn_plan, NULL, bn_fwd, bn_bwd, NULL, bn_release};

@@ -8,20 +8,30 @@ struct pool_priv {
     struct cuk_pool k;
 };
 
+static enum fm_status pool_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                 const struct fm_node *n)
+{
+    if (n->op == FM_OP_MAXPOOL || n->op == FM_OP_AVGPOOL) {
+        if (n->n_out > 1)
+            return cu_refuse(ctx, n, "the argmax indices as an output (ONNX MaxPool's second "
+                                     "output)");
+        if (n->attrs.dilation[0] != 1 || n->attrs.dilation[1] != 1)
+            return cu_refuse(ctx, n, "dilated pooling");
+    }
+    int rank = cu_rank_of(g, n->in[0]);
+    if (rank < 3 || rank > 4)
+        return cu_refuse(ctx, n, "pooling of a rank other than 3 or 4");
+    return FM_OK;
+}
+
 static enum fm_status pool_plan(struct cu_state *s, struct cu_node *n)
 {
     enum fm_status st = FM_OK;
     const struct fm_attrs *a = &n->node->attrs;
     struct cu_tensor *x = n->in[0], *y = n->out[0];
     enum fm_op op = n->node->op;
-    if (x->t->shape.rank < 3 || x->t->shape.rank > 4)
-        return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': pooling of rank %d",
-                        n->node->name, x->t->shape.rank);
     if ((st = cu_check_numel(s, n, x->numel)))
         return st;
-    if (op != FM_OP_ADAPTIVE_AVGPOOL && (a->dilation[0] != 1 || a->dilation[1] != 1))
-        return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s': dilated pooling",
-                        n->node->name);
     struct pool_priv *p = fm_alloc(s->ctx, sizeof(*p));
     if (!p)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
@@ -91,4 +101,4 @@ static void pool_release(struct cu_state *s, struct cu_node *n)
     n->priv = NULL;
 }
 
-const struct cu_op cu_op_pool = {pool_plan, NULL, pool_fwd, pool_bwd, NULL, pool_release};
+const struct cu_op cu_op_pool = {pool_check, pool_plan, NULL, pool_fwd, pool_bwd, NULL, pool_release};

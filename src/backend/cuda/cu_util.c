@@ -121,3 +121,23 @@ enum fm_status cu_check_numel(struct cu_state *s, const struct cu_node *n, uint6
                         n->node->name, (unsigned long long)numel);
     return FM_OK;
 }
+
+/* Shape and refusal helpers every op family file uses (here, below the op table, so that the
+ * table and the family files do not call each other in a circle). */
+int cu_rank_of(const struct fm_graph *g, fm_tid t)
+{
+    return t == FM_NONE ? -1 : fm_graph_tensor(g, t)->shape.rank;
+}
+
+uint64_t cu_numel_of(const struct fm_graph *g, fm_tid t)
+{
+    uint64_t n = 0;
+    if (t != FM_NONE)
+        fm_shape_numel(&fm_graph_tensor(g, t)->shape, &n);
+    return n;
+}
+
+enum fm_status cu_refuse(struct fm_ctx *ctx, const struct fm_node *n, const char *why)
+{
+    return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (%s): %s", n->name, n->op_name, why);
+}

@@ -3,6 +3,8 @@
  * cJSON, so memory stays at the text plus a small record per event, whatever the file's size.
  * It reads what the trace says (steps, op times, kernels, shapes) and computes the FLOPs the
  * profiler's own formulas give; it knows nothing of models or devices (src/analysis does). */
+#include "../../core/internal.h"
+#include "../../core/json_read.h"
 #include "profile.h"
 
 #include <errno.h>
@@ -348,26 +350,11 @@ struct reader {
     struct fm_trace *t;
 };
 
-static void line_col(const char *text, size_t len, size_t off, size_t *line, size_t *col)
-{
-    size_t l = 1, c = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-        if (text[i] == '\n') {
-            l++;
-            c = 1;
-        } else {
-            c++;
-        }
-    }
-    *line = l;
-    *col = c;
-}
-
 /* A JSON syntax error at off: line and column, and what a trace should look like. */
 static enum fm_status syntax_error(struct reader *r, size_t off, const char *what)
 {
     size_t line, col;
-    line_col(r->text, r->len, off, &line, &col);
+    fm_text_position(r->text, r->len, off, &line, &col);
     if (off >= r->len)
         return fm_error(r->ctx, FM_ERR_PARSE, "%s: the file ends at line %zu, column %zu in the "
                         "middle of %s: it is truncated (was it copied while the profiler was "
@@ -438,7 +425,7 @@ static enum fm_status event_error(struct reader *r, size_t off, const cJSON *e, 
                                   const char *key)
 {
     size_t line, col;
-    line_col(r->text, r->len, off, &line, &col);
+    fm_text_position(r->text, r->len, off, &line, &col);
     const char *name = str_item(e, "name");
     char what[160];
     snprintf(what, sizeof(what), fmt, key);

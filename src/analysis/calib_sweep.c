@@ -1,5 +1,5 @@
-/* flopmeter calibrate: times single layers on a device, never whole networks, and fits the
- * calibration model (calibration.c) to them. Each sweep point is a graph of three layers: a
+/* flopmeter calibrate's sweep: times single layers on a device, never whole networks, and fits
+ * the calibration model (calib_model.c) to them. Each sweep point is a graph of three layers: a
  * trainable per-channel scale of the input (so that the layer under test computes its input
  * gradient, as it does inside a network; a depthwise 3x3 convolution for the layers that follow
  * convolutions in CNNs), the layer, and the loss the policy adds. Every
@@ -9,7 +9,7 @@
 #include "../core/internal.h"
 #include "../frontend/zoo/nn.h"
 #include "analysis.h"
-#include "calibration_internal.h"
+#include "calib_common.h"
 
 #include <errno.h>
 #include <math.h>
@@ -570,7 +570,7 @@ static enum fm_status run_point(struct fm_ctx *ctx, const struct fm_calibrate_op
 
 /* Steps through a comma-separated list: *item gets the next item and *len its length; false
  * at the end (*p NULL or ""). An empty item between two commas is an item of length 0. */
-static bool next_item(const char **p, const char **item, size_t *len)
+bool fm_calib_list_next(const char **p, const char **item, size_t *len)
 {
     if (!*p || !**p)
         return false;
@@ -582,11 +582,11 @@ static bool next_item(const char **p, const char **item, size_t *len)
 }
 
 /* Whether the comma-separated list has name (the whole of one of its items). */
-static bool in_list(const char *list, const char *name, size_t len)
+bool fm_calib_list_has(const char *list, const char *name, size_t len)
 {
     const char *item;
     size_t n;
-    while (next_item(&list, &item, &n)) {
+    while (fm_calib_list_next(&list, &item, &n)) {
         if (n == len && strncmp(item, name, len) == 0)
             return true;
     }
@@ -595,12 +595,12 @@ static bool in_list(const char *list, const char *name, size_t len)
 
 /* Whether a shape taken from the families in from (comma-separated, or NULL) is taken from a
  * family in the leave-out list. */
-static bool left_out(const char *from, const char *leave_out)
+bool fm_calib_left_out(const char *from, const char *leave_out)
 {
     const char *f = from, *item;
     size_t n;
-    while (next_item(&f, &item, &n)) {
-        if (in_list(leave_out, item, n))
+    while (fm_calib_list_next(&f, &item, &n)) {
+        if (fm_calib_list_has(leave_out, item, n))
             return true;
     }
     return false;
@@ -618,15 +618,15 @@ static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
     const char *item;
     for (size_t i = 0; i < N_SWEEP; i++) {
         const char *f = sweep[i].from;
-        while (next_item(&f, &item, &n)) {
-            if (!in_list(known, item, n) && used + n + 2 < sizeof(known))
+        while (fm_calib_list_next(&f, &item, &n)) {
+            if (!fm_calib_list_has(known, item, n) && used + n + 2 < sizeof(known))
                 used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%.*s",
                                          used ? "," : "", (int)n, item);
         }
     }
     const char *p = leave_out;
-    while (next_item(&p, &item, &n)) {
-        if (!in_list(known, item, n))
+    while (fm_calib_list_next(&p, &item, &n)) {
+        if (!fm_calib_list_has(known, item, n))
             return fm_error(ctx, FM_ERR_INVALID,
                             "--leave-out: no sweep shape is taken from '%.*s' (the families "
                             "shapes are taken from: %s)",
@@ -775,7 +775,7 @@ static int cmp_double(const void *a, const void *b)
 /* Whether the run leaves sweep point i out (--quick, --leave-out). */
 static bool skipped(const struct fm_calibrate_opts *o, size_t i)
 {
-    return (o->quick && i % 2) || (o->leave_out && left_out(sweep[i].from, o->leave_out));
+    return (o->quick && i % 2) || (o->leave_out && fm_calib_left_out(sweep[i].from, o->leave_out));
 }
 
 /* Where key is in keys[0..n): at k when every round timed the same node-phases (a phase timed
@@ -977,162 +977,5 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
         s.v = NULL;
     }
     samples_release(ctx, &s);
-    return st;
-}
-
-/* ---- the samples CSV, read back ---- */
-
-enum { SAMPLE_FIELDS = 8 };
-
-/* Splits line (its newline removed) at commas into at most SAMPLE_FIELDS fields; the count. */
-static int split_fields(char *line, char **f)
-{
-    int n = 0;
-    line[strcspn(line, "\r\n")] = '\0';
-    f[n++] = line;
-    for (char *c = line; *c; c++) {
-        if (*c != ',')
-            continue;
-        if (n == SAMPLE_FIELDS)
-            return SAMPLE_FIELDS + 1;
-        *c = '\0';
-        f[n++] = c + 1;
-    }
-    return n;
-}
-
-static bool number_field(const char *s, double *out)
-{
-    char *end;
-    *out = strtod(s, &end);
-    return end != s && *end == '\0' && isfinite(*out) && *out >= 0;
-}
-
-/* One data line into x; NULL when it reads, else the name of the field that does not. families
- * gets the line's families with ',' for '+' ("" for a generic shape or an old file). */
-static const char *parse_sample(char **f, int nf, struct fm_calib_sample *x, char *families,
-                                size_t families_size)
-{
-    memset(x, 0, sizeof(*x));
-    if (!fm_calib_class_parse(f[0], &x->cls))
-        return "class";
-    if (strlen(f[1]) >= sizeof(x->kind))
-        return "kind";
-    snprintf(x->kind, sizeof(x->kind), "%s", f[1]);
-    if (!fm_calib_phase_parse(f[2], &x->phase))
-        return "phase";
-    if (strcmp(f[3], "warm") != 0 && strcmp(f[3], "cold") != 0)
-        return "cache";
-    x->cold = f[3][0] == 'c';
-    if (!number_field(f[4], &x->flops))
-        return "flops";
-    if (!number_field(f[5], &x->bytes))
-        return "bytes";
-    if (!number_field(f[6], &x->seconds) || !(x->seconds > 0))
-        return "seconds";
-    snprintf(families, families_size, "%s", nf > 7 ? f[7] : "");
-    for (char *c = families; *c; c++)
-        *c = *c == '+' ? ',' : *c;
-    return NULL;
-}
-
-enum fm_status fm_calib_samples_load(struct fm_ctx *ctx, const char *path, const char *leave_out,
-                                     struct fm_calib_sample **out, size_t *n, size_t *dropped)
-{
-    static const char *const names[SAMPLE_FIELDS] = {"class", "kind",  "phase",   "cache",
-                                                     "flops", "bytes", "seconds", "families"};
-    *out = NULL;
-    *n = *dropped = 0;
-    if (leave_out && !*leave_out)
-        leave_out = NULL;
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return fm_error(ctx, FM_ERR_IO, "%s: cannot open the samples file: %s", path,
-                        strerror(errno));
-    char line[1024], *f[SAMPLE_FIELDS + 1];
-    enum fm_status st = FM_OK;
-    int nf = fgets(line, sizeof(line), fp) ? split_fields(line, f) : 0;
-    bool ok = nf == SAMPLE_FIELDS || nf == SAMPLE_FIELDS - 1;
-    for (int i = 0; ok && i < nf; i++)
-        ok = strcmp(f[i], names[i]) == 0;
-    const int want = nf;
-    if (!ok)
-        st = fm_error(ctx, FM_ERR_PARSE, "%s, line 1: not a samples file of flopmeter calibrate "
-                      "--samples (its header is class,kind,phase,cache,flops,bytes,seconds,"
-                      "families)", path);
-    if (!st && leave_out && want < SAMPLE_FIELDS)
-        st = fm_error(ctx, FM_ERR_INVALID, "%s has no families column (a file of an older "
-                      "flopmeter): its samples cannot be left out by family", path);
-    size_t cap = 0, line_no = 1;
-    char known[512] = "", fam[256];
-    size_t used = 0;
-    while (!st && fgets(line, sizeof(line), fp)) {
-        line_no++;
-        if (!strchr(line, '\n') && !feof(fp)) {
-            st = fm_error(ctx, FM_ERR_PARSE, "%s, line %zu: longer than %zu characters", path,
-                          line_no, sizeof(line) - 2);
-            break;
-        }
-        if (line[0] == '\n' || (line[0] == '\r' && line[1] == '\n'))
-            continue;
-        int got = split_fields(line, f);
-        if (got != want) {
-            st = fm_error(ctx, FM_ERR_PARSE, "%s, line %zu: %d fields, the header has %d", path,
-                          line_no, got > SAMPLE_FIELDS ? got - 1 : got, want);
-            break;
-        }
-        struct fm_calib_sample x;
-        const char *bad = parse_sample(f, got, &x, fam, sizeof(fam));
-        if (bad) {
-            int k = 0;
-            while (strcmp(names[k], bad) != 0)
-                k++;
-            st = fm_error(ctx, FM_ERR_PARSE, "%s, line %zu: field '%s' is '%s'", path, line_no,
-                          bad, f[k]);
-            break;
-        }
-        const char *p = fam, *item;
-        size_t len;
-        while (next_item(&p, &item, &len)) {
-            if (len && !in_list(known, item, len) && used + len + 2 < sizeof(known))
-                used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%.*s",
-                                         used ? "," : "", (int)len, item);
-        }
-        if (leave_out && left_out(fam, leave_out)) {
-            (*dropped)++;
-            continue;
-        }
-        if (*n == cap) {
-            size_t nc = cap ? 2 * cap : 256;
-            struct fm_calib_sample *v = fm_alloc(ctx, nc * sizeof(*v));
-            if (!v) {
-                st = fm_error(ctx, FM_ERR_NOMEM, "out of memory reading %s", path);
-                break;
-            }
-            if (*n)
-                memcpy(v, *out, *n * sizeof(*v));
-            fm_dealloc(ctx, *out);
-            *out = v;
-            cap = nc;
-        }
-        (*out)[(*n)++] = x;
-    }
-    fclose(fp);
-    const char *p = leave_out, *item;
-    size_t len;
-    while (!st && next_item(&p, &item, &len)) {
-        if (!in_list(known, item, len))
-            st = fm_error(ctx, FM_ERR_INVALID, "--leave-out: no sample in %s is taken from '%.*s' "
-                          "(the families its shapes are taken from: %s)",
-                          path, (int)len, item, known[0] ? known : "none");
-    }
-    if (!st && *n == 0)
-        st = fm_error(ctx, FM_ERR_PARSE, "%s: no samples%s", path,
-                      *dropped ? " left after --leave-out" : "");
-    if (st) {
-        fm_dealloc(ctx, *out);
-        *out = NULL;
-        *n = 0;
-    }
     return st;
 }
