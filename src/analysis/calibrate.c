@@ -609,7 +609,8 @@ static bool left_out(const char *from, const char *leave_out)
 static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
 {
     if (strlen(leave_out) >= sizeof(((struct fm_calibration *)0)->left_out))
-        return fm_error(ctx, FM_ERR_INVALID, "--leave-out: a list of %zu characters is too long "
+        return fm_error(ctx, FM_ERR_INVALID, "fm_calibrate_opts.leave_out: a list of %zu "
+                                             "characters is too long "
                                              "(the file records it in at most 255)",
                         strlen(leave_out));
     char known[512] = "";
@@ -627,7 +628,8 @@ static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
     while (next_item(&p, &item, &n)) {
         if (!in_list(known, item, n))
             return fm_error(ctx, FM_ERR_INVALID,
-                            "--leave-out: no sweep shape is taken from '%.*s' (the families "
+                            "fm_calibrate_opts.leave_out: no sweep shape is taken from '%.*s' (the "
+                            "families "
                             "shapes are taken from: %s)",
                             (int)n, item, known);
     }
@@ -1056,8 +1058,8 @@ enum fm_status fm_calib_samples_load(struct fm_ctx *ctx, const char *path, const
         ok = strcmp(f[i], names[i]) == 0;
     const int want = nf;
     if (!ok)
-        st = fm_error(ctx, FM_ERR_PARSE, "%s, line 1: not a samples file of flopmeter calibrate "
-                      "--samples (its header is class,kind,phase,cache,flops,bytes,seconds,"
+        st = fm_error(ctx, FM_ERR_PARSE, "%s, line 1: not a samples file of fm_calib_samples_load "
+                      "(its header is class,kind,phase,cache,flops,bytes,seconds,"
                       "families)", path);
     if (!st && leave_out && want < SAMPLE_FIELDS)
         st = fm_error(ctx, FM_ERR_INVALID, "%s has no families column (a file of an older "
@@ -1121,13 +1123,14 @@ enum fm_status fm_calib_samples_load(struct fm_ctx *ctx, const char *path, const
     size_t len;
     while (!st && next_item(&p, &item, &len)) {
         if (!in_list(known, item, len))
-            st = fm_error(ctx, FM_ERR_INVALID, "--leave-out: no sample in %s is taken from '%.*s' "
+            st = fm_error(ctx, FM_ERR_INVALID, "fm_calibrate_opts.leave_out: no sample in %s is "
+                          "taken from '%.*s' "
                           "(the families its shapes are taken from: %s)",
                           path, (int)len, item, known[0] ? known : "none");
     }
     if (!st && *n == 0)
         st = fm_error(ctx, FM_ERR_PARSE, "%s: no samples%s", path,
-                      *dropped ? " left after --leave-out" : "");
+                      *dropped ? " left after fm_calibrate_opts.leave_out" : "");
     if (st) {
         fm_dealloc(ctx, *out);
         *out = NULL;

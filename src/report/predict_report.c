@@ -163,7 +163,8 @@ static void print_table(FILE *f, const struct fm_session *s, bool summary)
                     (long long)one->global_batch, fm_format_time(one->total_s[0], b[2]),
                     fm_format_time(one->total_s[1], b[3]));
     } else {
-        fprintf(f, "  (--dataset-size N adds epoch time, training time and total compute)\n");
+        fprintf(f, "  (fm_session_opts.dataset_size N adds epoch time, training time and total "
+                   "compute)\n");
     }
     fm_report_memory_line(f, &s->memory);
     fprintf(f,

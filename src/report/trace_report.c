@@ -14,7 +14,7 @@ static void print_table(FILE *f, const struct fm_trace *t, const struct fm_sessi
     char b[4][FM_FORMAT_SIZE];
     fprintf(f, "%s: %s trace, %" PRIu64 " complete events, %zu step%s%s\n", t->origin,
             t->form == FM_TRACE_KINETO ? "Kineto" : "legacy", t->events, t->n_steps,
-            t->n_steps == 1 ? "" : "s", t->whole ? " (the whole trace, --whole)" : "");
+            t->n_steps == 1 ? "" : "s", t->whole ? " (the whole trace, fm_trace_opts.whole)" : "");
     fprintf(f, "  %-22s %12s %12s %8s %14s\n", "step", "time", "GPU kernels", "kernels",
             "profiler FLOP");
     for (size_t i = 0; i < t->n_steps; i++) {
@@ -80,7 +80,7 @@ static void print_table(FILE *f, const struct fm_trace *t, const struct fm_sessi
         fprintf(f, "  %-34s %14s %10s\n", "profiler", "-", "-");
     if (u->batch_mismatch)
         fprintf(f, "WARNING: the trace's first op (%s) reads a batch of %lld, the count is at "
-                "batch %lld: give --batch %lld\n",
+                "batch %lld: give fm_zoo_opts.batch %lld\n",
                 t->input_op, (long long)u->trace_batch, (long long)u->batch,
                 (long long)u->trace_batch);
     fprintf(f, "convention: FLOP = 2 x MAC + other ops; the profiler method counts only ops it "

@@ -614,7 +614,7 @@ static enum fm_status oom_advice(struct cu_state *s, enum fm_status st)
         return fm_error(s->ctx, st,
                         "out of GPU memory on %s: %.2f GiB were free; this step planned %.2f GiB "
                         "(flopmeter's estimate for batch %lld: %.2f GiB). By that estimate the "
-                        "largest batch that fits is %lld: try --batch %lld. [%s]",
+                        "largest batch that fits is %lld: try fm_zoo_opts.batch %lld. [%s]",
                         s->name, (double)s->free_at_start / gib, (double)planned / gib,
                         (long long)batch, (double)est / gib, fits, fits, orig);
     return fm_error(s->ctx, st,

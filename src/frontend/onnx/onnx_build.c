@@ -430,7 +430,8 @@ enum fm_status ox_need_ints(struct ox *ox, const Onnx__NodeProto *node, fm_tid t
             return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
                                  "its %s ('%s') is a graph input, not known before running the "
                                  "network, and the output shape depends on it: give its "
-                                 "values with --value %s=V[,V...]", what, tt->name, tt->name);
+                                 "values with fm_load_opts.values "
+                                 "%s=V[,V...]", what, tt->name, tt->name);
         return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
                              "its %s ('%s') %s, but the output shape depends on it", what,
                              tt->name,

@@ -859,8 +859,10 @@ static enum fm_status find_steps(struct reader *r, const struct fm_trace_opts *o
                         "torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, "
                         "warmup=1, active=3)) and call prof.step() after every step (it names "
                         "each step ProfilerStep#N), or wrap each step in "
-                        "torch.profiler.record_function(\"ProfilerStep#N\"); --step-prefix "
-                        "NAME takes your own annotations, --whole the whole trace as one step",
+                        "torch.profiler.record_function(\"ProfilerStep#N\"); "
+                        "fm_trace_opts.step_prefix "
+                        "NAME takes your own annotations, fm_trace_opts.whole the whole trace as "
+                        "one step",
                         r->origin, prefix);
     }
     if (n == 0 && !isfinite(lo))
