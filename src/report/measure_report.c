@@ -550,10 +550,10 @@ enum fm_status fm_report_measure(FILE *f, const struct fm_session *s,
     const struct fm_measurement *m = s->measurement;
     if (!m && s->opts.dry_run) {
         print_plan(f, s, opts ? opts->format : FM_FORMAT_TABLE);
-        return ferror(f) ? FM_ERR_IO : FM_OK;
+        return fm_report_end(s->ctx, f);
     }
     if (!m)
-        return FM_ERR_INVALID;
+        return fm_report_lacks(s->ctx, "measure", "a measurement (or a dry run)");
     const struct fm_prediction *pred = s->prediction;
     struct report rep;
     memset(&rep, 0, sizeof(rep));
@@ -611,5 +611,5 @@ enum fm_status fm_report_measure(FILE *f, const struct fm_session *s,
     else
         print_json(f, &rep);
     fm_dealloc(s->ctx, rows);
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(s->ctx, f);
 }

@@ -367,12 +367,12 @@ enum fm_status fm_report_predict(FILE *f, const struct fm_session *s,
     else
         o = *opts;
     if (!s->prediction || !s->have_run)
-        return FM_ERR_INVALID;
+        return fm_report_lacks(s->ctx, "predict", "a session run with a prediction");
     if (o.format == FM_FORMAT_TABLE)
         print_table(f, s, o.summary);
     else if (o.format == FM_FORMAT_CSV)
         print_csv(f, s->graph, s->counts, s->prediction);
     else
         print_json(f, s);
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(s->ctx, f);
 }

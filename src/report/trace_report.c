@@ -237,8 +237,11 @@ static void print_json(FILE *f, const struct fm_trace *t, const struct fm_sessio
 enum fm_status fm_report_trace(FILE *f, const struct fm_trace *t, const struct fm_session *s,
                                const struct fm_trace_util *u, const struct fm_report_opts *opts)
 {
-    if (!t || (u && (!s || !s->device || !s->graph)))
+    if (!t)   /* no trace: no context to leave a message on */
         return FM_ERR_INVALID;
+    if (u && (!s || !s->device || !s->graph))
+        return fm_report_lacks(t->ctx, "trace",
+                               "the session (model and device) of its utilization");
     enum fm_format format = opts ? opts->format : FM_FORMAT_TABLE;
     if (format == FM_FORMAT_TABLE)
         print_table(f, t, s, u);
@@ -246,5 +249,5 @@ enum fm_status fm_report_trace(FILE *f, const struct fm_trace *t, const struct f
         print_csv(f, t);
     else
         print_json(f, t, u ? s : NULL, u);
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(t->ctx, f);
 }

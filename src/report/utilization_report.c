@@ -117,7 +117,7 @@ enum fm_status fm_report_utilization(FILE *f, const struct fm_session *s,
                                      const struct fm_report_opts *opts)
 {
     if (!s->have_util || !s->device)
-        return FM_ERR_INVALID;
+        return fm_report_lacks(s->ctx, "utilization", "a device and a measured time");
     enum fm_format format = opts ? opts->format : FM_FORMAT_TABLE;
     if (format == FM_FORMAT_TABLE)
         print_table(f, s);
@@ -125,5 +125,5 @@ enum fm_status fm_report_utilization(FILE *f, const struct fm_session *s,
         print_csv(f, &s->util);
     else
         print_json(f, s);
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(s->ctx, f);
 }
