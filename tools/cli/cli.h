@@ -30,7 +30,8 @@ struct cli_run {
     FILE *out;                 /* the report's buffer (cli_out) */
     char *buf;
     size_t len;
-    bool out_failed;
+    bool out_failed;           /* no memory for the buffer: the render went to discard */
+    FILE *discard;
     struct cli_fail_alloc *hook;   /* the test hook FM_TEST_FAIL_ALLOC (run.c) */
 };
 /* Runs cmd: makes the context, calls cmd->fn, then prints what it rendered into cli_out() when

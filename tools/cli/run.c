@@ -61,14 +61,16 @@ int cli_fail(struct fm_ctx *ctx, enum fm_status st)
 
 FILE *cli_out(struct cli_run *run)
 {
-    if (!run->out) {
+    if (!run->out && !run->out_failed) {
         run->out = open_memstream(&run->buf, &run->len);
-        if (!run->out)   /* the render then writes nowhere and cli_run says why */
+        if (!run->out) {   /* no memory for the buffer: the render goes nowhere, cli_run says so */
             run->out_failed = true;
+            run->discard = fopen("/dev/null", "w");
+        }
     }
     if (run->hook)
         run->hook->armed = true;
-    return run->out ? run->out : stdout;
+    return run->out ? run->out : run->discard ? run->discard : stderr;
 }
 
 int cli_run(const struct cli_cmd *cmd, int argc, char **argv)
@@ -90,6 +92,8 @@ int cli_run(const struct cli_cmd *cmd, int argc, char **argv)
     if (run.hook)
         hook.armed = false;
     bool lost = run.out_failed || (run.out && (ferror(run.out) | fclose(run.out)));
+    if (run.discard)
+        fclose(run.discard);
     if (run.status) {
         /* the render failed: its message, and none of what it had written */
         const char *msg = fm_ctx_error(run.ctx);
