@@ -4,7 +4,8 @@
 # turns each field into its flag where it prints (tools/cli/flags.c), so that a program linking
 # the library is never told about --gpus. This fails on any string literal under src/ that holds
 # "--" followed by a letter, except another tool's own command line quoted in backticks (`ncu
-# --csv`, `nsys stats --report ...`) or named as ncu's ("ncu --nvtx adds them").
+# --csv`, `nsys stats --report ...`) or named as ncu's ("ncu --nvtx adds them"); such a quote
+# is checked one string literal at a time, so keep it within one literal.
 #   sh tests/check_no_flags.sh SOURCE_DIR
 set -u
 cd "${1:-.}" || exit 1

@@ -62,8 +62,8 @@ enum fm_status fm_predict_data_parallel(struct fm_ctx *ctx, const struct fm_grap
                         "data parallelism models training (gradients to all-reduce); drop "
                         "FM_MODE_INFER");
     if (gpus < 1)
-        return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.gpus must be at least 1, got "
-                                             "%d", gpus);
+        return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.gpus must be at least 1, got %d",
+                                             gpus);
     if (gpus > 1 && !(link_bw > 0))
         return fm_error(ctx, FM_ERR_INVALID,
                         "no interconnect bandwidth for %d GPUs: the device lists none; give "

@@ -610,8 +610,8 @@ static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
 {
     if (strlen(leave_out) >= sizeof(((struct fm_calibration *)0)->left_out))
         return fm_error(ctx, FM_ERR_INVALID, "fm_calibrate_opts.leave_out: a list of %zu "
-                                             "characters is too long "
-                                             "(the file records it in at most 255)",
+                                             "characters is too long (the file records it in at "
+                                             "most 255)",
                         strlen(leave_out));
     char known[512] = "";
     size_t used = 0, n;
@@ -629,8 +629,7 @@ static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
         if (!in_list(known, item, n))
             return fm_error(ctx, FM_ERR_INVALID,
                             "fm_calibrate_opts.leave_out: no sweep shape is taken from '%.*s' (the "
-                            "families "
-                            "shapes are taken from: %s)",
+                            "families shapes are taken from: %s)",
                             (int)n, item, known);
     }
     return FM_OK;
@@ -1059,8 +1058,7 @@ enum fm_status fm_calib_samples_load(struct fm_ctx *ctx, const char *path, const
     const int want = nf;
     if (!ok)
         st = fm_error(ctx, FM_ERR_PARSE, "%s, line 1: not a samples file of fm_calib_samples_load "
-                      "(its header is class,kind,phase,cache,flops,bytes,seconds,"
-                      "families)", path);
+                      "(its header is class,kind,phase,cache,flops,bytes,seconds,families)", path);
     if (!st && leave_out && want < SAMPLE_FIELDS)
         st = fm_error(ctx, FM_ERR_INVALID, "%s has no families column (a file of an older "
                       "flopmeter): its samples cannot be left out by family", path);
@@ -1124,8 +1122,7 @@ enum fm_status fm_calib_samples_load(struct fm_ctx *ctx, const char *path, const
     while (!st && next_item(&p, &item, &len)) {
         if (!in_list(known, item, len))
             st = fm_error(ctx, FM_ERR_INVALID, "fm_calibrate_opts.leave_out: no sample in %s is "
-                          "taken from '%.*s' "
-                          "(the families its shapes are taken from: %s)",
+                          "taken from '%.*s' (the families its shapes are taken from: %s)",
                           path, (int)len, item, known[0] ? known : "none");
     }
     if (!st && *n == 0)

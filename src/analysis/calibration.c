@@ -585,8 +585,7 @@ static enum fm_status mismatch(struct fm_ctx *ctx, const struct fm_calibration *
     }
     return fm_error(ctx, FM_ERR_INVALID,
                     "%s was made for %s %s, this run uses %s (pass "
-                    "fm_session_opts.force_calibration to use it "
-                    "anyway)",
+                    "fm_session_opts.force_calibration to use it anyway)",
                     what, field, made, used);
 }
 

@@ -93,9 +93,8 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
         bool tera = o->peak < 1e4;
         char as_flops[FM_FORMAT_SIZE];
         return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.peak %g is in FLOP/s, below any "
-                        "device's peak: "
-                        "did you mean %ge%d (%sFLOP/s)? Units are accepted: fm_session_opts.peak "
-                        "%g%s",
+                        "device's peak: did you mean %ge%d (%sFLOP/s)? Units are accepted: "
+                        "fm_session_opts.peak %g%s",
                         o->peak, o->peak, tera ? 12 : 9,
                         fm_format_si(o->peak * (tera ? 1e12 : 1e9), as_flops), o->peak,
                         tera ? "T" : "G");
@@ -105,12 +104,10 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
             return fm_error(ctx, FM_ERR_INVALID, "times must be positive (e.g. 0.25, 250ms)");
         if (o->step_s == 0 && o->epoch_s == 0)
             return fm_error(ctx, FM_ERR_INVALID, "give fm_session_opts.step_s T (and/or "
-                            "fm_session_opts.epoch_s T with "
-                            "fm_session_opts.dataset_size N)");
+                            "fm_session_opts.epoch_s T with fm_session_opts.dataset_size N)");
         if (o->epoch_s > 0 && o->dataset_size == 0)
             return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.epoch_s needs "
-                            "fm_session_opts.dataset_size N (samples "
-                            "per epoch)");
+                            "fm_session_opts.dataset_size N (samples per epoch)");
     }
     if (o->task == FM_TASK_MEASURE) {
         if (o->count.optimizer != FM_OPTIM_SGD)
@@ -120,8 +117,7 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
         if (o->run.steps < 1 || o->run.steps > 100000 || o->run.warmup < 0 ||
             o->run.warmup > 100000 || o->run.threads < 0 || o->run.threads > 4096)
             return fm_error(ctx, FM_ERR_INVALID, "fm_measure_opts.steps and fm_measure_opts.warmup "
-                            "at most 100000, fm_measure_opts.threads "
-                            "at most 4096");
+                            "at most 100000, fm_measure_opts.threads at most 4096");
         struct fm_target t;
         enum fm_status st = fm_target_parse(ctx, o->device, &t);
         if (st)
@@ -212,8 +208,7 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
             fm_graph_free(*graph);
             *graph = NULL;
             return fm_error(s->ctx, FM_ERR_INVALID, "fm_session_opts.loss_on: '%s' has no tensor "
-                            "named '%s' "
-                            "(its outputs: %s)", s->opts.model, s->opts.loss_on, outs);
+                            "named '%s' (its outputs: %s)", s->opts.model, s->opts.loss_on, outs);
         }
         st = fm_graph_add_loss(*graph, on, loss);
     } else {
@@ -259,12 +254,12 @@ static void check_inference_export(struct fm_session *s)
     if (conv == 0 || bn || dropout || 2 * biased < conv)
         return;
     snprintf(s->export_note, sizeof(s->export_note),
-             "%s looks exported for inference: %zu of its %zu convolutions carry a bias and it "
-             "has no BatchNorm and no Dropout, as when torch.onnx.export folds BatchNorm into "
-             "the convolutions and drops Dropout. A training count of it leaves out the work and "
+             "%s looks exported for inference: %zu of its %zu convolutions carry a bias and it has "
+             "no BatchNorm and no Dropout, as when torch.onnx.export folds BatchNorm into the "
+             "convolutions and drops Dropout. A training count of it leaves out the work and "
              "memory of any BatchNorm folded away and any Dropout dropped: export with "
-             "training=TrainingMode.TRAINING and "
-             "do_constant_folding=False (docs/pytorch.md), or count it with FM_MODE_INFER",
+             "training=TrainingMode.TRAINING and do_constant_folding=False (docs/pytorch.md), or "
+             "count it with FM_MODE_INFER",
              fm_graph_name(g), biased, conv);
     fm_log(s->ctx, "%s", s->export_note);
 }
@@ -438,9 +433,8 @@ static enum fm_status check_step_memory(struct fm_session *s, const struct fm_ta
         return fm_error(s->ctx, st, "out of memory counting the largest batch that fits");
     char needs[FM_FORMAT_SIZE], has[FM_FORMAT_SIZE], fits[96] = "";
     if (best > 0)
-        snprintf(fits, sizeof(fits), "; the largest batch that fits is "
-                                     "%" PRId64 " (fm_zoo_opts.batch)",
-                 best);
+        snprintf(fits, sizeof(fits), "; the largest batch that fits is %" PRId64
+                                     " (fm_zoo_opts.batch)", best);
     else if (best == 0)
         snprintf(fits, sizeof(fits), "; not even one sample fits");
     return fm_error(s->ctx, FM_ERR_NOMEM,
@@ -558,8 +552,7 @@ static enum fm_status analysis_device(struct fm_session *s)
     const char *name = s->opts.device;
     if (!name || !*name)
         return fm_error(s->ctx, FM_ERR_INVALID, "give the device: fm_session_opts.device NAME "
-                        "(flopmeter "
-                        "devices lists them, e.g. fm_session_opts.device a100)");
+                        "(flopmeter devices lists them, e.g. fm_session_opts.device a100)");
     struct fm_target t;
     enum fm_status st = fm_target_parse(s->ctx, name, &t);
     if (st == FM_ERR_NOT_FOUND)
@@ -756,9 +749,8 @@ static enum fm_status measure(struct fm_session *s)
         uint64_t batch = (uint64_t)s->batch;
         uint64_t steps = (o->epoch_samples + batch - 1) / batch;
         if (steps > 1000000)
-            return fm_error(s->ctx, FM_ERR_INVALID, "fm_session_opts.epoch_samples gives "
-                            "%" PRIu64 " steps; at "
-                            "most 1000000", steps);
+            return fm_error(s->ctx, FM_ERR_INVALID, "fm_session_opts.epoch_samples gives %" PRIu64
+                            " steps; at most 1000000", steps);
         mo.steps = (int)steps;
         mo.per_layer = false;
         s->epoch_running = true;

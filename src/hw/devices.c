@@ -184,9 +184,9 @@ enum fm_status fm_devices_match(struct fm_ctx *ctx, const struct fm_devices *dev
         }
     }
     if (!*out)
-        return fm_error(ctx, FM_ERR_NOT_FOUND, "'%s' is not in the device table (flopmeter "
-                        "devices lists it; fm_session_opts.devices_file FILE adds an "
-                        "entry)", gpu_name ? gpu_name : "");
+        return fm_error(ctx, FM_ERR_NOT_FOUND, "'%s' is not in the device table (flopmeter devices "
+                        "lists it; fm_session_opts.devices_file FILE adds an entry)",
+                        gpu_name ? gpu_name : "");
     return FM_OK;
 }
 
@@ -320,8 +320,7 @@ void fm_device_name_note(const struct fm_devices *devs, const char *query,
             len += (size_t)snprintf(note + len, size - len,
                                     "%s'%s' is the %s, the device nvidia-smi and PyTorch list "
                                     "(each %s board shows as two); fm_session_opts.device %s takes "
-                                    "the whole "
-                                    "board",
+                                    "the whole board",
                                     len ? "; " : "", query, dev->name, d->name, board);
             break;
         }

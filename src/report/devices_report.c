@@ -174,13 +174,12 @@ static void print_device(FILE *f, const struct fm_device *d)
             snprintf(left, sizeof(left), "none");
         snprintf(right, sizeof(right), o > 0 ? "%s (vector)" : "none",
                  tflops(o, false, b[1]));
-        fprintf(f, "  fm_session_opts.precision %-13s %-24s "
-                   "%s\n", fm_precision_name((enum fm_precision)p), left,
+        fprintf(f, "  fm_session_opts.precision %-13s %-24s %s\n",
+                   fm_precision_name((enum fm_precision)p), left,
                 right);
     }
     fprintf(f, "  fm_session_opts.precision torch-default  conv %s, matmul %s (PyTorch: TF32 "
-            "convolutions, "
-            "FP32 matmuls)\n",
+            "convolutions, FP32 matmuls)\n",
             tflops(fm_device_peak(d, FM_CLASS_CONV, FM_PREC_TF32), false, b[0]),
             tflops(fm_device_peak(d, FM_CLASS_MATMUL, FM_PREC_FP32), false, b[1]));
     fprintf(f, "\nTFLOP/s dense (int8: TOPS); ? = the sources could not confirm it; 0 or '-' = not "

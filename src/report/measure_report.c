@@ -135,7 +135,7 @@ static void print_time_loss(FILE *f, const struct report *r)
     for (int k = 0; k < FM_LOSS_PARTS; k++) {
         top_classes(t, k, who, sizeof(who));
         const char *note = k == FM_LOSS_OVERHEAD && !r->cal ? " (needs fm_predict_opts.calibration "
-                                                              "FILE)" : "";
+                                                              "FILE)": "";
         fprintf(f, "  %-13s %9s ms %5.1f%%  %s%s%s%s%s\n", label[k],
                 ms_text(t->parts[k] * 1e3, b[0]), step > 0 ? 100 * t->parts[k] / step : 0.0,
                 what[k], note, who[0] ? " [" : "", who, who[0] ? "]" : "");
@@ -248,10 +248,9 @@ static void print_table(FILE *f, const struct report *r)
         if (r->train)
             fprintf(f,
                     "  bwd ms: input and weight gradients together (per-phase figures in "
-                    "fm_report_opts.format "
-                    "csv/json; 'no grad': no gradient flows back through the layer, its backward "
-                    "does not exist); pred: roofline bound on %s, error = (pred - measured) / "
-                    "measured\n",
+                    "fm_report_opts.format csv/json; 'no grad': no gradient flows back through the "
+                    "layer, its backward does not exist); pred: roofline bound on %s, error = "
+                    "(pred - measured) / measured\n",
                     r->pred_device ? r->pred_device : "?");
     }
     double flops = step_flops(r->c);

@@ -9,19 +9,15 @@
 void fm_report_impossible(FILE *f)
 {
     fprintf(f,
-            "IMPOSSIBLE: a utilization above 100%% means the inputs do not describe the same "
-            "work. Likely causes:\n"
-            "  - the peak is of the wrong precision: the run used faster units (TF32, FP16 or "
-            "BF16 tensor cores) than\n"
-            "    fm_session_opts.precision says; PyTorch on Ampere+ runs FP32 convolutions on TF32 "
-            "(fm_session_opts.precision torch-default);\n"
-            "  - a MAC/FLOP mix-up: a FLOP count that is really MACs (x2 too high here would "
-            "mean the time or peak\n"
-            "    counts an FMA as 1 FLOP), or a peak quoted in FMA/s;\n"
-            "  - the time excludes work: GPU kernel time of part of the step, an asynchronous "
-            "launch timed without\n"
-            "    synchronizing, a step time without backward or optimizer, or a batch "
-            "different from fm_zoo_opts.batch.\n");
+            "IMPOSSIBLE: a utilization above 100%% means the inputs do not describe the same work. "
+            "Likely causes:\n  - the peak is of the wrong precision: the run used faster units "
+            "(TF32, FP16 or BF16 tensor cores) than\n    fm_session_opts.precision says; PyTorch "
+            "on Ampere+ runs FP32 convolutions on TF32 (fm_session_opts.precision "
+            "torch-default);\n  - a MAC/FLOP mix-up: a FLOP count that is really MACs (x2 too high "
+            "here would mean the time or peak\n    counts an FMA as 1 FLOP), or a peak quoted in "
+            "FMA/s;\n  - the time excludes work: GPU kernel time of part of the step, an "
+            "asynchronous launch timed without\n    synchronizing, a step time without backward or "
+            "optimizer, or a batch different from fm_zoo_opts.batch.\n");
 }
 
 static void print_table(FILE *f, const struct fm_session *s)

@@ -221,8 +221,8 @@ static enum fm_status check_graph(struct fm_ctx *ctx, const struct fm_graph *g,
 {
     if (o->precision != FM_PREC_FP32)
         return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                        "the CPU backend runs fp32 only; precision %s is not implemented "
-                        "(use fm_measure_opts.precision fp32)",
+                        "the CPU backend runs fp32 only; precision %s is not implemented (use "
+                        "fm_measure_opts.precision fp32)",
                         fm_precision_name(o->precision));
     if (o->cuda_graph)
         return fm_error(ctx, FM_ERR_INVALID, "fm_measure_opts.cuda_graph (CUDA graphs) applies to "
@@ -230,8 +230,7 @@ static enum fm_status check_graph(struct fm_ctx *ctx, const struct fm_graph *g,
     if (o->channels_last)
         return fm_error(ctx, FM_ERR_INVALID,
                         "fm_measure_opts.channels_last applies to CUDA devices only: on the CPU "
-                        "oneDNN chooses "
-                        "the layout of every tensor itself");
+                        "oneDNN chooses the layout of every tensor itself");
     for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
         const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
         if (fm_dtype_is_float(t->dtype) && t->dtype != FM_DTYPE_FP32)
@@ -604,12 +603,11 @@ out:
     if (st && s->over_limit) {
         char has[FM_FORMAT_SIZE], got[FM_FORMAT_SIZE];
         st = fm_error(ctx, FM_ERR_NOMEM,
-                      "the CPU backend's buffers for this step (activations and their "
-                      "gradients, weights, gradients and momentum, the layouts oneDNN picks, "
-                      "scratch) grow past the %s it may use (%s planned when the next buffer "
-                      "did not fit); nothing was run: lower fm_zoo_opts.batch, or give "
-                      "fm_measure_opts.memory_limit if "
-                      "more memory is free than the check sees",
+                      "the CPU backend's buffers for this step (activations and their gradients, "
+                      "weights, gradients and momentum, the layouts oneDNN picks, scratch) grow "
+                      "past the %s it may use (%s planned when the next buffer did not fit); "
+                      "nothing was run: lower fm_zoo_opts.batch, or give "
+                      "fm_measure_opts.memory_limit if more memory is free than the check sees",
                       fm_format_bytes(opts->memory_limit, has),
                       fm_format_bytes(s->planned_bytes, got));
     }

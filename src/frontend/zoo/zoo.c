@@ -156,8 +156,7 @@ enum fm_status fm_zoo_build(struct fm_ctx *ctx, const char *name, const struct f
         if (o.input.dims[2] <= 4 && o.input.dims[0] >= 16 && o.input.dims[1] >= 16)
             return fm_error(ctx, FM_ERR_INVALID,
                             "fm_zoo_opts.input %lldx%lldx%lld looks like HxWxC; built-in models "
-                            "take CxHxW: "
-                            "fm_zoo_opts.input %lldx%lldx%lld",
+                            "take CxHxW: fm_zoo_opts.input %lldx%lldx%lld",
                             (long long)o.input.dims[0], (long long)o.input.dims[1],
                             (long long)o.input.dims[2], (long long)o.input.dims[2],
                             (long long)o.input.dims[0], (long long)o.input.dims[1]);
