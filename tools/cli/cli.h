@@ -1,7 +1,9 @@
-/* The CLI's shared pieces: the command table entry, options declared as data (parsed and turned
- * into --help text by one function), the options every model command takes, and the exit path
- * of a failed library call. The CLI parses arguments, calls the library (a session) and prints
- * what src/report renders: it decides nothing about models, devices or peaks. */
+/* The CLI's shared pieces: the command table entry, the run every command goes through (run.c),
+ * options declared as data (parsed and turned into --help text by one function), the options
+ * every model command takes, the exit path of a failed library call, and the table that turns
+ * the library's field names into flags (flags.c). The CLI parses arguments, calls the library
+ * (a session) and prints what src/report renders: it decides nothing about models, devices or
+ * peaks. */
 #ifndef FM_CLI_H
 #define FM_CLI_H
 
@@ -153,20 +155,20 @@ void cli_progress(void *user, const char *what, int done, int total);
 /* The user pointer cli_progress wants: the model's or device's name, or NULL off a terminal. */
 void *cli_progress_user(const char *label);
 
-/* The command functions. */
-int cmd_count(struct cli_run *run, int argc, char **argv);   /* cmd_count.c */
-int cmd_models(struct cli_run *run, int argc, char **argv);   /* cmd_models.c */
-/* cmd_devices.c (devices and device) */
+/* The command functions, each in cmd_<name>.c (devices and device: cmd_devices.c); main.c runs
+ * them through cli_run. */
+int cmd_count(struct cli_run *run, int argc, char **argv);
+int cmd_models(struct cli_run *run, int argc, char **argv);
 int cmd_devices(struct cli_run *run, int argc, char **argv);
 int cmd_device(struct cli_run *run, int argc, char **argv);
-int cmd_roofline(struct cli_run *run, int argc, char **argv);   /* cmd_roofline.c */
-int cmd_predict(struct cli_run *run, int argc, char **argv);   /* cmd_predict.c */
-int cmd_utilization(struct cli_run *run, int argc, char **argv);   /* cmd_utilization.c */
-int cmd_probe(struct cli_run *run, int argc, char **argv);   /* cmd_probe.c */
-int cmd_measure(struct cli_run *run, int argc, char **argv);   /* cmd_measure.c */
-int cmd_calibrate(struct cli_run *run, int argc, char **argv);   /* cmd_calibrate.c */
-int cmd_trace(struct cli_run *run, int argc, char **argv);   /* cmd_trace.c */
-int cmd_ncu(struct cli_run *run, int argc, char **argv);   /* cmd_ncu.c */
-int cmd_nsys(struct cli_run *run, int argc, char **argv);   /* cmd_nsys.c */
+int cmd_roofline(struct cli_run *run, int argc, char **argv);
+int cmd_predict(struct cli_run *run, int argc, char **argv);
+int cmd_utilization(struct cli_run *run, int argc, char **argv);
+int cmd_probe(struct cli_run *run, int argc, char **argv);
+int cmd_measure(struct cli_run *run, int argc, char **argv);
+int cmd_calibrate(struct cli_run *run, int argc, char **argv);
+int cmd_trace(struct cli_run *run, int argc, char **argv);
+int cmd_ncu(struct cli_run *run, int argc, char **argv);
+int cmd_nsys(struct cli_run *run, int argc, char **argv);
 
 #endif
