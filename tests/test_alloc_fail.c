@@ -5,6 +5,10 @@
  * prediction, sessions of every task but measure, with the loss policy and their reports)
  * must end with FM_ERR_NOMEM and a message, leave nothing allocated after the
  * _free calls, and, when it completes, give the same numbers as a run that never failed.
+ * The renderers (count, roofline, predict, utilization, measure's dry run, devices, device,
+ * models, ncu, nsys, trace; table, CSV and JSON) are also run with every allocation of the
+ * render alone failed in turn: an error with a message, or the whole output, never FM_OK
+ * with a partial report. The CLI's side (exit 1 and the message) is tests/check_cli_alloc_fail.sh.
  * In a build without AddressSanitizer the test also interposes the C library's malloc family
  * while a scenario runs: an allocation that bypasses the context allocator (a direct malloc in
  * library code, or a dependency not routed through it) is reported with its call stack.
@@ -575,6 +579,285 @@ static void test_sessions_every_allocation(void **state)
     assert_int_equal(o.bypassed, 0);
 }
 
+/* ---- the renderers, every allocation failed in turn ---- */
+
+/* What one renderer draws, made once on the ledger's context (nothing fails while it is made):
+ * the failures are then injected inside the render alone, so that every N lands in the
+ * renderer, not in the session before it. */
+enum render_kind {
+    R_COUNT, R_ROOFLINE, R_PREDICT, R_UTILIZATION, R_MEASURE_DRY, R_DEVICES, R_DEVICE, R_MODELS,
+    R_NCU, R_NSYS, R_TRACE, R_KIND_COUNT
+};
+static const char *const render_names[R_KIND_COUNT] = {
+    "count", "roofline", "predict", "utilization", "measure (dry run)", "devices", "device",
+    "models", "ncu", "nsys", "trace"};
+
+struct render_input {
+    struct fm_session *s;
+    struct fm_devices *devs;
+    const struct fm_device *dev;
+    struct fm_ncu_profile *ncu;
+    struct fm_ncu_match *match;
+    struct fm_nsys_summary *nsys;
+    struct fm_trace *trace;
+    struct fm_trace_util util;
+};
+
+static enum fm_status session_for(struct fm_ctx *ctx, enum fm_task task, const char *model,
+                                  const char *device, struct fm_session **out)
+{
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, task);
+    o.model = model;
+    o.device = device;
+    o.load.zoo.batch = 2;
+    o.load.batch_given = true;
+    o.dataset_size = 1000;
+    o.gpus = task == FM_TASK_PREDICT ? 4 : 1;
+    o.step_s = 0.01;
+    o.dry_run = task == FM_TASK_MEASURE;
+    return fm_session_run(ctx, &o, out);
+}
+
+static enum fm_status render_setup(struct fm_ctx *ctx, enum render_kind k, struct render_input *in)
+{
+    enum fm_status st = FM_OK;
+    switch (k) {
+    case R_COUNT: return session_for(ctx, FM_TASK_WORK, "resnet18", "h100-pcie", &in->s);
+    case R_ROOFLINE: return session_for(ctx, FM_TASK_ROOFLINE, "resnet18", "v100", &in->s);
+    case R_PREDICT: return session_for(ctx, FM_TASK_PREDICT, "resnet18", "h100-pcie", &in->s);
+    case R_UTILIZATION:
+        return session_for(ctx, FM_TASK_UTILIZATION, "mobilenet_v2", "a100-40gb", &in->s);
+    case R_MEASURE_DRY: return session_for(ctx, FM_TASK_MEASURE, "resnet18", NULL, &in->s);
+    case R_DEVICES: return fm_devices_load(ctx, NULL, &in->devs);
+    case R_DEVICE:
+        st = fm_devices_load(ctx, NULL, &in->devs);
+        return st ? st : fm_devices_find(ctx, in->devs, "h100-pcie", &in->dev);
+    case R_MODELS: return FM_OK;
+    case R_NCU:
+        st = fm_ncu_read_file(ctx, FM_TEST_DATA "/profiles/ncu/flopmeter_alexnet_h100_nvtx.csv",
+                              &in->ncu);
+        if (!st)
+            st = fm_devices_load(ctx, NULL, &in->devs);
+        if (!st)
+            st = fm_devices_find(ctx, in->devs, "h100", &in->dev);
+        if (!st)
+            st = session_for(ctx, FM_TASK_WORK, "alexnet", NULL, &in->s);
+        if (!st)
+            st = fm_ncu_match(ctx, in->ncu, in->s->graph, in->s->counts, &in->match);
+        return st;
+    case R_NSYS:
+        return fm_nsys_read_file(ctx, FM_TEST_DATA "/profiles/nsys/nvtx_gpu_proj_sum.csv",
+                                 &in->nsys);
+    case R_TRACE: {
+        struct fm_trace_opts to;
+        fm_trace_opts_init(&to);
+        st = fm_trace_read(ctx, FM_TEST_DATA "/profiles/torch/alexnet_kineto.json", &to,
+                           &in->trace);
+        if (st)
+            return st;
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_UTILIZATION);
+        o.model = "alexnet";
+        o.device = "a100-40gb";
+        o.step_s = in->trace->step_s;
+        o.load.zoo.batch = in->trace->input.dims[0];
+        o.load.batch_given = true;
+        o.load.zoo.input = (struct fm_shape){3, {3, 64, 64}};
+        st = fm_session_run(ctx, &o, &in->s);
+        if (!st)
+            st = fm_trace_utilization(ctx, in->trace, in->s->graph, in->s->counts, in->s->batch,
+                                      in->s->peak, &in->util);
+        return st;
+    }
+    default: return FM_ERR_INVALID;
+    }
+}
+
+static void render_free(struct render_input *in)
+{
+    fm_ncu_match_free(in->match);
+    fm_ncu_profile_free(in->ncu);
+    fm_nsys_summary_free(in->nsys);
+    fm_trace_free(in->trace);
+    fm_session_free(in->s);
+    fm_devices_free(in->devs);
+}
+
+static enum fm_status render(FILE *f, struct fm_ctx *ctx, enum render_kind k,
+                             const struct render_input *in, enum fm_format format)
+{
+    struct fm_report_opts ro;
+    fm_report_opts_init(&ro);
+    ro.format = format;
+    if (in->s) {
+        ro.loss = &in->s->loss;
+        ro.memory = &in->s->memory;
+        ro.export_note = in->s->export_note;
+    }
+    switch (k) {
+    case R_COUNT: return fm_report_count(f, in->s->graph, in->s->counts, &ro);
+    case R_ROOFLINE: return fm_report_roofline(f, in->s, &ro);
+    case R_PREDICT: return fm_report_predict(f, in->s, &ro);
+    case R_UTILIZATION: return fm_report_utilization(f, in->s, &ro);
+    case R_MEASURE_DRY: return fm_report_measure(f, in->s, &ro);
+    case R_DEVICES: return fm_report_devices(f, in->devs, &ro);
+    case R_DEVICE: return fm_report_device(f, in->dev, &ro);
+    case R_MODELS: return fm_report_models(f, ctx, &ro);
+    case R_NCU: return fm_report_ncu(f, in->ncu, in->match, in->dev, &ro);
+    case R_NSYS: return fm_report_nsys(f, in->nsys, &ro);
+    case R_TRACE: return fm_report_trace(f, in->trace, in->s, &in->util, &ro);
+    default: return FM_ERR_INVALID;
+    }
+}
+
+/* The render's output: a file with a buffer of the test's own (stdio allocates nothing while a
+ * render runs), read back through its descriptor and hashed. */
+struct sink {
+    FILE *f;
+    int fd;
+};
+
+static uint64_t sink_take(struct sink *k, size_t *len)
+{
+    fflush(k->f);
+    off_t n = lseek(k->fd, 0, SEEK_END);
+    uint64_t h = 1469598103934665603ull;
+    char chunk[4096];
+    for (off_t at = 0; at < n;) {
+        ssize_t got = pread(k->fd, chunk, sizeof(chunk), at);
+        if (got <= 0)
+            break;
+        for (ssize_t i = 0; i < got; i++)
+            h = mix(h, (unsigned char)chunk[i]);
+        at += got;
+    }
+    *len = n > 0 ? (size_t)n : 0;
+    assert_int_equal(ftruncate(k->fd, 0), 0);
+    rewind(k->f);
+    return h;
+}
+
+struct render_outcome {
+    uint64_t renders;     /* failing renders tried */
+    uint64_t failed;      /* of which the renderer reported FM_ERR_NOMEM with a message */
+    uint64_t allocating;  /* renderer-format pairs that allocate at all */
+};
+
+/* Renders k in format with no failure (the reference), then with the Nth allocation of the
+ * render failing, for every N the reference made. Each must either fail with FM_ERR_NOMEM and a
+ * message of its own, leaving nothing allocated, or succeed with the reference's whole output
+ * (never FM_OK with a truncated or '?'-filled report). */
+static void render_every_n(enum render_kind k, enum fm_format format, struct sink *sink,
+                           struct render_outcome *out)
+{
+    const char *what = render_names[k];
+    struct ledger l = {0};
+    struct fm_allocator a = {la_malloc, la_realloc, la_free, &l};
+    struct fm_ctx *ctx = NULL;
+    assert_int_equal(fm_ctx_new(&a, &ctx), FM_OK);
+    struct render_input in;
+    memset(&in, 0, sizeof(in));
+    enum fm_status st = render_setup(ctx, k, &in);
+    if (st == FM_ERR_UNSUPPORTED) {   /* a build without the backend or frontend it needs */
+        print_message("skipped %s: %s\n", what, fm_ctx_error(ctx));
+        render_free(&in);
+        fm_ctx_free(ctx);
+        return;
+    }
+    if (st)
+        fail_msg("%s: setting up the render failed: %s", what, fm_ctx_error(ctx));
+    long live = l.live;
+    uint64_t before = l.calls;
+    bypass.count = 0;
+    bypass.armed = true;
+    st = render(sink->f, ctx, k, &in, format);
+    bypass.armed = false;
+    if (st)
+        fail_msg("%s (%s): the reference render failed: %s", what, fm_format_name(format),
+                 fm_ctx_error(ctx));
+    if (bypass.count)
+        fail_msg("%s (%s): %lu allocation(s) bypassed the context allocator", what,
+                 fm_format_name(format), bypass.count);
+    size_t ref_len;
+    uint64_t ref = sink_take(sink, &ref_len);
+    assert_true(ref_len > 0);
+    uint64_t total = l.calls - before;
+    if (l.live != live)
+        fail_msg("%s (%s): the render leaves %ld block(s) allocated", what,
+                 fm_format_name(format), l.live - live);
+    if (total) {
+        out->allocating++;
+        print_message("%s (%s): %llu allocation(s) in the render\n", what,
+                      fm_format_name(format), (unsigned long long)total);
+    }
+    for (uint64_t n = 1; n <= total; n++) {
+        fm_error(ctx, FM_ERR_INVALID, "(no message yet)");
+        l.fail_at = l.calls + n;
+        l.failed = false;
+        st = render(sink->f, ctx, k, &in, format);
+        size_t len;
+        uint64_t h = sink_take(sink, &len);
+        out->renders++;
+        if (!l.failed)
+            fail_msg("%s (%s): allocation %llu of %llu was not reached", what,
+                     fm_format_name(format), (unsigned long long)n, (unsigned long long)total);
+        if (st == FM_OK) {   /* survived: then the output is whole */
+            if (h != ref || len != ref_len)
+                fail_msg("%s (%s): allocation %llu failed, the render said FM_OK, but its "
+                         "output (%zu bytes) is not the reference's (%zu bytes)", what,
+                         fm_format_name(format), (unsigned long long)n, len, ref_len);
+        } else {
+            if (st != FM_ERR_NOMEM)
+                fail_msg("%s (%s): allocation %llu failed with status '%s': %s", what,
+                         fm_format_name(format), (unsigned long long)n, fm_status_to_string(st),
+                         fm_ctx_error(ctx));
+            if (strcmp(fm_ctx_error(ctx), "(no message yet)") == 0 || !*fm_ctx_error(ctx))
+                fail_msg("%s (%s): allocation %llu failed: FM_ERR_NOMEM without a message",
+                         what, fm_format_name(format), (unsigned long long)n);
+            out->failed++;
+        }
+        if (l.live != live || l.bad_frees)
+            fail_msg("%s (%s): allocation %llu failed: %ld block(s) left allocated, %ld bad "
+                     "free(s)", what, fm_format_name(format), (unsigned long long)n,
+                     l.live - live, l.bad_frees);
+    }
+    l.fail_at = 0;
+    render_free(&in);
+    fm_ctx_free(ctx);
+    assert_int_equal(l.live, 0);
+}
+
+static void test_renderers_every_allocation(void **state)
+{
+    (void)state;
+    static char buf[1 << 16];
+    char path[] = "/tmp/fm_alloc_fail_render_XXXXXX";
+    struct sink sink;
+    sink.fd = mkstemp(path);
+    assert_true(sink.fd >= 0);
+    unlink(path);
+    sink.f = fdopen(sink.fd, "w");
+    assert_non_null(sink.f);
+    setvbuf(sink.f, buf, _IOFBF, sizeof(buf));
+    unsetenv("FLOPMETER_DEVICES");
+    setenv("XDG_CONFIG_HOME", "/nonexistent", 1);
+    struct render_outcome o = {0};
+    for (int k = 0; k < R_KIND_COUNT; k++) {
+        for (int f = 0; f < FM_FORMAT_COUNT; f++)
+            render_every_n((enum render_kind)k, (enum fm_format)f, &sink, &o);
+    }
+    fclose(sink.f);
+    print_message("renderers: %d, each in %d formats; %llu renders with one allocation failed "
+                  "(%llu failed with a message, the rest gave the whole output); %llu "
+                  "renderer-format pairs allocate\n",
+                  R_KIND_COUNT, FM_FORMAT_COUNT, (unsigned long long)o.renders,
+                  (unsigned long long)o.failed, (unsigned long long)o.allocating);
+    /* the device list (JSON), the measured layers and the models table allocate, at least */
+    assert_true(o.allocating >= 3);
+    assert_true(o.failed > 0);
+}
+
 /* The allocator itself: a realloc failure keeps the old block, frees are checked. */
 static void test_ledger_catches_leaks(void **state)
 {
@@ -603,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_onnx_every_allocation),
         cmocka_unit_test(test_device_file_every_allocation),
         cmocka_unit_test(test_sessions_every_allocation),
+        cmocka_unit_test(test_renderers_every_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -435,7 +435,7 @@ static void test_data_parallel(void **state)
     assert_int_equal(fm_predict_data_parallel(ctx, g, ci, p, 1, 2, 1e9, 1.0, &dp), FM_ERR_INVALID);
     fm_counts_free(ci);
     assert_int_equal(fm_predict_data_parallel(ctx, g, c, p, 1, 2, 0.0, 1.0, &dp), FM_ERR_INVALID);
-    assert_non_null(strstr(fm_ctx_error(ctx), "--interconnect"));
+    assert_non_null(strstr(fm_ctx_error(ctx), "fm_session_opts.interconnect"));
     fm_prediction_free(p);
     fm_counts_free(c);
     fm_graph_free(g);

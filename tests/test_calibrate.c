@@ -90,7 +90,7 @@ static void test_time_loss_exact(void **unused)
     /* no layer timings, or no bandwidth: an error that says what is missing */
     m.nodes = NULL;
     assert_int_equal(fm_time_loss(ctx, g, c, &m, 1e6, 1e6, NULL, &t), FM_ERR_INVALID);
-    EXPECT_MESSAGE(ctx, "per-layer timing", "--no-per-layer");
+    EXPECT_MESSAGE(ctx, "per-layer timing", "fm_measure_opts.per_layer");
     m.nodes = &nt;
     assert_int_equal(fm_time_loss(ctx, g, c, &m, 1e6, 0, NULL, &t), FM_ERR_INVALID);
     EXPECT_MESSAGE(ctx, "bandwidth");

@@ -683,14 +683,14 @@ static void test_check(void **state)
     assert_int_equal(fm_calibration_check(ctx, c, "Other CPU", "cpu", 2, FM_PREC_FP32, false),
                      FM_ERR_INVALID);
     EXPECT_MESSAGE(ctx, "calibration cal.json", "device", "\"Test CPU 9000\"", "\"Other CPU\"",
-                   "--force-calibration");
+                   "fm_session_opts.force_calibration");
     assert_int_equal(fm_calibration_check(ctx, c, dev, "cuda", 2, FM_PREC_FP32, false),
                      FM_ERR_INVALID);
     EXPECT_MESSAGE(ctx, "cal.json", "backend cpu", "this run uses cuda");
     assert_int_equal(fm_calibration_check(ctx, c, dev, "cpu", 4, FM_PREC_FP32, false),
                      FM_ERR_INVALID);
     EXPECT_MESSAGE(ctx, "calibration cal.json was made for threads 2, this run uses 4 (pass "
-                        "--force-calibration to use it anyway)");
+                        "fm_session_opts.force_calibration to use it anyway)");
     assert_int_equal(fm_calibration_check(ctx, c, dev, "cpu", 2, FM_PREC_FP16, false),
                      FM_ERR_INVALID);
     EXPECT_MESSAGE(ctx, "precision fp32", "this run uses fp16");

@@ -419,7 +419,7 @@ static void test_memory_refused(void **unused)
     struct fm_session *s = NULL;
     assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_NOMEM);
     assert_null(s);
-    EXPECT_MESSAGE(ctx, "resnet18", "batch 64", "--max-memory", "nothing was run",
+    EXPECT_MESSAGE(ctx, "resnet18", "batch 64", "fm_session_opts.memory_cap", "nothing was run",
                    "the largest batch that fits is");
     const char *at = strstr(fm_ctx_error(ctx), "the largest batch that fits is ");
     long best = strtol(at + strlen("the largest batch that fits is "), NULL, 10);
@@ -487,7 +487,7 @@ static void test_loss_on(void **unused)
     struct fm_session *s = NULL;
     assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_INVALID);
     assert_null(s);
-    EXPECT_MESSAGE(ctx, "--loss-on", "'logits'", "its outputs: out");
+    EXPECT_MESSAGE(ctx, "fm_session_opts.loss_on", "'logits'", "its outputs: out");
     o.loss_on = "out";
     s = test_session_ok(ctx, &o);
     assert_int_equal(s->loss.n, 1);

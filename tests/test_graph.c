@@ -274,7 +274,7 @@ static void test_input_without_shape(void **state)
                                                       FM_DTYPE_FP32, &x));
     FM_ASSERT_OK(f->ctx, fm_graph_add_node(f->g, FM_OP_RELU, "r", NULL, &x, 1, NULL, 1, NULL));
     assert_int_equal(fm_graph_finalize(f->g), FM_ERR_SHAPE);
-    EXPECT_MESSAGE(f->ctx, "'tokens'", "--input");
+    EXPECT_MESSAGE(f->ctx, "'tokens'", "fm_load_opts.bindings");
     /* binding the shape makes the graph valid, and the output shape follows */
     struct fm_shape s = SHAPE(2, 7);
     FM_ASSERT_OK(f->ctx, fm_graph_set_shape(f->g, x, &s));

@@ -485,7 +485,7 @@ static void test_5_device_names(void **state)
         /* a V100 with 16 GB: the 32 GB entry's figures, the memory its name states */
         {"Tesla V100-SXM2-16GB", "V100 SXM2 32GB", 16, "16 GB of memory, as its name says"},
         /* PyTorch sees one die of a K80 board; the short alias is the board */
-        {"Tesla K80", "K80 (one die)", 12, "--device k80 takes the whole board"},
+        {"Tesla K80", "K80 (one die)", 12, "fm_session_opts.device k80 takes the whole board"},
         {"k80", "K80", 24, "k80-die"},
         /* the short aliases that have siblings name them */
         {"a100", "A100 SXM 80GB", 80, "a100-40gb"},

@@ -201,7 +201,7 @@ static void test_symbolic_batch(void **state)
     /* a symbolic dim other than the batch needs a binding, and the message says so */
     assert_int_equal(test_load_onnx(ctx, "symbolic.onnx", 2, NULL, 0, &g), FM_ERR_SHAPE);
     assert_non_null(strstr(fm_ctx_error(ctx), "'seq'"));
-    assert_non_null(strstr(fm_ctx_error(ctx), "--input ids="));
+    assert_non_null(strstr(fm_ctx_error(ctx), "fm_load_opts.bindings ids="));
     /* ids (2, 5) -> embedding (2, 5, 16) -> MatMul with (16, 8): 2*5*16*8 MACs */
     struct fm_input_binding ids = {"ids", {2, {2, 5}}};
     FM_ASSERT_OK(ctx, test_load_onnx(ctx, "symbolic.onnx", 0, &ids, 1, &g));
@@ -809,10 +809,10 @@ static void test_control_flow(void **state)
     const struct {
         const char *dir, *must1, *must2;
     } bad[] = {
-        {"test_if", "condition 'cond'", "--value"},
-        {"test_if_seq", "condition 'cond'", "--value"},
-        {"test_if_opt", "condition 'cond'", "--value"},
-        {"test_loop11", "trip count 'trip_count'", "--value"},
+        {"test_if", "condition 'cond'", "fm_load_opts.values"},
+        {"test_if_seq", "condition 'cond'", "fm_load_opts.values"},
+        {"test_if_opt", "condition 'cond'", "fm_load_opts.values"},
+        {"test_loop11", "trip count 'trip_count'", "fm_load_opts.values"},
         {"test_range_float_type_positive_delta_expanded", "trip count", "'delta'"},
         {"test_scan_sum", "opset 8", "opset 9"},
         {"test_loop13_seq", "seq_empty", "not a tensor"},

@@ -79,7 +79,7 @@ static void test_value_bindings(void **state)
 
     /* without the values the load asks for them, naming the input and the option */
     assert_error(ctx, load_node(ctx, "test_tile", NULL, 0, NULL, 0, &g), FM_ERR_UNSUPPORTED,
-                 "--value y=");
+                 "fm_load_opts.values y=");
 
     /* Tile x (2,3,4,5) fp32 by repeats y = 7,6,4,2 -> z (14,18,16,10): no arithmetic; x read
      * once, 2*3*4*5 = 120 elements * 4 B = 480 B; z written, 14*18*16*10 = 40320 * 4 B =
@@ -132,7 +132,7 @@ static void test_value_bindings(void **state)
     /* a shape given with --input must hold as many elements as values given */
     struct fm_input_binding shp = {"y", {2, {2, 2}}};
     assert_error(ctx, load_node(ctx, "test_tile", &v, 1, &shp, 1, &g), FM_ERR_INVALID,
-                 "--input y: the file gives this input 1 dims, the binding 2");
+                 "fm_load_opts.bindings y: the file gives this input 1 dims, the binding 2");
     assert_null(g);
     fm_ctx_free(ctx);
 }
@@ -270,7 +270,7 @@ static void test_minus1_dims(void **state)
     struct fm_ctx *ctx = test_ctx();
     struct fm_graph *g = NULL;
     assert_error(ctx, test_load_onnx(ctx, "bind/dyn_minus1.onnx", 0, NULL, 0, &g), FM_ERR_SHAPE,
-                 "graph input 'x': dim 2 is written as -1 (dynamic): bind it with --input "
+                 "graph input 'x': dim 2 is written as -1 (dynamic): bind it with fm_load_opts.bindings "
                  "x=DIMS (all 4 dims)");
     /* bound: 2*3*8*8 = 384 elements, one op each */
     struct fm_input_binding b = {"x", {4, {2, 3, 8, 8}}};
@@ -324,7 +324,7 @@ static void test_batch_rebinding(void **state)
     fm_graph_free(g);
     enum fm_status st = test_load_onnx(ctx, "bind/merged_b1.onnx", 2, NULL, 0, &g);
     assert_error(ctx, st, FM_ERR_SHAPE, "layer '/Reshape_1' (Reshape)");
-    assert_error(ctx, st, FM_ERR_SHAPE, "exported at batch 1 and --batch 2 replaced it");
+    assert_error(ctx, st, FM_ERR_SHAPE, "exported at batch 1 and fm_zoo_opts.batch 2 replaced it");
     assert_error(ctx, st, FM_ERR_SHAPE, "dynamic_axes={'input': {0: 'batch'}}");
     assert_null(g);
     fm_ctx_free(ctx);

@@ -361,7 +361,7 @@ static void test_node_tests(void **state)
             char asked[2048] = "";
             for (int round = 0; round < 4 && r == DECLINED &&
                                 (strstr(msg, "not known before running") ||
-                                 strstr(msg, "--value"));
+                                 strstr(msg, "fm_load_opts.values"));
                  round++) {
                 size_t len = strlen(asked);
                 snprintf(asked + len, sizeof(asked) - len, "%s", msg);

@@ -405,7 +405,7 @@ static void test_device_names(void **state)
     EXPECT_MESSAGE(ctx, "h1000", "nearest");
     o.device = NULL;
     assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_INVALID);
-    EXPECT_MESSAGE(ctx, "--device");
+    EXPECT_MESSAGE(ctx, "fm_session_opts.device");
     o.device = "cuda:x";
     assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_INVALID);
     EXPECT_MESSAGE(ctx, "cuda:x");

@@ -394,7 +394,7 @@ static void test_bad_files(void **state)
     fm_trace_opts_init(&o);
     o.step_prefix = "NoSuchStep#";
     EXPECT_PARSE_ERROR(text, len, &o, "no steps", "NoSuchStep#", "schedule", "prof.step()",
-                       "--whole");
+                       "fm_trace_opts.whole");
     /* --whole: the whole trace as one step */
     o.whole = true;
     struct fm_ctx *ctx = test_ctx();

@@ -61,13 +61,15 @@ enum fm_status fm_predict_data_parallel(struct fm_ctx *ctx, const struct fm_grap
     memset(out, 0, sizeof(*out));
     if (counts->mode != FM_MODE_TRAIN)
         return fm_error(ctx, FM_ERR_INVALID,
-                        "data parallelism models training (gradients to all-reduce); drop --infer");
+                        "data parallelism models training (gradients to all-reduce); drop "
+                        "FM_MODE_INFER");
     if (gpus < 1)
-        return fm_error(ctx, FM_ERR_INVALID, "--gpus must be at least 1, got %d", gpus);
+        return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.gpus must be at least 1, got %d",
+                                             gpus);
     if (gpus > 1 && !(link_bw > 0))
         return fm_error(ctx, FM_ERR_INVALID,
                         "no interconnect bandwidth for %d GPUs: the device lists none; give "
-                        "--interconnect (nvlink3, pcie4 ...)",
+                        "fm_session_opts.interconnect (nvlink3, pcie4 ...)",
                         gpus);
     if (!(ppp_comm > 0 && ppp_comm <= 1))
         return fm_error(ctx, FM_ERR_INVALID, "communication PPP must be in (0, 1], got %g",

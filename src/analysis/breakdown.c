@@ -48,11 +48,11 @@ enum fm_status fm_time_loss(struct fm_ctx *ctx, const struct fm_graph *g,
                             struct fm_time_loss *out)
 {
     if (!m || !m->nodes)
-        return fm_error(ctx, FM_ERR_INVALID, "where the time goes needs per-layer timing "
-                        "(measure without --no-per-layer)");
+        return fm_error(ctx, FM_ERR_INVALID, "where the time goes needs per-layer timing (measure "
+                        "with fm_measure_opts.per_layer)");
     if (!(peak > 0) || !(bandwidth > 0))
         return fm_error(ctx, FM_ERR_INVALID, "where the time goes needs the device's peak and "
-                        "bandwidth (a probe, or --spec DEVICE)");
+                        "bandwidth (a probe, or fm_session_opts.spec DEVICE)");
     memset(out, 0, sizeof(*out));
     out->peak = peak;
     out->bandwidth = bandwidth;

@@ -575,9 +575,8 @@ enum fm_status fm_calib_samples_load(struct fm_ctx *ctx, const char *path, const
         ok = strcmp(f[i], names[i]) == 0;
     const int want = nf;
     if (!ok)
-        st = fm_error(ctx, FM_ERR_PARSE, "%s, line 1: not a samples file of flopmeter calibrate "
-                      "--samples (its header is class,kind,phase,cache,flops,bytes,seconds,"
-                      "families)", path);
+        st = fm_error(ctx, FM_ERR_PARSE, "%s, line 1: not a samples file of fm_calib_samples_load "
+                      "(its header is class,kind,phase,cache,flops,bytes,seconds,families)", path);
     if (!st && leave_out && want < SAMPLE_FIELDS)
         st = fm_error(ctx, FM_ERR_INVALID, "%s has no families column (a file of an older "
                       "flopmeter): its samples cannot be left out by family", path);
@@ -640,13 +639,13 @@ enum fm_status fm_calib_samples_load(struct fm_ctx *ctx, const char *path, const
     size_t len;
     while (!st && fm_calib_list_next(&p, &item, &len)) {
         if (!fm_calib_list_has(known, item, len))
-            st = fm_error(ctx, FM_ERR_INVALID, "--leave-out: no sample in %s is taken from '%.*s' "
-                          "(the families its shapes are taken from: %s)",
+            st = fm_error(ctx, FM_ERR_INVALID, "fm_calibrate_opts.leave_out: no sample in %s is "
+                          "taken from '%.*s' (the families its shapes are taken from: %s)",
                           path, (int)len, item, known[0] ? known : "none");
     }
     if (!st && *n == 0)
         st = fm_error(ctx, FM_ERR_PARSE, "%s: no samples%s", path,
-                      *dropped ? " left after --leave-out" : "");
+                      *dropped ? " left after fm_calibrate_opts.leave_out" : "");
     if (st) {
         fm_dealloc(ctx, *out);
         *out = NULL;

@@ -539,13 +539,13 @@ static enum fm_status mismatch(struct fm_ctx *ctx, const struct fm_calibration *
         snprintf(what, sizeof(what), "the calibration");
     if (force) {
         fm_log(ctx, "warning: %s was made for %s %s, this run uses %s; used anyway "
-                    "(--force-calibration)",
+                    "(fm_session_opts.force_calibration)",
                what, field, made, used);
         return FM_OK;
     }
     return fm_error(ctx, FM_ERR_INVALID,
-                    "%s was made for %s %s, this run uses %s (pass --force-calibration to use it "
-                    "anyway)",
+                    "%s was made for %s %s, this run uses %s (pass "
+                    "fm_session_opts.force_calibration to use it anyway)",
                     what, field, made, used);
 }
 

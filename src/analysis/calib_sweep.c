@@ -610,8 +610,9 @@ bool fm_calib_left_out(const char *from, const char *leave_out)
 static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
 {
     if (strlen(leave_out) >= sizeof(((struct fm_calibration *)0)->left_out))
-        return fm_error(ctx, FM_ERR_INVALID, "--leave-out: a list of %zu characters is too long "
-                                             "(the file records it in at most 255)",
+        return fm_error(ctx, FM_ERR_INVALID, "fm_calibrate_opts.leave_out: a list of %zu "
+                                             "characters is too long (the file records it in at "
+                                             "most 255)",
                         strlen(leave_out));
     char known[512] = "";
     size_t used = 0, n;
@@ -628,8 +629,8 @@ static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
     while (fm_calib_list_next(&p, &item, &n)) {
         if (!fm_calib_list_has(known, item, n))
             return fm_error(ctx, FM_ERR_INVALID,
-                            "--leave-out: no sweep shape is taken from '%.*s' (the families "
-                            "shapes are taken from: %s)",
+                            "fm_calibrate_opts.leave_out: no sweep shape is taken from '%.*s' (the "
+                            "families shapes are taken from: %s)",
                             (int)n, item, known);
     }
     return FM_OK;

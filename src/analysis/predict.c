@@ -184,7 +184,8 @@ static void finish(struct fm_phase_time *sum, double bandwidth, double ppp_compu
 static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_predict_opts *o)
 {
     if (!o || !o->device)
-        return fm_error(ctx, FM_ERR_INVALID, "prediction needs a device (--device NAME)");
+        return fm_error(ctx, FM_ERR_INVALID, "prediction needs a device (fm_session_opts.device "
+                                             "NAME)");
     if (!(o->ppp_compute > 0 && o->ppp_compute <= 1) || !(o->ppp_memory > 0 && o->ppp_memory <= 1))
         return fm_error(ctx, FM_ERR_INVALID,
                         "PPP (platform percent of peak) must be in (0, 1], got compute %g, "
@@ -279,7 +280,7 @@ enum fm_status fm_predict(struct fm_ctx *ctx, const struct fm_graph *graph,
             if (flops > 0 && !(peak > 0)) {
                 st = fm_error(ctx, FM_ERR_UNSUPPORTED,
                               "%s has no %s ceiling for %s ops (layer %s); choose another "
-                              "--precision (flopmeter device '%s' lists its peaks)",
+                              "fm_session_opts.precision (flopmeter device '%s' lists its peaks)",
                               dev->name, fm_precision_name(prec), fm_class_name(cls), node->name,
                               dev->name);
                 goto fail;

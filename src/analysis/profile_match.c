@@ -195,10 +195,10 @@ enum fm_status fm_ncu_match(struct fm_ctx *ctx, const struct fm_ncu_profile *p,
         /* no row is reported: the kernels are compared with the step as a whole */
         m->n_rows = 0;
         snprintf(m->method, sizeof(m->method), "no kernel matched to a layer: the file has %s; "
-                 "kernel names (cuDNN, cuBLAS, CUTLASS) do not say which layer launched them, "
-                 "so flopmeter does not guess. The whole file is compared with the whole step "
-                 "(meaningful when the file holds exactly one step). Profile `flopmeter "
-                 "measure --device cuda` with `ncu --nvtx` to match layers.",
+                 "kernel names (cuDNN, cuBLAS, CUTLASS) do not say which layer launched them, so "
+                 "flopmeter does not guess. The whole file is compared with the whole step "
+                 "(meaningful when the file holds exactly one step). Profile a CUDA step of "
+                 "fm_measure with `ncu --nvtx` to match layers.",
                  p->has_nvtx ? "NVTX ranges, but none of the ones flopmeter's CUDA steps push"
                              : "no NVTX ranges (ncu --nvtx adds them)");
     }

@@ -193,24 +193,27 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
     if (!(p->ppp_compute > 0 && p->ppp_compute <= 1) ||
         !(p->ppp_memory > 0 && p->ppp_memory <= 1) || !(p->ppp_comm > 0 && p->ppp_comm <= 1))
         return fm_error(ctx, FM_ERR_INVALID, "PPP values are fractions of peak: each must be in "
-                        "(0, 1] (e.g. --ppp-compute 0.62)");
+                        "(0, 1] (e.g. fm_predict_opts.ppp_compute 0.62)");
     if (!(p->launch_overhead_us >= 0) || !isfinite(p->launch_overhead_us))
-        return fm_error(ctx, FM_ERR_INVALID, "--launch-overhead-us must be >= 0");
+        return fm_error(ctx, FM_ERR_INVALID, "fm_predict_opts.launch_overhead_us must be >= 0");
     if (!(o->epochs >= 0) || !isfinite(o->epochs))
-        return fm_error(ctx, FM_ERR_INVALID, "--epochs must be >= 0");
+        return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.epochs must be >= 0");
     if (o->gpus < 1 || o->gpus > 65536)
-        return fm_error(ctx, FM_ERR_INVALID, "--gpus must be between 1 and 65536");
+        return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.gpus must be between 1 and 65536");
     if (o->gpus > 1 && o->count.mode == FM_MODE_INFER)
-        return fm_error(ctx, FM_ERR_INVALID, "--gpus models data-parallel training; drop --infer");
+        return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.gpus models data-parallel training; "
+                                             "drop FM_MODE_INFER");
     if (o->peak < 0 || !isfinite(o->peak))
-        return fm_error(ctx, FM_ERR_INVALID, "--peak must be positive FLOP/s (e.g. 1.5e11)");
+        return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.peak must be positive FLOP/s (e.g. "
+                                             "1.5e11)");
     if (o->peak > 0 && o->peak < 1e9) {
         /* no device worth measuring peaks below 1 GFLOP/s: a unit slip (TFLOP/s or GFLOP/s
          * typed as FLOP/s), which would print utilizations in the billions of percent */
         bool tera = o->peak < 1e4;
         char as_flops[FM_FORMAT_SIZE];
-        return fm_error(ctx, FM_ERR_INVALID, "--peak %g is in FLOP/s, below any device's peak: "
-                        "did you mean %ge%d (%sFLOP/s)? Units are accepted: --peak %g%s",
+        return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.peak %g is in FLOP/s, below any "
+                        "device's peak: did you mean %ge%d (%sFLOP/s)? Units are accepted: "
+                        "fm_session_opts.peak %g%s",
                         o->peak, o->peak, tera ? 12 : 9,
                         fm_format_si(o->peak * (tera ? 1e12 : 1e9), as_flops), o->peak,
                         tera ? "T" : "G");
@@ -219,29 +222,31 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
         if (!(o->step_s >= 0) || !(o->epoch_s >= 0))
             return fm_error(ctx, FM_ERR_INVALID, "times must be positive (e.g. 0.25, 250ms)");
         if (o->step_s == 0 && o->epoch_s == 0)
-            return fm_error(ctx, FM_ERR_INVALID, "give --step-time T (and/or --epoch-time T with "
-                            "--dataset-size N)");
+            return fm_error(ctx, FM_ERR_INVALID, "give fm_session_opts.step_s T (and/or "
+                            "fm_session_opts.epoch_s T with fm_session_opts.dataset_size N)");
         if (o->epoch_s > 0 && o->dataset_size == 0)
-            return fm_error(ctx, FM_ERR_INVALID, "--epoch-time needs --dataset-size N (samples "
-                            "per epoch)");
+            return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.epoch_s needs "
+                            "fm_session_opts.dataset_size N (samples per epoch)");
     }
     if (o->task == FM_TASK_MEASURE) {
         if (o->count.optimizer != FM_OPTIM_SGD)
             return fm_error(ctx, FM_ERR_INVALID, "the measured step uses SGD with momentum; "
-                            "--optimizer %s is for count/predict only",
+                            "fm_count_opts.optimizer %s is for count/predict only",
                             fm_optimizer_name(o->count.optimizer));
         if (o->run.steps < 1 || o->run.steps > 100000 || o->run.warmup < 0 ||
             o->run.warmup > 100000 || o->run.threads < 0 || o->run.threads > 4096)
-            return fm_error(ctx, FM_ERR_INVALID, "--steps and --warmup at most 100000, --threads "
-                            "at most 4096");
+            return fm_error(ctx, FM_ERR_INVALID, "fm_measure_opts.steps and fm_measure_opts.warmup "
+                            "at most 100000, fm_measure_opts.threads at most 4096");
         struct fm_target t;
         enum fm_status st = fm_target_parse(ctx, o->device, &t);
         if (st)
-            return fm_error(ctx, FM_ERR_INVALID, "--device %s: use cpu, cuda or cuda:N",
+            return fm_error(ctx, FM_ERR_INVALID, "fm_session_opts.device %s: use cpu, cuda or "
+                                                 "cuda:N",
                             o->device ? o->device : "?");
         if (o->torch_default)
             return fm_error(ctx, FM_ERR_INVALID, "a measured step runs at one precision: give "
-                            "--precision fp32, tf32, fp16 or bf16, not torch-default");
+                            "fm_session_opts.precision fp32, tf32, fp16 or bf16, not "
+                            "torch-default");
     }
     return FM_OK;
 }
@@ -264,16 +269,18 @@ static void storage_policy(const struct fm_session *s, enum fm_dtype *act, enum 
     *act = *param = FM_DTYPE_COUNT;
     if (o->load.dtype_given) {
         *act = *param = o->load.zoo.dtype;
-        snprintf(how, size, "--dtype %s", fm_dtype_name(o->load.zoo.dtype));
+        snprintf(how, size, "fm_zoo_opts.dtype %s", fm_dtype_name(o->load.zoo.dtype));
     } else if (o->precision_given && !s->torch_default &&
                (s->precision == FM_PREC_FP16 || s->precision == FM_PREC_BF16)) {
         *act = s->precision == FM_PREC_FP16 ? FM_DTYPE_FP16 : FM_DTYPE_BF16;
         snprintf(how, size, "mixed precision as autocast runs it: %s activations, weights, "
-                 "gradients and optimizer state as they were (--dtype to store all in one type)",
+                 "gradients and optimizer state as they were (fm_zoo_opts.dtype to store all in "
+                 "one type)",
                  fm_dtype_name(*act));
     } else if (o->precision_given && s->precision == FM_PREC_FP64) {
         *act = *param = FM_DTYPE_FP64;
-        snprintf(how, size, "--precision fp64: fp64 throughout (--dtype to change)");
+        snprintf(how, size, "fm_session_opts.precision fp64: fp64 throughout (fm_zoo_opts.dtype to "
+                            "change)");
     } else {
         snprintf(how, size, "the model's own types");
     }
@@ -319,8 +326,8 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
             fm_graph_outputs_text(*graph, outs, sizeof(outs));
             fm_graph_free(*graph);
             *graph = NULL;
-            return fm_error(s->ctx, FM_ERR_INVALID, "--loss-on: '%s' has no tensor named '%s' "
-                            "(its outputs: %s)", s->opts.model, s->opts.loss_on, outs);
+            return fm_error(s->ctx, FM_ERR_INVALID, "fm_session_opts.loss_on: '%s' has no tensor "
+                            "named '%s' (its outputs: %s)", s->opts.model, s->opts.loss_on, outs);
         }
         st = fm_graph_add_loss(*graph, on, loss);
     } else {
@@ -366,12 +373,12 @@ static void check_inference_export(struct fm_session *s)
     if (conv == 0 || bn || dropout || 2 * biased < conv)
         return;
     snprintf(s->export_note, sizeof(s->export_note),
-             "%s looks exported for inference: %zu of its %zu convolutions carry a bias and it "
-             "has no BatchNorm and no Dropout, as when torch.onnx.export folds BatchNorm into "
-             "the convolutions and drops Dropout. A training count of it leaves out the work and "
+             "%s looks exported for inference: %zu of its %zu convolutions carry a bias and it has "
+             "no BatchNorm and no Dropout, as when torch.onnx.export folds BatchNorm into the "
+             "convolutions and drops Dropout. A training count of it leaves out the work and "
              "memory of any BatchNorm folded away and any Dropout dropped: export with "
-             "training=TrainingMode.TRAINING and "
-             "do_constant_folding=False (docs/pytorch.md), or count it with --infer",
+             "training=TrainingMode.TRAINING and do_constant_folding=False (docs/pytorch.md), or "
+             "count it with FM_MODE_INFER",
              fm_graph_name(g), biased, conv);
     fm_log(s->ctx, "%s", s->export_note);
 }
@@ -545,8 +552,8 @@ static enum fm_status check_step_memory(struct fm_session *s, const struct fm_ta
         return fm_error(s->ctx, st, "out of memory counting the largest batch that fits");
     char needs[FM_FORMAT_SIZE], has[FM_FORMAT_SIZE], fits[96] = "";
     if (best > 0)
-        snprintf(fits, sizeof(fits), "; the largest batch that fits is %" PRId64 " (--batch)",
-                 best);
+        snprintf(fits, sizeof(fits), "; the largest batch that fits is %" PRId64
+                                     " (fm_zoo_opts.batch)", best);
     else if (best == 0)
         snprintf(fits, sizeof(fits), "; not even one sample fits");
     return fm_error(s->ctx, FM_ERR_NOMEM,
@@ -556,7 +563,7 @@ static enum fm_status check_step_memory(struct fm_session *s, const struct fm_ta
                     s->counts->mode == FM_MODE_TRAIN ? "a training step" : "an inference step",
                     fm_graph_name(s->graph), s->batch, fm_format_bytes((double)need, needs),
                     fm_format_bytes(cap, has),
-                    s->opts.memory_cap > 0 ? "given by --max-memory"
+                    s->opts.memory_cap > 0 ? "given by fm_session_opts.memory_cap"
                                            : "this machine has free (MemAvailable)",
                     fits);
 }
@@ -636,7 +643,7 @@ static void set_peak(struct fm_session *s, const char *provenance)
 {
     if (s->opts.peak > 0) {
         s->peak = s->opts.peak;
-        snprintf(s->peak_source, sizeof(s->peak_source), "--peak");
+        snprintf(s->peak_source, sizeof(s->peak_source), "fm_session_opts.peak");
         return;
     }
     if (!s->device)
@@ -663,8 +670,8 @@ static enum fm_status analysis_device(struct fm_session *s)
 {
     const char *name = s->opts.device;
     if (!name || !*name)
-        return fm_error(s->ctx, FM_ERR_INVALID, "give the device: --device NAME (flopmeter "
-                        "devices lists them, e.g. --device a100)");
+        return fm_error(s->ctx, FM_ERR_INVALID, "give the device: fm_session_opts.device NAME "
+                        "(flopmeter devices lists them, e.g. fm_session_opts.device a100)");
     struct fm_target t;
     enum fm_status st = fm_target_parse(s->ctx, name, &t);
     if (st == FM_ERR_NOT_FOUND)
@@ -738,7 +745,8 @@ static enum fm_status predict(struct fm_session *s)
             for (size_t i = 0; i < fm_link_count() && len < sizeof(names); i++)
                 len += (size_t)snprintf(names + len, sizeof(names) - len, " %s",
                                         fm_link_get(i)->name);
-            return fm_error(s->ctx, FM_ERR_INVALID, "unknown --interconnect '%s'; one of:%s",
+            return fm_error(s->ctx, FM_ERR_INVALID, "unknown fm_session_opts.interconnect '%s'; "
+                                                    "one of:%s",
                             s->opts.interconnect, names);
         }
         link_bw = l->bw;
@@ -780,8 +788,8 @@ static enum fm_status measure(struct fm_session *s)
     if (st)
         return st;
     if (o->dry_run) {
-        if (o->spec && (st = find_device(s, o->spec, "--spec")) == FM_OK) {
-            set_peak(s, " (--spec)");
+        if (o->spec && (st = find_device(s, o->spec, "fm_session_opts.spec")) == FM_OK) {
+            set_peak(s, " (fm_session_opts.spec)");
             return predict(s);
         }
         return st;
@@ -793,11 +801,11 @@ static enum fm_status measure(struct fm_session *s)
     /* the peak and the prediction's device: --spec, --peak, the GPU's datasheet (matched by the
      * name CUDA reports, after the run) or a short probe of the CPU */
     if (o->spec) {
-        st = find_device(s, o->spec, "--spec");
+        st = find_device(s, o->spec, "fm_session_opts.spec");
         if (st == FM_ERR_INVALID) {
             char msg[FM_ERRMSG_SIZE];
             snprintf(msg, sizeof(msg), "%s", fm_ctx_error(s->ctx));
-            return fm_error(s->ctx, st, "--spec: %.900s", msg);
+            return fm_error(s->ctx, st, "fm_session_opts.spec: %.900s", msg);
         }
         if (st)
             return st;
@@ -851,17 +859,17 @@ static enum fm_status measure(struct fm_session *s)
         s->peak = fm_device_util_peak(s->device, s->precision, s->torch_default);
         snprintf(s->peak_source, sizeof(s->peak_source),
                  "%s datasheet, the conv/matmul ceiling at %s (matched from the GPU's name "
-                 "'%.60s'; --spec or --peak to choose another)",
+                 "'%.60s'; fm_session_opts.spec or fm_session_opts.peak to choose another)",
                  s->device->name, fm_precision_name(s->precision), s->measurement->device_name);
     } else {
-        set_peak(s, o->spec ? " (--spec)" : "");
+        set_peak(s, o->spec ? " (fm_session_opts.spec)" : "");
     }
     if (o->epoch_samples > 0) {
         uint64_t batch = (uint64_t)s->batch;
         uint64_t steps = (o->epoch_samples + batch - 1) / batch;
         if (steps > 1000000)
-            return fm_error(s->ctx, FM_ERR_INVALID, "--epoch-samples gives %" PRIu64 " steps; at "
-                            "most 1000000", steps);
+            return fm_error(s->ctx, FM_ERR_INVALID, "fm_session_opts.epoch_samples gives %" PRIu64
+                            " steps; at most 1000000", steps);
         mo.steps = (int)steps;
         mo.per_layer = false;
         s->epoch_running = true;
@@ -923,7 +931,7 @@ enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *
         set_peak(s, "");
         if (task == FM_TASK_UTILIZATION && !(s->peak > 0)) {
             st = fm_error(ctx, FM_ERR_INVALID, "%s has no %s ceiling; choose another "
-                          "--precision or give --peak", s->device->name,
+                          "fm_session_opts.precision or give fm_session_opts.peak", s->device->name,
                           fm_session_precision_label(s));
             goto fail;
         }

@@ -16,7 +16,7 @@ struct fm_session {
     struct fm_counts *counts;
     struct fm_devices *devices;       /* the table, when one was needed */
     const struct fm_device *device;   /* the device's figures (NULL: none) */
-    char device_how[192];             /* how it was found: "the device table", "--spec",
+    char device_how[192];             /* how it was found: "the device table", "fm_session_opts.spec",
                                          "matched from the GPU's name '...'", "a short probe ..." */
     struct fm_probe_result *probe;    /* the probe behind the device, if one ran */
     struct fm_device probed;          /* the probe's figures as a device */
@@ -28,7 +28,7 @@ struct fm_session {
     struct fm_memory_check memory;    /* count with a device, roofline, predict */
     enum fm_dtype storage_activations;   /* the float types the graph was counted in */
     enum fm_dtype storage_parameters;
-    char storage_how[160];            /* why: "--dtype", "mixed precision ...", "the file's" */
+    char storage_how[160];            /* why: "fm_zoo_opts.dtype fp16", "mixed precision ...", "the file's" */
     char export_note[512];            /* a training step of a file that looks exported for
                                          inference: what its count leaves out ("" if not) */
     enum fm_precision precision;      /* the compute precision in use */

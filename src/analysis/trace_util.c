@@ -58,7 +58,7 @@ enum fm_status fm_trace_utilization(struct fm_ctx *ctx, const struct fm_trace *t
         return fm_error(ctx, FM_ERR_INVALID, "a trace and a count are needed");
     if (counts->mode != FM_MODE_TRAIN)
         return fm_error(ctx, FM_ERR_INVALID, "a trace of training steps is compared with a "
-                        "training count: drop --infer");
+                        "training count: drop FM_MODE_INFER");
     if (!(t->step_s > 0))
         return fm_error(ctx, FM_ERR_INVALID, "%s: the steps take no time (median %g s): nothing "
                         "to divide by", t->origin, t->step_s);

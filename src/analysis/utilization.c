@@ -34,8 +34,8 @@ enum fm_status fm_utilization(struct fm_ctx *ctx, const struct fm_counts *counts
         return fm_error(ctx, FM_ERR_INVALID, "times must be >= 0 seconds");
     if (step_s == 0 && epoch_s == 0)
         return fm_error(ctx, FM_ERR_INVALID,
-                        "give a measured step time (--step-time) or an epoch time (--epoch-time "
-                        "with --dataset-size)");
+                        "give a measured step time (fm_session_opts.step_s) or an epoch time "
+                        "(fm_session_opts.epoch_s with fm_session_opts.dataset_size)");
     if (epoch_s > 0 && dataset_size == 0)
         return fm_error(ctx, FM_ERR_INVALID, "an epoch time needs the dataset size (samples)");
     out->peak = peak;

@@ -605,7 +605,7 @@ enum fm_status fm_graph_infer_node(struct fm_graph *g, fm_nid id)
             if (s->dims[k] < 0 || (s->dims[k] == 0 && !empty_ok))
                 return fm_error(ctx, FM_ERR_SHAPE,
                                 "layer '%s' (%s): output dim %d is %lld: the input is too small "
-                                "for this network (use a larger --input)",
+                                "for this network (use a larger fm_zoo_opts.input)",
                                 n->name, n->op_name, k, (long long)s->dims[k]);
         }
         st = check_shape(ctx, "output of layer", n->name, s, true);
@@ -727,7 +727,7 @@ enum fm_status fm_graph_finalize(struct fm_graph *g)
             if (tt->producer == FM_NONE && !tt->shape_known) {
                 st = fm_error(ctx, FM_ERR_SHAPE,
                               "%s '%s' (read by node '%s') has no fixed shape: bind it with "
-                              "--input %s=DIMS or --batch N",
+                              "fm_load_opts.bindings %s=DIMS or fm_zoo_opts.batch N",
                               fm_role_name(tt->role), tt->name, n->name, tt->name);
                 goto out;
             }

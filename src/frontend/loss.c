@@ -229,8 +229,9 @@ enum fm_status fm_graph_add_loss(struct fm_graph *g, fm_tid output, struct fm_lo
                 fm_graph_outputs_text(g, listed, sizeof(listed));
                 return fm_error(ctx, FM_ERR_UNSUPPORTED,
                                 "'%s' has more than %d outputs to train, and flopmeter adds one "
-                                "loss per output: choose the one to train with --loss-on OUTPUT "
-                                "(its outputs: %s), or count it with --infer",
+                                "loss per output: choose the one to train with "
+                                "fm_session_opts.loss_on OUTPUT (its outputs: %s), or count it "
+                                "with FM_MODE_INFER",
                                 g->name, FM_MAX_LOSSES, listed);
             }
             outs[n_outs++] = (fm_tid)i;

@@ -33,7 +33,7 @@ enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct
     }
     if (opts->n_bindings)
         return fm_error(ctx, FM_ERR_INVALID,
-                        "--input NAME=DIMS binds inputs of ONNX files; for a built-in model use "
-                        "--input CxHxW");
+                        "fm_load_opts.bindings NAME=DIMS binds inputs of ONNX files; for a "
+                        "built-in model use fm_zoo_opts.input CxHxW");
     return fm_zoo_build(ctx, model, &opts->zoo, out);
 }

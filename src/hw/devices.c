@@ -184,8 +184,9 @@ enum fm_status fm_devices_match(struct fm_ctx *ctx, const struct fm_devices *dev
         }
     }
     if (!*out)
-        return fm_error(ctx, FM_ERR_NOT_FOUND, "'%s' is not in the device table (flopmeter "
-                        "devices lists it; --devices FILE adds an entry)", gpu_name ? gpu_name : "");
+        return fm_error(ctx, FM_ERR_NOT_FOUND, "'%s' is not in the device table (flopmeter devices "
+                        "lists it; fm_session_opts.devices_file FILE adds an entry)",
+                        gpu_name ? gpu_name : "");
     return FM_OK;
 }
 
@@ -236,7 +237,7 @@ enum fm_status fm_devices_find(struct fm_ctx *ctx, const struct fm_devices *devs
     }
     return fm_error(ctx, FM_ERR_NOT_FOUND,
                     "unknown device '%s'; nearest: %s (flopmeter devices lists them all, "
-                    "--devices FILE adds your own)",
+                    "fm_session_opts.devices_file FILE adds your own)",
                     name, hint);
 }
 
@@ -318,8 +319,8 @@ void fm_device_name_note(const struct fm_devices *devs, const char *query,
                 *comma = '\0';
             len += (size_t)snprintf(note + len, size - len,
                                     "%s'%s' is the %s, the device nvidia-smi and PyTorch list "
-                                    "(each %s board shows as two); --device %s takes the whole "
-                                    "board",
+                                    "(each %s board shows as two); fm_session_opts.device %s takes "
+                                    "the whole board",
                                     len ? "; " : "", query, dev->name, d->name, board);
             break;
         }
@@ -332,7 +333,8 @@ void fm_device_name_note(const struct fm_devices *devs, const char *query,
             if (d != dev && fm_hw_match_score(d, query) == best) {
                 len += (size_t)snprintf(note + len, size - len,
                                         "%s'%s' fits the %s and the %s equally well: the %s is "
-                                        "taken (--device with the other's name picks it)",
+                                        "taken (fm_session_opts.device with the other's name picks "
+                                        "it)",
                                         len ? "; " : "", query, dev->name, d->name, dev->name);
                 break;
             }

@@ -44,7 +44,7 @@ static enum fm_status window_error(struct fm_shape_call *call, const char *axis,
 {
     return fm_error(call->ctx, FM_ERR_SHAPE,
                     "layer '%s' (%s): the %s size reaches zero (input %lld, kernel %lld): the "
-                    "input is too small for this network; use a larger --input",
+                    "input is too small for this network; use a larger fm_zoo_opts.input",
                     call->node->name, call->node->op_name, axis, (long long)in, (long long)k);
 }
 
@@ -62,7 +62,8 @@ static enum fm_status conv_check(struct fm_shape_call *call, bool transposed, in
     const int64_t *x = call->in[0]->shape.dims, *w = call->in[1]->shape.dims;
     int64_t g = n->attrs.groups;
     if (g <= 0)
-        return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (%s): groups must be positive, got %lld",
+        return fm_error(call->ctx, FM_ERR_SHAPE, "layer '%s' (%s): groups must be positive, got "
+                                                 "%lld",
                         n->name, n->op_name, (long long)g);
     /* window attributes come from files: reject what no framework accepts, by name */
     const struct fm_attrs *a = &n->attrs;

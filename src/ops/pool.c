@@ -64,9 +64,9 @@ static enum fm_status pool_window_shape(struct fm_shape_call *call)
                                    w.dilation, ceil_mode);
         if (y.dims[xi] <= 0)
             return fm_error(call->ctx, FM_ERR_SHAPE,
-                            "layer '%s' (%s): the %s size reaches zero (input %lld, window "
-                            "%lld): the input is too small for this network; use a larger "
-                            "--input",
+                            "layer '%s' (%s): the %s size reaches zero (input %lld, window %lld): "
+                            "the input is too small for this network; use a larger "
+                            "fm_zoo_opts.input",
                             call->node->name, call->node->op_name, axis_names[sr - 1][i],
                             (long long)x->dims[xi], (long long)w.kernel);
     }

@@ -533,7 +533,9 @@ enum fm_status fm_report_count(FILE *f, const struct fm_graph *g, const struct f
     case FM_FORMAT_TABLE: render_table(f, g, c, &o); break;
     case FM_FORMAT_CSV: render_csv(f, g, c, &o); break;
     case FM_FORMAT_JSON: render_json(f, g, c, &o); break;
-    default: return FM_ERR_INVALID;
+    default:
+        return fm_error(fm_graph_ctx(g), FM_ERR_INVALID, "unknown report format %d",
+                        (int)o.format);
     }
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(fm_graph_ctx(g), f);
 }

@@ -2,6 +2,7 @@
  * ceiling with its ridge point, and which ceiling applies to which ops at each precision; as a
  * table, CSV or a device JSON file (fm_devices_write_json). */
 #include "report.h"
+#include "../hw/hw.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -173,11 +174,12 @@ static void print_device(FILE *f, const struct fm_device *d)
             snprintf(left, sizeof(left), "none");
         snprintf(right, sizeof(right), o > 0 ? "%s (vector)" : "none",
                  tflops(o, false, b[1]));
-        fprintf(f, "  --precision %-13s %-24s %s\n", fm_precision_name((enum fm_precision)p), left,
+        fprintf(f, "  fm_session_opts.precision %-13s %-24s %s\n",
+                   fm_precision_name((enum fm_precision)p), left,
                 right);
     }
-    fprintf(f, "  --precision torch-default  conv %s, matmul %s (PyTorch: TF32 convolutions, "
-            "FP32 matmuls)\n",
+    fprintf(f, "  fm_session_opts.precision torch-default  conv %s, matmul %s (PyTorch: TF32 "
+            "convolutions, FP32 matmuls)\n",
             tflops(fm_device_peak(d, FM_CLASS_CONV, FM_PREC_TF32), false, b[0]),
             tflops(fm_device_peak(d, FM_CLASS_MATMUL, FM_PREC_FP32), false, b[1]));
     fprintf(f, "\nTFLOP/s dense (int8: TOPS); ? = the sources could not confirm it; 0 or '-' = not "
@@ -194,15 +196,15 @@ enum fm_status fm_report_devices(FILE *f, const struct fm_devices *devs,
         print_csv(f, devs);
     } else {
         size_t nd = fm_devices_count(devs);
-        const struct fm_device **list = malloc((nd ? nd : 1) * sizeof(*list));
+        const struct fm_device **list = fm_alloc(devs->ctx, (nd ? nd : 1) * sizeof(*list));
         if (!list)
-            return FM_ERR_NOMEM;
+            return fm_error(devs->ctx, FM_ERR_NOMEM, "out of memory listing %zu devices", nd);
         for (size_t i = 0; i < nd; i++)
             list[i] = fm_devices_get(devs, i);
         fm_devices_write_json(f, list, nd);
-        free(list);
+        fm_dealloc(devs->ctx, list);
     }
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(devs->ctx, f);
 }
 
 enum fm_status fm_report_device(FILE *f, const struct fm_device *d,

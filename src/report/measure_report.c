@@ -134,7 +134,8 @@ static void print_time_loss(FILE *f, const struct report *r)
                                                      "below peak"};
     for (int k = 0; k < FM_LOSS_PARTS; k++) {
         top_classes(t, k, who, sizeof(who));
-        const char *note = k == FM_LOSS_OVERHEAD && !r->cal ? " (needs --calibration FILE)" : "";
+        const char *note = k == FM_LOSS_OVERHEAD && !r->cal ? " (needs fm_predict_opts.calibration "
+                                                              "FILE)": "";
         fprintf(f, "  %-13s %9s ms %5.1f%%  %s%s%s%s%s\n", label[k],
                 ms_text(t->parts[k] * 1e3, b[0]), step > 0 ? 100 * t->parts[k] / step : 0.0,
                 what[k], note, who[0] ? " [" : "", who, who[0] ? "]" : "");
@@ -246,10 +247,10 @@ static void print_table(FILE *f, const struct report *r)
                     r->cal->device, r->cal->backend, r->cal->threads, r->cal->date);
         if (r->train)
             fprintf(f,
-                    "  bwd ms: input and weight gradients together (per-phase figures in --format "
-                    "csv/json; 'no grad': no gradient flows back through the layer, its backward "
-                    "does not exist); pred: roofline bound on %s, error = (pred - measured) / "
-                    "measured\n",
+                    "  bwd ms: input and weight gradients together (per-phase figures in "
+                    "fm_report_opts.format csv/json; 'no grad': no gradient flows back through the "
+                    "layer, its backward does not exist); pred: roofline bound on %s, error = "
+                    "(pred - measured) / measured\n",
                     r->pred_device ? r->pred_device : "?");
     }
     double flops = step_flops(r->c);
@@ -548,10 +549,10 @@ enum fm_status fm_report_measure(FILE *f, const struct fm_session *s,
     const struct fm_measurement *m = s->measurement;
     if (!m && s->opts.dry_run) {
         print_plan(f, s, opts ? opts->format : FM_FORMAT_TABLE);
-        return ferror(f) ? FM_ERR_IO : FM_OK;
+        return fm_report_end(s->ctx, f);
     }
     if (!m)
-        return FM_ERR_INVALID;
+        return fm_report_lacks(s->ctx, "measure", "a measurement (or a dry run)");
     const struct fm_prediction *pred = s->prediction;
     struct report rep;
     memset(&rep, 0, sizeof(rep));
@@ -609,5 +610,5 @@ enum fm_status fm_report_measure(FILE *f, const struct fm_session *s,
     else
         print_json(f, &rep);
     fm_dealloc(s->ctx, rows);
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(s->ctx, f);
 }

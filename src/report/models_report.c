@@ -13,7 +13,10 @@ struct model_row {
     uint64_t params, macs, flops;
 };
 
-static void count_model(struct fm_ctx *ctx, const struct fm_zoo_entry *e, struct model_row *r)
+/* A model that cannot be built or counted shows '?' (null in JSON); running out of memory is no
+ * property of the model: it fails the report (FM_ERR_NOMEM, the message on ctx). */
+static enum fm_status count_model(struct fm_ctx *ctx, const struct fm_zoo_entry *e,
+                                  struct model_row *r)
 {
     memset(r, 0, sizeof(*r));
     r->e = e;
@@ -26,7 +29,10 @@ static void count_model(struct fm_ctx *ctx, const struct fm_zoo_entry *e, struct
     struct fm_count_opts co;
     fm_count_opts_init(&co);
     co.mode = FM_MODE_INFER;
-    if (fm_zoo_build(ctx, e->name, &zo, &g) == FM_OK && fm_count(ctx, g, &co, &c) == FM_OK) {
+    enum fm_status st = fm_zoo_build(ctx, e->name, &zo, &g);
+    if (!st)
+        st = fm_count(ctx, g, &co, &c);
+    if (!st) {
         r->counted = true;
         r->params = c->params;
         r->macs = fm_work_macs(&c->total[FM_PHASE_FWD]);
@@ -34,6 +40,7 @@ static void count_model(struct fm_ctx *ctx, const struct fm_zoo_entry *e, struct
     }
     fm_counts_free(c);
     fm_graph_free(g);
+    return st == FM_ERR_NOMEM ? st : FM_OK;
 }
 
 static void csv_text(FILE *f, const char *s)
@@ -65,7 +72,9 @@ enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx, const struct fm_rep
     }
     for (size_t i = 0; i < fm_zoo_count(); i++) {
         struct model_row r;
-        count_model(ctx, fm_zoo_get(i), &r);
+        enum fm_status st = count_model(ctx, fm_zoo_get(i), &r);
+        if (st)
+            return st;
         if (format == FM_FORMAT_TABLE) {
             char params[32] = "?", macs[FM_FORMAT_SIZE] = "?", flops[FM_FORMAT_SIZE] = "?";
             if (r.counted) {
@@ -106,5 +115,5 @@ enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx, const struct fm_rep
         fm_jw_end(&w);
         fm_jw_finish(&w);
     }
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(ctx, f);
 }

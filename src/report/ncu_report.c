@@ -402,7 +402,7 @@ enum fm_status fm_report_ncu(FILE *f, const struct fm_ncu_profile *p,
                              const struct fm_ncu_match *m, const struct fm_device *dev,
                              const struct fm_report_opts *opts)
 {
-    if (!f || !p)
+    if (!f || !p)   /* no profile: no context to leave a message on */
         return FM_ERR_INVALID;
     enum fm_format format = opts ? opts->format : FM_FORMAT_TABLE;
     if (format == FM_FORMAT_TABLE)
@@ -411,7 +411,7 @@ enum fm_status fm_report_ncu(FILE *f, const struct fm_ncu_profile *p,
         print_csv(f, p, m);
     else
         print_json(f, p, m, dev);
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(p->ctx, f);
 }
 
 /* ---- Nsight Systems ---- */
@@ -528,7 +528,7 @@ static void nsys_json_row(struct fm_jw *w, const struct fm_nsys_summary *s,
 enum fm_status fm_report_nsys(FILE *f, const struct fm_nsys_summary *s,
                               const struct fm_report_opts *opts)
 {
-    if (!f || !s)
+    if (!f || !s)   /* no summary: no context to leave a message on */
         return FM_ERR_INVALID;
     enum fm_format format = opts ? opts->format : FM_FORMAT_TABLE;
     bool nvtx = s->kind != FM_NSYS_KERNELS;
@@ -644,5 +644,5 @@ enum fm_status fm_report_nsys(FILE *f, const struct fm_nsys_summary *s,
         fm_jw_end(&w);
         fm_jw_finish(&w);
     }
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(s->ctx, f);
 }

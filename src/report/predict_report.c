@@ -163,7 +163,8 @@ static void print_table(FILE *f, const struct fm_session *s, bool summary)
                     (long long)one->global_batch, fm_format_time(one->total_s[0], b[2]),
                     fm_format_time(one->total_s[1], b[3]));
     } else {
-        fprintf(f, "  (--dataset-size N adds epoch time, training time and total compute)\n");
+        fprintf(f, "  (fm_session_opts.dataset_size N adds epoch time, training time and total "
+                   "compute)\n");
     }
     fm_report_memory_line(f, &s->memory);
     fprintf(f,
@@ -366,12 +367,12 @@ enum fm_status fm_report_predict(FILE *f, const struct fm_session *s,
     else
         o = *opts;
     if (!s->prediction || !s->have_run)
-        return FM_ERR_INVALID;
+        return fm_report_lacks(s->ctx, "predict", "a session run with a prediction");
     if (o.format == FM_FORMAT_TABLE)
         print_table(f, s, o.summary);
     else if (o.format == FM_FORMAT_CSV)
         print_csv(f, s->graph, s->counts, s->prediction);
     else
         print_json(f, s);
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(s->ctx, f);
 }

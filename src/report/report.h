@@ -45,4 +45,10 @@ void fm_report_json_memory(struct fm_jw *w, const struct fm_memory_check *m);
 const char *fm_report_storage(const struct fm_session *s, char *buf, size_t size);
 void fm_report_json_storage(struct fm_jw *w, const struct fm_session *s);
 
+/* The end of a render: FM_OK, or FM_ERR_IO with a message on ctx when a write to f failed. */
+enum fm_status fm_report_end(struct fm_ctx *ctx, FILE *f);
+/* A session that lacks what a renderer needs (no prediction, no measurement ...): FM_ERR_INVALID
+ * with a message naming the renderer and what is missing. */
+enum fm_status fm_report_lacks(struct fm_ctx *ctx, const char *report, const char *what);
+
 #endif

@@ -149,3 +149,15 @@ const char *fm_report_storage(const struct fm_session *s, char *buf, size_t size
                  fm_dtype_name(s->storage_activations), fm_dtype_name(s->storage_parameters));
     return buf;
 }
+
+enum fm_status fm_report_end(struct fm_ctx *ctx, FILE *f)
+{
+    if (ferror(f))
+        return fm_error(ctx, FM_ERR_IO, "could not write the report");
+    return FM_OK;
+}
+
+enum fm_status fm_report_lacks(struct fm_ctx *ctx, const char *report, const char *what)
+{
+    return fm_error(ctx, FM_ERR_INVALID, "the %s report needs %s", report, what);
+}

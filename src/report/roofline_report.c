@@ -231,12 +231,12 @@ enum fm_status fm_report_roofline(FILE *f, const struct fm_session *s,
         o = *opts;
     const struct fm_prediction *p = s->prediction;
     if (!p)
-        return FM_ERR_INVALID;
+        return fm_report_lacks(s->ctx, "roofline", "a prediction (a session with a device)");
     if (o.format == FM_FORMAT_TABLE)
         print_table(f, s, o.summary);
     else if (o.format == FM_FORMAT_CSV)
         print_csv(f, s->graph, s->counts, p);
     else
         print_json(f, s);
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(s->ctx, f);
 }

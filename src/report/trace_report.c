@@ -14,7 +14,7 @@ static void print_table(FILE *f, const struct fm_trace *t, const struct fm_sessi
     char b[4][FM_FORMAT_SIZE];
     fprintf(f, "%s: %s trace, %" PRIu64 " complete events, %zu step%s%s\n", t->origin,
             t->form == FM_TRACE_KINETO ? "Kineto" : "legacy", t->events, t->n_steps,
-            t->n_steps == 1 ? "" : "s", t->whole ? " (the whole trace, --whole)" : "");
+            t->n_steps == 1 ? "" : "s", t->whole ? " (the whole trace, fm_trace_opts.whole)" : "");
     fprintf(f, "  %-22s %12s %12s %8s %14s\n", "step", "time", "GPU kernels", "kernels",
             "profiler FLOP");
     for (size_t i = 0; i < t->n_steps; i++) {
@@ -80,7 +80,7 @@ static void print_table(FILE *f, const struct fm_trace *t, const struct fm_sessi
         fprintf(f, "  %-34s %14s %10s\n", "profiler", "-", "-");
     if (u->batch_mismatch)
         fprintf(f, "WARNING: the trace's first op (%s) reads a batch of %lld, the count is at "
-                "batch %lld: give --batch %lld\n",
+                "batch %lld: give fm_zoo_opts.batch %lld\n",
                 t->input_op, (long long)u->trace_batch, (long long)u->batch,
                 (long long)u->trace_batch);
     fprintf(f, "convention: FLOP = 2 x MAC + other ops; the profiler method counts only ops it "
@@ -237,8 +237,11 @@ static void print_json(FILE *f, const struct fm_trace *t, const struct fm_sessio
 enum fm_status fm_report_trace(FILE *f, const struct fm_trace *t, const struct fm_session *s,
                                const struct fm_trace_util *u, const struct fm_report_opts *opts)
 {
-    if (!t || (u && (!s || !s->device || !s->graph)))
+    if (!t)   /* no trace: no context to leave a message on */
         return FM_ERR_INVALID;
+    if (u && (!s || !s->device || !s->graph))
+        return fm_report_lacks(t->ctx, "trace",
+                               "the session (model and device) of its utilization");
     enum fm_format format = opts ? opts->format : FM_FORMAT_TABLE;
     if (format == FM_FORMAT_TABLE)
         print_table(f, t, s, u);
@@ -246,5 +249,5 @@ enum fm_status fm_report_trace(FILE *f, const struct fm_trace *t, const struct f
         print_csv(f, t);
     else
         print_json(f, t, u ? s : NULL, u);
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(t->ctx, f);
 }

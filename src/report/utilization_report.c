@@ -9,19 +9,15 @@
 void fm_report_impossible(FILE *f)
 {
     fprintf(f,
-            "IMPOSSIBLE: a utilization above 100%% means the inputs do not describe the same "
-            "work. Likely causes:\n"
-            "  - the peak is of the wrong precision: the run used faster units (TF32, FP16 or "
-            "BF16 tensor cores) than\n"
-            "    --precision says; PyTorch on Ampere+ runs FP32 convolutions on TF32 "
-            "(--precision torch-default);\n"
-            "  - a MAC/FLOP mix-up: a FLOP count that is really MACs (x2 too high here would "
-            "mean the time or peak\n"
-            "    counts an FMA as 1 FLOP), or a peak quoted in FMA/s;\n"
-            "  - the time excludes work: GPU kernel time of part of the step, an asynchronous "
-            "launch timed without\n"
-            "    synchronizing, a step time without backward or optimizer, or a batch "
-            "different from --batch.\n");
+            "IMPOSSIBLE: a utilization above 100%% means the inputs do not describe the same work. "
+            "Likely causes:\n  - the peak is of the wrong precision: the run used faster units "
+            "(TF32, FP16 or BF16 tensor cores) than\n    fm_session_opts.precision says; PyTorch "
+            "on Ampere+ runs FP32 convolutions on TF32 (fm_session_opts.precision "
+            "torch-default);\n  - a MAC/FLOP mix-up: a FLOP count that is really MACs (x2 too high "
+            "here would mean the time or peak\n    counts an FMA as 1 FLOP), or a peak quoted in "
+            "FMA/s;\n  - the time excludes work: GPU kernel time of part of the step, an "
+            "asynchronous launch timed without\n    synchronizing, a step time without backward or "
+            "optimizer, or a batch different from fm_zoo_opts.batch.\n");
 }
 
 static void print_table(FILE *f, const struct fm_session *s)
@@ -32,7 +28,8 @@ static void print_table(FILE *f, const struct fm_session *s)
     char b[6][FM_FORMAT_SIZE];
     fprintf(f, "%s on %s | batch %lld, %s | peak %sFLOP/s (%s%s)\n", fm_graph_name(s->graph),
             s->device->name, (long long)batch, train ? "training step" : "inference (forward only)",
-            fm_format_si(u->peak, b[0]), given ? "--peak" : fm_session_precision_label(s),
+            fm_format_si(u->peak, b[0]),
+            given ? "fm_session_opts.peak" : fm_session_precision_label(s),
             given ? "" : ", the conv/matmul ceiling");
     fprintf(f, "  %-20s %14s %12s %16s %12s\n", "method", "FLOP/step", "per step", "FLOP/epoch",
             "per epoch");
@@ -116,7 +113,7 @@ enum fm_status fm_report_utilization(FILE *f, const struct fm_session *s,
                                      const struct fm_report_opts *opts)
 {
     if (!s->have_util || !s->device)
-        return FM_ERR_INVALID;
+        return fm_report_lacks(s->ctx, "utilization", "a device and a measured time");
     enum fm_format format = opts ? opts->format : FM_FORMAT_TABLE;
     if (format == FM_FORMAT_TABLE)
         print_table(f, s);
@@ -124,5 +121,5 @@ enum fm_status fm_report_utilization(FILE *f, const struct fm_session *s,
         print_csv(f, &s->util);
     else
         print_json(f, s);
-    return ferror(f) ? FM_ERR_IO : FM_OK;
+    return fm_report_end(s->ctx, f);
 }

@@ -493,36 +493,3 @@ usage:
     cli_bindings_free(b);
     return FM_EXIT_USAGE;
 }
-
-/* ---- context, failures, output ---- */
-
-static void log_line(void *user, const char *message)
-{
-    fprintf(stderr, "flopmeter %s: %s\n", (const char *)user, message);
-}
-
-struct fm_ctx *cli_ctx(const char *cmd)
-{
-    struct fm_ctx *ctx = NULL;
-    if (fm_ctx_new(NULL, &ctx)) {
-        fprintf(stderr, "flopmeter: out of memory\n");
-        return NULL;
-    }
-    fm_ctx_set_log(ctx, log_line, (void *)(uintptr_t)cmd);
-    return ctx;
-}
-
-int cli_fail(struct fm_ctx *ctx, enum fm_status st)
-{
-    fprintf(stderr, "flopmeter: %s\n", fm_ctx_error(ctx));
-    return st == FM_ERR_INVALID ? FM_EXIT_USAGE : FM_EXIT_FAIL;
-}
-
-int cli_flush(int r)
-{
-    if (fflush(stdout) || ferror(stdout)) {
-        fprintf(stderr, "flopmeter: could not write the output\n");
-        return FM_EXIT_FAIL;
-    }
-    return r;
-}

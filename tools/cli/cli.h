@@ -1,7 +1,9 @@
-/* The CLI's shared pieces: the command table entry, options declared as data (parsed and turned
- * into --help text by one function), the options every model command takes, and the exit path
- * of a failed library call. The CLI parses arguments, calls the library (a session) and prints
- * what src/report renders: it decides nothing about models, devices or peaks. */
+/* The CLI's shared pieces: the command table entry, the run every command goes through (run.c),
+ * options declared as data (parsed and turned into --help text by one function), the options
+ * every model command takes, the exit path of a failed library call, and the table that turns
+ * the library's field names into flags (flags.c). The CLI parses arguments, calls the library
+ * (a session) and prints what src/report renders: it decides nothing about models, devices or
+ * peaks. */
 #ifndef FM_CLI_H
 #define FM_CLI_H
 
@@ -12,11 +14,39 @@
 /* exit codes: 0 success, 1 failure, 2 usage error (the same for every command) */
 enum { FM_EXIT_OK = 0, FM_EXIT_FAIL = 1, FM_EXIT_USAGE = 2 };
 
+struct cli_run;
 struct cli_cmd {
     const char *name;
-    int (*fn)(int argc, char **argv);
+    int (*fn)(struct cli_run *run, int argc, char **argv);
     const char *summary;
 };
+
+/* ---- one command's run (run.c), as git's run_builtin ---- */
+
+struct cli_fail_alloc;
+struct cli_run {
+    const char *cmd;           /* the command's name */
+    struct fm_ctx *ctx;        /* made before the command, freed after: log lines go to stderr */
+    enum fm_status status;     /* the command stores its render's status here; cli_run checks it */
+    /* cli_run's own */
+    FILE *out;                 /* the report's buffer (cli_out) */
+    char *buf;
+    size_t len;
+    bool out_failed;           /* no memory for the buffer: the render went to discard */
+    FILE *discard;
+    struct cli_fail_alloc *hook;   /* the test hook FM_TEST_FAIL_ALLOC (run.c) */
+};
+/* Runs cmd: makes the context, calls cmd->fn, then prints what it rendered into cli_out() when
+ * run->status is FM_OK, or the context's message (exit 1) when not; a failed write of stdout
+ * exits 1. Returns the exit code. */
+int cli_run(const struct cli_cmd *cmd, int argc, char **argv);
+/* The stream a command renders its report (and anything else for stdout) to: a buffer that
+ * cli_run prints once the status is known. */
+FILE *cli_out(struct cli_run *run);
+/* The library names fields (fm_session_opts.gpus), the CLI flags (--gpus): text written with
+ * every field of flags.c's table turned into its flag. */
+void cli_write_flags(FILE *f, const char *text, size_t n);
+void cli_print_flags(FILE *f, const char *text);
 
 enum cli_opt_type {
     CLI_FLAG,      /* bool*: set true */
@@ -134,33 +164,29 @@ int cli_calibration_load(struct fm_ctx *ctx, struct cli_calibration_opts *c,
                          struct fm_session_opts *so);
 void cli_calibration_free(struct cli_calibration_opts *c);
 
-/* A context whose log lines go to stderr as "flopmeter CMD: ...". NULL (after saying why) when
- * there is no memory. */
-struct fm_ctx *cli_ctx(const char *cmd);
-/* Prints "flopmeter: <message>" to stderr for a failed library call; returns the exit code that
- * fits the status (a bad option value is a usage error). */
+/* Prints "flopmeter: <message>" to stderr for a failed library call (with flags for fields);
+ * returns the exit code that fits the status (a bad option value is a usage error). */
 int cli_fail(struct fm_ctx *ctx, enum fm_status st);
-/* Flushes stdout; a failed write is an error (exit 1). */
-int cli_flush(int r);
 
 /* Progress on stderr when it is a terminal (progress.c): a bar for runs, a line for probes. */
 void cli_progress(void *user, const char *what, int done, int total);
 /* The user pointer cli_progress wants: the model's or device's name, or NULL off a terminal. */
 void *cli_progress_user(const char *label);
 
-/* The command functions. */
-int cmd_count(int argc, char **argv);        /* cmd_count.c */
-int cmd_models(int argc, char **argv);       /* cmd_models.c */
-int cmd_devices(int argc, char **argv);      /* cmd_devices.c (devices and device) */
-int cmd_device(int argc, char **argv);
-int cmd_roofline(int argc, char **argv);     /* cmd_roofline.c */
-int cmd_predict(int argc, char **argv);      /* cmd_predict.c */
-int cmd_utilization(int argc, char **argv);  /* cmd_utilization.c */
-int cmd_probe(int argc, char **argv);        /* cmd_probe.c */
-int cmd_measure(int argc, char **argv);      /* cmd_measure.c */
-int cmd_calibrate(int argc, char **argv);    /* cmd_calibrate.c */
-int cmd_trace(int argc, char **argv);        /* cmd_trace.c */
-int cmd_ncu(int argc, char **argv);          /* cmd_ncu.c */
-int cmd_nsys(int argc, char **argv);         /* cmd_nsys.c */
+/* The command functions, each in cmd_<name>.c (devices and device: cmd_devices.c); main.c runs
+ * them through cli_run. */
+int cmd_count(struct cli_run *run, int argc, char **argv);
+int cmd_models(struct cli_run *run, int argc, char **argv);
+int cmd_devices(struct cli_run *run, int argc, char **argv);
+int cmd_device(struct cli_run *run, int argc, char **argv);
+int cmd_roofline(struct cli_run *run, int argc, char **argv);
+int cmd_predict(struct cli_run *run, int argc, char **argv);
+int cmd_utilization(struct cli_run *run, int argc, char **argv);
+int cmd_probe(struct cli_run *run, int argc, char **argv);
+int cmd_measure(struct cli_run *run, int argc, char **argv);
+int cmd_calibrate(struct cli_run *run, int argc, char **argv);
+int cmd_trace(struct cli_run *run, int argc, char **argv);
+int cmd_ncu(struct cli_run *run, int argc, char **argv);
+int cmd_nsys(struct cli_run *run, int argc, char **argv);
 
 #endif

@@ -25,7 +25,8 @@ static const char description[] =
     "to its cold time by that curve (docs/calibration.md, \"Warm and cold\"). --warm-only skips\n"
     "both. About 2 minutes on a 2-core machine; --quick: half the shapes, fewer steps, one\n"
     "round (under a minute). Progress: a bar on a terminal, a line per op class otherwise.\n"
-    "\nOn a GPU (--device cuda) every shape is timed at 4 and 32 times its batch (at a CPU's sizes\n"
+    "\nOn a GPU (--device cuda) every shape is timed at 4 and 32 times its batch (at a CPU's "
+    "sizes\n"
     "a layer fills few multiprocessors and stays in the L2 cache, unlike a network's layers at\n"
     "the batches GPUs train at), there is no cold round and no eviction curve, and the op classes\n"
     "the CUDA backend cannot train (MatMul, LayerNorm, Embedding, attention, Transpose,\n"
@@ -157,7 +158,7 @@ static int refit(struct fm_ctx *ctx, const char *samples_in, const char *like,
         if (dropped)
             printf("%zu samples of shapes taken from %s left out\n", dropped, leave_out);
         print_fit(output, cal, n);
-        r = cli_flush(FM_EXIT_OK);
+        r = FM_EXIT_OK;
     }
     fm_dealloc(ctx, samples);
     fm_calibration_free(cal);
@@ -165,7 +166,7 @@ static int refit(struct fm_ctx *ctx, const char *samples_in, const char *like,
     return r;
 }
 
-int cmd_calibrate(int argc, char **argv)
+int cmd_calibrate(struct cli_run *run, int argc, char **argv)
 {
     const char *device = "cpu", *output = NULL, *samples_path = NULL, *leave_out = NULL;
     const char *from_samples = NULL, *like = NULL;
@@ -218,12 +219,9 @@ int cmd_calibrate(int argc, char **argv)
                         "(see flopmeter calibrate --help)\n");
         return FM_EXIT_USAGE;
     }
-    struct fm_ctx *ctx = cli_ctx("calibrate");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     if (from_samples) {
         r = refit(ctx, from_samples, like, leave_out, output);
-        fm_ctx_free(ctx);
         return r;
     }
     struct line_progress lp = {isatty(2) != 0, ""};
@@ -249,10 +247,8 @@ int cmd_calibrate(int argc, char **argv)
     } else {
         r = samples_path ? write_samples(samples_path, samples, n_samples) : FM_EXIT_OK;
         print_fit(output, cal, n_samples);
-        r = cli_flush(r);
     }
     fm_dealloc(ctx, samples);
     fm_calibration_free(cal);
-    fm_ctx_free(ctx);
     return r;
 }

@@ -33,7 +33,7 @@ static const char description[] =
     "  flopmeter count efficientnet_b7 --batch 32 --device h100 --precision bf16\n"
     "  flopmeter count resnet18 --peers";
 
-int cmd_count(int argc, char **argv)
+int cmd_count(struct cli_run *run, int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
@@ -57,9 +57,7 @@ int cmd_count(int argc, char **argv)
         fprintf(stderr, "flopmeter count: --peers goes with the table or JSON, not CSV\n");
         return FM_EXIT_USAGE;
     }
-    struct fm_ctx *ctx = cli_ctx("count");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_session *s = NULL;
     struct fm_session_opts so;
     struct cli_bindings b;
@@ -91,11 +89,8 @@ int cmd_count(int argc, char **argv)
         }
         ro.peers = &pf;
     }
-    if (fm_report_count(stdout, fm_session_graph(s), fm_session_counts(s), &ro))
-        fprintf(stderr, "flopmeter: could not write the report\n");
-    r = cli_flush(r);
+    run->status = fm_report_count(cli_out(run), fm_session_graph(s), fm_session_counts(s), &ro);
 out:
     fm_session_free(s);
-    fm_ctx_free(ctx);
     return r;
 }

@@ -24,7 +24,7 @@ static const char device_description[] =
     "  flopmeter device 'A100 SXM 80GB' --format json";
 
 /* devices (no positional argument) or device NAME */
-static int show(int argc, char **argv, bool one)
+static int show(struct cli_run *run, int argc, char **argv, bool one)
 {
     const char *devices_file = NULL;
     enum fm_format format = FM_FORMAT_TABLE;
@@ -44,9 +44,7 @@ static int show(int argc, char **argv, bool one)
                             0);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
-    struct fm_ctx *ctx = cli_ctx(one ? "device" : "devices");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_devices *devs = NULL;
     const struct fm_device *dev = NULL;
     enum fm_status st = fm_devices_load(ctx, devices_file, &devs);
@@ -61,22 +59,20 @@ static int show(int argc, char **argv, bool one)
     fm_report_opts_init(&ro);
     ro.format = format;
     if (one)
-        fm_report_device(stdout, dev, &ro);
+        run->status = fm_report_device(cli_out(run), dev, &ro);
     else
-        fm_report_devices(stdout, devs, &ro);
-    r = cli_flush(r);
+        run->status = fm_report_devices(cli_out(run), devs, &ro);
 out:
     fm_devices_free(devs);
-    fm_ctx_free(ctx);
     return r;
 }
 
-int cmd_devices(int argc, char **argv)
+int cmd_devices(struct cli_run *run, int argc, char **argv)
 {
-    return show(argc, argv, false);
+    return show(run, argc, argv, false);
 }
 
-int cmd_device(int argc, char **argv)
+int cmd_device(struct cli_run *run, int argc, char **argv)
 {
-    return show(argc, argv, true);
+    return show(run, argc, argv, true);
 }

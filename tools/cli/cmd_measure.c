@@ -43,7 +43,7 @@ static const char description[] =
     "  flopmeter measure resnet50 --device cuda --batch 128 --precision bf16 --graph\n"
     "  flopmeter measure resnet18 --batch 64 --epoch-samples 50000 --spec 'AMD EPYC 9654'";
 
-int cmd_measure(int argc, char **argv)
+int cmd_measure(struct cli_run *run, int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
@@ -105,9 +105,7 @@ int cmd_measure(int argc, char **argv)
     int r = cli_parse("measure", "MODEL [options]", description, opts, argc, argv, pos, 1, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
-    struct fm_ctx *ctx = cli_ctx("measure");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_session *s = NULL;
     struct fm_session_opts so;
     struct cli_bindings b;
@@ -142,11 +140,9 @@ int cmd_measure(int argc, char **argv)
     struct fm_report_opts ro;
     fm_report_opts_init(&ro);
     ro.format = m.format;
-    fm_report_measure(stdout, s, &ro);
-    r = cli_flush(r);
+    run->status = fm_report_measure(cli_out(run), s, &ro);
 out:
     fm_session_free(s);
     cli_calibration_free(&c);
-    fm_ctx_free(ctx);
     return r;
 }

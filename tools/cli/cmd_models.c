@@ -1,7 +1,7 @@
 /* flopmeter models: the built-in architectures with their default input and parameter count. */
 #include "cli.h"
 
-int cmd_models(int argc, char **argv)
+int cmd_models(struct cli_run *run, int argc, char **argv)
 {
     const char *pos[1];
     enum fm_format format = FM_FORMAT_TABLE;
@@ -11,19 +11,17 @@ int cmd_models(int argc, char **argv)
         {0}};
     int r = cli_parse("models", "[--format table|csv|json]",
                       "Lists the built-in architectures (torchvision definitions) with their\n"
-                      "default input, parameters, and the forward pass's MACs and FLOPs at batch 1\n"
+                      "default input, parameters, and the forward pass's MACs and FLOPs at batch "
+                      "1\n"
                       "(counted; FLOPs = 2 x MACs + other ops). Any of them is a MODEL for count,\n"
                       "roofline, predict and measure.",
                       opts, argc, argv, pos, 0, 0);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
-    struct fm_ctx *ctx = cli_ctx("models");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_report_opts ro;
     fm_report_opts_init(&ro);
     ro.format = format;
-    fm_report_models(stdout, ctx, &ro);
-    fm_ctx_free(ctx);
-    return cli_flush(FM_EXIT_OK);
+    run->status = fm_report_models(cli_out(run), ctx, &ro);
+    return FM_EXIT_OK;
 }

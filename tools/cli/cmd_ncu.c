@@ -16,7 +16,7 @@ static const char description[] =
     "  flopmeter ncu profile.csv --device v100\n"
     "  flopmeter ncu step.csv --model resnet18 --batch 32 --format json";
 
-int cmd_ncu(int argc, char **argv)
+int cmd_ncu(struct cli_run *run, int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
@@ -32,9 +32,7 @@ int cmd_ncu(int argc, char **argv)
                       opts, argc, argv, pos, 1, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
-    struct fm_ctx *ctx = cli_ctx("ncu");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_ncu_profile *p = NULL;
     struct fm_ncu_match *match = NULL;
     struct fm_session *s = NULL;
@@ -68,13 +66,11 @@ int cmd_ncu(int argc, char **argv)
     struct fm_report_opts ro;
     fm_report_opts_init(&ro);
     ro.format = m.format;
-    fm_report_ncu(stdout, p, match, dev, &ro);
-    r = cli_flush(r);
+    run->status = fm_report_ncu(cli_out(run), p, match, dev, &ro);
 out:
     fm_ncu_match_free(match);
     fm_session_free(s);
     fm_devices_free(devs);
     fm_ncu_profile_free(p);
-    fm_ctx_free(ctx);
     return r;
 }

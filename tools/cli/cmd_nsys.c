@@ -16,7 +16,7 @@ static const char description[] =
     "  nsys stats --report nvtx_gpu_proj_sum --format csv -o gpu run.nsys-rep\n"
     "  flopmeter nsys gpu_nvtx_gpu_proj_sum.csv";
 
-int cmd_nsys(int argc, char **argv)
+int cmd_nsys(struct cli_run *run, int argc, char **argv)
 {
     enum fm_format format = FM_FORMAT_TABLE;
     struct cli_opt opts[] = {
@@ -28,9 +28,7 @@ int cmd_nsys(int argc, char **argv)
                       argv, pos, 1, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
-    struct fm_ctx *ctx = cli_ctx("nsys");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_nsys_summary *s = NULL;
     enum fm_status st = fm_nsys_read_file(ctx, pos[0], &s);
     if (st) {
@@ -39,10 +37,9 @@ int cmd_nsys(int argc, char **argv)
         struct fm_report_opts ro;
         fm_report_opts_init(&ro);
         ro.format = format;
-        fm_report_nsys(stdout, s, &ro);
-        r = cli_flush(FM_EXIT_OK);
+        run->status = fm_report_nsys(cli_out(run), s, &ro);
+        r = FM_EXIT_OK;
     }
     fm_nsys_summary_free(s);
-    fm_ctx_free(ctx);
     return r;
 }

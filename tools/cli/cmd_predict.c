@@ -43,7 +43,7 @@ static const char description[] =
     "  flopmeter predict resnet50 --device h100 --batch 128 --gpus 8 --interconnect nvlink4\n"
     "  flopmeter predict mobilenet_v2 --batch 8 --calibration cpu.calib.json";
 
-int cmd_predict(int argc, char **argv)
+int cmd_predict(struct cli_run *run, int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
@@ -87,9 +87,7 @@ int cmd_predict(int argc, char **argv)
         fprintf(stderr, "flopmeter predict: warning: --epochs %g is ignored without --dataset-size "
                         "N (samples per epoch): there is no epoch to repeat, so no training time\n",
                 epochs);
-    struct fm_ctx *ctx = cli_ctx("predict");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_session *s = NULL;
     struct fm_session_opts so;
     struct cli_bindings b;
@@ -145,11 +143,9 @@ int cmd_predict(int argc, char **argv)
     fm_report_opts_init(&ro);
     ro.format = m.format;
     ro.summary = summary;
-    fm_report_predict(stdout, s, &ro);
-    r = cli_flush(r);
+    run->status = fm_report_predict(cli_out(run), s, &ro);
 out:
     fm_session_free(s);
     cli_calibration_free(&c);
-    fm_ctx_free(ctx);
     return r;
 }

@@ -21,7 +21,7 @@ static const char description[] =
     "  flopmeter probe --save this-machine.json     (it prints the device's name)\n"
     "  flopmeter roofline resnet50 --devices this-machine.json --device NAME";
 
-int cmd_probe(int argc, char **argv)
+int cmd_probe(struct cli_run *run, int argc, char **argv)
 {
     const char *device = "cpu", *save = NULL;
     int64_t threads = 0, reps = 5;
@@ -57,9 +57,7 @@ int cmd_probe(int argc, char **argv)
         fprintf(stderr, "flopmeter probe: --threads must be at most 1024\n");
         return FM_EXIT_USAGE;
     }
-    struct fm_ctx *ctx = cli_ctx("probe");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_probe_opts po;
     fm_probe_opts_init(&po);
     po.device = device;
@@ -77,7 +75,7 @@ int cmd_probe(int argc, char **argv)
     struct fm_report_opts ro;
     fm_report_opts_init(&ro);
     ro.format = format;
-    fm_report_probe(stdout, res, &ro);
+    run->status = fm_report_probe(cli_out(run), res, &ro);
     if (save) {
         struct fm_device dev;
         if (fm_probe_to_device(res, &dev) != FM_OK) {
@@ -93,9 +91,7 @@ int cmd_probe(int argc, char **argv)
         fprintf(stderr, "saved measured device '%s' to %s (use --devices %s --device '%s')\n",
                 dev.name, save, save, dev.name);
     }
-    r = cli_flush(r);
 out:
     fm_dealloc(ctx, res);
-    fm_ctx_free(ctx);
     return r;
 }

@@ -32,7 +32,7 @@ static const char description[] =
     "  flopmeter roofline resnet50 --device a100 --svg r50.svg --measured step.ncu.csv\n"
     "  flopmeter roofline resnet18 --device cpu        (a short probe of this machine)";
 
-int cmd_roofline(int argc, char **argv)
+int cmd_roofline(struct cli_run *run, int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
@@ -58,9 +58,7 @@ int cmd_roofline(int argc, char **argv)
                         "--svg FILE too\n");
         return FM_EXIT_USAGE;
     }
-    struct fm_ctx *ctx = cli_ctx("roofline");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_session *s = NULL;
     struct fm_measured *ms = NULL;
     struct fm_session_opts so;
@@ -86,8 +84,8 @@ int cmd_roofline(int argc, char **argv)
     fm_report_opts_init(&ro);
     ro.format = m.format;
     ro.summary = summary;
-    fm_report_roofline(stdout, s, &ro);
-    if (svg) {
+    run->status = fm_report_roofline(cli_out(run), s, &ro);
+    if (svg && !run->status) {
         FILE *f = fopen(svg, "w");
         struct fm_svg_opts sv;
         fm_svg_opts_init(&sv);
@@ -100,15 +98,13 @@ int cmd_roofline(int argc, char **argv)
             goto out;
         }
         if (m.format == FM_FORMAT_TABLE)
-            printf("chart: %s\n", svg);
+            fprintf(cli_out(run), "chart: %s\n", svg);
         if (ms && m.format == FM_FORMAT_TABLE)
-            printf("measured: %zu points from %s: %s\n", fm_measured_count(ms), measured,
-                   fm_measured_how(ms));
+            fprintf(cli_out(run), "measured: %zu points from %s: %s\n", fm_measured_count(ms),
+                    measured, fm_measured_how(ms));
     }
-    r = cli_flush(r);
 out:
     fm_measured_free(ms);
     fm_session_free(s);
-    fm_ctx_free(ctx);
     return r;
 }

@@ -25,7 +25,7 @@ static const char description[] =
     "  flopmeter trace trace.json --model resnet18 --input 3x32x32 --classes 10 --device a100\n"
     "  flopmeter trace trace.json --model alexnet --device cpu --format json";
 
-int cmd_trace(int argc, char **argv)
+int cmd_trace(struct cli_run *run, int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
@@ -51,9 +51,7 @@ int cmd_trace(int argc, char **argv)
                       opts, argc, argv, pos, 1, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
-    struct fm_ctx *ctx = cli_ctx("trace");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_trace *t = NULL;
     struct fm_session *s = NULL;
     struct fm_trace_util u;
@@ -120,11 +118,9 @@ int cmd_trace(int argc, char **argv)
     struct fm_report_opts ro;
     fm_report_opts_init(&ro);
     ro.format = m.format;
-    fm_report_trace(stdout, t, s, have_util ? &u : NULL, &ro);
-    r = cli_flush(r);
+    run->status = fm_report_trace(cli_out(run), t, s, have_util ? &u : NULL, &ro);
 out:
     fm_session_free(s);
     fm_trace_free(t);
-    fm_ctx_free(ctx);
     return r;
 }

@@ -21,7 +21,7 @@ static const char description[] =
     "  flopmeter utilization resnet50 --device a100 --batch 256 --precision torch-default \\\n"
     "      --epoch-time 21min --dataset-size 1281167";
 
-int cmd_utilization(int argc, char **argv)
+int cmd_utilization(struct cli_run *run, int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
@@ -48,9 +48,7 @@ int cmd_utilization(int argc, char **argv)
                       opts, argc, argv, pos, 1, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
-    struct fm_ctx *ctx = cli_ctx("utilization");
-    if (!ctx)
-        return FM_EXIT_FAIL;
+    struct fm_ctx *ctx = run->ctx;
     struct fm_session *s = NULL;
     struct fm_session_opts so;
     struct cli_bindings b;
@@ -73,12 +71,10 @@ int cmd_utilization(int argc, char **argv)
     struct fm_report_opts ro;
     fm_report_opts_init(&ro);
     ro.format = m.format;
-    fm_report_utilization(stdout, s, &ro);
+    run->status = fm_report_utilization(cli_out(run), s, &ro);
     if (fm_session_utilization(s)->impossible && m.format != FM_FORMAT_TABLE)
         fm_report_impossible(stderr);
-    r = cli_flush(r);
 out:
     fm_session_free(s);
-    fm_ctx_free(ctx);
     return r;
 }

@@ -1,4 +1,5 @@
-/* flopmeter's entry point: the command table and dispatch. Each command is a cmd_<name>.c. */
+/* flopmeter's entry point: the command table and dispatch. Each command is a cmd_<name>.c, run
+ * through cli_run (run.c). */
 #include "cli.h"
 
 #include <string.h>
@@ -22,7 +23,8 @@ static const struct cli_cmd commands[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: flopmeter COMMAND [options]   (flopmeter COMMAND --help for its options)\n\n"
-               "flopmeter counts the work of neural-network training (forward, backward split into\n"
+               "flopmeter counts the work of neural-network training (forward, backward split "
+               "into\n"
                "input and weight gradients, optimizer), bounds it on a device's roofline, and\n"
                "measures it for real. FLOPs = 2 x MACs + other ops; every number says its unit.\n\n"
                "commands:\n");
@@ -44,7 +46,7 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
                 if (strcmp(commands[i].name, argv[2]) == 0) {
                     char *args[] = {argv[2], "--help", NULL};
-                    return commands[i].fn(2, args);
+                    return cli_run(&commands[i], 2, args);
                 }
             }
         }
@@ -57,7 +59,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (strcmp(commands[i].name, cmd) == 0)
-            return commands[i].fn(argc - 1, argv + 1);
+            return cli_run(&commands[i], argc - 1, argv + 1);
     }
     const char *names[sizeof(commands) / sizeof(commands[0])];
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -221,25 +221,26 @@ static enum fm_status check_graph(struct fm_ctx *ctx, const struct fm_graph *g,
 {
     if (o->precision != FM_PREC_FP32)
         return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                        "the CPU backend runs fp32 only; precision %s is not implemented "
-                        "(use --precision fp32)",
+                        "the CPU backend runs fp32 only; precision %s is not implemented (use "
+                        "fm_measure_opts.precision fp32)",
                         fm_precision_name(o->precision));
     if (o->cuda_graph)
-        return fm_error(ctx, FM_ERR_INVALID, "--graph (CUDA graphs) applies to CUDA devices only");
+        return fm_error(ctx, FM_ERR_INVALID, "fm_measure_opts.cuda_graph (CUDA graphs) applies to "
+                                             "CUDA devices only");
     if (o->channels_last)
         return fm_error(ctx, FM_ERR_INVALID,
-                        "--channels-last applies to CUDA devices only: on the CPU oneDNN chooses "
-                        "the layout of every tensor itself");
+                        "fm_measure_opts.channels_last applies to CUDA devices only: on the CPU "
+                        "oneDNN chooses the layout of every tensor itself");
     for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
         const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
         if (fm_dtype_is_float(t->dtype) && t->dtype != FM_DTYPE_FP32)
             return fm_error(ctx, FM_ERR_UNSUPPORTED,
                             "tensor '%s' is %s: the CPU backend runs fp32 graphs only (load the "
-                            "model with --dtype fp32)",
+                            "model with fm_zoo_opts.dtype fp32)",
                             t->name, fm_dtype_name(t->dtype));
         if (!t->shape_known)
             return fm_error(ctx, FM_ERR_SHAPE, "tensor '%s' has no known shape (bind it with "
-                            "--input NAME=DIMS)", t->name);
+                            "fm_load_opts.bindings NAME=DIMS)", t->name);
     }
     bool has_loss = false;
     for (size_t i = 0; i < fm_graph_node_count(g); i++) {
@@ -252,7 +253,7 @@ static enum fm_status check_graph(struct fm_ctx *ctx, const struct fm_graph *g,
     if (o->mode == FM_MODE_TRAIN && !has_loss)
         return fm_error(ctx, FM_ERR_UNSUPPORTED,
                         "a training step needs a loss, and '%s' has no CrossEntropy node (load it "
-                        "for training, or measure with --infer)",
+                        "for training, or measure with FM_MODE_INFER)",
                         fm_graph_name(g));
     return FM_OK;
 }
@@ -602,11 +603,11 @@ out:
     if (st && s->over_limit) {
         char has[FM_FORMAT_SIZE], got[FM_FORMAT_SIZE];
         st = fm_error(ctx, FM_ERR_NOMEM,
-                      "the CPU backend's buffers for this step (activations and their "
-                      "gradients, weights, gradients and momentum, the layouts oneDNN picks, "
-                      "scratch) grow past the %s it may use (%s planned when the next buffer "
-                      "did not fit); nothing was run: lower --batch, or give --max-memory if "
-                      "more memory is free than the check sees",
+                      "the CPU backend's buffers for this step (activations and their gradients, "
+                      "weights, gradients and momentum, the layouts oneDNN picks, scratch) grow "
+                      "past the %s it may use (%s planned when the next buffer did not fit); "
+                      "nothing was run: lower fm_zoo_opts.batch, or give "
+                      "fm_measure_opts.memory_limit if more memory is free than the check sees",
                       fm_format_bytes(opts->memory_limit, has),
                       fm_format_bytes(s->planned_bytes, got));
     }

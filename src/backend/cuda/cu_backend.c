@@ -407,6 +407,8 @@ static enum fm_status allocate(struct cu_state *s)
     CU_TRY(s, cudaMalloc(&s->arena, s->arena_bytes ? s->arena_bytes : CU_ALIGN));
     CU_TRY(s, cudaMalloc((void **)&s->d_loss, 256));
     CU_TRY(s, cudaMalloc((void **)&s->d_step, 256));
+    /* page-locked host memory for the loss's asynchronous copy: only CUDA can allocate it, so
+     * this (and device memory) is the one kind of allocation that does not go through fm_alloc */
     CU_TRY(s, cudaMallocHost((void **)&s->h_loss, sizeof(float)));
     CU_TRY(s, cudaMemsetAsync(s->params, 0, s->params_bytes ? s->params_bytes : CU_ALIGN, s->stream));
     CU_TRY(s, cudaMemsetAsync(s->d_loss, 0, 256, s->stream));
@@ -486,8 +488,8 @@ static enum fm_status init_values(struct cu_state *s)
             most = t->numel;
     }
     /* tmp is used as int64 for labels: twice the floats */
-    float *host = malloc(sizeof(float) * most);
-    float *tmp = malloc(sizeof(float) * most * 2);
+    float *host = fm_alloc(s->ctx, sizeof(float) * most);
+    float *tmp = fm_alloc(s->ctx, sizeof(float) * most * 2);
     float *stage = NULL;
     s->where = "initializing parameters and inputs";
     if (!host || !tmp) {
@@ -517,8 +519,8 @@ static enum fm_status init_values(struct cu_state *s)
 fail:
     if (stage)
         cudaFree(stage);
-    free(host);
-    free(tmp);
+    fm_dealloc(s->ctx, host);
+    fm_dealloc(s->ctx, tmp);
     return st;
 }
 
@@ -614,7 +616,7 @@ static enum fm_status oom_advice(struct cu_state *s, enum fm_status st)
         return fm_error(s->ctx, st,
                         "out of GPU memory on %s: %.2f GiB were free; this step planned %.2f GiB "
                         "(flopmeter's estimate for batch %lld: %.2f GiB). By that estimate the "
-                        "largest batch that fits is %lld: try --batch %lld. [%s]",
+                        "largest batch that fits is %lld: try fm_zoo_opts.batch %lld. [%s]",
                         s->name, (double)s->free_at_start / gib, (double)planned / gib,
                         (long long)batch, (double)est / gib, fits, fits, orig);
     return fm_error(s->ctx, st,
@@ -971,8 +973,8 @@ static enum fm_status cuda_read(void *state, fm_tid id, bool grad, float *dst, u
                         "FLOPMETER_CUDA_KEEP=1 to keep every tensor for reading",
                         t->t->name, grad ? "'s gradient" : "");
     float *stage = NULL, *host = NULL, *tmp = NULL;
-    host = malloc(sizeof(float) * (n ? n : 1) + (dt == CU_I64 ? sizeof(float) * n : 0));
-    tmp = malloc(sizeof(float) * (n ? n : 1));
+    host = fm_alloc(s->ctx, sizeof(float) * (n ? n : 1) + (dt == CU_I64 ? sizeof(float) * n : 0));
+    tmp = fm_alloc(s->ctx, sizeof(float) * (n ? n : 1));
     if (!host || !tmp) {
         st = fm_error(s->ctx, FM_ERR_NOMEM, "out of host memory reading '%s'", t->t->name);
         goto fail;
@@ -1001,8 +1003,8 @@ static enum fm_status cuda_read(void *state, fm_tid id, bool grad, float *dst, u
 fail:
     if (stage)
         cudaFree(stage);
-    free(host);
-    free(tmp);
+    fm_dealloc(s->ctx, host);
+    fm_dealloc(s->ctx, tmp);
     return st;
 }
 
@@ -1016,7 +1018,7 @@ static enum fm_status cuda_write(void *state, fm_tid id, const float *src, uint6
     if (!(t->is_param || t->is_buffer || t->is_input))
         return fm_error(s->ctx, FM_ERR_INVALID, "tensor '%s' is computed by the graph: only "
                         "parameters, buffers and inputs can be written", t->t->name);
-    float *tmp = malloc(sizeof(float) * (n ? n : 1) * 2);
+    float *tmp = fm_alloc(s->ctx, sizeof(float) * (n ? n : 1) * 2);
     float *stage = NULL;
     if (!tmp)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of host memory writing '%s'", t->t->name);
@@ -1034,7 +1036,7 @@ static enum fm_status cuda_write(void *state, fm_tid id, const float *src, uint6
 fail:
     if (stage)
         cudaFree(stage);
-    free(tmp);
+    fm_dealloc(s->ctx, tmp);
     return st;
 }
 

@@ -117,7 +117,7 @@ enum fm_status cu_check_numel(struct cu_state *s, const struct cu_node *n, uint6
     if (numel >= (1ull << 31))
         return fm_error(s->ctx, FM_ERR_UNSUPPORTED,
                         "layer '%s': %llu elements in one tensor; the CUDA backend's kernels index "
-                        "with 32 bits (use a smaller --batch)",
+                        "with 32 bits (use a smaller fm_zoo_opts.batch)",
                         n->node->name, (unsigned long long)numel);
     return FM_OK;
 }

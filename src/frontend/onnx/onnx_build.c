@@ -429,8 +429,8 @@ enum fm_status ox_need_ints(struct ox *ox, const Onnx__NodeProto *node, fm_tid t
         if (!v && tt->role == FM_ROLE_INPUT)
             return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
                                  "its %s ('%s') is a graph input, not known before running the "
-                                 "network, and the output shape depends on it: give its "
-                                 "values with --value %s=V[,V...]", what, tt->name, tt->name);
+                                 "network, and the output shape depends on it: give its values "
+                                 "with fm_load_opts.values %s=V[,V...]", what, tt->name, tt->name);
         return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
                              "its %s ('%s') %s, but the output shape depends on it", what,
                              tt->name,

@@ -676,11 +676,11 @@ static enum fm_status unknown(struct ox *ox, const Onnx__NodeProto *node, int sl
     if (ox->g->tensors[t].role == FM_ROLE_INPUT)
         return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its %s '%s' (input %d) is a graph "
                              "input whose value is not known at load time: bind it with "
-                             "--value %s=V", what, name, slot, name);
+                             "fm_load_opts.values %s=V", what, name, slot, name);
     return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
-                         "its %s '%s' (input %d) is not known at load time%s%s: bind the "
-                         "graph inputs it follows from with --value NAME=V[,V...] (integer "
-                         "values) or --input NAME=DIMS (a shape)%s",
+                         "its %s '%s' (input %d) is not known at load time%s%s: bind the graph "
+                         "inputs it follows from with fm_load_opts.values NAME=V[,V...] (integer "
+                         "values) or fm_load_opts.bindings NAME=DIMS (a shape)%s",
                          what, name, slot, *from ? "; it follows from " : "", from,
                          *from ? "" : " (it follows from no graph input: "
                          "an op flopmeter does not evaluate at load time computes it)");

@@ -88,11 +88,12 @@ static enum fm_status bind_value(struct ox *ox, const char *name, enum fm_dtype 
     if (want != vb->n) {
         char dims[128];
         fm_shape_format(s, dims, sizeof(dims));
-        return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: %zu values given; its shape %s "
-                        "holds %llu", name, vb->n, dims, (unsigned long long)want);
+        return fm_error(ox->ctx, FM_ERR_INVALID, "fm_load_opts.values %s: %zu values given; its "
+                        "shape %s holds %llu", name, vb->n, dims, (unsigned long long)want);
     }
     if (vb->n > OX_FOLD_MAX)
-        return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: %zu values; at most %d are read",
+        return fm_error(ox->ctx, FM_ERR_INVALID, "fm_load_opts.values %s: %zu values; at most %d "
+                                                 "are read",
                         name, vb->n, OX_FOLD_MAX);
     struct ox_val v = {true, fm_dtype_is_float(dtype), vb->n, NULL, NULL};
     void *p = fm_arena_alloc(&ox->arena, (vb->n ? vb->n : 1) * 8);
@@ -109,13 +110,13 @@ static enum fm_status bind_value(struct ox *ox, const char *name, enum fm_dtype 
         } else if (vb->fvalues[k] == (double)(int64_t)vb->fvalues[k]) {
             x = (int64_t)vb->fvalues[k];
         } else {
-            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: value %zu (%g) is not a whole "
-                            "number; the input is %s", name, k, vb->fvalues[k],
+            return fm_error(ox->ctx, FM_ERR_INVALID, "fm_load_opts.values %s: value %zu (%g) is "
+                            "not a whole number; the input is %s", name, k, vb->fvalues[k],
                             fm_dtype_name(dtype));
         }
         if (dtype == FM_DTYPE_BOOL && x != 0 && x != 1)
-            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: value %zu is %lld; a bool "
-                            "input takes 0 or 1", name, k, (long long)x);
+            return fm_error(ox->ctx, FM_ERR_INVALID, "fm_load_opts.values %s: value %zu is %lld; a "
+                            "bool input takes 0 or 1", name, k, (long long)x);
         ((int64_t *)p)[k] = x;
     }
     if (v.is_float)
@@ -145,17 +146,18 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
         if (sp && sp->n_dim == 1 &&
             sp->dim[0]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
             sp->dim[0]->dim_value != (int64_t)vb->n)
-            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: %zu values given; the file "
-                            "declares %lld", name, vb->n, (long long)sp->dim[0]->dim_value);
+            return fm_error(ox->ctx, FM_ERR_INVALID, "fm_load_opts.values %s: %zu values given; "
+                            "the file declares %lld",
+                            name, vb->n, (long long)sp->dim[0]->dim_value);
     } else if (b) {
         if (sp && (int)sp->n_dim != b->shape.rank)
-            return fm_error(ox->ctx, FM_ERR_INVALID, "--input %s: the file gives this input %zu "
-                            "dims, the binding %d", name, sp->n_dim, b->shape.rank);
+            return fm_error(ox->ctx, FM_ERR_INVALID, "fm_load_opts.bindings %s: the file gives "
+                            "this input %zu dims, the binding %d", name, sp->n_dim, b->shape.rank);
         s = b->shape;
     } else {
         if (!sp)
-            return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s' has no shape in the "
-                            "file: bind it with --input %s=DIMS", ox->src, name, name);
+            return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s' has no shape in the file: "
+                            "bind it with fm_load_opts.bindings %s=DIMS", ox->src, name, name);
         if (sp->n_dim > FM_MAX_DIMS)
             return fm_error(ox->ctx, FM_ERR_UNSUPPORTED, "%s: graph input '%s' has %zu dims; "
                             "flopmeter handles at most %d", ox->src, name, sp->n_dim,
@@ -181,8 +183,8 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
                                     "%lld; dims must be at least 0 and at most 2^40", ox->src,
                                     name, d, (long long)v);
                 if (d == 0 && ox->opts->batch_given && v != ox->opts->zoo.batch) {
-                    fm_log(ox->ctx, "%s: input '%s': batch %lld from --batch replaces the "
-                           "file's %lld", ox->src, name, (long long)ox->opts->zoo.batch,
+                    fm_log(ox->ctx, "%s: input '%s': batch %lld from fm_zoo_opts.batch replaces "
+                           "the file's %lld", ox->src, name, (long long)ox->opts->zoo.batch,
                            (long long)v);
                     if (!ox->file_batch)
                         ox->file_batch = v;
@@ -197,11 +199,12 @@ static enum fm_status add_input(struct ox *ox, const Onnx__ValueInfoProto *vi, s
                     v = ox->opts->zoo.batch;
                 if (v <= 0 && minus1)
                     return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s': dim %d is "
-                                    "written as -1 (dynamic): bind it with --input %s=DIMS (all "
-                                    "%zu dims)", ox->src, name, d, name, sp->n_dim);
+                                    "written as -1 (dynamic): bind it with fm_load_opts.bindings "
+                                    "%s=DIMS (all %zu dims)", ox->src, name, d, name, sp->n_dim);
                 if (v <= 0)
-                    return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s': dim %d ('%s') "
-                                    "is symbolic: bind it with --input %s=DIMS (all %zu dims)",
+                    return fm_error(ox->ctx, FM_ERR_SHAPE, "%s: graph input '%s': dim %d ('%s') is "
+                                    "symbolic: bind it with fm_load_opts.bindings %s=DIMS (all %zu "
+                                    "dims)",
                                     ox->src, name, d, sym && *sym ? sym : "?", name, sp->n_dim);
                 if (sym && *sym) {
                     enum fm_status st = sym_bind(ox, sym, v);
@@ -509,11 +512,11 @@ static enum fm_status batch_hint(struct ox *ox, enum fm_status st)
         return st;
     char msg[768];
     snprintf(msg, sizeof(msg), "%s", fm_ctx_error(ox->ctx));
-    return fm_error(ox->ctx, st, "%s. The file was exported at batch %lld and --batch %lld "
-                    "replaced it; a shape constant of the file that carries the batch where "
+    return fm_error(ox->ctx, st, "%s. The file was exported at batch %lld and fm_zoo_opts.batch "
+                    "%lld replaced it; a shape constant of the file that carries the batch where "
                     "flopmeter cannot tell (the batch merged into another dim) breaks then: "
-                    "re-export with a dynamic batch axis (torch.onnx.export(..., dynamic_axes="
-                    "{'input': {0: 'batch'}})) or count at the file's batch", msg,
+                    "re-export with a dynamic batch axis (torch.onnx.export(..., "
+                    "dynamic_axes={'input': {0: 'batch'}})) or count at the file's batch", msg,
                     (long long)ox->file_batch, (long long)ox->opts->zoo.batch);
 }
 
@@ -579,8 +582,9 @@ static enum fm_status build(struct ox *ox)
         if (!e || e->kind != OX_KIND_INPUT) {
             char names[256] = "";
             input_names(ox, names, sizeof(names));
-            return fm_error(ox->ctx, FM_ERR_INVALID, "--input %s=...: %s has no graph input "
-                            "named '%s' (its inputs: %s)", ox_str(ox->opts->bindings[b].name),
+            return fm_error(ox->ctx, FM_ERR_INVALID, "fm_load_opts.bindings %s=...: %s has no "
+                            "graph input named '%s' (its inputs: %s)",
+                            ox_str(ox->opts->bindings[b].name),
                             ox->src, ox_str(ox->opts->bindings[b].name), names);
         }
     }
@@ -589,13 +593,14 @@ static enum fm_status build(struct ox *ox)
         if (!e || e->kind != OX_KIND_INPUT) {
             char names[256] = "";
             input_names(ox, names, sizeof(names));
-            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s=...: %s has no graph input "
-                            "named '%s' (its inputs: %s)", ox_str(ox->opts->values[b].name),
+            return fm_error(ox->ctx, FM_ERR_INVALID, "fm_load_opts.values %s=...: %s has no graph "
+                            "input named '%s' (its inputs: %s)", ox_str(ox->opts->values[b].name),
                             ox->src, ox_str(ox->opts->values[b].name), names);
         }
         const struct fm_value_binding *vb = &ox->opts->values[b];
         if ((!vb->ivalues) == (!vb->fvalues))   /* n = 0 with a pointer: an empty list */
-            return fm_error(ox->ctx, FM_ERR_INVALID, "--value %s: no values given", e->name);
+            return fm_error(ox->ctx, FM_ERR_INVALID, "fm_load_opts.values %s: no values given",
+                                                     e->name);
     }
     st = bind_symbols(ox);
     if (st)
@@ -618,8 +623,8 @@ static enum fm_status build(struct ox *ox)
     if (st)
         return st;
     if (ox->n_rebound)
-        fm_log(ox->ctx, "%s: --batch %lld: the file was exported at batch %lld; the batch in "
-               "the shape constants of %u node%s rebound to %lld: %s", ox->src,
+        fm_log(ox->ctx, "%s: fm_zoo_opts.batch %lld: the file was exported at batch %lld; the "
+               "batch in the shape constants of %u node%s rebound to %lld: %s", ox->src,
                (long long)ox->opts->zoo.batch, (long long)ox->file_batch, ox->n_rebound,
                ox->n_rebound == 1 ? " is" : "s is", (long long)ox->opts->zoo.batch, ox->rebound);
     for (size_t i = 0; i < gp->n_output; i++) {

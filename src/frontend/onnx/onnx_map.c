@@ -1362,8 +1362,9 @@ static enum fm_status known_count(struct ox *ox, const Onnx__NodeProto *node, fm
     if (!scalar_value(ox, t, &v)) {
         const char *name = tensor(ox, t)->name;
         return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its %s ('%s') is not known before "
-                             "running the network, but the output shape depends on it: make "
-                             "it a constant, or bind its value (--value %s=N)", what, name, name);
+                             "running the network, but the output shape depends on it: make it a "
+                             "constant, or bind its value (fm_load_opts.values %s=N)",
+                             what, name, name);
     }
     if (!(v >= 0 && v <= (double)OX_DIM_MAX) || v != floor(v))
         return ox_node_error(ox, node, FM_ERR_SHAPE, "its %s is %g", what, v);
@@ -1430,10 +1431,10 @@ static enum fm_status map_select(struct ox *ox, const Onnx__NodeProto *node, con
         if (st)
             return st;
         if (!c || c->is_float)
-            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its condition ('%s') is not "
-                                 "known before running the network, and the output's length is "
-                                 "the number of its true values (a data-dependent shape): make "
-                                 "it a constant, or bind its value (--value %s=...)",
+            return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its condition ('%s') is not known "
+                                 "before running the network, and the output's length is the "
+                                 "number of its true values (a data-dependent shape): make it a "
+                                 "constant, or bind its value (fm_load_opts.values %s=...)",
                                  tensor(ox, in[1])->name, tensor(ox, in[1])->name);
         uint64_t len = 0;
         int64_t ax = a.axis < 0 ? a.axis + x->shape.rank : a.axis;
@@ -1460,7 +1461,7 @@ static enum fm_status map_select(struct ox *ox, const Onnx__NodeProto *node, con
             return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its output has one column per "
                                  "nonzero element of '%s', known only when the network runs (a "
                                  "data-dependent shape): make it a constant, or bind its value "
-                                 "(--value %s=...)", tensor(ox, in[0])->name,
+                                 "(fm_load_opts.values %s=...)", tensor(ox, in[0])->name,
                                  tensor(ox, in[0])->name);
         int64_t count = 0;
         for (uint64_t i = 0; i < c->n; i++)
@@ -1472,7 +1473,8 @@ static enum fm_status map_select(struct ox *ox, const Onnx__NodeProto *node, con
     /* Unique */
     return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "its outputs have one entry per distinct "
                          "value of '%s', known only when the network runs (a data-dependent "
-                         "shape), so nothing after it can be counted", n_in ? tensor(ox, in[0])->name : "?");
+                         "shape), so nothing after it can be counted",
+                         n_in ? tensor(ox, in[0])->name : "?");
 }
 
 /* DepthToSpace, SpaceToDepth, ReverseSequence, MaxUnpool, EyeLike (layout.c) */

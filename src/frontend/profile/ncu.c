@@ -865,8 +865,8 @@ enum fm_status fm_ncu_read_buffer(struct fm_ctx *ctx, const char *data, size_t l
     }
     if (find_col(&r.hdr, "Minimum") >= 0 && find_col(&r.hdr, "Average") >= 0) {
         st = perr(&r, r.hdr.line, 1, "this is ncu's --print-summary table (minimum, maximum, "
-                  "average per kernel name): flopmeter reads one row per launch; run ncu "
-                  "without --print-summary", NULL, NULL);
+                  "average per kernel name): flopmeter reads one row per launch; run "
+                  "ncu without --print-summary", NULL, NULL);
         goto out;
     }
     if (r.c_id < 0) {   /* every row is a kernel launch, named by its ID */

@@ -233,8 +233,8 @@ enum fm_status fm_nsys_read_buffer(struct fm_ctx *ctx, const char *data, size_t 
         }
         if (line_has(l, n, "Projected Start")) {
             st = fm_error(ctx, FM_ERR_PARSE, "%s:%d:1: this is nvtx_gpu_proj_trace, one row per "
-                          "range instance; flopmeter reads the summary: `nsys stats --report "
-                          "nvtx_gpu_proj_sum --format csv`", name, c.line);
+                          "range instance; flopmeter reads the summary: "
+                          "`nsys stats --report nvtx_gpu_proj_sum --format csv`", name, c.line);
             goto out;
         }
         if (n > 11 && strncmp(l, "Processing ", 11) == 0) {

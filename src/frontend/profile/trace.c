@@ -855,11 +855,12 @@ static enum fm_status find_steps(struct reader *r, const struct fm_trace_opts *o
                             " complete events in all): nothing to time", r->origin, r->x_events);
         return fm_error(r->ctx, FM_ERR_PARSE,
                         "%s: no steps: no event is named %s<N>. Profile the loop under "
-                        "torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, "
-                        "warmup=1, active=3)) and call prof.step() after every step (it names "
-                        "each step ProfilerStep#N), or wrap each step in "
-                        "torch.profiler.record_function(\"ProfilerStep#N\"); --step-prefix "
-                        "NAME takes your own annotations, --whole the whole trace as one step",
+                        "torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=1, "
+                        "active=3)) and call prof.step() after every step (it names each step "
+                        "ProfilerStep#N), or wrap each step in "
+                        "torch.profiler.record_function(\"ProfilerStep#N\"); "
+                        "fm_trace_opts.step_prefix NAME takes your own annotations, "
+                        "fm_trace_opts.whole the whole trace as one step",
                         r->origin, prefix);
     }
     if (n == 0 && !isfinite(lo))

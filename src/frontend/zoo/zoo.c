@@ -149,14 +149,14 @@ enum fm_status fm_zoo_build(struct fm_ctx *ctx, const char *name, const struct f
     if (o.input.rank != 0) {
         if (o.input.rank != 3)
             return fm_error(ctx, FM_ERR_INVALID,
-                            "--input for a built-in model is CxHxW (3 dims), got %d dims",
+                            "fm_zoo_opts.input for a built-in model is CxHxW (3 dims), got %d dims",
                             o.input.rank);
         /* 224x224x3 is an image as PIL and NumPy lay it out (HxWxC); the models take CxHxW, and
          * 224 input channels would build a different network without a word */
         if (o.input.dims[2] <= 4 && o.input.dims[0] >= 16 && o.input.dims[1] >= 16)
             return fm_error(ctx, FM_ERR_INVALID,
-                            "--input %lldx%lldx%lld looks like HxWxC; built-in models take CxHxW: "
-                            "--input %lldx%lldx%lld",
+                            "fm_zoo_opts.input %lldx%lldx%lld looks like HxWxC; built-in models "
+                            "take CxHxW: fm_zoo_opts.input %lldx%lldx%lld",
                             (long long)o.input.dims[0], (long long)o.input.dims[1],
                             (long long)o.input.dims[2], (long long)o.input.dims[2],
                             (long long)o.input.dims[0], (long long)o.input.dims[1]);
