@@ -785,7 +785,7 @@ static void test_cli(void **state)
     free(err);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     unsetenv("FLOPMETER_DEVICES");
     setenv("XDG_CONFIG_HOME", "/nonexistent-flopmeter-test", 1);
@@ -805,5 +805,5 @@ int main(void)
         cmocka_unit_test(test_svg),
         cmocka_unit_test(test_cli),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -462,7 +462,7 @@ static void test_failures_exit_1(void **state)
     EXPECT_FAILURE("count /nonexistent/model.onnx", 1, "model.onnx");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_contract),
@@ -474,5 +474,5 @@ int main(void)
         cmocka_unit_test(test_usage_errors_exit_2),
         cmocka_unit_test(test_failures_exit_1),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -748,7 +748,7 @@ static void test_11_inference_export(void **state)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_1_gpus_epoch),
@@ -764,5 +764,5 @@ int main(void)
         cmocka_unit_test(test_7_by_class_optimizer),
         cmocka_unit_test(test_11_inference_export),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

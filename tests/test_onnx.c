@@ -2206,7 +2206,7 @@ static void test_node_tests_windows(void **state)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zoo_equivalence),
@@ -2241,5 +2241,5 @@ int main(void)
         cmocka_unit_test(test_old_opsets),
         cmocka_unit_test(test_node_tests_windows),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

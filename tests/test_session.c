@@ -520,7 +520,7 @@ static void test_one_peak(void **state)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loss_classifier_zoo_and_onnx),
@@ -535,5 +535,5 @@ int main(void)
         cmocka_unit_test(test_precision_from_dtype),
         cmocka_unit_test(test_one_peak),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }
