@@ -64,6 +64,12 @@ void test_expect_message(struct fm_ctx *ctx, const char *const *words, size_t n,
     }
 }
 
+void test_expect_in(const char *text, const char *word)
+{
+    if (!strstr(text, word))
+        fail_msg("expected '%s' in:\n%s", word, text);
+}
+
 struct fm_ctx *test_ctx(void)
 {
     struct fm_ctx *ctx = NULL;

@@ -41,6 +41,9 @@ void test_expect_message(struct fm_ctx *ctx, const char *const *words, size_t n,
                         sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *),   \
                         __FILE__, __LINE__)
 
+/* Asserts that text contains word, printing the text when not. */
+void test_expect_in(const char *text, const char *word);
+
 struct fm_ctx *test_ctx(void);
 /* Builds a built-in model (batch, classes; with_loss for training) and counts it. */
 struct fm_counts *test_count_zoo(struct fm_ctx *ctx, const char *name, int64_t batch,
