@@ -6,6 +6,13 @@
 #   -DEXE=program -DRULES=file -DOUT=file
 cmake_minimum_required(VERSION 3.20)
 include(${RULES})
+# a main that runs every case whatever its arguments would run them all here, at build time
+file(READ ${SOURCE} text)
+if(NOT text MATCHES "TEST_RUN_CASES\\(")
+  message(FATAL_ERROR "${SOURCE}: its main must end with TEST_RUN_CASES(argc, argv, tests, "
+                      "setup, teardown) (tests/support.h), not cmocka_run_group_tests, so that "
+                      "each case can be a ctest entry")
+endif()
 execute_process(COMMAND ${EXE} --list OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${EXE} --list failed (${rc}): ${err}")
@@ -19,7 +26,8 @@ endif()
 set(entries)
 foreach(case ${cases})
   if(NOT case MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
-    message(FATAL_ERROR "${EXE} --list printed \"${case}\", not a case name")
+    message(FATAL_ERROR "${EXE} --list printed \"${case}\", not a case name (does its main "
+                        "end with TEST_RUN_CASES?)")
   endif()
   string(REGEX REPLACE "^test_" "" entry "${case}")
   # a group (GROUPS: entry=regex over case names) runs its cases in one process
