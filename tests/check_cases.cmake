@@ -2,10 +2,17 @@
 # (--show-only=json-v1, not the files register_cases.cmake wrote) and each test program for its
 # cases (--list), and fails unless every case of every program is run by exactly one entry and
 # every entry runs only cases that exist. Not a check of what the cases assert.
-#   -DCTEST=ctest -DBUILD=build dir -DPROGRAMS=program|program|...
+#   -DCTEST=ctest -DTESTFILE=the tests' CTestTestfile.cmake -DSCRATCH=dir
+#   -DPROGRAMS=program|program|...
 cmake_minimum_required(VERSION 3.20)
-execute_process(COMMAND ${CTEST} --test-dir ${BUILD} --show-only=json-v1
+# ctest asked in a directory of its own: in the build directory it would write over the
+# LastTest.log of the run this check is part of (make check reads it)
+file(REMOVE_RECURSE ${SCRATCH})
+file(MAKE_DIRECTORY ${SCRATCH})
+configure_file(${TESTFILE} ${SCRATCH}/CTestTestfile.cmake COPYONLY)
+execute_process(COMMAND ${CTEST} --show-only=json-v1 WORKING_DIRECTORY ${SCRATCH}
                 OUTPUT_VARIABLE json RESULT_VARIABLE rc)
+file(REMOVE_RECURSE ${SCRATCH})
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "ctest --show-only failed (${rc})")
 endif()
