@@ -1,11 +1,55 @@
 /* Shared test helpers (see support.h). */
 #include "support.h"
 
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+int test_listing(int argc, char **argv)
+{
+    return argc == 2 && strcmp(argv[1], "--list") == 0;
+}
+
+int test_run_cases(int argc, char **argv, const char *group, const struct CMUnitTest *tests,
+                   size_t n, CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+    if (test_listing(argc, argv)) {
+        for (size_t i = 0; i < n; i++)
+            printf("%s\n", tests[i].name);
+        return 0;
+    }
+    if (argc < 2)
+        return _cmocka_run_group_tests(group, tests, n, setup, teardown);
+    /* the chosen cases in the file's order, each once however many arguments name it */
+    struct CMUnitTest *chosen = calloc(n, sizeof(*chosen));
+    if (!chosen) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    size_t m = 0;
+    int unmatched = 0;
+    for (int a = 1; a < argc; a++) {
+        int hit = 0;
+        for (size_t i = 0; i < n; i++)
+            hit |= fnmatch(argv[a], tests[i].name, 0) == 0;
+        if (!hit) {
+            fprintf(stderr, "%s: no case matches \"%s\" (--list names them)\n", argv[0], argv[a]);
+            unmatched = 1;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        for (int a = 1; a < argc; a++)
+            if (fnmatch(argv[a], tests[i].name, 0) == 0) {
+                chosen[m++] = tests[i];
+                break;
+            }
+    int rc = unmatched ? 1 : _cmocka_run_group_tests(group, chosen, m, setup, teardown);
+    free(chosen);
+    return rc;
+}
 
 void test_expect_message(struct fm_ctx *ctx, const char *const *words, size_t n, const char *file,
                          int line)
@@ -18,6 +62,12 @@ void test_expect_message(struct fm_ctx *ctx, const char *const *words, size_t n,
             _fail(file, line);
         }
     }
+}
+
+void test_expect_in(const char *text, const char *word)
+{
+    if (!strstr(text, word))
+        fail_msg("expected '%s' in:\n%s", word, text);
 }
 
 struct fm_ctx *test_ctx(void)

@@ -1,5 +1,5 @@
-/* Helpers shared by the tests: a context per test, building and counting a model, running the
- * CLI and capturing its output. */
+/* Helpers shared by the tests: running a file's cases (all, or those named on the command line),
+ * a context per test, building and counting a model, running the CLI and capturing its output. */
 #ifndef FM_TEST_SUPPORT_H
 #define FM_TEST_SUPPORT_H
 
@@ -16,6 +16,20 @@
 #include "analysis/session_internal.h"
 #include "frontend/profile/profile.h"
 
+/* A test file's main ends with TEST_RUN_CASES(argc, argv, tests, setup, teardown) instead of
+ * cmocka_run_group_tests. With no argument it runs every case; each argument names cases to run
+ * (a case's function name, or a shell pattern such as "test_conv_*"), and one that names no case
+ * fails the run, so a misspelt or vanished ctest entry cannot pass with nothing run. --list
+ * prints the case names, one a line: the build registers a ctest entry per case from it
+ * (tests/CMakeLists.txt). */
+int test_run_cases(int argc, char **argv, const char *group, const struct CMUnitTest *tests,
+                   size_t n, CMFixtureFunction setup, CMFixtureFunction teardown);
+#define TEST_RUN_CASES(argc, argv, tests, setup, teardown)                                   \
+    test_run_cases(argc, argv, #tests, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown)
+/* Whether this run only lists the cases (--list): a main skips its set-up then (probing a device,
+ * loading data) so that listing works on any machine. */
+int test_listing(int argc, char **argv);
+
 /* Asserts st == FM_OK, printing the context's message when not. */
 #define FM_ASSERT_OK(ctx, expr)                                                              \
     do {                                                                                     \
@@ -31,6 +45,9 @@ void test_expect_message(struct fm_ctx *ctx, const char *const *words, size_t n,
     test_expect_message(ctx, (const char *const[]){__VA_ARGS__},                             \
                         sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *),   \
                         __FILE__, __LINE__)
+
+/* Asserts that text contains word, printing the text when not. */
+void test_expect_in(const char *text, const char *word);
 
 struct fm_ctx *test_ctx(void);
 /* Builds a built-in model (batch, classes; with_loss for training) and counts it. */

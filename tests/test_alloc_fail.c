@@ -878,7 +878,7 @@ static void test_ledger_catches_leaks(void **state)
     RAW_FREE(foreign);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ledger_catches_leaks),
@@ -888,5 +888,5 @@ int main(void)
         cmocka_unit_test(test_sessions_every_allocation),
         cmocka_unit_test(test_renderers_every_allocation),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -2,8 +2,9 @@
  * FLOP/s, ridge point and bound on tiny graphs; both time bounds with PPP and launch overhead;
  * which precision and unit each node's phase gets (torch-default, the optimizer on vector
  * units); the ring all-reduce and its overlap with the backward pass; step, epoch and run
- * figures; utilization by the theory and counted methods; the PALEO problem set's K80 arithmetic
- * and Verma's "attainable = min(OI x BW, peak)" rows (docs/roofline.md, references 3 and 4); the SVG chart; the commands end to end. */
+ * figures, and with --gpus N a run that follows the data-parallel step; utilization by the
+ * theory and counted methods, --peak and --step-time with units and a unit slip refused; the
+ * PALEO problem set's K80 arithmetic and Verma's "attainable = min(OI x BW, peak)" rows (docs/roofline.md, references 3 and 4); the SVG chart; the commands end to end. */
 #include "support.h"
 
 #include <math.h>
@@ -489,6 +490,101 @@ static void test_run_estimate(void **state)
     fm_ctx_free(ctx);
 }
 
+static bool close_to(double a, double b, double rel)
+{
+    return fabs(a - b) <= rel * fabs(b);
+}
+
+/* predict --gpus N: the run's steps and times follow the data-parallel step (a global batch
+ * of batch x N), the one-GPU figures kept under their own name. */
+static void test_gpus_run_follows_dp_step(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_PREDICT);
+    o.model = "resnet50";
+    o.device = "h100";
+    o.load.zoo.batch = 256;
+    o.load.batch_given = true;
+    o.gpus = 8;
+    o.dataset_size = 1281167;
+    o.epochs = 90;
+    struct fm_session *s = test_session_ok(ctx, &o);
+    const struct fm_run_estimate *r = &s->run, *one = &s->run_1gpu;
+    assert_true(s->have_dp);
+    assert_int_equal(r->gpus, 8);
+    assert_int_equal(r->global_batch, 2048);
+    assert_int_equal(r->steps_per_epoch, 626);      /* ceil(1281167 / (8 x 256)) */
+    assert_int_equal(one->gpus, 1);
+    assert_int_equal(one->steps_per_epoch, 5005);   /* ceil(1281167 / 256) */
+    uint64_t step = 0, opt = fm_work_flops(&s->counts->total[FM_PHASE_OPTIMIZER]);
+    for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
+        step += fm_work_flops(&s->counts->total[ph]);
+    assert_true(one->step_flops == (double)step);
+    assert_true(r->step_flops == 8.0 * (double)step);
+    /* every replica runs its optimizer each step; forward and backward scale with samples */
+    double per_sample = (double)(step - opt) / 256.0;
+    assert_true(close_to(r->epoch_flops, per_sample * 1281167.0 + (double)opt * 8 * 626, 1e-12));
+    for (int b = 0; b < FM_BOUND_COUNT; b++) {
+        /* the step is the data-parallel one, the all-reduce overlapped with backward */
+        assert_true(r->step_s[b] == s->dp.step_overlap[b]);
+        assert_true(close_to(r->epoch_s[b], s->dp.step_overlap[b] * 626, 1e-12));
+        assert_true(close_to(r->total_s[b], r->epoch_s[b] * 90, 1e-12));
+        assert_true(close_to(r->samples_per_s[b], 2048 / s->dp.step_overlap[b], 1e-12));
+        assert_true(close_to(one->epoch_s[b], s->dp.step_1[b] * 5005, 1e-9));
+        /* about an eighth of the one-GPU time: 626/5005 steps, each a little longer */
+        double ratio = r->total_s[b] / one->total_s[b];
+        if (!(ratio > 626.0 / 5005 && ratio < 626.0 / 5005 * 1.05))
+            fail_msg("8 GPUs take %.4f of one GPU's time", ratio);
+        /* utilization per GPU: the same as one GPU's up to the all-reduce's share */
+        assert_true(r->utilization[b] <= one->utilization[b] * (1 + 1e-12));
+    }
+    fm_session_free(s);
+
+    /* the table and JSON say the same */
+    char *out;
+    assert_int_equal(test_run_cli("predict resnet50 --device h100 --batch 256 --gpus 8 "
+                                  "--dataset-size 1281167 --epochs 90 --summary",
+                                  &out, NULL),
+                     0);
+    test_expect_in(out, "626 steps of 2048");
+    test_expect_in(out, "5005 steps of 256");
+    test_expect_in(out, "prediction on 8 GPUs");
+    free(out);
+#ifdef FM_HAVE_CJSON
+    assert_int_equal(test_run_cli("predict resnet50 --device h100 --batch 256 --gpus 8 "
+                                  "--dataset-size 1281167 --epochs 90 --format json",
+                                  &out, NULL),
+                     0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    const cJSON *run = cJSON_GetObjectItem(j, "run");
+    assert_int_equal(cJSON_GetObjectItem(run, "steps_per_epoch")->valuedouble, 626);
+    assert_int_equal(cJSON_GetObjectItem(run, "global_batch")->valuedouble, 2048);
+    const cJSON *j1 = cJSON_GetObjectItem(run, "one_gpu");
+    assert_non_null(j1);
+    assert_int_equal(cJSON_GetObjectItem(j1, "steps_per_epoch")->valuedouble, 5005);
+    double t8 = cJSON_GetObjectItem(cJSON_GetObjectItem(run, "total_s"), "roofline")->valuedouble;
+    double t1 = cJSON_GetObjectItem(cJSON_GetObjectItem(j1, "total_s"), "roofline")->valuedouble;
+    assert_true(t8 < t1 / 7.5 && t8 > t1 / 8.5);
+    cJSON_Delete(j);
+    free(out);
+#endif
+    /* one GPU: no one_gpu object, the run is the one-GPU run */
+    fm_session_opts_init(&o, FM_TASK_PREDICT);
+    o.model = "resnet50";
+    o.device = "h100";
+    o.load.zoo.batch = 256;
+    o.dataset_size = 1281167;
+    s = test_session_ok(ctx, &o);
+    assert_int_equal(s->run.steps_per_epoch, 5005);
+    assert_int_equal(s->run.global_batch, 256);
+    assert_false(s->have_dp);
+    fm_session_free(s);
+    fm_ctx_free(ctx);
+}
+
 /* Epoch AI's utilization methods (Hobbhahn, 2022): theory = 3 x forward, counted = forward + backward as counted. */
 static void test_utilization(void **state)
 {
@@ -524,6 +620,82 @@ static void test_utilization(void **state)
     assert_int_equal(fm_utilization(ctx, &c, 32, 1e13, 0, 0, 0, &u), FM_ERR_INVALID);
     assert_int_equal(fm_utilization(ctx, &c, 32, 1e13, 0, 1.0, 0, &u), FM_ERR_INVALID);
     assert_int_equal(fm_utilization(ctx, &c, 32, 0, 1.0, 0, 0, &u), FM_ERR_INVALID);
+    fm_ctx_free(ctx);
+}
+
+/* --peak and --step-time take units (312T, 19.5 TFLOPS, 310ms); what is not a rate is refused. */
+static void test_flops_and_duration_units(void **state)
+{
+    (void)state;
+    const struct {
+        const char *text;
+        double flops;
+    } ok[] = {
+        {"312e12", 312e12},     {"312T", 312e12},     {"312TFLOP/s", 312e12},
+        {"19.5 TFLOPS", 19.5e12}, {"900G", 900e9},    {"1.979P", 1.979e15},
+        {"312tflops", 312e12},  {"5e9", 5e9},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        double v = 0;
+        if (!fm_flops_parse(ok[i].text, &v) || fabs(v - ok[i].flops) > 1e-9 * ok[i].flops)
+            fail_msg("'%s' read as %g, expected %g", ok[i].text, v, ok[i].flops);
+    }
+    const char *bad[] = {"", "T", "312X", "312 TB/s", "-5T", "abc", "312TFLOP/sx"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        double v = 0;
+        if (fm_flops_parse(bad[i], &v))
+            fail_msg("'%s' accepted as %g", bad[i], v);
+    }
+    double s = 0;
+    assert_true(fm_duration_parse("310ms", &s));
+    assert_true(fabs(s - 0.310) < 1e-12);
+}
+
+/* A peak below 1e9 FLOP/s is a unit slip: refused with the figure it likely meant (a usage
+ * error in the CLI), and the suffixed forms give the plain number's utilization. */
+static void test_peak_unit_slip_refused(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_UTILIZATION);
+    o.model = "resnet50";
+    o.device = "a100";
+    o.step_s = 0.2;
+    o.peak = 312;
+    struct fm_session *s = NULL;
+    assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_INVALID);
+    assert_null(s);
+    EXPECT_MESSAGE(ctx, "did you mean 312e12 (312 TFLOP/s)?");
+
+    /* through the CLI: a usage error (2), and the suffixed forms give the same utilization as
+     * the plain number */
+    char *out, *err;
+    assert_int_equal(
+        test_run_cli("utilization resnet50 --device a100 --step-time 0.2 --peak 312", &out, &err),
+        2);
+    test_expect_in(err, "did you mean 312e12 (312 TFLOP/s)?");
+    free(out);
+    free(err);
+    char *plain, *suffixed;
+    assert_int_equal(test_run_cli("utilization resnet50 --device a100 --step-time 0.31 "
+                                  "--peak 312e12 --format csv",
+                                  &plain, NULL),
+                     0);
+    assert_int_equal(test_run_cli("utilization resnet50 --device a100 --step-time 310ms "
+                                  "--peak 312TFLOP/s --format csv",
+                                  &suffixed, NULL),
+                     0);
+    assert_string_equal(plain, suffixed);
+    free(plain);
+    free(suffixed);
+    assert_int_equal(test_run_cli("utilization resnet50 --device a100 --step-time 0.2 "
+                                  "--peak 312Q",
+                                  &out, &err),
+                     2);
+    test_expect_in(err, "--peak: not a valid value: '312Q'");
+    free(out);
+    free(err);
     fm_ctx_free(ctx);
 }
 
@@ -785,7 +957,7 @@ static void test_cli(void **state)
     free(err);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     unsetenv("FLOPMETER_DEVICES");
     setenv("XDG_CONFIG_HOME", "/nonexistent-flopmeter-test", 1);
@@ -799,11 +971,14 @@ int main(void)
         cmocka_unit_test(test_ring_allreduce),
         cmocka_unit_test(test_data_parallel),
         cmocka_unit_test(test_run_estimate),
+        cmocka_unit_test(test_gpus_run_follows_dp_step),
         cmocka_unit_test(test_utilization),
+        cmocka_unit_test(test_flops_and_duration_units),
+        cmocka_unit_test(test_peak_unit_slip_refused),
         cmocka_unit_test(test_paleo_problem_set_k80),
         cmocka_unit_test(test_verma_attainable),
         cmocka_unit_test(test_svg),
         cmocka_unit_test(test_cli),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -235,7 +235,7 @@ static void test_onnx_op_list(void **state)
     assert_int_equal(seen[FM_OP_CONV], 1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
@@ -244,5 +244,5 @@ int main(void)
         cmocka_unit_test(test_calibration_refit),
         cmocka_unit_test(test_onnx_op_list),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -861,7 +861,7 @@ static void backend_cuda(void **unused)
     run_backend(fm_backend_cuda(), "cuda");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     /* the CUDA backend reuses an activation's memory after its last use; the test reads the
      * op's output after the step */
@@ -872,7 +872,7 @@ int main(void)
         cmocka_unit_test(backend_cpu),
         cmocka_unit_test(backend_cuda),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
     free_goldens();
     return rc;
 }

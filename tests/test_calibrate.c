@@ -504,7 +504,7 @@ static void test_calibration_is_a_device(void **unused)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_time_loss_exact),
@@ -516,5 +516,5 @@ int main(void)
         cmocka_unit_test(test_calibration_is_a_device),
         cmocka_unit_test(test_gpu_calibration_without_gpu),
     };
-    return cmocka_run_group_tests(tests, make_calibration, remove_calibration);
+    return TEST_RUN_CASES(argc, argv, tests, make_calibration, remove_calibration);
 }

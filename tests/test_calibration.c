@@ -1531,7 +1531,7 @@ static void test_monotone_fit(void **state)
     assert_true(c[0] == 0.2 && c[1] == 0.3 && c[2] == 0.3 && c[3] == 0.8);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fit_recovers_parameters),
@@ -1554,5 +1554,5 @@ int main(void)
         cmocka_unit_test(test_monotone_fit),
         cmocka_unit_test(test_h100_refit),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -1,8 +1,10 @@
 /* Tests of the built CLI (FM_CLI): `count --format json` follows the contract of docs/json.md and
  * its totals are the sums of its layers; inference has no backward; CSV has one row per layer
  * plus a total row equal to the column sums; the table says its convention and input shape;
- * `models` lists every model; bad arguments exit 2, failed requests exit 1, each with a
- * message on stderr that names what was wrong. */
+ * `models` lists every model, as CSV and JSON with each model's forward count; bad arguments
+ * exit 2 (an HxWxC --input among them), failed requests exit 1, each with a message on stderr
+ * that names what was wrong; a mistyped command or option gets the nearest name; options that do
+ * nothing are said to be ignored; --by-class says the optimizer's share. */
 #include "support.h"
 
 #include <stdio.h>
@@ -403,6 +405,89 @@ static void test_models_lists_all(void **state)
     free(err);
 }
 
+/* `models` as CSV and JSON: a row per model, whose figures are the count of its forward pass
+ * at batch 1. */
+static void test_models_csv_json_counts(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    char *out;
+    assert_int_equal(test_run_cli("models --format csv", &out, NULL), 0);
+    test_expect_in(out, "model,family,input,params,fwd_macs,fwd_flops,description\n");
+    size_t rows = 0;
+    for (const char *p = out; (p = strchr(p, '\n')); p++)
+        rows++;
+    assert_int_equal(rows, fm_zoo_count() + 1);
+    /* every row's figures are the count of that model's forward pass at batch 1 */
+    for (size_t i = 0; i < fm_zoo_count(); i++) {
+        const char *name = fm_zoo_get(i)->name;
+        struct fm_graph *g;
+        struct fm_counts *c = test_count_zoo(ctx, name, 1, FM_MODE_INFER, &g);
+        char row[256];
+        snprintf(row, sizeof(row), "\n%s,%s,", name, fm_zoo_get(i)->family);
+        const char *at = strstr(out, row);
+        if (!at)
+            fail_msg("no CSV row for %s", name);
+        char expect[128];
+        snprintf(expect, sizeof(expect), ",%llu,%llu,%llu,",
+                 (unsigned long long)c->params,
+                 (unsigned long long)fm_work_macs(&c->total[FM_PHASE_FWD]),
+                 (unsigned long long)fm_work_flops(&c->total[FM_PHASE_FWD]));
+        const char *eol = strchr(at + 1, '\n');
+        const char *hit = strstr(at, expect);
+        if (!hit || hit > eol)
+            fail_msg("%s: row lacks %s", name, expect);
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
+    free(out);
+    assert_int_equal(test_run_cli("models", &out, NULL), 0);
+    test_expect_in(out, "fwd MAC");
+    free(out);
+#ifdef FM_HAVE_CJSON
+    assert_int_equal(test_run_cli("models --format json", &out, NULL), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    const cJSON *models = cJSON_GetObjectItem(j, "models");
+    assert_int_equal(cJSON_GetArraySize(models), (int)fm_zoo_count());
+    const cJSON *first = cJSON_GetArrayItem(models, 0);
+    assert_string_equal(cJSON_GetObjectItem(first, "name")->valuestring, fm_zoo_get(0)->name);
+    assert_true(cJSON_GetObjectItem(first, "fwd_macs")->valuedouble > 0);
+    cJSON_Delete(j);
+    free(out);
+#endif
+    assert_int_equal(test_run_cli("models --format xml", &out, NULL), 2);
+    free(out);
+    fm_ctx_free(ctx);
+}
+
+/* count --by-class: the optimizer step is in no class, and its share of the step is said. */
+static void test_by_class_optimizer_share(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = "vgg16";
+    o.count.optimizer = FM_OPTIM_ADAM;
+    struct fm_session *s = test_session_ok(ctx, &o);
+    double opt = (double)fm_work_flops(&s->counts->total[FM_PHASE_OPTIMIZER]), rest = 0;
+    for (int ph = 0; ph < FM_PHASE_OPTIMIZER; ph++)
+        rest += (double)fm_work_flops(&s->counts->total[ph]);
+    char expect[96];
+    snprintf(expect, sizeof(expect), "%.1f%% of the step's FLOPs", 100.0 * opt / (opt + rest));
+    fm_session_free(s);
+    char *out;
+    assert_int_equal(test_run_cli("count vgg16 --optimizer adam --by-class", &out, NULL), 0);
+    test_expect_in(out, "The optimizer step is in no class");
+    test_expect_in(out, expect);
+    free(out);
+    assert_int_equal(test_run_cli("count vgg16 --infer --by-class", &out, NULL), 0);
+    test_expect_in(out, "(share: of forward FLOPs)");
+    free(out);
+    fm_ctx_free(ctx);
+}
+
 static void test_help(void **state)
 {
     (void)state;
@@ -443,6 +528,86 @@ static void test_usage_errors_exit_2(void **state)
     EXPECT_FAILURE("", 2, "usage");
 }
 
+/* An --input that looks like HxWxC (an image as PIL lays it out) is a usage error that names
+ * the CxHxW form. */
+static void test_input_hwc_refused(void **state)
+{
+    (void)state;
+    char *out, *err;
+    assert_int_equal(test_run_cli("count resnet50 --input 224x224x3", &out, &err), 2);
+    test_expect_in(err, "looks like HxWxC");
+    test_expect_in(err, "--input 3x224x224");
+    free(out);
+    free(err);
+    /* CxHxW, and a small image with a few channels, still build */
+    assert_int_equal(test_run_cli("count resnet50 --input 3x160x160 --format csv", &out, NULL),
+                     0);
+    free(out);
+    assert_int_equal(test_run_cli("count resnet18 --input 3x32x32 --format csv", &out, NULL), 0);
+    free(out);
+}
+
+/* A mistyped command or option: the nearest name is suggested, none when nothing is near. */
+static void test_nearest_name_suggested(void **state)
+{
+    (void)state;
+    const char *cmds[] = {"count", "models", "devices", "device", "roofline", "predict",
+                          "utilization", "probe", "measure"};
+    size_t n = sizeof(cmds) / sizeof(cmds[0]);
+    assert_string_equal(fm_nearest_name("cout", cmds, n), "count");
+    assert_string_equal(fm_nearest_name("modles", cmds, n), "models");
+    assert_string_equal(fm_nearest_name("PREDICT", cmds, n), "predict");
+    assert_string_equal(fm_nearest_name("rooflin", cmds, n), "roofline");
+    assert_null(fm_nearest_name("xyz", cmds, n));
+    assert_null(fm_nearest_name("c", cmds, n));
+    assert_null(fm_nearest_name("", cmds, n));
+    assert_null(fm_nearest_name("count", cmds, 0));
+
+    char *out, *err;
+    assert_int_equal(test_run_cli("cout resnet50", &out, &err), 2);
+    test_expect_in(err, "unknown command 'cout'; did you mean 'count'?");
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("xyz", &out, &err), 2);
+    test_expect_in(err, "unknown command 'xyz'");
+    assert_null(strstr(err, "did you mean"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("count resnet50 --bacth 4", &out, &err), 2);
+    test_expect_in(err, "unknown option --bacth; did you mean --batch?");
+    free(out);
+    free(err);
+}
+
+/* An option that does nothing in its company (--optimizer with --infer, --epochs without
+ * --dataset-size) is said to be ignored. */
+static void test_ignored_options_warn(void **state)
+{
+    (void)state;
+    char *out, *err;
+    assert_int_equal(test_run_cli("count resnet18 --infer --optimizer adam", &out, &err), 0);
+    test_expect_in(err, "--optimizer adam is ignored with --infer");
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("count resnet18 --infer", &out, &err), 0);
+    assert_null(strstr(err, "ignored"));
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("predict resnet18 --device a100-40gb --epochs 90 --summary",
+                                  &out, &err),
+                     0);
+    test_expect_in(err, "--epochs 90 is ignored without --dataset-size");
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("predict resnet18 --device a100-40gb --epochs 90 "
+                                  "--dataset-size 1000 --summary",
+                                  &out, &err),
+                     0);
+    assert_null(strstr(err, "ignored"));
+    free(out);
+    free(err);
+}
+
 static void test_failures_exit_1(void **state)
 {
     (void)state;
@@ -462,7 +627,7 @@ static void test_failures_exit_1(void **state)
     EXPECT_FAILURE("count /nonexistent/model.onnx", 1, "model.onnx");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_contract),
@@ -470,9 +635,14 @@ int main(void)
         cmocka_unit_test(test_csv_rows_and_totals),
         cmocka_unit_test(test_table_names_convention_and_input),
         cmocka_unit_test(test_models_lists_all),
+        cmocka_unit_test(test_models_csv_json_counts),
+        cmocka_unit_test(test_by_class_optimizer_share),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_usage_errors_exit_2),
+        cmocka_unit_test(test_input_hwc_refused),
+        cmocka_unit_test(test_nearest_name_suggested),
+        cmocka_unit_test(test_ignored_options_warn),
         cmocka_unit_test(test_failures_exit_1),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

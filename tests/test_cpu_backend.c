@@ -1161,7 +1161,7 @@ static void cold_cache_same_results(void **unused)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fd_conv_grouped_strided_dilated),
@@ -1215,5 +1215,5 @@ int main(void)
         cmocka_unit_test(resnet18_train_step),
         cmocka_unit_test(measure_cli),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -522,7 +522,7 @@ static void test_bytes_parse(void **unused)
     free(err);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_start_values),
@@ -538,5 +538,5 @@ int main(void)
         cmocka_unit_test(test_loss_on),
         cmocka_unit_test(test_bytes_parse),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -646,17 +646,13 @@ static bool cuda_usable(char *why, size_t size)
     return ok;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     char why[1024] = "";
-    if (!cuda_usable(why, sizeof(why))) {
+    if (!test_listing(argc, argv) && !cuda_usable(why, sizeof(why))) {
         printf("SKIPPED: no CUDA device (%s)\n", why);
         return 0;
     }
-    /* FM_TEST_FILTER=pattern runs the matching tests only (cmocka's filter) */
-    const char *filter = getenv("FM_TEST_FILTER");
-    if (filter && *filter)
-        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unsupported_op_named),
         cmocka_unit_test(test_oom_says_largest_batch),
@@ -670,5 +666,5 @@ int main(void)
         cmocka_unit_test(test_layer_times_tile_the_step),
         cmocka_unit_test(test_probe),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -604,7 +604,7 @@ static void test_cli_devices(void **state)
 #endif
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     isolate_env();
     const struct CMUnitTest tests[] = {
@@ -624,5 +624,5 @@ int main(void)
 #endif
         cmocka_unit_test(test_cli_devices),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

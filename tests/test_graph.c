@@ -481,7 +481,7 @@ static void test_unknown_model_suggests(void **state)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unknown_tensor_id, setup, teardown),
@@ -499,5 +499,5 @@ int main(void)
         cmocka_unit_test(test_input_too_small_zoo),
         cmocka_unit_test(test_unknown_model_suggests),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -148,12 +148,12 @@ static void test_cli(void **state)
     free(err);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_from_trace),
         cmocka_unit_test(test_from_ncu),
         cmocka_unit_test(test_cli),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

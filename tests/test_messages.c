@@ -119,12 +119,12 @@ static void test_cli_says_flags(void **unused)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_session_fields),
         cmocka_unit_test(test_onnx_binding_fields),
         cmocka_unit_test(test_cli_says_flags),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

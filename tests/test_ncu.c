@@ -868,7 +868,7 @@ static void test_cli(void **state)
     free(err);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_captures_match_independent_totals),
@@ -889,5 +889,5 @@ int main(void)
         cmocka_unit_test(test_nsys_gpu_errors),
         cmocka_unit_test(test_cli),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

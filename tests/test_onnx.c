@@ -1,7 +1,8 @@
 /* The ONNX frontend: every built-in architecture exported by torchvision (tools/export_onnx.py)
  * counts exactly like the built-in model, transformer blocks count what their MAC formulas say,
- * symbolic dims, external weights, unknown ops, old and new opsets, and bad files that must fail
- * with a message naming what is wrong (never a crash). Fixtures: tests/data/onnx, made by
+ * an export made for inference said to be one when counted for training, symbolic dims, external
+ * weights, unknown ops, old and new opsets, and bad files that must fail with a message naming
+ * what is wrong (never a crash). Fixtures: tests/data/onnx, made by
  * tools/export_onnx.py and tools/make_onnx_fixtures.py. */
 #include "support.h"
 
@@ -173,6 +174,76 @@ static void test_fused_conv_bn(void **state)
     assert_false(has_op(g, FM_OP_BATCHNORM));
     fm_counts_free(c);
     fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* A file exported for inference (convolutions with folded BatchNorm, no Dropout) counted as a
+ * training step is said to be one; the training exports count what the built-ins count. */
+static void test_inference_export_note(void **state)
+{
+    (void)state;
+#ifndef FM_HAVE_ONNX
+    skip();
+#endif
+    struct fm_ctx *ctx = test_ctx();
+    const struct {
+        const char *file;
+        bool infer;
+        const char *note;   /* NULL: none */
+    } cases[] = {
+        {DATA "resnet18_fused_op13.onnx", false, "20 of its 20 convolutions carry a bias"},
+        {DATA "vgg11_op17.onnx", false, "looks exported for inference"},   /* no Dropout */
+        {DATA "resnet18_fused_op13.onnx", true, NULL},   /* inference is what it is for */
+        {DATA "resnet18_train_op17.onnx", false, NULL},  /* the recipe of docs/pytorch.md */
+        {DATA "vgg11_train_op17.onnx", false, NULL},
+        {DATA "resnet18_op17.onnx", false, NULL},        /* BatchNorm kept */
+        {"vgg11", false, NULL},                          /* a built-in is what it says */
+        {DATA "vit_block_op17.onnx", false, NULL},       /* LayerNorm: never had BatchNorm */
+        {DATA "train/convnext_tiny.onnx", false, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_WORK);
+        o.model = cases[i].file;
+        if (cases[i].infer)
+            o.count.mode = FM_MODE_INFER;
+        struct fm_session *s = test_session_ok(ctx, &o);
+        if (cases[i].note)
+            test_expect_in(s->export_note, cases[i].note);
+        else if (s->export_note[0])
+            fail_msg("%s: unexpected note '%s'", cases[i].file, s->export_note);
+        fm_session_free(s);
+    }
+    /* the training exports count exactly what the built-ins count: FLOPs and bytes of every
+     * phase, memory */
+    const char *pairs[][2] = {{"resnet18", DATA "resnet18_train_op17.onnx"},
+                              {"vgg11", DATA "vgg11_train_op17.onnx"}};
+    for (size_t i = 0; i < 2; i++) {
+        struct fm_session *s[2];
+        for (int k = 0; k < 2; k++) {
+            struct fm_session_opts o;
+            fm_session_opts_init(&o, FM_TASK_WORK);
+            o.model = pairs[i][k];
+            o.load.zoo.batch = 8;
+            o.load.batch_given = true;
+            s[k] = test_session_ok(ctx, &o);
+        }
+        for (int ph = 0; ph < FM_PHASE_COUNT; ph++) {
+            const struct fm_work *a = &s[0]->counts->total[ph], *b = &s[1]->counts->total[ph];
+            assert_true(fm_work_flops(a) == fm_work_flops(b));
+            assert_true(a->bytes_read == b->bytes_read && a->bytes_written == b->bytes_written);
+        }
+        assert_true(s[0]->counts->activation_bytes == s[1]->counts->activation_bytes);
+        fm_session_free(s[0]);
+        fm_session_free(s[1]);
+    }
+    char *out, *err;
+    assert_int_equal(test_run_cli("count " DATA "resnet18_fused_op13.onnx", &out, &err), 0);
+    test_expect_in(out, "  export         resnet18_fused_op13 looks exported for inference");
+    test_expect_in(err, "looks exported for inference");
+    test_expect_in(err, "docs/pytorch.md");
+    free(out);
+    free(err);
     fm_ctx_free(ctx);
 }
 
@@ -2206,11 +2277,12 @@ static void test_node_tests_windows(void **state)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zoo_equivalence),
         cmocka_unit_test(test_fused_conv_bn),
+        cmocka_unit_test(test_inference_export_note),
         cmocka_unit_test(test_symbolic_batch),
         cmocka_unit_test(test_external_data),
         cmocka_unit_test(test_unknown_ops),
@@ -2241,5 +2313,5 @@ int main(void)
         cmocka_unit_test(test_old_opsets),
         cmocka_unit_test(test_node_tests_windows),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

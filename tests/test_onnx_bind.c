@@ -330,7 +330,7 @@ static void test_batch_rebinding(void **state)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_value_bindings),
@@ -339,5 +339,5 @@ int main(void)
         cmocka_unit_test(test_minus1_dims),
         cmocka_unit_test(test_batch_rebinding),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

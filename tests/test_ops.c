@@ -3106,7 +3106,7 @@ static void test_layout(void **state)
     tg_free(&t);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_plain_bias_bytes),
@@ -3165,5 +3165,5 @@ int main(void)
         cmocka_unit_test(test_select),
         cmocka_unit_test(test_layout),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

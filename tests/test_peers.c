@@ -378,7 +378,7 @@ static void test_cli_peers(void **state)
     free(err);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builtins_match_the_tools),
@@ -387,5 +387,5 @@ int main(void)
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_cli_peers),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

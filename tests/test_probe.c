@@ -146,7 +146,7 @@ static void probe_cli(void **unused)
     free(err);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cpu_probe_figures),
@@ -154,5 +154,5 @@ int main(void)
         cmocka_unit_test(probe_refusals),
         cmocka_unit_test(probe_cli),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

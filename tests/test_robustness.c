@@ -885,7 +885,7 @@ static void test_fuzz_regressions(void **state)
     assert_true(n > 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_truncated_file),
@@ -916,5 +916,5 @@ int main(void)
         cmocka_unit_test(test_adaptive_pool_absurd_size),
         cmocka_unit_test(test_fuzz_regressions),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -6,11 +6,15 @@
  *    can run, nothing runs) report the same loss nodes and the same step FLOPs; through the CLI,
  *    `count --train` and a real `measure` of resnet18 agree on both;
  *  - the device as people name it (table alias, nvidia-smi's names, unknown names as a usage
- *    error), the precision from the storage dtype, and one peak: predict, utilization and
- *    measure quote utilization against the same figure. */
+ *    error; the names nvidia-smi and PyTorch print, with their memory and notes for ambiguous
+ *    ones), the precision from the storage dtype and the bytes from the precision (mixed
+ *    precision, --dtype, fp64), and one peak: predict, utilization and measure quote
+ *    utilization against the same figure;
+ *  - the memory check: needed against the device's memory, and the largest batch that fits. */
 #include "support.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +416,102 @@ static void test_device_names(void **state)
     fm_ctx_free(ctx);
 }
 
+static fm_nid node_named(const struct fm_graph *g, const char *name)
+{
+    for (size_t i = 0; i < fm_graph_node_count(g); i++)
+        if (strcmp(fm_graph_node(g, (fm_nid)i)->name, name) == 0)
+            return (fm_nid)i;
+    fail_msg("no node '%s'", name);
+    return FM_NONE;
+}
+
+static uint64_t memory_of(struct fm_ctx *ctx, const char *model, int64_t batch, bool infer)
+{
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = model;
+    o.load.zoo.batch = batch;
+    o.load.batch_given = true;
+    if (infer)
+        o.count.mode = FM_MODE_INFER;
+    struct fm_session *s = test_session_ok(ctx, &o);
+    uint64_t m = 0;
+    FM_ASSERT_OK(ctx, fm_counts_training_memory(s->counts, &m));
+    fm_session_free(s);
+    return m;
+}
+
+static struct fm_session *storage_session(struct fm_ctx *ctx, const char *model,
+                                          enum fm_precision prec, bool prec_given, int dtype)
+{
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_ROOFLINE);
+    o.model = model;
+    o.device = "a100";
+    o.load.zoo.batch = 4;
+    o.load.batch_given = true;
+    o.precision = prec;
+    o.precision_given = prec_given;
+    if (dtype >= 0) {
+        o.load.zoo.dtype = (enum fm_dtype)dtype;
+        o.load.dtype_given = true;
+    }
+    return test_session_ok(ctx, &o);
+}
+
+/* Device names as nvidia-smi and PyTorch print them resolve to their entries, with the memory
+ * the name states and a note for ambiguous ones (a K80 die, aliases with siblings). */
+static void test_device_names_as_drivers_print(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    const struct {
+        const char *given, *entry;
+        double mem_gb;        /* the memory the session uses */
+        const char *note;     /* a word the note must hold; NULL: no note */
+    } cases[] = {
+        {"NVIDIA H100 80GB HBM3", "H100 SXM5 80GB", 80, NULL},
+        {"NVIDIA A100-SXM4-40GB", "A100 SXM 40GB", 40, NULL},
+        {"Tesla P100-PCIE-16GB", "P100 PCIe 16GB", 16, NULL},
+        {"NVIDIA GeForce RTX 4090", "RTX 4090", 24, NULL},
+        {"NVIDIA L4", "L4", 24, NULL},
+        /* a V100 with 16 GB: the 32 GB entry's figures, the memory its name states */
+        {"Tesla V100-SXM2-16GB", "V100 SXM2 32GB", 16, "16 GB of memory, as its name says"},
+        /* PyTorch sees one die of a K80 board; the short alias is the board */
+        {"Tesla K80", "K80 (one die)", 12, "fm_session_opts.device k80 takes the whole board"},
+        {"k80", "K80", 24, "k80-die"},
+        /* the short aliases that have siblings name them */
+        {"a100", "A100 SXM 80GB", 80, "a100-40gb"},
+        {"h100", "H100 SXM5 80GB", 80, "h100-pcie"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_ROOFLINE);
+        o.model = "alexnet";
+        o.device = cases[i].given;
+        struct fm_session *s = test_session_ok(ctx, &o);
+        if (strncmp(s->device->name, cases[i].entry, strlen(cases[i].entry)) != 0)
+            fail_msg("'%s' resolved to '%s', expected '%s'", cases[i].given, s->device->name,
+                     cases[i].entry);
+        if (fabs(s->device->mem_bytes - cases[i].mem_gb * 1e9) > 0.5e9)
+            fail_msg("'%s': %g GB of memory, expected %g", cases[i].given,
+                     s->device->mem_bytes / 1e9, cases[i].mem_gb);
+        if (cases[i].note)
+            test_expect_in(s->device_note, cases[i].note);
+        else if (s->device_note[0])
+            fail_msg("'%s': unexpected note '%s'", cases[i].given, s->device_note);
+        fm_session_free(s);
+    }
+    /* the CLI says the note on stderr, and the report still runs */
+    char *out, *err;
+    assert_int_equal(test_run_cli("roofline alexnet --device a100", &out, &err), 0);
+    test_expect_in(err, "'a100' is the A100 SXM 80GB");
+    test_expect_in(err, "a100-40gb (A100 SXM 40GB)");
+    free(out);
+    free(err);
+    fm_ctx_free(ctx);
+}
+
 static void test_targets(void **state)
 {
     (void)state;
@@ -469,6 +569,93 @@ static void test_precision_from_dtype(void **state)
     fm_ctx_free(ctx);
 }
 
+/* The bytes follow the precision: mixed precision for fp16/bf16 (activations in half, weights
+ * in fp32), --dtype overrides, fp64; the FLOPs stay the same. */
+static void test_storage_follows_precision(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session *f32 = storage_session(ctx, "resnet50", FM_PREC_FP32, false, -1);
+    assert_int_equal(f32->storage_activations, FM_DTYPE_FP32);
+    assert_int_equal(f32->storage_parameters, FM_DTYPE_FP32);
+    const struct {
+        enum fm_precision prec;
+        int dtype;                     /* -1: no --dtype */
+        enum fm_dtype act, param;
+    } cases[] = {
+        {FM_PREC_FP16, -1, FM_DTYPE_FP16, FM_DTYPE_FP32},   /* mixed precision, autocast */
+        {FM_PREC_BF16, -1, FM_DTYPE_BF16, FM_DTYPE_FP32},
+        {FM_PREC_FP64, -1, FM_DTYPE_FP64, FM_DTYPE_FP64},
+        {FM_PREC_FP16, FM_DTYPE_FP32, FM_DTYPE_FP32, FM_DTYPE_FP32},   /* --dtype overrides */
+        {FM_PREC_FP16, FM_DTYPE_FP16, FM_DTYPE_FP16, FM_DTYPE_FP16},   /* pure half */
+        {FM_PREC_FP64, FM_DTYPE_FP64, FM_DTYPE_FP64, FM_DTYPE_FP64},   /* refused before */
+        {FM_PREC_TF32, -1, FM_DTYPE_FP32, FM_DTYPE_FP32},
+    };
+    /* conv1 of resnet50 at batch 4: input 4x3x224x224, weight 64x3x7x7, output 4x64x112x112 */
+    const double in = 4.0 * 3 * 224 * 224, w = 64.0 * 3 * 7 * 7, out = 4.0 * 64 * 112 * 112;
+    fm_nid conv1 = node_named(f32->graph, "conv1");
+    /* what backward keeps is mostly float, some not (max-pool indices): the float part is
+     * what doubles from fp32 to fp64 */
+    struct fm_session *f64 = storage_session(ctx, "resnet50", FM_PREC_FP64, true, FM_DTYPE_FP64);
+    double kept_float = (double)(f64->counts->activation_bytes - f32->counts->activation_bytes);
+    assert_true(kept_float > 0.9 * (double)f32->counts->activation_bytes);
+    fm_session_free(f64);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fm_session *s = storage_session(ctx, "resnet50", cases[i].prec, true,
+                                               cases[i].dtype);
+        assert_int_equal(s->storage_activations, cases[i].act);
+        assert_int_equal(s->storage_parameters, cases[i].param);
+        double a = (double)fm_dtype_size(cases[i].act), p = (double)fm_dtype_size(cases[i].param);
+        const struct fm_work *fw = &s->counts->nodes[conv1].phase[FM_PHASE_FWD];
+        assert_true((double)fw->bytes_read == in * a + w * p);
+        assert_true((double)fw->bytes_written == out * a);
+        /* the counts are the same; weights, gradients and state follow the parameter type,
+         * what backward keeps the activation type */
+        for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
+            assert_true(fm_work_flops(&s->counts->total[ph]) ==
+                        fm_work_flops(&f32->counts->total[ph]));
+        assert_true((double)s->counts->param_bytes == (double)f32->counts->param_bytes * p / 4);
+        assert_true((double)s->counts->grad_bytes == (double)f32->counts->grad_bytes * p / 4);
+        assert_true((double)s->counts->optimizer_state_bytes ==
+                    (double)f32->counts->optimizer_state_bytes * p / 4);
+        assert_true((double)s->counts->activation_bytes ==
+                    (double)f32->counts->activation_bytes + kept_float * (a / 4 - 1));
+        fm_session_free(s);
+    }
+    fm_session_free(f32);
+
+    /* the roofline of the issue: resnet50 at batch 64 on fp16 moves about half the bytes */
+    char *o32, *o16;
+    assert_int_equal(test_run_cli("roofline resnet50 --device a100 --batch 64 --summary", &o32,
+                                  NULL),
+                     0);
+    assert_int_equal(test_run_cli("roofline resnet50 --device a100 --batch 64 --precision fp16 "
+                                  "--summary",
+                                  &o16, NULL),
+                     0);
+    test_expect_in(o32, "storage fp32");
+    test_expect_in(o16, "storage fp16 activations, fp32 weights (mixed precision)");
+    double oi32 = atof(strstr(o32, "OI ") + 3), oi16 = atof(strstr(o16, "OI ") + 3);
+    if (!(oi32 > 26 && oi32 < 27.5 && oi16 > 1.9 * oi32 && oi16 < 2.0 * oi32))
+        fail_msg("OI %.1f at fp32, %.1f at fp16", oi32, oi16);
+    free(o32);
+    free(o16);
+
+#ifdef FM_HAVE_ONNX
+    /* an ONNX file at fp16: its weights stay as the file has them, activations halve */
+    struct fm_session *file = storage_session(ctx, DATA "resnet18_op17.onnx", FM_PREC_FP16, true,
+                                              -1);
+    assert_int_equal(file->storage_activations, FM_DTYPE_FP16);
+    assert_int_equal(file->storage_parameters, FM_DTYPE_FP32);
+    fm_session_free(file);
+    file = storage_session(ctx, DATA "resnet18_op17.onnx", FM_PREC_FP32, false, FM_DTYPE_BF16);
+    assert_int_equal(file->storage_activations, FM_DTYPE_BF16);
+    assert_int_equal(file->storage_parameters, FM_DTYPE_BF16);
+    fm_session_free(file);
+#endif
+    fm_ctx_free(ctx);
+}
+
 /* predict, utilization and measure divide by one figure: the conv/matmul ceiling of the
  * precision (the A100 datasheet: 19.5 TFLOP/s fp32 vector, 156 tf32 and 312 fp16 tensor);
  * torch-default: the tf32 one. */
@@ -520,7 +707,146 @@ static void test_one_peak(void **state)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+/* Does the step fit the device: the memory needed against the device's, and the largest batch
+ * that fits (it fits, one more does not), in the session, the table, CSV and JSON. */
+static void test_memory_fits_and_largest_batch(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    const struct {
+        enum fm_task task;
+        const char *model, *device;
+        int64_t batch;
+        bool infer, fits;
+        double device_gb;
+    } cases[] = {
+        /* the issue's two: 124 GB on an 80 GB card, 88 GB on a 24 GB board */
+        {FM_TASK_PREDICT, "efficientnet_b7", "h100", 32, false, false, 80},
+        {FM_TASK_PREDICT, "resnet50", "k80", 1024, false, false, 24},
+        {FM_TASK_ROOFLINE, "resnet50", "k80", 1024, false, false, 24},
+        {FM_TASK_WORK, "resnet50", "k80-die", 256, false, false, 12},
+        {FM_TASK_WORK, "resnet50", "a100", 64, false, true, 80},
+        {FM_TASK_ROOFLINE, "vgg16", "t4", 256, true, true, 16},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, cases[i].task);
+        o.model = cases[i].model;
+        o.device = cases[i].device;
+        o.load.zoo.batch = cases[i].batch;
+        o.load.batch_given = true;
+        if (cases[i].infer)
+            o.count.mode = FM_MODE_INFER;
+        struct fm_session *s = test_session_ok(ctx, &o);
+        const struct fm_memory_check *m = &s->memory;
+        assert_true(m->checked);
+        assert_true(m->device_bytes == cases[i].device_gb * 1e9);
+        uint64_t needed = memory_of(ctx, cases[i].model, cases[i].batch, cases[i].infer);
+        assert_true(m->needed_bytes == needed);
+        if (m->fits != cases[i].fits)
+            fail_msg("%s batch %lld on %s: fits %d", cases[i].model, (long long)cases[i].batch,
+                     cases[i].device, m->fits);
+        assert_int_equal(m->fits, (double)needed <= m->device_bytes);
+        /* the largest batch is counted: it fits, one more does not */
+        assert_true(m->max_batch > 0);
+        assert_true((double)memory_of(ctx, cases[i].model, m->max_batch, cases[i].infer) <=
+                    m->device_bytes);
+        assert_true((double)memory_of(ctx, cases[i].model, m->max_batch + 1, cases[i].infer) >
+                    m->device_bytes);
+        assert_int_equal(m->fits, m->max_batch >= cases[i].batch);
+        fm_session_free(s);
+    }
+#ifdef FM_HAVE_ONNX
+    /* a file whose batch is bound by name (--input ids=2x16): the batch is the bound one, and
+     * the largest batch scales that binding */
+    {
+        struct fm_input_binding ids = {"ids", {2, {2, 16}}};
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_ROOFLINE);
+        o.model = DATA "gpt2_block_op17.onnx";
+        o.device = "l4";
+        o.load.bindings = &ids;
+        o.load.n_bindings = 1;
+        struct fm_session *s = test_session_ok(ctx, &o);
+        assert_int_equal(s->batch, 2);
+        assert_int_equal(s->memory.batch, 2);
+        int64_t max = s->memory.max_batch;
+        assert_true(max > 2);
+        for (int k = 0; k < 2; k++) {
+            struct fm_input_binding b = {"ids", {2, {max + k, 16}}};
+            struct fm_session_opts w;
+            fm_session_opts_init(&w, FM_TASK_WORK);
+            w.model = o.model;
+            w.load.bindings = &b;
+            w.load.n_bindings = 1;
+            struct fm_session *t = test_session_ok(ctx, &w);
+            uint64_t m;
+            FM_ASSERT_OK(ctx, fm_counts_training_memory(t->counts, &m));
+            assert_int_equal((double)m <= s->memory.device_bytes, k == 0);
+            fm_session_free(t);
+        }
+        fm_session_free(s);
+    }
+#endif
+    /* no device, no check */
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = "alexnet";
+    struct fm_session *s = test_session_ok(ctx, &o);
+    assert_false(s->memory.checked);
+    fm_session_free(s);
+
+    /* the CLI: the warning on stderr, the line in every table, "per GPU" with --gpus */
+    char *out, *err;
+    assert_int_equal(test_run_cli("predict efficientnet_b7 --device h100 --batch 32 --summary",
+                                  &out, &err),
+                     0);
+    test_expect_in(err, "does not fit; the largest batch that fits is");
+    test_expect_in(out, "DOES NOT FIT; largest batch that fits");
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("count resnet50 --device k80 --batch 1024", &out, &err), 0);
+    char need[FM_FORMAT_SIZE], have[FM_FORMAT_SIZE], line[128];
+    snprintf(line, sizeof(line), "K80: %s needed of %s",
+             fm_format_bytes((double)memory_of(ctx, "resnet50", 1024, false), need),
+             fm_format_bytes(24e9, have));   /* the board's 2 x 12 GB */
+    test_expect_in(out, line);
+    test_expect_in(err, "does not fit");
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("roofline resnet50 --device h100 --batch 256 --gpus 1 "
+                                  "--summary",
+                                  &out, &err),
+                     2);   /* roofline has no --gpus */
+    free(out);
+    free(err);
+    assert_int_equal(test_run_cli("predict resnet50 --device h100 --batch 512 --gpus 8 "
+                                  "--summary",
+                                  &out, &err),
+                     0);
+    test_expect_in(out, "needed per GPU of 80.0 GB");
+    test_expect_in(out, "per GPU (global");
+    test_expect_in(out, "on 8 GPUs)");
+    free(out);
+    free(err);
+#ifdef FM_HAVE_CJSON
+    assert_int_equal(test_run_cli("count resnet50 --device k80 --batch 1024 --format json", &out,
+                                  NULL),
+                     0);
+    cJSON *j = cJSON_Parse(out);
+    const cJSON *mem = cJSON_GetObjectItem(j, "memory");
+    assert_non_null(mem);
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(mem, "fits")));
+    assert_true(cJSON_GetObjectItem(mem, "needed_bytes")->valuedouble ==
+                (double)memory_of(ctx, "resnet50", 1024, false));
+    assert_true(cJSON_GetObjectItem(mem, "max_batch")->valuedouble > 0);
+    cJSON_Delete(j);
+    free(out);
+#endif
+    fm_ctx_free(ctx);
+}
+
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loss_classifier_zoo_and_onnx),
@@ -531,9 +857,12 @@ int main(void)
         cmocka_unit_test(test_count_and_measure_one_graph),
         cmocka_unit_test(test_cli_count_equals_measure),
         cmocka_unit_test(test_device_names),
+        cmocka_unit_test(test_device_names_as_drivers_print),
         cmocka_unit_test(test_targets),
         cmocka_unit_test(test_precision_from_dtype),
+        cmocka_unit_test(test_storage_follows_precision),
         cmocka_unit_test(test_one_peak),
+        cmocka_unit_test(test_memory_fits_and_largest_batch),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

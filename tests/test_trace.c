@@ -463,7 +463,7 @@ static void test_classes(void **state)
     assert_string_equal(fm_trace_class_name(FM_TRACE_OPTIMIZER), "optimizer");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kineto_form),
@@ -477,7 +477,7 @@ int main(void)
         cmocka_unit_test(test_cli_errors),
         cmocka_unit_test(test_classes),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }
 
 #else
@@ -492,10 +492,10 @@ static void test_unsupported(void **state)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_unsupported)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }
 
 #endif

@@ -601,7 +601,7 @@ static void test_pthflops_vgg16_problem_set(void **state)
     fm_ctx_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_model_matches_torchvision),
@@ -613,5 +613,5 @@ int main(void)
         cmocka_unit_test(test_backward_relation_resnet18_vgg11),
         cmocka_unit_test(test_pthflops_vgg16_problem_set),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }
