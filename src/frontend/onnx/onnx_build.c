@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- errors and names ---- */
@@ -544,6 +545,10 @@ static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, 
         int r;
         if (letter == 'C' || (is_op(n, "Cast") && !casts_to_float(n))) {
             r = FM_ROLE_CONST;   /* a shape, an index, a mask: nothing flows back through it */
+        } else if (numel <= 1 && is_op(n, "Expand")) {
+            /* a scalar broadcast to a tensor is a fill, not a weight stored at its size:
+             * PyTorch 2's exporter writes a Conv without bias as Expand(CastLike(0.0)) */
+            r = FM_ROLE_CONST;
         } else if (letter == 'T' && depth < 16) {
             r = FM_ROLE_CONST;
             for (size_t o = 0; o < n->n_output; o++) {
@@ -754,6 +759,159 @@ static enum fm_status check_extra_outputs(struct ox *ox, const Onnx__NodeProto *
     return FM_OK;
 }
 
+/* ---- module paths (PyTorch 2's node metadata) ---- */
+
+/* The quoted items of a Python list repr, "['', 'bn1', 'relu_1']": the k-th from the end
+ * (k = 0 the last) into buf; false when there are not that many or one does not fit. */
+static bool list_item_from_end(const char *v, size_t len, int k, char *buf, size_t size)
+{
+    const char *start[64];
+    size_t lens[64];
+    int n = 0;
+    for (size_t i = 0; i < len && n < 64; i++) {
+        if (v[i] != '\'' && v[i] != '"')
+            continue;
+        char q = v[i];
+        size_t j = i + 1;
+        while (j < len && v[j] != q)
+            j++;
+        if (j >= len)
+            return false;
+        start[n] = v + i + 1;
+        lens[n++] = j - i - 1;
+        i = j;
+    }
+    if (k >= n || lens[n - 1 - k] >= size)
+        return false;
+    memcpy(buf, start[n - 1 - k], lens[n - 1 - k]);
+    buf[lens[n - 1 - k]] = 0;
+    return true;
+}
+
+bool ox_node_module(const Onnx__NodeProto *node, char *buf, size_t size)
+{
+    const char *v;
+    size_t len;
+    if (ox_node_meta(node, "pkg.torch.onnx.name_scopes", &v, &len)) {
+        /* ['', module, submodule ..., fx node]: the innermost module, or at the top the node */
+        if (list_item_from_end(v, len, 1, buf, size) && *buf)
+            return true;
+        return list_item_from_end(v, len, 0, buf, size) && *buf;
+    }
+    if (ox_node_meta(node, "namespace", &v, &len)) {
+        /* ": Model/path: Class/.../fx_node: aten.op": the path of the segment before the last */
+        size_t seg_start[64], seg_end[64];
+        int n = 0;
+        size_t s0 = 0;
+        for (size_t i = 0; i <= len && n < 64; i++) {
+            if (i == len || v[i] == '/') {
+                seg_start[n] = s0;
+                seg_end[n++] = i;
+                s0 = i + 1;
+            }
+        }
+        for (int k = n >= 3 ? n - 2 : n - 1; k >= 1 && k < n; k--) {
+            size_t a = seg_start[k], b = seg_start[k];
+            while (b < seg_end[k] && v[b] != ':')
+                b++;
+            if (b > a && b - a < size) {
+                memcpy(buf, v + a, b - a);
+                buf[b - a] = 0;
+                return true;
+            }
+            break;
+        }
+    }
+    return false;
+}
+
+/* The graph name of the op(s) node becomes: "MODULE/OpType" where the file names its module
+ * (then recorded for ox_module_names), else the node's own name. */
+static const char *layer_name(struct ox *ox, const Onnx__NodeProto *node, char *buf, size_t size,
+                              bool *moduled)
+{
+    char mod[400];
+    *moduled = false;
+    if (ox->scope || !ox_node_module(node, mod, sizeof(mod)))
+        return ox_node_name(node);
+    snprintf(buf, size, "%s/%s", mod, ox_str(node->op_type));
+    *moduled = true;
+    return buf;
+}
+
+static enum fm_status note_moduled(struct ox *ox, fm_nid id)
+{
+    if (ox->n_moduled == ox->moduled_cap) {
+        size_t cap = ox->moduled_cap ? 2 * ox->moduled_cap : 256;
+        fm_nid *p = fm_realloc(ox->ctx, ox->moduled, cap * sizeof(*p));
+        if (!p)
+            return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
+        ox->moduled = p;
+        ox->moduled_cap = cap;
+    }
+    ox->moduled[ox->n_moduled++] = id;
+    return FM_OK;
+}
+
+struct named_node {
+    const char *name;
+    fm_nid id;
+};
+
+/* Names compared whole, then node ids (the file's order). */
+static int by_name_then_id(const void *a, const void *b)
+{
+    const struct named_node *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+/* Length of the module part of "MODULE/OpType" (up to the last '/'). */
+static size_t module_len(const char *name)
+{
+    const char *s = strrchr(name, '/');
+    return s ? (size_t)(s - name) : strlen(name);
+}
+
+enum fm_status ox_module_names(struct ox *ox)
+{
+    size_t n = ox->n_moduled;
+    if (!n)
+        return FM_OK;
+    struct named_node *v = fm_alloc(ox->ctx, n * sizeof(*v));
+    if (!v)
+        return fm_error(ox->ctx, FM_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        v[i] = (struct named_node){fm_graph_node(ox->g, ox->moduled[i])->name, ox->moduled[i]};
+    /* "MODULE/OpType" sorts every module's nodes together, and each op type's within it */
+    qsort(v, n, sizeof(*v), by_name_then_id);
+    enum fm_status st = FM_OK;
+    for (size_t i = 0; i < n && !st;) {
+        size_t ml = module_len(v[i].name), j = i;
+        while (j < n && module_len(v[j].name) == ml && !strncmp(v[j].name, v[i].name, ml))
+            j++;
+        char buf[512];
+        if (j - i == 1) {   /* one op: the module's own name */
+            snprintf(buf, sizeof(buf), "%.*s", (int)ml, v[i].name);
+            st = fm_graph_set_node_name(ox->g, v[i].id, buf);
+        } else {
+            for (size_t k = i; k < j && !st;) {
+                size_t e = k + 1;
+                while (e < j && !strcmp(v[e].name, v[k].name))
+                    e++;
+                for (size_t r = k + 1; r < e && !st; r++) {
+                    snprintf(buf, sizeof(buf), "%s_%zu", v[k].name, r - k + 1);
+                    st = fm_graph_set_node_name(ox->g, v[r].id, buf);
+                }
+                k = e;
+            }
+        }
+        i = j;
+    }
+    fm_dealloc(ox->ctx, v);
+    return st;
+}
+
 enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op,
                        const struct fm_attrs *attrs, const fm_tid *in, int n_in, int n_out)
 {
@@ -770,7 +928,12 @@ enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op
             return st;
     }
     fm_nid id;
-    st = fm_graph_add_node_bound(ox->g, op, ox_node_name(node), attrs, in, n_in, outs, n_out, &id);
+    char lname[512];
+    bool moduled;
+    const char *name = layer_name(ox, node, lname, sizeof(lname), &moduled);
+    st = fm_graph_add_node_bound(ox->g, op, name, attrs, in, n_in, outs, n_out, &id);
+    if (!st && moduled)
+        st = note_moduled(ox, id);
     if (st)
         return st;
     st = fm_graph_infer_node(ox->g, id);
@@ -836,8 +999,13 @@ enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const
             return st;
     }
     fm_nid id;
-    enum fm_status st = fm_graph_add_node_bound(ox->g, FM_OP_UNKNOWN, ox_node_name(node), NULL,
+    char lname[512];
+    bool moduled;
+    const char *name = layer_name(ox, node, lname, sizeof(lname), &moduled);
+    enum fm_status st = fm_graph_add_node_bound(ox->g, FM_OP_UNKNOWN, name, NULL,
                                                 in, n_in, outs, n_out, &id);
+    if (!st && moduled)
+        st = note_moduled(ox, id);
     if (st)
         return st;
     char opname[160];

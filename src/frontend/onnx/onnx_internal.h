@@ -55,6 +55,10 @@ void ox_wire_release(struct ox_wire *w);
 /* Maps a regular, non-empty file read-only, its pages read in one go; ox_wire_unmap undoes it. */
 enum fm_status ox_wire_map(struct fm_ctx *ctx, const char *path, void **data, size_t *size);
 void ox_wire_unmap(void *data, size_t size);
+/* The value of node n's metadata entry key (NodeProto.metadata_props, which PyTorch 2's
+ * exporter fills with each node's module path): *val points into the parsed model, *len bytes,
+ * not terminated. False when the node has no such entry. */
+bool ox_node_meta(const Onnx__NodeProto *n, const char *key, const char **val, size_t *len);
 /* "", absent or "ai.onnx": the ONNX operator set this frontend reads. */
 bool ox_default_domain(const char *domain);
 
@@ -136,6 +140,10 @@ struct ox {
     uint64_t inlined;
     size_t names_n;
     unsigned ctrl_notes;                  /* Loops counted as an upper bound */
+    /* nodes named "MODULE/OpType" from the file's module paths, renamed once all are built
+     * (ox_module_names) */
+    fm_nid *moduled;
+    size_t n_moduled, moduled_cap;
 };
 
 /* Node errors name the file, the node and its op type. */
@@ -206,6 +214,13 @@ enum fm_status ox_const_tensor(struct ox *ox, const Onnx__NodeProto *node, const
  * must be read by no one), and infers its output shapes at once. */
 enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op,
                        const struct fm_attrs *attrs, const fm_tid *in, int n_in, int n_out);
+/* The module path PyTorch 2's exporter recorded for node (metadata pkg.torch.onnx.name_scopes,
+ * else namespace): "layers.0.self_attn.q_proj"; for a node at the top of the model, its own
+ * name there ("view"). False when the file says nothing. */
+bool ox_node_module(const Onnx__NodeProto *node, char *buf, size_t size);
+/* Renames every node named from a module: the module path alone where the module holds one
+ * op, "MODULE/OpType" where it holds several, "MODULE/OpType_2" ... for repeats. */
+enum fm_status ox_module_names(struct ox *ox);
 /* Adds the node as an op flopmeter does not know (listed as uncounted). */
 enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const char *why);
 

@@ -638,6 +638,9 @@ static enum fm_status build(struct ox *ox)
     if (fm_graph_node_count(ox->g) == 0)
         return fm_error(ox->ctx, FM_ERR_GRAPH, "%s: the graph computes nothing (no nodes left "
                         "after evaluating constants)", ox->src);
+    st = ox_module_names(ox);
+    if (st)
+        return st;
     return fm_graph_finalize(ox->g);
 }
 
@@ -687,6 +690,7 @@ out:
     fm_dealloc(ctx, ox.names);
     fm_dealloc(ctx, ox.uses);
     fm_dealloc(ctx, ox.vals);
+    fm_dealloc(ctx, ox.moduled);
     fm_arena_release(&ox.arena);
     ox_wire_release(&w);   /* the model and every payload copy go at once */
     if (st) {
