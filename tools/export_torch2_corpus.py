@@ -220,6 +220,14 @@ def pytorch_facts(model, inputs):
             continue
         seen.add(id(p))
         params.append({"name": name, "numel": p.numel(), "trainable": p.requires_grad})
+    # a tied parameter (T5's shared embedding, GPT-2's wte and lm_head) has one entry above,
+    # under its first name, and its other names here
+    aliases = {}
+    first = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in first and first[id(p)] != name:
+            aliases.setdefault(first[id(p)], []).append(name)
+        first.setdefault(id(p), name)
     fwd, fwd_ops = flop_counts(model, inputs, False)
     fb, fb_ops = flop_counts(model, inputs, True)
     groups = [m.groups for m in model.modules() if isinstance(m, nn.Conv2d) and m.groups > 1]
@@ -237,6 +245,7 @@ def pytorch_facts(model, inputs):
         "params_trainable": sum(p["numel"] for p in params if p["trainable"]),
         "buffers": sum(b.numel() for b in model.buffers()),
         "param_list": params,
+        "param_aliases": aliases,
         "flops_fwd": fwd,
         "flops_fwd_bwd": fb,
         "flops_fwd_by_op": fwd_ops,
@@ -321,6 +330,8 @@ def main():
     ap.add_argument("--variants", default="dyn,dynraw,ts")
     ap.add_argument("--force", action="store_true", help="re-export files that exist")
     ap.add_argument("--restrip", action="store_true", help="only strip the files in --out again")
+    ap.add_argument("--facts", action="store_true",
+                    help="only recompute what PyTorch says, in the manifests that exist")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -334,7 +345,7 @@ def main():
     torch.set_num_threads(1)
     ver = versions()
     for name in a.names or list(MODELS):
-        variants = [v for v in a.variants.split(",") if a.force or not os.path.exists(
+        variants = [v for v in a.variants.split(",") if a.force or a.facts or not os.path.exists(
             os.path.join(a.out, f"{name}_{v}.json"))]
         if not variants:
             continue
@@ -342,6 +353,18 @@ def main():
         model, inputs = MODELS[name]()
         model.train()
         facts = pytorch_facts(model, inputs)
+        if a.facts:
+            for v in a.variants.split(","):
+                path = os.path.join(a.out, f"{name}_{v}.json")
+                if os.path.exists(path):
+                    with open(path) as f:
+                        man = json.load(f)
+                    man.update(facts)
+                    with open(path, "w") as f:
+                        json.dump(man, f, indent=1, sort_keys=True)
+                        f.write("\n")
+            print(f"{name}: facts", flush=True)
+            continue
         for v in variants:
             base = os.path.join(a.out, f"{name}_{v}")
             man = {"model": name, "class": type(model).__name__, "variant": v,

@@ -571,6 +571,40 @@ static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, 
     return e->role;
 }
 
+/* What PyTorch 2's exporter says an initializer was: its readers' metadata
+ * (pkg.torch.onnx.fx_node) name the exported program's inputs, "%p_<path>" for a parameter,
+ * "%b_<path>" for a buffer, "%c_<path>" for a lifted constant, the path the state-dict key with
+ * its dots made underscores. 'p', 'b', 'c', or 0 when no reader says. */
+static char fx_kind(struct ox *ox, const struct ox_name *e)
+{
+    char mangled[400];
+    size_t n = strlen(e->name);
+    if (n + 1 > sizeof(mangled))
+        return 0;
+    for (size_t i = 0; i <= n; i++)
+        mangled[i] = e->name[i] == '.' ? '_' : e->name[i];
+    for (uint32_t u = 0; u < e->uses; u++) {
+        const struct ox_use *use = &ox->uses[e->first_use + u];
+        if (use->node < 0)
+            continue;
+        const char *v;
+        size_t len;
+        if (!ox_node_meta(ox->gp->node[use->node], "pkg.torch.onnx.fx_node", &v, &len))
+            continue;
+        for (size_t i = 0; i + 3 + n <= len; i++) {
+            if (v[i] != '%' || v[i + 2] != '_' || memcmp(v + i + 3, mangled, n) != 0)
+                continue;
+            char end = i + 3 + n < len ? v[i + 3 + n] : 0;
+            if (end == '_' || (end >= 'a' && end <= 'z') || (end >= '0' && end <= '9') ||
+                (end >= 'A' && end <= 'Z'))
+                continue;   /* a longer name that starts the same */
+            if (v[i + 1] == 'p' || v[i + 1] == 'b' || v[i + 1] == 'c')
+                return v[i + 1];
+        }
+    }
+    return 0;
+}
+
 enum fm_role ox_value_role(struct ox *ox, struct ox_name *e, const Onnx__TensorProto *t,
                            enum fm_dtype dtype)
 {
@@ -581,7 +615,16 @@ enum fm_role ox_value_role(struct ox *ox, struct ox_name *e, const Onnx__TensorP
         return name_role(ox, e, numel, 0) == FM_ROLE_PARAM ? FM_ROLE_PARAM : FM_ROLE_CONST;
     if (!fm_dtype_is_float(dtype))
         return FM_ROLE_CONST;
-    return name_role(ox, e, numel, 0);
+    /* PyTorch 2: RoPE's inv_freq feeds a MatMul like a weight, yet the module holds it as a
+     * buffer; the exporter's own record decides before the readers' slots do */
+    switch (e->kind == OX_KIND_INIT ? fx_kind(ox, e) : 0) {
+    case 'b':
+        return FM_ROLE_BUFFER;
+    case 'c':
+        return FM_ROLE_CONST;
+    default:
+        return name_role(ox, e, numel, 0);
+    }
 }
 
 /* ---- tensors ---- */
@@ -759,6 +802,18 @@ static enum fm_status check_extra_outputs(struct ox *ox, const Onnx__NodeProto *
     return FM_OK;
 }
 
+int64_t ox_domain_opset(const struct ox *ox, const char *domain)
+{
+    const Onnx__ModelProto *m = ox->model;
+    bool dflt = ox_default_domain(domain);
+    for (size_t i = 0; m && i < m->n_opset_import; i++) {
+        const char *d = m->opset_import[i]->domain;
+        if (dflt ? ox_default_domain(d) : (d && !strcmp(d, domain)))
+            return m->opset_import[i]->version;
+    }
+    return dflt ? ox->opset : 0;
+}
+
 /* ---- module paths (PyTorch 2's node metadata) ---- */
 
 /* The quoted items of a Python list repr, "['', 'bn1', 'relu_1']": the k-th from the end
@@ -823,6 +878,69 @@ bool ox_node_module(const Onnx__NodeProto *node, char *buf, size_t size)
         }
     }
     return false;
+}
+
+/* Whether some initializer's name, its dots made underscores, is tok (tlen bytes). */
+static bool init_mangles_to(const Onnx__GraphProto *gp, const char *tok, size_t tlen)
+{
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const char *nm = gp->initializer[i]->name;
+        if (!nm || strlen(nm) != tlen)
+            continue;
+        size_t k = 0;
+        while (k < tlen && (nm[k] == '.' ? '_' : nm[k]) == tok[k])
+            k++;
+        if (k == tlen)
+            return true;
+    }
+    return false;
+}
+
+void ox_folded_params(struct ox *ox)
+{
+    const Onnx__GraphProto *gp = ox->gp;
+    char mods[16][160];
+    int n_mods = 0;
+    size_t n_lost = 0;
+    char listed[1200] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const char *v;
+        size_t len;
+        if (!ox_node_meta(gp->node[i], "pkg.torch.onnx.fx_node", &v, &len))
+            continue;
+        for (size_t k = 0; k + 3 < len; k++) {
+            if (v[k] != '%' || v[k + 1] != 'p' || v[k + 2] != '_')
+                continue;
+            size_t a = k + 3, b = a;
+            while (b < len && (v[b] == '_' || (v[b] >= 'a' && v[b] <= 'z') ||
+                               (v[b] >= 'A' && v[b] <= 'Z') || (v[b] >= '0' && v[b] <= '9')))
+                b++;
+            if (b == a || init_mangles_to(gp, v + a, b - a))
+                continue;
+            n_lost++;
+            char mod[160];
+            if (!ox_node_module(gp->node[i], mod, sizeof(mod)))
+                snprintf(mod, sizeof(mod), "%.*s", (int)(b - a), v + a);
+            bool seen = false;
+            for (int m = 0; m < n_mods && !seen; m++)
+                seen = !strcmp(mods[m], mod);
+            if (seen)
+                continue;
+            if (n_mods < 16)
+                snprintf(mods[n_mods++], sizeof(mods[0]), "%s", mod);
+            if (used + strlen(mod) + 8 < sizeof(listed) && n_mods <= 12)
+                used += (size_t)snprintf(listed + used, sizeof(listed) - used, "%s%s",
+                                         used ? ", " : "", mod);
+            else if (used + 6 < sizeof(listed) && !strstr(listed, " ..."))
+                used += (size_t)snprintf(listed + used, sizeof(listed) - used, " ...");
+        }
+    }
+    if (n_lost)
+        fm_log(ox->ctx, "%s: the exporter folded parameters into constants (their names, and "
+               "for some their sizes, are lost), read in modules %s: the parameter count is "
+               "not the module's; torch.onnx.export(..., dynamo=True, optimize=False) keeps "
+               "them (docs/pytorch.md)", ox->src, listed);
 }
 
 /* The graph name of the op(s) node becomes: "MODULE/OpType" where the file names its module
@@ -1034,7 +1152,9 @@ enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const
         if (st)
             return st;
     }
-    fm_log(ox->ctx, "%s: node '%s': op %s is not counted (%s)", ox->src, ox_node_name(node),
-           opname, why);
+    const char *dom = node->domain && *node->domain ? node->domain : "ai.onnx";
+    fm_log(ox->ctx, "%s: node '%s': op %s (domain %s, opset %lld) is not counted (%s): it "
+           "counts as zero, so the totals are a lower bound", ox->src, ox_node_name(node),
+           opname, dom, (long long)ox_domain_opset(ox, node->domain), why);
     return FM_OK;
 }

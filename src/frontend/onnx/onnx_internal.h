@@ -121,6 +121,8 @@ struct ox {
     const char *src;                      /* file name, for messages */
     const Onnx__GraphProto *gp;
     int64_t opset;
+    bool torch;                           /* written by PyTorch's exporters (producer_name) */
+    const Onnx__ModelProto *model;
     struct ox_name *names;                /* open addressing, names_cap a power of two */
     size_t names_cap;
     struct ox_use *uses;
@@ -218,9 +220,16 @@ enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op
  * else namespace): "layers.0.self_attn.q_proj"; for a node at the top of the model, its own
  * name there ("view"). False when the file says nothing. */
 bool ox_node_module(const Onnx__NodeProto *node, char *buf, size_t size);
+/* Says once (a log line) which modules of a PyTorch 2 export read a parameter that the file
+ * has no initializer for (its readers' metadata name "%p_<path>"): the exporter's optimizer
+ * folded it into a constant (BatchNorm into the Conv before it, a Linear's weight transposed,
+ * a subgraph of weights evaluated), so the file cannot give PyTorch's parameter count. */
+void ox_folded_params(struct ox *ox);
 /* Renames every node named from a module: the module path alone where the module holds one
  * op, "MODULE/OpType" where it holds several, "MODULE/OpType_2" ... for repeats. */
 enum fm_status ox_module_names(struct ox *ox);
+/* The opset the model imports for domain ("" or "ai.onnx": the default); 0 when none. */
+int64_t ox_domain_opset(const struct ox *ox, const char *domain);
 /* Adds the node as an op flopmeter does not know (listed as uncounted). */
 enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const char *why);
 
