@@ -77,6 +77,45 @@ static bool has_module(const struct fm_graph *g, const char *module)
     return false;
 }
 
+/* Whether the module of param (its name less the last component), or that module's parent,
+ * names a layer of g. */
+static bool param_module_named(const struct fm_graph *g, const char *param, size_t len)
+{
+    const char *dot = memrchr(param, '.', len);
+    if (!dot)
+        return false;
+    char mod[256];
+    snprintf(mod, sizeof(mod), "%.*s", (int)(dot - param), param);
+    /* or its parent's: MultiheadAttention runs out_proj's weight in its own functional */
+    char *up = strrchr(mod, '.');
+    return has_module(g, mod) || (up && (*up = 0, has_module(g, mod)));
+}
+
+/* Whether one of the other names of a tied parameter (the manifest's param_aliases: T5's
+ * shared embedding is read as encoder.embed_tokens) names a layer of g. */
+static bool alias_named(const char *js, const struct fm_graph *g, const char *param, size_t len)
+{
+    const char *sec = strstr(js, "\n \"param_aliases\": {");
+    if (!sec)
+        return false;
+    const char *sec_end = strstr(sec, "\n }");
+    char key[300];
+    snprintf(key, sizeof(key), "\"%.*s\": [", (int)len, param);
+    const char *p = strstr(sec, key);
+    if (!p || (sec_end && p > sec_end))
+        return false;
+    const char *end = strchr(p, ']');
+    for (p += strlen(key); end && (p = strchr(p, '"')) != NULL && p < end;) {
+        const char *q = strchr(p + 1, '"');
+        if (!q)
+            return false;
+        if (param_module_named(g, p + 1, (size_t)(q - p - 1)))
+            return true;
+        p = q + 1;
+    }
+    return false;
+}
+
 /* The module of every parameter the manifest lists ("layer1.0.conv1.weight" -> "layer1.0.conv1")
  * that names a node of g, or whose parent does: how many were looked for and found. */
 static void modules_named(const char *js, const struct fm_graph *g, int *looked, int *found)
@@ -89,26 +128,15 @@ static void modules_named(const char *js, const struct fm_graph *g, int *looked,
         const char *q = strchr(p, '"');
         if (!q)
             break;
-        const char *dot = memrchr(p, '.', (size_t)(q - p));
-        if (!dot) {   /* a parameter of the model itself (ViT's class_token) */
-            p = q;
-            continue;
+        size_t len = (size_t)(q - p);
+        if (memchr(p, '.', len)) {   /* not a parameter of the model itself (class_token) */
+            (*looked)++;
+            if (param_module_named(g, p, len) || alias_named(js, g, p, len))
+                (*found)++;
         }
-        char mod[256];
-        snprintf(mod, sizeof(mod), "%.*s", (int)(dot - p), p);
-        (*looked)++;
-        /* or its parent's: MultiheadAttention runs out_proj's weight in its own functional */
-        char *up = strrchr(mod, '.');
-        if (has_module(g, mod) || (up && (*up = 0, has_module(g, mod))))
-            (*found)++;
         p = q;
     }
 }
-
-struct expect {
-    const char *file;       /* NAME without .onnx */
-    const char *pending;    /* an op the load may still refuse (added on another branch) */
-};
 
 /* Files whose load may stop at an op this branch does not map yet: the test then checks that
  * the message names it, and counts the file in full once it loads. */
