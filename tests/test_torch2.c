@@ -149,8 +149,6 @@ static const char *pending_op(const char *name)
             (strstr(name, "_dynraw") || strstr(name, "_ts")))
             return "RandomUniformLike";
     }
-    if ((!strncmp(name, "gpt2_", 5) || !strncmp(name, "phi3_", 5)) && strstr(name, "_dynraw"))
-        return "SplitToSequence";
     return NULL;
 }
 
@@ -265,7 +263,7 @@ static void test_torch2_corpus(void **state)
     print_message("torch2 corpus: %d manifests, %d files counted, %d pending an op\n", manifests,
                   counted, pending);
     assert_true(manifests >= 60);
-    assert_true(counted >= 40);
+    assert_true(counted >= 43);
 }
 
 /* A training-mode BatchNorm of the dynamo exporter (no training_mode attribute; its metadata

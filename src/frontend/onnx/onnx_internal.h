@@ -255,6 +255,11 @@ enum fm_status ox_cast_to(struct ox *ox, const Onnx__NodeProto *node, int64_t *t
  * uncounted node. */
 enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                            int n_in);
+/* A sequence that is only split and indexed (PyTorch 2's exporter writes torch.split so:
+ * SplitToSequence, then SequenceAt with constant positions): SplitToSequence makes nothing,
+ * each SequenceAt becomes the Slice of the split's input it reads. *handled is false for any
+ * other node, and for a sequence read otherwise (which then stays an unknown op). */
+enum fm_status ox_map_sequence(struct ox *ox, const Onnx__NodeProto *node, bool *handled);
 /* Whether the table maps ONNX op type op (of the default domain) to a counted op. */
 bool ox_map_known(const char *op);
 

@@ -520,7 +520,6 @@ static enum fm_status batch_hint(struct ox *ox, enum fm_status st)
                     (long long)ox->file_batch, (long long)ox->opts->zoo.batch);
 }
 
-/* One node: its inputs must have shapes; then fold it, make it a constant, or map it. */
 /* The opset of an unknown op's domain, from its display name ("com.example:Op" or "Op"). */
 static int64_t unknown_opset(const struct ox *ox, const struct fm_node *p)
 {
@@ -532,6 +531,7 @@ static int64_t unknown_opset(const struct ox *ox, const struct fm_node *p)
     return ox_domain_opset(ox, dom);
 }
 
+/* One node: its inputs must have shapes; then fold it, make it a constant, or map it. */
 static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
 {
     if (node->n_input > FM_MAX_IO)
@@ -544,6 +544,10 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
         return build_constant(ox, node);
     if (ox_control_op(node))
         return ox_control_build(ox, node, build_node);
+    bool handled = false;
+    enum fm_status sst = ox_map_sequence(ox, node, &handled);
+    if (sst || handled)
+        return sst;
     fm_tid in[FM_MAX_IO];
     int n_in = (int)node->n_input;
     for (int i = 0; i < n_in; i++) {
