@@ -605,6 +605,40 @@ static char fx_kind(struct ox *ox, const struct ox_name *e)
     return 0;
 }
 
+static bool init_mangles_to(const Onnx__GraphProto *gp, const char *tok, size_t tlen);
+
+/* For an initializer no reader names (fx_kind 0) in a file whose readers carry PyTorch 2's
+ * metadata: 1 when some reader's fx_node reads a parameter the file has no initializer for
+ * (the initializer is that parameter, transposed or folded by the exporter's optimizer:
+ * "val_12" for a Linear's weight, "conv1.weight_bias" for the BatchNorm folded into conv1),
+ * 0 when the readers have metadata and none does (a table the optimizer evaluated: RoPE's
+ * cos and sin, Swin's gathered position bias, a causal mask), -1 when no reader has metadata. */
+static int stands_for_lost_param(struct ox *ox, const struct ox_name *e)
+{
+    int seen = -1;
+    for (uint32_t u = 0; u < e->uses; u++) {
+        const struct ox_use *use = &ox->uses[e->first_use + u];
+        if (use->node < 0)
+            continue;
+        const char *v;
+        size_t len;
+        if (!ox_node_meta(ox->gp->node[use->node], "pkg.torch.onnx.fx_node", &v, &len))
+            continue;
+        seen = 0;
+        for (size_t k = 0; k + 3 < len; k++) {
+            if (v[k] != '%' || v[k + 1] != 'p' || v[k + 2] != '_')
+                continue;
+            size_t a = k + 3, b = a;
+            while (b < len && (v[b] == '_' || (v[b] >= 'a' && v[b] <= 'z') ||
+                               (v[b] >= 'A' && v[b] <= 'Z') || (v[b] >= '0' && v[b] <= '9')))
+                b++;
+            if (b > a && !init_mangles_to(ox->gp, v + a, b - a))
+                return 1;
+        }
+    }
+    return seen;
+}
+
 enum fm_role ox_value_role(struct ox *ox, struct ox_name *e, const Onnx__TensorProto *t,
                            enum fm_dtype dtype)
 {
@@ -622,7 +656,11 @@ enum fm_role ox_value_role(struct ox *ox, struct ox_name *e, const Onnx__TensorP
         return FM_ROLE_BUFFER;
     case 'c':
         return FM_ROLE_CONST;
+    case 'p':
+        return name_role(ox, e, numel, 0);
     default:
+        if (e->kind == OX_KIND_INIT && stands_for_lost_param(ox, e) == 0)
+            return FM_ROLE_CONST;
         return name_role(ox, e, numel, 0);
     }
 }
