@@ -247,7 +247,7 @@ static void test_torch2_corpus(void **state)
     closedir(d);
     print_message("torch2 corpus: %d manifests, %d files counted\n", manifests, counted);
     assert_true(manifests >= 60);
-    assert_true(counted >= 51);   /* every file written: 9 exports failed (their manifests say) */
+    assert_true(counted >= 53);   /* every file written: 7 exports failed (their manifests say) */
 }
 
 /* A training-mode BatchNorm of the dynamo exporter (no training_mode attribute; its metadata
