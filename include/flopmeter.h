@@ -907,6 +907,8 @@ struct fm_report_opts {
     enum fm_format format;
     bool per_layer_detail;   /* table: each layer's primitive counts per phase */
     bool by_class;           /* table/csv: aggregate by op class */
+    bool by_module;          /* table/csv/json: aggregate by module (a layer named MODULE/Op,
+                                or MODULE alone: the module paths of PyTorch 2 exports) */
     bool layers;             /* table: the per-layer table (default true) */
     bool summary;            /* roofline, predict tables: totals only, no layers */
     const struct fm_loss_info *loss;   /* count: say what the step's loss is (may be NULL) */

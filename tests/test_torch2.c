@@ -278,11 +278,71 @@ static void test_torch2_batchnorm(void **state)
     fm_ctx_free(ctx);
 }
 
+/* Sums a CSV column (0-based col) over rows whose first field does not start with skip. */
+static uint64_t csv_sum(const char *csv, int col, const char *skip, int *rows)
+{
+    uint64_t sum = 0;
+    *rows = 0;
+    const char *line = strchr(csv, '\n');   /* past the header */
+    while (line && line[1]) {
+        line++;
+        if (!skip || strncmp(line, skip, strlen(skip)) != 0) {
+            const char *p = line;
+            bool quoted = false;
+            for (int c = 0; c < col && *p && *p != '\n'; p++) {
+                if (*p == '"')
+                    quoted = !quoted;
+                else if (*p == ',' && !quoted)
+                    c++;
+            }
+            sum += strtoull(p, NULL, 10);
+            (*rows)++;
+        }
+        line = strchr(line, '\n');
+    }
+    return sum;
+}
+
+/* --by-module: one row per module, the module paths of the file, adding up to the totals. */
+static void test_torch2_by_module(void **state)
+{
+    (void)state;
+    char *out = NULL, *err = NULL, *mods = NULL;
+    const char *f = FM_TEST_DATA "/onnx/" DIR_ "llama_dynraw.onnx";
+    char args[512];
+    snprintf(args, sizeof(args), "count %s --format csv", f);
+    assert_int_equal(test_run_cli(args, &out, &err), 0);
+    free(err);
+    snprintf(args, sizeof(args), "count %s --format csv --by-module", f);
+    assert_int_equal(test_run_cli(args, &mods, &err), 0);
+    free(err);
+    assert_non_null(strstr(mods, "module,layers,params,fwd_flops,fwd_macs,"));
+    /* one Linear: its own row, its weight's 64 x 64 parameters */
+    const char *q = strstr(mods, "\n\"model.layers.0.self_attn.q_proj\",");
+    assert_non_null(q);
+    const char *pcol = strchr(strchr(q + 1, ',') + 1, ',') + 1;
+    assert_int_equal(strtoull(pcol, NULL, 10), 64 * 64);
+    assert_non_null(strstr(mods, "\n\"model.layers.1.mlp.down_proj\","));
+    /* the modules add up to the total row of the per-layer CSV (there params is column 5 and
+     * fwd_flops 7; by module 2 and 3), and are fewer than the layers */
+    int layer_rows, mod_rows, total_rows;
+    csv_sum(out, 5, "total", &layer_rows);
+    const char *total = strstr(out, "\ntotal,");
+    assert_non_null(total);
+    assert_int_equal(csv_sum(mods, 2, NULL, &mod_rows), csv_sum(total, 5, NULL, &total_rows));
+    assert_int_equal(csv_sum(mods, 3, NULL, &mod_rows), csv_sum(total, 7, NULL, &total_rows));
+    assert_int_equal(total_rows, 1);
+    assert_true(mod_rows > 20 && mod_rows < layer_rows);
+    free(out);
+    free(mods);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_torch2_corpus),
         cmocka_unit_test(test_torch2_batchnorm),
+        cmocka_unit_test(test_torch2_by_module),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
