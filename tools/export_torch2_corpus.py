@@ -14,12 +14,15 @@ downloaded), put in training mode (`model.train()`) and exported three ways:
 
     dyn     torch.onnx.export(..., dynamo=True)                    the default: optimize on
     dynraw  torch.onnx.export(..., dynamo=True, optimize=False)
+    dynb    the same with a symbolic batch (dynamic_shapes, dim 0 of every input), for a few
     ts      torch.onnx.export(..., dynamo=False, training=TrainingMode.TRAINING,
                               do_constant_folding=False)          the TorchScript exporter
 
 Float initializers larger than 16 elements lose their payload (dims, dtype and names are kept:
-flopmeter never reads weights), and nodes their Python stack trace and class list (metadata
-pkg.torch.onnx.stack_trace; the module paths stay), so the files are small. Each file NAME.onnx gets NAME.json:
+flopmeter never reads weights), and nodes their Python stack trace, class list and namespace
+(metadata pkg.torch.onnx.stack_trace, class_hierarchy, namespace; name_scopes, the module path,
+and fx_node stay; resnet18's files keep namespace), so the files are small.
+Each file NAME.onnx gets NAME.json:
 the exporter and its settings, versions, input names and shapes, PyTorch's parameter counts
 (all, trainable, and each parameter's state-dict name and size), and FlopCounterMode's forward
 and forward+backward FLOPs (backward of the sum of the float outputs), in total and per aten op.
@@ -164,6 +167,9 @@ def hf_whisper_encoder():
     return m, {"input_features": torch.randn(BATCH, 16, 32)}
 
 
+# the symbolic-batch export (dynb) of a few: its shapes come from the batch at count time
+DYNB_MODELS = ("resnet18", "mobilenet_v2", "llama", "gpt2", "bert", "t5", "vit_b_16")
+
 MODELS = {
     "resnet18": tv("resnet18"),
     "mobilenet_v2": tv("mobilenet_v2"),
@@ -259,7 +265,7 @@ def pytorch_facts(model, inputs):
 
 # ---- export and strip ----
 
-def strip(model_proto):
+def strip(model_proto, keep_namespace=False):
     """Drops the payload of every float tensor over 16 elements (initializers and Constant
     nodes, in subgraphs too): the dims, dtype and name stay."""
     def strip_tensor(t):
@@ -277,10 +283,11 @@ def strip(model_proto):
         for t in g.initializer:
             strip_tensor(t)
         for n in g.node:
-            # the Python stack of each node and its class list (which namespace repeats) are
-            # most of a file's bytes; its module path
-            # (namespace, name_scopes) and the rest of the metadata stay
-            keep = [p for p in n.metadata_props if p.key not in DROP_META]
+            # the Python stack of each node, its class list and its namespace (the module
+            # path and classes that name_scopes and the class list say again) are most of a
+            # file's bytes; name_scopes and fx_node stay, and resnet18's files keep namespace
+            drop = DROP_META if keep_namespace else DROP_META + ("namespace",)
+            keep = [p for p in n.metadata_props if p.key not in drop]
             del n.metadata_props[:]
             n.metadata_props.extend(keep)
             for a in n.attribute:
@@ -301,11 +308,17 @@ def export(model, inputs, variant, path):
             torch.onnx.export(model, (), f, kwargs=inputs, dynamo=False, input_names=names,
                               training=torch.onnx.TrainingMode.TRAINING,
                               do_constant_folding=False, opset_version=17)
+        elif variant == "dynb":
+            from torch.export import Dim
+            batch = Dim("batch", min=1, max=4096)
+            torch.onnx.export(model, (), f, kwargs=inputs, dynamo=True, input_names=names,
+                              optimize=False, external_data=False,
+                              dynamic_shapes={k: {0: batch} for k in inputs})
         else:
             torch.onnx.export(model, (), f, kwargs=inputs, dynamo=True, input_names=names,
                               optimize=(variant == "dyn"), external_data=False)
         mp = onnx.load(f, load_external_data=True)
-    strip(mp)
+    strip(mp, keep_namespace=os.path.basename(path).startswith("resnet18_"))
     onnx.save(mp, path)
     return mp
 
@@ -313,6 +326,7 @@ def export(model, inputs, variant, path):
 SETTINGS = {
     "dyn": {"dynamo": True, "optimize": True},
     "dynraw": {"dynamo": True, "optimize": False},
+    "dynb": {"dynamo": True, "optimize": False, "dynamic_shapes": "dim 0 of every input"},
     "ts": {"dynamo": False, "training": "TrainingMode.TRAINING", "do_constant_folding": False,
            "opset_version": 17},
 }
@@ -330,7 +344,7 @@ def versions():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=DEFAULT_OUT)
-    ap.add_argument("--variants", default="dyn,dynraw,ts")
+    ap.add_argument("--variants", default="dyn,dynraw,ts,dynb")
     ap.add_argument("--force", action="store_true", help="re-export files that exist")
     ap.add_argument("--restrip", action="store_true", help="only strip the files in --out again")
     ap.add_argument("--facts", action="store_true",
@@ -342,7 +356,7 @@ def main():
         for f in sorted(os.listdir(a.out)):
             if f.endswith(".onnx"):
                 mp = onnx.load(os.path.join(a.out, f))
-                strip(mp)
+                strip(mp, keep_namespace=f.startswith("resnet18_"))
                 onnx.save(mp, os.path.join(a.out, f))
         return 0
     torch.set_num_threads(1)
@@ -350,6 +364,8 @@ def main():
     for name in a.names or list(MODELS):
         variants = [v for v in a.variants.split(",") if a.force or a.facts or not os.path.exists(
             os.path.join(a.out, f"{name}_{v}.json"))]
+        if not a.names and name not in DYNB_MODELS:
+            variants = [v for v in variants if v != "dynb"]
         if not variants:
             continue
         torch.manual_seed(0)

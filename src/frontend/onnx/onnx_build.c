@@ -571,10 +571,19 @@ static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, 
     return e->role;
 }
 
+/* A state-dict key's character as torch.export names the placeholder: dots made underscores,
+ * letters lower case ("bert.embeddings.LayerNorm.weight" is %p_bert_embeddings_layernorm_weight). */
+static char fx_char(char c)
+{
+    if (c == '.')
+        return '_';
+    return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
 /* What PyTorch 2's exporter says an initializer was: its readers' metadata
  * (pkg.torch.onnx.fx_node) name the exported program's inputs, "%p_<path>" for a parameter,
- * "%b_<path>" for a buffer, "%c_<path>" for a lifted constant, the path the state-dict key with
- * its dots made underscores. 'p', 'b', 'c', or 0 when no reader says. */
+ * "%b_<path>" for a buffer, "%c_<path>" for a lifted constant, the path the state-dict key as
+ * fx_char writes it. 'p', 'b', 'c', or 0 when no reader says. */
 static char fx_kind(struct ox *ox, const struct ox_name *e)
 {
     char mangled[400];
@@ -582,7 +591,7 @@ static char fx_kind(struct ox *ox, const struct ox_name *e)
     if (n + 1 > sizeof(mangled))
         return 0;
     for (size_t i = 0; i <= n; i++)
-        mangled[i] = e->name[i] == '.' ? '_' : e->name[i];
+        mangled[i] = fx_char(e->name[i]);
     for (uint32_t u = 0; u < e->uses; u++) {
         const struct ox_use *use = &ox->uses[e->first_use + u];
         if (use->node < 0)
@@ -926,7 +935,7 @@ static bool init_mangles_to(const Onnx__GraphProto *gp, const char *tok, size_t 
         if (!nm || strlen(nm) != tlen)
             continue;
         size_t k = 0;
-        while (k < tlen && (nm[k] == '.' ? '_' : nm[k]) == tok[k])
+        while (k < tlen && fx_char(nm[k]) == tok[k])
             k++;
         if (k == tlen)
             return true;
