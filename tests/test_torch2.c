@@ -360,12 +360,95 @@ static void test_torch2_by_module(void **state)
     free(mods);
 }
 
+static const struct fm_node *node_named(const struct fm_graph *g, const char *name)
+{
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        if (!strcmp(fm_graph_node(g, (fm_nid)i)->name, name))
+            return fm_graph_node(g, (fm_nid)i);
+    }
+    fail_msg("no layer named '%s'", name);
+    return NULL;
+}
+
+/* torch.split as the exporter writes it: SplitToSequence (sizes [2, 4] on axis 1; a scalar 4
+ * on axis -2, pieces 4 and 2) read by SequenceAt at 0, -1 and 1: three Slices. */
+static void test_torch2_split_to_sequence(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, DIR_ "torch2_split_seq.onnx", 0, NULL, 0, &g));
+    assert_int_equal(fm_graph_node_count(g), 3);
+    static const struct {
+        const char *out;
+        int64_t start, end, len;
+    } want[] = {{"first", 0, 2, 2}, {"last", 2, 6, 4}, {"tail", 4, 6, 2}};
+    for (int k = 0; k < 3; k++) {
+        fm_tid t = fm_graph_find_tensor(g, want[k].out);
+        assert_int_not_equal(t, FM_NONE);
+        const struct fm_tensor *tt = fm_graph_tensor(g, t);
+        const struct fm_node *n = fm_graph_node(g, tt->producer);
+        assert_int_equal(n->op, FM_OP_SLICE);
+        assert_int_equal(tt->shape.rank, 3);
+        assert_int_equal(tt->shape.dims[0], 2);
+        assert_int_equal(tt->shape.dims[1], want[k].len);
+        assert_int_equal(tt->shape.dims[2], 4);
+        assert_int_equal(n->attrs.ints[3], want[k].start);   /* dim 1's (start, end, step) */
+        assert_int_equal(n->attrs.ints[4], want[k].end);
+        assert_int_equal(n->attrs.ints[5], 1);
+    }
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* The node metadata of a small hand-made file: module paths from name_scopes, or namespace
+ * where a node has only that; a parameter named in fx_node as %p_ (lower case: head.Linear is
+ * %p_head_linear_weight), a buffer as %b_ (RoPE's inv_freq feeds a Mul like a weight), a
+ * constant the optimizer made (val_7) that stands for no lost parameter, and the bias of a
+ * BatchNorm folded into conv (conv.weight_bias: its reader names %p_bn_weight, which the file
+ * lacks), reported once. */
+static void test_torch2_metadata(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, test_load_onnx(ctx, DIR_ "torch2_meta.onnx", 0, NULL, 0, &g));
+    assert_int_equal(node_named(g, "bn")->op, FM_OP_CONV);
+    assert_int_equal(node_named(g, "view")->op, FM_OP_RESHAPE);
+    assert_int_equal(node_named(g, "head.Linear")->op, FM_OP_GEMM);
+    assert_int_equal(node_named(g, "rope/Mul")->op, FM_OP_MUL);
+    assert_int_equal(node_named(g, "rope/Add")->op, FM_OP_ADD);
+    const struct fm_tensor *inv = fm_graph_tensor(g, fm_graph_find_tensor(g, "rope.inv_freq"));
+    const struct fm_tensor *tab = fm_graph_tensor(g, fm_graph_find_tensor(g, "val_7"));
+    const struct fm_tensor *bias = fm_graph_tensor(g, fm_graph_find_tensor(g, "conv.weight_bias"));
+    assert_int_equal(inv->role, FM_ROLE_BUFFER);
+    assert_int_equal(tab->role, FM_ROLE_CONST);
+    assert_int_equal(bias->role, FM_ROLE_PARAM);
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_TRAIN);
+    assert_int_equal(c->params, 4 * 3 * 3 * 3 + 4 + 10 * 256 + 10);
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+
+    char *out = NULL, *err = NULL;
+    assert_int_equal(test_run_cli("count " FM_TEST_DATA "/onnx/" DIR_ "torch2_meta.onnx --format "
+                                  "csv", &out, &err), 0);
+    const char *said = strstr(err, "the exporter folded parameters into constants");
+    assert_non_null(said);
+    assert_non_null(strstr(said, "read in modules bn:"));
+    assert_null(strstr(said + 1, "the exporter folded parameters"));
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_torch2_corpus),
         cmocka_unit_test(test_torch2_batchnorm),
         cmocka_unit_test(test_torch2_by_module),
+        cmocka_unit_test(test_torch2_split_to_sequence),
+        cmocka_unit_test(test_torch2_metadata),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

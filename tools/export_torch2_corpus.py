@@ -6,7 +6,8 @@ PyTorch itself says about each model (parameters, FlopCounterMode's forward and 
 Run with PyPI's current torch, torchvision, transformers and onnxscript in a virtual
 environment (CI does not run it; the files it writes are committed):
 
-    python tools/export_torch2_corpus.py [--out DIR] [--variants dyn,dynraw,ts] [names...]
+    python tools/export_torch2_corpus.py [--out DIR] [--variants dyn,dynraw,ts,dynb] [names...]
+    python tools/export_torch2_corpus.py --op-fixtures    # torch2_split_seq.onnx, torch2_meta.onnx
 
 Each model is built small (torchvision's real constructors at 64x64 images and 10 classes, or a
 2-layer transformer 64 wide with a 1000-word vocabulary built from a config, so no weights are
@@ -341,17 +342,97 @@ def versions():
             "onnxscript": onnxscript.__version__}
 
 
+# ---- small hand-made files: what the exporter writes, a node or two of each ----
+
+def op_fixtures(out):
+    """Writes torch2_split_seq.onnx (torch.split as SplitToSequence read by SequenceAt) and
+    torch2_meta.onnx (PyTorch 2's node metadata: module paths, parameter and buffer
+    placeholders, a folded parameter), small enough for the fuzzer's corpus too."""
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+    import numpy as np
+
+    def meta(node, scopes=None, namespace=None, fx=None):
+        for k, v in (("pkg.torch.onnx.name_scopes", scopes), ("namespace", namespace),
+                     ("pkg.torch.onnx.fx_node", fx)):
+            if v is not None:
+                e = node.metadata_props.add()
+                e.key, e.value = k, v
+        return node
+
+    def save(nodes, inits, inputs, outputs, name):
+        g = h.make_graph(nodes, name, inputs, outputs, initializer=inits)
+        m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], producer_name="pytorch",
+                         producer_version=torch.__version__)
+        m.ir_version = 10
+        onnx.checker.check_model(m)
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+
+    x = h.make_tensor_value_info("x", T.FLOAT, [2, 6, 4])
+    nodes = [
+        h.make_node("SplitToSequence", ["x", "sizes"], ["seq"], axis=1),
+        h.make_node("SequenceAt", ["seq", "zero"], ["first"]),
+        h.make_node("SequenceAt", ["seq", "minus1"], ["last"]),
+        h.make_node("SplitToSequence", ["x", "four"], ["seq4"], axis=-2),
+        h.make_node("SequenceAt", ["seq4", "one"], ["tail"]),
+    ]
+    inits = [nh.from_array(np.array([2, 4], np.int64), "sizes"),
+             nh.from_array(np.array(0, np.int64), "zero"),
+             nh.from_array(np.array(-1, np.int64), "minus1"),
+             nh.from_array(np.array(4, np.int64), "four"),
+             nh.from_array(np.array(1, np.int64), "one")]
+    outs = [h.make_tensor_value_info(n, T.FLOAT, d) for n, d in
+            (("first", [2, 2, 4]), ("last", [2, 4, 4]), ("tail", [2, 2, 4]))]
+    save(nodes, inits, [x], outs, "torch2_split_seq")
+
+    x = h.make_tensor_value_info("x", T.FLOAT, [2, 3, 8, 8])
+    conv = meta(h.make_node("Conv", ["x", "conv.weight", "conv.weight_bias"], ["c"],
+                            name="node_Conv_0", pads=[1, 1, 1, 1]),
+                scopes="['', 'bn', '_native_batch_norm_legit_functional']",
+                fx="%bn_out = call_function[target=torch.ops.aten._native_batch_norm_legit_"
+                   "functional.default](args = (%conv2d, %p_bn_weight, %p_bn_bias, "
+                   "%b_bn_running_mean, %b_bn_running_var, True, 0.1, 1e-05))")
+    flat = meta(h.make_node("Reshape", ["c", "shape"], ["f"], name="node_view"),
+                scopes="['', 'view']", fx="%view = call_function[...](args = (%bn_out, [2, -1]))")
+    lin = meta(h.make_node("Gemm", ["f", "head.Linear.weight", "head.Linear.bias"], ["y"],
+                           name="node_linear", transB=1),
+               namespace=": Net/head.Linear: torch.nn.modules.linear.Linear/linear: "
+                         "aten.linear.default",
+               fx="%linear = call_function[target=torch.ops.aten.linear.default](args = "
+                  "(%view, %p_head_linear_weight, %p_head_linear_bias))")
+    scale = meta(h.make_node("Mul", ["y", "rope.inv_freq"], ["s"], name="node_mul"),
+                 scopes="['', 'rope', 'mul']",
+                 fx="%mul = call_function[target=torch.ops.aten.mul.Tensor](args = (%linear, "
+                    "%b_rope_inv_freq))")
+    table = meta(h.make_node("Add", ["s", "val_7"], ["z"], name="node_add"),
+                 scopes="['', 'rope', 'add']",
+                 fx="%add = call_function[target=torch.ops.aten.add.Tensor](args = (%mul, %cos))")
+    inits = [nh.from_array(np.zeros((4, 3, 3, 3), np.float32), "conv.weight"),
+             nh.from_array(np.zeros(4, np.float32), "conv.weight_bias"),
+             nh.from_array(np.array([2, -1], np.int64), "shape"),
+             nh.from_array(np.zeros((10, 256), np.float32), "head.Linear.weight"),
+             nh.from_array(np.zeros(10, np.float32), "head.Linear.bias"),
+             nh.from_array(np.ones(10, np.float32), "rope.inv_freq"),
+             nh.from_array(np.ones((2, 10), np.float32), "val_7")]
+    save([conv, flat, lin, scale, table], inits, [x],
+         [h.make_tensor_value_info("z", T.FLOAT, [2, 10])], "torch2_meta")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--variants", default="dyn,dynraw,ts,dynb")
     ap.add_argument("--force", action="store_true", help="re-export files that exist")
     ap.add_argument("--restrip", action="store_true", help="only strip the files in --out again")
+    ap.add_argument("--op-fixtures", action="store_true",
+                    help="only write the small hand-made files (torch2_*.onnx)")
     ap.add_argument("--facts", action="store_true",
                     help="only recompute what PyTorch says, in the manifests that exist")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    if a.op_fixtures:
+        op_fixtures(a.out)
+        return 0
     if a.restrip:
         for f in sorted(os.listdir(a.out)):
             if f.endswith(".onnx"):
