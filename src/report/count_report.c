@@ -84,8 +84,16 @@ static void table_layers(FILE *f, const struct fm_graph *g, const struct fm_coun
                          const struct fm_report_opts *o, bool *any_wonly)
 {
     bool train = c->mode == FM_MODE_TRAIN;
-    fprintf(f, "  %4s  %-28s %-16s %-18s %9s %10s %12s %10s %7s\n", "#", "layer", "op", "output",
-            "params", "fwd FLOP", train ? "bwd FLOP" : "", "bytes", "FLOP/B");
+    /* the layer column fits the longest name up to 60 (a PyTorch 2 module path,
+     * model.layers.11.self_attn.q_proj, is longer than the 28 that held names before) */
+    int width = 28;
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        size_t len = strlen(fm_graph_node(g, (fm_nid)i)->name);
+        if ((int)len > width)
+            width = len > 60 ? 60 : (int)len;
+    }
+    fprintf(f, "  %4s  %-*s %-16s %-18s %9s %10s %12s %10s %7s\n", "#", width, "layer", "op",
+            "output", "params", "fwd FLOP", train ? "bwd FLOP" : "", "bytes", "FLOP/B");
     const fm_nid *order = fm_graph_topo_order(g);
     for (size_t i = 0; i < c->n_nodes; i++) {
         fm_nid id = order[i];
@@ -115,8 +123,9 @@ static void table_layers(FILE *f, const struct fm_graph *g, const struct fm_coun
             snprintf(oi, sizeof(oi), "-");
         const char *fwd = nc->counted ? si((double)fm_work_flops(&nc->phase[FM_PHASE_FWD]), b1)
                                       : "uncounted";
-        fprintf(f, "  %4zu  %-28.28s %-16.16s %-18.18s %9s %10s %12s %10s %7s\n", i + 1, n->name,
-                label, shape, si((double)nc->params, b4), fwd, bwd, si(bytes, b3), oi);
+        fprintf(f, "  %4zu  %-*.*s %-16.16s %-18.18s %9s %10s %12s %10s %7s\n", i + 1, width,
+                width, n->name, label, shape, si((double)nc->params, b4), fwd, bwd, si(bytes, b3),
+                oi);
         if (o->per_layer_detail) {
             for (int p = 0; p < FM_PHASE_COUNT; p++) {
                 const struct fm_work *w = &nc->phase[p];
