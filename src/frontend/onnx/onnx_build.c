@@ -1,7 +1,9 @@
 /* Graph-building services every later ONNX file uses: node errors, attributes, the name table,
  * values known at load time, dtypes and small payloads, initializer roles, and making tensors
- * and ops (ox_input, ox_const_tensor, ox_emit). It never decides what a node computes: folding
- * and mapping are the files above it. */
+ * and ops (ox_input, ox_const_tensor, ox_emit). PyTorch 2's node metadata is read here too:
+ * layers named by module path, initializers by what the exported program called them
+ * (parameter, buffer, or a constant the optimizer made), parameters the optimizer folded.
+ * It never decides what a node computes: folding and mapping are the files above it. */
 #include "onnx_internal.h"
 
 #include <math.h>

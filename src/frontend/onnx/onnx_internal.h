@@ -4,7 +4,8 @@
  *   1. onnx_wire.c   the bytes: mapping the file, protobuf-c's arena, the nesting-depth check,
  *                    unpacking and checking the ModelProto. Knows nothing of graphs.
  *   2. onnx_build.c  the services every node needs: errors, attributes, the name table, known
- *                    values, dtypes and payloads, initializer roles, making tensors and ops.
+ *                    values, dtypes and payloads, initializer roles, making tensors and ops,
+ *                    module paths and what PyTorch 2's node metadata says of initializers.
  *   3. onnx_fold.c   the constant folder: evaluates a node whose inputs are known constants.
  *   4. onnx_map.c    the op mappers, one per kind of ONNX op, and their table.
  *   4b. onnx_control.c  If, Loop and Scan: their subgraphs' nodes built in their place
