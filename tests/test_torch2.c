@@ -441,6 +441,62 @@ static void test_torch2_metadata(void **state)
     free(err);
 }
 
+/* An allocator that fails its n-th request (malloc or a growing realloc) and every later one. */
+struct failing {
+    long left;
+};
+static void *fail_malloc(size_t size, void *user)
+{
+    struct failing *f = user;
+    return f->left-- > 0 ? malloc(size) : NULL;
+}
+static void *fail_realloc(void *p, size_t size, void *user)
+{
+    struct failing *f = user;
+    return f->left-- > 0 ? realloc(p, size) : NULL;
+}
+static void fail_free(void *p, void *user)
+{
+    (void)user;
+    free(p);
+}
+
+/* Loading a PyTorch 2 file (module names, metadata roles, the fold report, a sequence) with
+ * every allocation failing in turn: out of memory is reported as such, nothing leaks or
+ * crashes (the sanitizer build checks the leaks), and with enough memory it loads. */
+static void test_torch2_allocation_failures(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"torch2_meta.onnx", "torch2_split_seq.onnx",
+                                        "llama_dyn.onnx"};
+    for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+        char path[512];
+        snprintf(path, sizeof(path), FM_TEST_DATA "/onnx/" DIR_ "%s", files[k]);
+        size_t len;
+        char *data = test_read_file(path, &len);
+        bool loaded = false;
+        for (long n = 0; n < 100000 && !loaded; n += n < 200 ? 1 : 37) {
+            struct failing f = {n};
+            struct fm_allocator a = {fail_malloc, fail_realloc, fail_free, &f};
+            struct fm_ctx *ctx = NULL;
+            if (fm_ctx_new(&a, &ctx) != FM_OK)
+                continue;
+            struct fm_graph *g = NULL;
+            enum fm_status st = fm_onnx_load_buffer(ctx, data, len, files[k], NULL, &g);
+            if (st == FM_OK) {
+                loaded = true;
+                fm_graph_free(g);
+            } else if (st != FM_ERR_NOMEM) {
+                fail_msg("%s, allocation %ld failing: %s (%s)", files[k], n,
+                         fm_status_to_string(st), fm_ctx_error(ctx));
+            }
+            fm_ctx_free(ctx);
+        }
+        assert_true(loaded);
+        free(data);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_torch2_by_module),
         cmocka_unit_test(test_torch2_split_to_sequence),
         cmocka_unit_test(test_torch2_metadata),
+        cmocka_unit_test(test_torch2_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
