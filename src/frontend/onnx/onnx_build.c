@@ -892,10 +892,33 @@ static bool list_item_from_end(const char *v, size_t len, int k, char *buf, size
     return true;
 }
 
+/* Whether the len bytes at v contain the string s. */
+static bool bytes_have(const char *v, size_t len, const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i + n <= len; i++) {
+        if (!memcmp(v + i, s, n))
+            return true;
+    }
+    return false;
+}
+
 bool ox_node_module(const Onnx__NodeProto *node, char *buf, size_t size)
 {
     const char *v;
     size_t len;
+    /* onnxscript's optimizer folds a BatchNorm into the Conv before it and gives the Conv the
+     * BatchNorm's metadata: the layer is the convolution whose weight it reads ("conv1.weight") */
+    if (ox_node_meta(node, "pkg.onnxscript.rewriter.rule_name", &v, &len) &&
+        bytes_have(v, len, "FuseBatchNormIntoConv") && node->n_input >= 2 && node->input[1]) {
+        const char *w = node->input[1];
+        size_t wl = strlen(w);
+        if (wl > 7 && wl - 7 < size && !strcmp(w + wl - 7, ".weight")) {
+            memcpy(buf, w, wl - 7);
+            buf[wl - 7] = 0;
+            return true;
+        }
+    }
     if (ox_node_meta(node, "pkg.torch.onnx.name_scopes", &v, &len)) {
         /* ['', module, submodule ..., fx node]: the innermost module, or at the top the node */
         if (list_item_from_end(v, len, 1, buf, size) && *buf)
