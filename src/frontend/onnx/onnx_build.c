@@ -968,6 +968,34 @@ static bool init_mangles_to(const Onnx__GraphProto *gp, const char *tok, size_t 
     return false;
 }
 
+/* The module that owns placeholder tok ("bn1_weight": "bn1"): the longest module path of
+ * node's name_scopes that, as fx_char writes it and followed by '_', starts tok. */
+static bool token_module(const Onnx__NodeProto *node, const char *tok, size_t tlen, char *buf,
+                         size_t size)
+{
+    const char *v;
+    size_t len, best = 0;
+    if (!ox_node_meta(node, "pkg.torch.onnx.name_scopes", &v, &len))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] != '\'')
+            continue;
+        size_t j = i + 1;
+        while (j < len && v[j] != '\'')
+            j++;
+        size_t n = j - i - 1, k = 0;
+        while (k < n && k < tlen && fx_char(v[i + 1 + k]) == tok[k])
+            k++;
+        if (n > best && k == n && n < tlen && tok[n] == '_' && n < size) {
+            memcpy(buf, v + i + 1, n);
+            buf[n] = 0;
+            best = n;
+        }
+        i = j;
+    }
+    return best > 0;
+}
+
 void ox_folded_params(struct ox *ox)
 {
     const Onnx__GraphProto *gp = ox->gp;
@@ -992,7 +1020,8 @@ void ox_folded_params(struct ox *ox)
                 continue;
             n_lost++;
             char mod[160];
-            if (!ox_node_module(gp->node[i], mod, sizeof(mod)))
+            if (!token_module(gp->node[i], v + a, b - a, mod, sizeof(mod)) &&
+                !ox_node_module(gp->node[i], mod, sizeof(mod)))
                 snprintf(mod, sizeof(mod), "%.*s", (int)(b - a), v + a);
             bool seen = false;
             for (int m = 0; m < n_mods && !seen; m++)
@@ -1009,10 +1038,10 @@ void ox_folded_params(struct ox *ox)
         }
     }
     if (n_lost)
-        fm_log(ox->ctx, "%s: the exporter folded parameters into constants (their names, and "
-               "for some their sizes, are lost), read in modules %s: the parameter count is "
-               "not the module's; torch.onnx.export(..., dynamo=True, optimize=False) keeps "
-               "them (docs/pytorch.md)", ox->src, listed);
+        fm_log(ox->ctx, "%s: the exporter folded parameters of modules %s into constants "
+               "(their names, and for some their sizes, are lost): the parameter count is not "
+               "the module's; torch.onnx.export(..., dynamo=True, optimize=False) keeps them "
+               "(docs/pytorch.md)", ox->src, listed);
 }
 
 /* The graph name of the op(s) node becomes: "MODULE/OpType" where the file names its module
