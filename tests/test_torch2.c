@@ -402,6 +402,11 @@ static void test_torch2_split_to_sequence(void **state)
         assert_int_equal(n->attrs.ints[5], 1);
     }
     fm_graph_free(g);
+    /* sizes 4 + 4 on an axis of 6: refused, naming the split */
+    g = NULL;
+    assert_int_equal(test_load_onnx(ctx, DIR_ "torch2_bad_split.onnx", 0, NULL, 0, &g),
+                     FM_ERR_UNSUPPORTED);
+    EXPECT_MESSAGE(ctx, "SequenceAt", "cannot place", "more than the axis");
     fm_ctx_free(ctx);
 }
 

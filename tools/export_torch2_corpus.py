@@ -345,7 +345,8 @@ def versions():
 # ---- small hand-made files: what the exporter writes, a node or two of each ----
 
 def op_fixtures(out):
-    """Writes torch2_split_seq.onnx (torch.split as SplitToSequence read by SequenceAt) and
+    """Writes torch2_split_seq.onnx (torch.split as SplitToSequence read by SequenceAt; and
+    torch2_bad_split.onnx, whose sizes are more than the axis holds) and
     torch2_meta.onnx (PyTorch 2's node metadata: module paths, parameter and buffer
     placeholders, a folded parameter), small enough for the fuzzer's corpus too."""
     from onnx import TensorProto as T, helper as h, numpy_helper as nh
@@ -383,6 +384,12 @@ def op_fixtures(out):
     outs = [h.make_tensor_value_info(n, T.FLOAT, d) for n, d in
             (("first", [2, 2, 4]), ("last", [2, 4, 4]), ("tail", [2, 2, 4]))]
     save(nodes, inits, [x], outs, "torch2_split_seq")
+    # a bad file: the sizes (4 + 4) are more than the axis holds (6)
+    bad = [h.make_node("SplitToSequence", ["x", "sizes"], ["seq"], axis=1),
+           h.make_node("SequenceAt", ["seq", "one"], ["second"])]
+    save(bad, [nh.from_array(np.array([4, 4], np.int64), "sizes"),
+               nh.from_array(np.array(1, np.int64), "one")], [x],
+         [h.make_tensor_value_info("second", T.FLOAT, [2, 4, 4])], "torch2_bad_split")
 
     x = h.make_tensor_value_info("x", T.FLOAT, [2, 3, 8, 8])
     conv = meta(h.make_node("Conv", ["x", "conv.weight", "conv.weight_bias"], ["c"],

@@ -904,11 +904,18 @@ static enum fm_status split_piece(struct ox *ox, const Onnx__NodeProto *sp, cons
         return ox_node_error(ox, sp, FM_ERR_SHAPE, "position %lld of a sequence of %lld",
                              (long long)k, (long long)pieces);
     int64_t a = 0;
-    for (int64_t i = 0; i < k; i++)
-        a += chunk > 0 ? chunk : v->i[i];
+    for (int64_t i = 0; i < k; i++) {
+        int64_t piece = chunk > 0 ? chunk : v->i[i];
+        if (piece < 0 || piece > len - a)   /* a bad size, or more than the axis holds */
+            return SEQ_UNPLACED;
+        a += piece;
+    }
+    int64_t piece = chunk > 0 ? (chunk < len - a ? chunk : len - a) : v->i[k];
+    if (piece <= 0 || piece > len - a)
+        return SEQ_UNPLACED;
     *start = a;
-    *end = chunk > 0 ? (a + chunk < len ? a + chunk : len) : a + v->i[k];
-    return *end <= len && *start < *end ? FM_OK : SEQ_UNPLACED;
+    *end = a + piece;
+    return FM_OK;
 }
 
 enum fm_status ox_map_sequence(struct ox *ox, const Onnx__NodeProto *node, bool *handled)
@@ -964,8 +971,8 @@ enum fm_status ox_map_sequence(struct ox *ox, const Onnx__NodeProto *node, bool 
     st = split_piece(ox, sp, in, (int)sp->n_input, pv->i[0], &axis, &start, &end);
     if (st == SEQ_UNPLACED)
         return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "reads a piece of SplitToSequence "
-                             "'%s' that flopmeter cannot place (keepdims=0, or a split longer "
-                             "than the axis)", ox_node_name(sp));
+                             "'%s' that flopmeter cannot place (keepdims=0, or sizes negative "
+                             "or more than the axis holds)", ox_node_name(sp));
     if (st)
         return st;
     const struct fm_shape *x = &tensor(ox, in[0])->shape;
