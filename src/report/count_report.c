@@ -263,7 +263,8 @@ static void table_by_module(FILE *f, const struct fm_graph *g, const struct fm_c
         }
         fprintf(f, "  %s%-*.*s %6" PRIu64 " %10s %12s %12s %12s %10s\n",
                 s != m->name ? "..." : "", s != m->name ? 37 : 40, w, s, m->layers,
-                si((double)m->params, b[0]), si((double)fm_work_flops(&m->phase[FM_PHASE_FWD]), b[1]),
+                si((double)m->params, b[0]),
+                si((double)fm_work_flops(&m->phase[FM_PHASE_FWD]), b[1]),
                 si((double)fm_work_macs(&m->phase[FM_PHASE_FWD]), b[2]), si(bwd, b[3]),
                 si(bytes, b[4]));
     }

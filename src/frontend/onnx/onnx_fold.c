@@ -953,8 +953,8 @@ enum fm_status ox_fold(struct ox *ox, const Onnx__NodeProto *node, const fm_tid 
     static const char *const reduce[] = {"ReduceSum", "ReduceMean", "ReduceProd", "ReduceMax",
                                          "ReduceMin"};
     static const char *const others[] = {
-        "Identity", "Cast", "CastLike", "Reshape", "Flatten", "Unsqueeze", "Squeeze", "Concat", "Gather",
-        "Slice", "Transpose", "Expand", "Tile", "Range", "ConstantOfShape", "ScatterND"};
+        "Identity", "Cast", "CastLike", "Reshape", "Flatten", "Unsqueeze", "Squeeze", "Concat",
+        "Gather", "Slice", "Transpose", "Expand", "Tile", "Range", "ConstantOfShape", "ScatterND"};
     *done = false;
     const char *op = ox_str(node->op_type);
     struct fold f;

@@ -3,9 +3,10 @@
  *
  *   1. onnx_wire.c   the bytes: mapping the file, protobuf-c's arena, the nesting-depth check,
  *                    unpacking and checking the ModelProto. Knows nothing of graphs.
+ *   1b. onnx_torch.c PyTorch 2's node metadata: module paths, what the exported program
+ *                    called each initializer, the parameters its optimizer folded.
  *   2. onnx_build.c  the services every node needs: errors, attributes, the name table, known
- *                    values, dtypes and payloads, initializer roles, making tensors and ops,
- *                    module paths and what PyTorch 2's node metadata says of initializers.
+ *                    values, dtypes and payloads, initializer roles, making tensors and ops.
  *   3. onnx_fold.c   the constant folder: evaluates a node whose inputs are known constants.
  *   4. onnx_map.c    the op mappers, one per kind of ONNX op, and their table.
  *   4b. onnx_control.c  If, Loop and Scan: their subgraphs' nodes built in their place
@@ -217,22 +218,39 @@ enum fm_status ox_const_tensor(struct ox *ox, const Onnx__NodeProto *node, const
  * must be read by no one), and infers its output shapes at once. */
 enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op,
                        const struct fm_attrs *attrs, const fm_tid *in, int n_in, int n_out);
-/* The module path PyTorch 2's exporter recorded for node (metadata pkg.torch.onnx.name_scopes,
- * else namespace): "layers.0.self_attn.q_proj"; for a node at the top of the model, its own
- * name there ("view"). False when the file says nothing. */
-bool ox_node_module(const Onnx__NodeProto *node, char *buf, size_t size);
-/* Says once (a log line) which modules of a PyTorch 2 export read a parameter that the file
- * has no initializer for (its readers' metadata name "%p_<path>"): the exporter's optimizer
- * folded it into a constant (BatchNorm into the Conv before it, a Linear's weight transposed,
- * a subgraph of weights evaluated), so the file cannot give PyTorch's parameter count. */
-void ox_folded_params(struct ox *ox);
-/* Renames every node named from a module: the module path alone where the module holds one
- * op, "MODULE/OpType" where it holds several, "MODULE/OpType_2" ... for repeats. */
-enum fm_status ox_module_names(struct ox *ox);
 /* The opset the model imports for domain ("" or "ai.onnx": the default); 0 when none. */
 int64_t ox_domain_opset(const struct ox *ox, const char *domain);
 /* Adds the node as an op flopmeter does not know (listed as uncounted). */
 enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const char *why);
+
+/* ---- PyTorch 2's node metadata (onnx_torch.c) ---- */
+
+/* The module path PyTorch 2's exporter recorded for node (metadata pkg.torch.onnx.name_scopes,
+ * else namespace): "layers.0.self_attn.q_proj"; for a node at the top of the model, its own
+ * name there ("view"); for a Conv that onnxscript fused a BatchNorm into, the Conv's. False when
+ * the file says nothing. */
+bool ox_node_module(const Onnx__NodeProto *node, char *buf, size_t size);
+/* "MODULE/OpType" (in buf) for a node with a module path, outside control-flow bodies; NULL
+ * when it has none (the caller keeps the node's own name). */
+const char *ox_layer_name(const struct ox *ox, const Onnx__NodeProto *node, char *buf,
+                          size_t size);
+/* Records graph node id as named by ox_layer_name, for ox_module_names. */
+enum fm_status ox_note_moduled(struct ox *ox, fm_nid id);
+/* Renames every node named from a module: the module path alone where the module holds one
+ * op, "MODULE/OpType" where it holds several, "MODULE/OpType_2" ... for repeats. */
+enum fm_status ox_module_names(struct ox *ox);
+/* What the exported program called initializer e, from its readers' fx_node: 'p' (a
+ * parameter), 'b' (a buffer), 'c' (a lifted constant), 0 when no reader names it. */
+char ox_fx_kind(const struct ox *ox, const struct ox_name *e);
+/* For an initializer no reader names: 1 when a reader's fx_node reads a parameter the file has
+ * no initializer for (e is that parameter, transposed or folded), 0 when the readers have the
+ * metadata and none does (a constant the optimizer evaluated), -1 when they have none. */
+int ox_stands_for_lost_param(const struct ox *ox, const struct ox_name *e);
+/* Says once (a log line) which modules' parameters a PyTorch 2 export lost: placeholders
+ * "%p_<path>" its nodes read with no initializer of that name (BatchNorm folded into the Conv
+ * before it, a Linear's weight transposed, a subgraph of weights evaluated), so the file cannot
+ * give PyTorch's parameter count. */
+void ox_folded_params(struct ox *ox);
 
 /* ---- the constant folder (onnx_fold.c) ---- */
 
