@@ -267,7 +267,13 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(SPACE_TO_DEPTH, space_to_depth, "SpaceToDepth", DATA_MOVEMENT)                            \
     X(REVERSE_SEQUENCE, reverse_sequence, "ReverseSequence", DATA_MOVEMENT)                     \
     X(MAX_UNPOOL, max_unpool, "MaxUnpool", DATA_MOVEMENT)                                       \
-    X(EYELIKE, eyelike, "EyeLike", DATA_MOVEMENT)
+    X(EYELIKE, eyelike, "EyeLike", DATA_MOVEMENT)                                               \
+    X(RANDOM_UNIFORM, random_uniform, "RandomUniform", ELEMENTWISE) /* random.c */              \
+    X(RANDOM_NORMAL, random_normal, "RandomNormal", ELEMENTWISE)                                \
+    X(RANDOM_UNIFORM_LIKE, random_uniform_like, "RandomUniformLike", ELEMENTWISE)               \
+    X(RANDOM_NORMAL_LIKE, random_normal_like, "RandomNormalLike", ELEMENTWISE)                  \
+    X(BERNOULLI, bernoulli, "Bernoulli", ELEMENTWISE)                                           \
+    X(MULTINOMIAL, multinomial, "Multinomial", OTHER)
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_
@@ -617,6 +623,8 @@ struct fm_report_opts {
     enum fm_format format;
     bool per_layer_detail;   /* table: each layer's primitive counts per phase */
     bool by_class;           /* table/csv: aggregate by op class */
+    bool by_module;          /* table/csv/json: aggregate by module (a layer named MODULE/Op,
+                                or MODULE alone: the module paths of PyTorch 2 exports) */
     bool layers;             /* table: the per-layer table (default true) */
     bool summary;            /* roofline, predict tables: totals only, no layers */
     const struct fm_loss_info *loss;   /* count: say what the step's loss is (may be NULL) */

@@ -551,6 +551,17 @@ enum fm_status fm_graph_add_node_bound(struct fm_graph *g, enum fm_op op, const 
     return FM_OK;
 }
 
+enum fm_status fm_graph_set_node_name(struct fm_graph *g, fm_nid node, const char *name)
+{
+    if (node < 0 || (size_t)node >= g->n_nodes || !name || !*name)
+        return fm_error(g->ctx, FM_ERR_GRAPH, "no node with id %d, or an empty name", (int)node);
+    const char *n = fm_arena_strdup(&g->arena, name);
+    if (!n)
+        return fm_error(g->ctx, FM_ERR_NOMEM, "out of memory");
+    g->nodes[node].pub.name = n;
+    return FM_OK;
+}
+
 enum fm_status fm_graph_set_op_name(struct fm_graph *g, fm_nid node, const char *op_name)
 {
     if (node < 0 || (size_t)node >= g->n_nodes)
@@ -817,6 +828,8 @@ enum fm_status fm_graph_finalize(struct fm_graph *g)
             if (n->in[k] != FM_NONE && grad[n->in[k]])
                 any = true;
         }
+        if (fm_op_is_random(n->op))   /* a random draw: nothing to differentiate */
+            any = false;
         for (int o = 0; o < n->n_out; o++)
             grad[n->out[o]] = any && fm_dtype_is_float(g->tensors[n->out[o]].dtype);
     }

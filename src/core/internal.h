@@ -137,6 +137,8 @@ struct fm_graph {
  * name (FM_ERR_GRAPH when a tensor or alias already has it). The tensor must stay: add aliases
  * once no node can be rolled back (an importer's last step). */
 enum fm_status fm_graph_add_alias(struct fm_graph *graph, const char *name, fm_tid id);
+/* Renames node id (a frontend naming nodes after the model's modules once all are built). */
+enum fm_status fm_graph_set_node_name(struct fm_graph *graph, fm_nid id, const char *name);
 /* Whether tensor t is read by a node or is a graph output (the backends refuse to leave an
  * output unwritten that something reads). */
 bool fm_graph_tensor_used(const struct fm_graph *graph, fm_tid t);

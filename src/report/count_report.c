@@ -84,8 +84,16 @@ static void table_layers(FILE *f, const struct fm_graph *g, const struct fm_coun
                          const struct fm_report_opts *o, bool *any_wonly)
 {
     bool train = c->mode == FM_MODE_TRAIN;
-    fprintf(f, "  %4s  %-28s %-16s %-18s %9s %10s %12s %10s %7s\n", "#", "layer", "op", "output",
-            "params", "fwd FLOP", train ? "bwd FLOP" : "", "bytes", "FLOP/B");
+    /* the layer column fits the longest name up to 60 (a PyTorch 2 module path,
+     * model.layers.11.self_attn.q_proj, is longer than the 28 that held names before) */
+    int width = 28;
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        size_t len = strlen(fm_graph_node(g, (fm_nid)i)->name);
+        if ((int)len > width)
+            width = len > 60 ? 60 : (int)len;
+    }
+    fprintf(f, "  %4s  %-*s %-16s %-18s %9s %10s %12s %10s %7s\n", "#", width, "layer", "op",
+            "output", "params", "fwd FLOP", train ? "bwd FLOP" : "", "bytes", "FLOP/B");
     const fm_nid *order = fm_graph_topo_order(g);
     for (size_t i = 0; i < c->n_nodes; i++) {
         fm_nid id = order[i];
@@ -115,8 +123,9 @@ static void table_layers(FILE *f, const struct fm_graph *g, const struct fm_coun
             snprintf(oi, sizeof(oi), "-");
         const char *fwd = nc->counted ? si((double)fm_work_flops(&nc->phase[FM_PHASE_FWD]), b1)
                                       : "uncounted";
-        fprintf(f, "  %4zu  %-28.28s %-16.16s %-18.18s %9s %10s %12s %10s %7s\n", i + 1, n->name,
-                label, shape, si((double)nc->params, b4), fwd, bwd, si(bytes, b3), oi);
+        fprintf(f, "  %4zu  %-*.*s %-16.16s %-18.18s %9s %10s %12s %10s %7s\n", i + 1, width,
+                width, n->name, label, shape, si((double)nc->params, b4), fwd, bwd, si(bytes, b3),
+                oi);
         if (o->per_layer_detail) {
             for (int p = 0; p < FM_PHASE_COUNT; p++) {
                 const struct fm_work *w = &nc->phase[p];
@@ -169,6 +178,97 @@ static void table_by_class(FILE *f, const struct fm_counts *c)
     else
         fprintf(f, "  (share: of %s FLOPs)\n",
                 c->mode == FM_MODE_TRAIN ? "forward + backward" : "forward");
+}
+
+/* ---- by module ---- */
+
+/* One module's sums: the layers named MODULE or MODULE/Op (an ONNX file's PyTorch 2 module
+ * paths; TorchScript's "/layer1/layer1.0/conv1/Conv" gives "/layer1/layer1.0/conv1"). */
+struct mod_row {
+    const char *name;      /* the first layer's name; the module is its first len bytes */
+    size_t len;
+    uint64_t layers, params;
+    struct fm_work phase[FM_PHASE_COUNT];
+};
+
+static size_t module_len(const char *name)
+{
+    const char *s = strrchr(name, '/');
+    return s && s != name ? (size_t)(s - name) : strlen(name);
+}
+
+static void work_add(struct fm_work *a, const struct fm_work *b)
+{
+    for (int k = 0; k < FM_PRIM_COUNT; k++)
+        a->prim[k] = a->prim[k] + b->prim[k] < a->prim[k] ? UINT64_MAX : a->prim[k] + b->prim[k];
+    a->bytes_read += b->bytes_read;
+    a->bytes_written += b->bytes_written;
+}
+
+/* The modules in the order their first layer runs; NULL when out of memory. */
+static struct mod_row *modules_of(const struct fm_graph *g, const struct fm_counts *c, size_t *n)
+{
+    *n = 0;
+    struct mod_row *rows = fm_alloc(c->ctx, (c->n_nodes ? c->n_nodes : 1) * sizeof(*rows));
+    if (!rows)
+        return NULL;
+    const fm_nid *order = fm_graph_topo_order(g);
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        const char *name = fm_graph_node(g, order[i])->name;
+        size_t len = module_len(name), r = *n;
+        /* a module's layers mostly run together: search from the latest */
+        while (r > 0 && !(rows[r - 1].len == len && !strncmp(rows[r - 1].name, name, len)))
+            r--;
+        struct mod_row *m;
+        if (r == 0) {
+            m = &rows[(*n)++];
+            memset(m, 0, sizeof(*m));
+            m->name = name;
+            m->len = len;
+        } else {
+            m = &rows[r - 1];
+        }
+        const struct fm_node_cost *nc = &c->nodes[order[i]];
+        m->layers++;
+        m->params += nc->params;
+        for (int p = 0; p < FM_PHASE_COUNT; p++)
+            work_add(&m->phase[p], &nc->phase[p]);
+    }
+    return rows;
+}
+
+static void table_by_module(FILE *f, const struct fm_graph *g, const struct fm_counts *c)
+{
+    size_t n;
+    struct mod_row *rows = modules_of(g, c, &n);
+    if (!rows) {
+        fprintf(f, "by module: out of memory\n");
+        return;
+    }
+    char b[5][32];
+    fprintf(f, "by module\n  %-40s %6s %10s %12s %12s %12s %10s\n", "module", "layers", "params",
+            "fwd FLOP", "fwd MAC", "bwd FLOP", "bytes");
+    for (size_t i = 0; i < n; i++) {
+        const struct mod_row *m = &rows[i];
+        double bwd = (double)fm_work_flops(&m->phase[FM_PHASE_BWD_DATA]) +
+                     (double)fm_work_flops(&m->phase[FM_PHASE_BWD_WEIGHT]), bytes = 0;
+        for (int p = 0; p < FM_PHASE_COUNT; p++)
+            bytes += phase_bytes(&m->phase[p]);
+        /* a long module path keeps its end, where the layer is named */
+        int w = (int)m->len;
+        const char *s = m->name;
+        if (w > 40) {
+            s += w - 37;
+            w = 37;
+        }
+        fprintf(f, "  %s%-*.*s %6" PRIu64 " %10s %12s %12s %12s %10s\n",
+                s != m->name ? "..." : "", s != m->name ? 37 : 40, w, s, m->layers,
+                si((double)m->params, b[0]),
+                si((double)fm_work_flops(&m->phase[FM_PHASE_FWD]), b[1]),
+                si((double)fm_work_macs(&m->phase[FM_PHASE_FWD]), b[2]), si(bwd, b[3]),
+                si(bytes, b[4]));
+    }
+    fm_dealloc(c->ctx, rows);
 }
 
 static void input_line(FILE *f, const struct fm_graph *g)
@@ -237,6 +337,8 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
         table_layers(f, g, c, o, &any_wonly);
     if (o->by_class)
         table_by_class(f, c);
+    if (o->by_module)
+        table_by_module(f, g, c);
 
     const struct fm_work *t = c->total;
     uint64_t fwd = fm_work_flops(&t[FM_PHASE_FWD]);
@@ -339,6 +441,32 @@ static void render_csv(FILE *f, const struct fm_graph *g, const struct fm_counts
                         fm_work_flops(w), fm_work_macs(w), w->bytes_read, w->bytes_written);
             }
         }
+        return;
+    }
+    if (o->by_module) {
+        size_t n;
+        struct mod_row *rows = modules_of(g, c, &n);
+        if (!rows) {
+            fprintf(f, "error: out of memory\n");
+            return;
+        }
+        fprintf(f, "module,layers,params");
+        for (int p = 0; p < FM_PHASE_COUNT; p++) {
+            const char *ph = fm_phase_name((enum fm_phase)p);
+            fprintf(f, ",%s_flops,%s_macs,%s_bytes_read,%s_bytes_written", ph, ph, ph, ph);
+        }
+        fprintf(f, "\n");
+        for (size_t i = 0; i < n; i++) {
+            fprintf(f, "\"%.*s\",%" PRIu64 ",%" PRIu64, (int)rows[i].len, rows[i].name,
+                    rows[i].layers, rows[i].params);
+            for (int p = 0; p < FM_PHASE_COUNT; p++) {
+                const struct fm_work *w = &rows[i].phase[p];
+                fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, fm_work_flops(w),
+                        fm_work_macs(w), w->bytes_read, w->bytes_written);
+            }
+            fprintf(f, "\n");
+        }
+        fm_dealloc(c->ctx, rows);
         return;
     }
     fprintf(f, "index,name,op,class,output,params,counted");
@@ -515,6 +643,24 @@ static void render_json(FILE *f, const struct fm_graph *g, const struct fm_count
         fm_jw_end(&w);
     }
     fm_jw_end(&w);
+    if (o->by_module) {
+        size_t n;
+        struct mod_row *rows = modules_of(g, c, &n);
+        fm_jw_array(&w, "by_module", false);
+        for (size_t i = 0; rows && i < n; i++) {
+            char name[512];
+            snprintf(name, sizeof(name), "%.*s", (int)rows[i].len, rows[i].name);
+            fm_jw_object(&w, NULL, true);
+            fm_jw_string(&w, "module", name);
+            fm_jw_u64(&w, "layers", rows[i].layers);
+            fm_jw_u64(&w, "params", rows[i].params);
+            for (int p = 0; p < FM_PHASE_COUNT; p++)
+                json_work(&w, fm_phase_name((enum fm_phase)p), &rows[i].phase[p], true, false);
+            fm_jw_end(&w);
+        }
+        fm_jw_end(&w);
+        fm_dealloc(c->ctx, rows);
+    }
     if (o->peers)
         json_peers(&w, o->peers);
     fm_jw_end(&w);

@@ -17,7 +17,10 @@ static const char description[] =
     "table: --per-layer adds each layer's counts per phase and kind; --by-class adds totals per\n"
     "op class (conv, matmul, norm ...). csv: one row per layer and a total row (--by-class: one\n"
     "row per class and phase). json: every total, by class, the loss and every layer, with\n"
-    "exact integers (docs/json.md; what is counted: docs/counting.md).\n\n"
+    "exact integers (docs/json.md; what is counted: docs/counting.md).\n"
+    "--by-module sums the layers by module (a PyTorch 2 export names each layer by its module\n"
+    "path, layers.0.self_attn.q_proj): a table section, one CSV row per module, or the JSON's\n"
+    "by_module.\n\n"
     "--device NAME checks the step's memory against the device's and prints the largest batch\n"
     "that fits; --precision fp16/bf16 counts the bytes of mixed precision (half activations,\n"
     "fp32 weights, gradients and optimizer state), --dtype stores everything in one type.\n\n"
@@ -37,14 +40,18 @@ int cmd_count(struct cli_run *run, int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
-    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 5] = {0};
+    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 6] = {0};
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n, CLI_DEV_DEVICE | CLI_DEV_PRECISION);
-    bool per_layer = false, by_class = false, peers = false;
+    bool per_layer = false, by_class = false, by_module = false, peers = false;
     opts[n++] = (struct cli_opt){"per-layer", CLI_FLAG, &per_layer, NULL, NULL,
                                  "table: each layer's primitive counts per phase", NULL, NULL};
     opts[n++] = (struct cli_opt){"by-class", CLI_FLAG, &by_class, NULL, NULL,
                                  "aggregate by op class (conv, matmul, norm ...)", NULL, NULL};
+    opts[n++] = (struct cli_opt){"by-module", CLI_FLAG, &by_module, NULL, NULL,
+                                 "aggregate by module (the module paths of a PyTorch 2 export: "
+                                 "layers.0.self_attn)",
+                                 NULL, NULL};
     opts[n++] = (struct cli_opt){"peers", CLI_FLAG, &peers, NULL, NULL,
                                  "what fvcore, ptflops, thop, pthflops, FlopCounterMode and "
                                  "torchvision would print",
@@ -76,6 +83,7 @@ int cmd_count(struct cli_run *run, int argc, char **argv)
     ro.format = m.format;
     ro.per_layer_detail = per_layer;
     ro.by_class = by_class;
+    ro.by_module = by_module;
     ro.loss = fm_session_loss(s);
     ro.memory = fm_session_memory(s);
     ro.export_note = fm_session_export_note(s);

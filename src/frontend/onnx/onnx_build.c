@@ -1,12 +1,14 @@
 /* Graph-building services every later ONNX file uses: node errors, attributes, the name table,
  * values known at load time, dtypes and small payloads, initializer roles, and making tensors
- * and ops (ox_input, ox_const_tensor, ox_emit). It never decides what a node computes: folding
- * and mapping are the files above it. */
+ * and ops (ox_input, ox_const_tensor, ox_emit; layers named by module path, and initializer
+ * roles told by PyTorch 2's metadata where the file has it, onnx_torch.c). It never decides
+ * what a node computes: folding and mapping are the files above it. */
 #include "onnx_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- errors and names ---- */
@@ -544,6 +546,10 @@ static enum fm_role name_role(struct ox *ox, struct ox_name *e, uint64_t numel, 
         int r;
         if (letter == 'C' || (is_op(n, "Cast") && !casts_to_float(n))) {
             r = FM_ROLE_CONST;   /* a shape, an index, a mask: nothing flows back through it */
+        } else if (numel <= 1 && is_op(n, "Expand")) {
+            /* a scalar broadcast to a tensor is a fill, not a weight stored at its size:
+             * PyTorch 2's exporter writes a Conv without bias as Expand(CastLike(0.0)) */
+            r = FM_ROLE_CONST;
         } else if (letter == 'T' && depth < 16) {
             r = FM_ROLE_CONST;
             for (size_t o = 0; o < n->n_output; o++) {
@@ -576,7 +582,20 @@ enum fm_role ox_value_role(struct ox *ox, struct ox_name *e, const Onnx__TensorP
         return name_role(ox, e, numel, 0) == FM_ROLE_PARAM ? FM_ROLE_PARAM : FM_ROLE_CONST;
     if (!fm_dtype_is_float(dtype))
         return FM_ROLE_CONST;
-    return name_role(ox, e, numel, 0);
+    /* PyTorch 2: RoPE's inv_freq feeds a MatMul like a weight, yet the module holds it as a
+     * buffer; the exporter's own record decides before the readers' slots do */
+    switch (e->kind == OX_KIND_INIT ? ox_fx_kind(ox, e) : 0) {
+    case 'b':
+        return FM_ROLE_BUFFER;
+    case 'c':
+        return FM_ROLE_CONST;
+    case 'p':
+        return name_role(ox, e, numel, 0);
+    default:
+        if (e->kind == OX_KIND_INIT && ox_stands_for_lost_param(ox, e) == 0)
+            return FM_ROLE_CONST;
+        return name_role(ox, e, numel, 0);
+    }
 }
 
 /* ---- tensors ---- */
@@ -754,6 +773,18 @@ static enum fm_status check_extra_outputs(struct ox *ox, const Onnx__NodeProto *
     return FM_OK;
 }
 
+int64_t ox_domain_opset(const struct ox *ox, const char *domain)
+{
+    const Onnx__ModelProto *m = ox->model;
+    bool dflt = ox_default_domain(domain);
+    for (size_t i = 0; m && i < m->n_opset_import; i++) {
+        const char *d = m->opset_import[i]->domain;
+        if (dflt ? ox_default_domain(d) : (d && !strcmp(d, domain)))
+            return m->opset_import[i]->version;
+    }
+    return dflt ? ox->opset : 0;
+}
+
 enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op,
                        const struct fm_attrs *attrs, const fm_tid *in, int n_in, int n_out)
 {
@@ -770,7 +801,12 @@ enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op
             return st;
     }
     fm_nid id;
-    st = fm_graph_add_node_bound(ox->g, op, ox_node_name(node), attrs, in, n_in, outs, n_out, &id);
+    char lname[512];
+    const char *name = ox_layer_name(ox, node, lname, sizeof(lname));
+    st = fm_graph_add_node_bound(ox->g, op, name ? name : ox_node_name(node), attrs, in, n_in,
+                                 outs, n_out, &id);
+    if (!st && name)
+        st = ox_note_moduled(ox, id);
     if (st)
         return st;
     st = fm_graph_infer_node(ox->g, id);
@@ -836,8 +872,13 @@ enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const
             return st;
     }
     fm_nid id;
-    enum fm_status st = fm_graph_add_node_bound(ox->g, FM_OP_UNKNOWN, ox_node_name(node), NULL,
-                                                in, n_in, outs, n_out, &id);
+    char lname[512];
+    const char *name = ox_layer_name(ox, node, lname, sizeof(lname));
+    enum fm_status st = fm_graph_add_node_bound(ox->g, FM_OP_UNKNOWN,
+                                                name ? name : ox_node_name(node), NULL, in,
+                                                n_in, outs, n_out, &id);
+    if (!st && name)
+        st = ox_note_moduled(ox, id);
     if (st)
         return st;
     char opname[160];
@@ -866,7 +907,9 @@ enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const
         if (st)
             return st;
     }
-    fm_log(ox->ctx, "%s: node '%s': op %s is not counted (%s)", ox->src, ox_node_name(node),
-           opname, why);
+    const char *dom = node->domain && *node->domain ? node->domain : "ai.onnx";
+    fm_log(ox->ctx, "%s: node '%s': op %s (domain %s, opset %lld) is not counted (%s): it "
+           "counts as zero, so the totals are a lower bound", ox->src, ox_node_name(node),
+           opname, dom, (long long)ox_domain_opset(ox, node->domain), why);
     return FM_OK;
 }

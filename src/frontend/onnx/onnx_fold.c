@@ -819,6 +819,19 @@ static enum fm_status fold_cast(struct fold *f)
     return FM_OK;
 }
 
+/* CastLike (opset 15): a Cast to the dtype of its second input, whose values are not read;
+ * PyTorch 2's exporter writes every scalar of the model's Python code so (Range's bounds,
+ * a missing bias's 0), which must fold for a shape to be known. */
+static enum fm_status fold_cast_like(struct fold *f, enum fm_dtype dt)
+{
+    enum fm_status st = result_alloc(f, &f->in[0].shape, dt);
+    if (st)
+        return st;
+    for (uint64_t k = 0; k < f->n; k++)
+        copy_el(f, k, &f->in[0], k);
+    return FM_OK;
+}
+
 static enum fm_status fold_range(struct fold *f)
 {
     if (f->n_in != 3 || f->in[0].n != 1 || f->in[1].n != 1 || f->in[2].n != 1)
@@ -940,8 +953,8 @@ enum fm_status ox_fold(struct ox *ox, const Onnx__NodeProto *node, const fm_tid 
     static const char *const reduce[] = {"ReduceSum", "ReduceMean", "ReduceProd", "ReduceMax",
                                          "ReduceMin"};
     static const char *const others[] = {
-        "Identity", "Cast", "Reshape", "Flatten", "Unsqueeze", "Squeeze", "Concat", "Gather",
-        "Slice", "Transpose", "Expand", "Tile", "Range", "ConstantOfShape", "ScatterND"};
+        "Identity", "Cast", "CastLike", "Reshape", "Flatten", "Unsqueeze", "Squeeze", "Concat",
+        "Gather", "Slice", "Transpose", "Expand", "Tile", "Range", "ConstantOfShape", "ScatterND"};
     *done = false;
     const char *op = ox_str(node->op_type);
     struct fold f;
@@ -981,6 +994,10 @@ enum fm_status ox_fold(struct ox *ox, const Onnx__NodeProto *node, const fm_tid 
             t->n = UINT64_MAX;
             continue;
         }
+        if (i == 1 && !strcmp(op, "CastLike")) {   /* only its dtype is read */
+            t->dtype = ox->g->tensors[in[i]].dtype;
+            continue;
+        }
         const struct ox_val *v = ox_val_of(ox, in[i]);
         if (!v)
             return FM_OK;
@@ -1011,6 +1028,8 @@ enum fm_status ox_fold(struct ox *ox, const Onnx__NodeProto *node, const fm_tid 
         st = fold_view(&f, &f.in[0].shape);
     else if (!strcmp(op, "Cast"))
         st = fold_cast(&f);
+    else if (!strcmp(op, "CastLike"))
+        st = n_in == 2 && in[1] != FM_NONE ? fold_cast_like(&f, f.in[1].dtype) : FOLD_NO;
     else if (!strcmp(op, "Reshape"))
         st = fold_reshape(&f);
     else if (!strcmp(op, "Flatten")) {

@@ -3,6 +3,8 @@
  *
  *   1. onnx_wire.c   the bytes: mapping the file, protobuf-c's arena, the nesting-depth check,
  *                    unpacking and checking the ModelProto. Knows nothing of graphs.
+ *   1b. onnx_torch.c PyTorch 2's node metadata: module paths, what the exported program
+ *                    called each initializer, the parameters its optimizer folded.
  *   2. onnx_build.c  the services every node needs: errors, attributes, the name table, known
  *                    values, dtypes and payloads, initializer roles, making tensors and ops.
  *   3. onnx_fold.c   the constant folder: evaluates a node whose inputs are known constants.
@@ -56,6 +58,10 @@ void ox_wire_release(struct ox_wire *w);
 /* Maps a regular, non-empty file read-only, its pages read in one go; ox_wire_unmap undoes it. */
 enum fm_status ox_wire_map(struct fm_ctx *ctx, const char *path, void **data, size_t *size);
 void ox_wire_unmap(void *data, size_t size);
+/* The value of node n's metadata entry key (NodeProto.metadata_props, which PyTorch 2's
+ * exporter fills with each node's module path): *val points into the parsed model, *len bytes,
+ * not terminated. False when the node has no such entry. */
+bool ox_node_meta(const Onnx__NodeProto *n, const char *key, const char **val, size_t *len);
 /* "", absent or "ai.onnx": the ONNX operator set this frontend reads. */
 bool ox_default_domain(const char *domain);
 
@@ -118,6 +124,8 @@ struct ox {
     const char *src;                      /* file name, for messages */
     const Onnx__GraphProto *gp;
     int64_t opset;
+    bool torch;                           /* written by PyTorch's exporters (producer_name) */
+    const Onnx__ModelProto *model;
     struct ox_name *names;                /* open addressing, names_cap a power of two */
     size_t names_cap;
     struct ox_use *uses;
@@ -137,6 +145,10 @@ struct ox {
     uint64_t inlined;
     size_t names_n;
     unsigned ctrl_notes;                  /* Loops counted as an upper bound */
+    /* nodes named "MODULE/OpType" from the file's module paths, renamed once all are built
+     * (ox_module_names) */
+    fm_nid *moduled;
+    size_t n_moduled, moduled_cap;
 };
 
 /* Node errors name the file, the node and its op type. */
@@ -207,8 +219,39 @@ enum fm_status ox_const_tensor(struct ox *ox, const Onnx__NodeProto *node, const
  * must be read by no one), and infers its output shapes at once. */
 enum fm_status ox_emit(struct ox *ox, const Onnx__NodeProto *node, enum fm_op op,
                        const struct fm_attrs *attrs, const fm_tid *in, int n_in, int n_out);
+/* The opset the model imports for domain ("" or "ai.onnx": the default); 0 when none. */
+int64_t ox_domain_opset(const struct ox *ox, const char *domain);
 /* Adds the node as an op flopmeter does not know (listed as uncounted). */
 enum fm_status ox_emit_unknown(struct ox *ox, const Onnx__NodeProto *node, const char *why);
+
+/* ---- PyTorch 2's node metadata (onnx_torch.c) ---- */
+
+/* The module path PyTorch 2's exporter recorded for node (metadata pkg.torch.onnx.name_scopes,
+ * else namespace): "layers.0.self_attn.q_proj"; for a node at the top of the model, its own
+ * name there ("view"); for a Conv that onnxscript fused a BatchNorm into, the Conv's. False when
+ * the file says nothing. */
+bool ox_node_module(const Onnx__NodeProto *node, char *buf, size_t size);
+/* "MODULE/OpType" (in buf) for a node with a module path, outside control-flow bodies; NULL
+ * when it has none (the caller keeps the node's own name). */
+const char *ox_layer_name(const struct ox *ox, const Onnx__NodeProto *node, char *buf,
+                          size_t size);
+/* Records graph node id as named by ox_layer_name, for ox_module_names. */
+enum fm_status ox_note_moduled(struct ox *ox, fm_nid id);
+/* Renames every node named from a module: the module path alone where the module holds one
+ * op, "MODULE/OpType" where it holds several, "MODULE/OpType_2" ... for repeats. */
+enum fm_status ox_module_names(struct ox *ox);
+/* What the exported program called initializer e, from its readers' fx_node: 'p' (a
+ * parameter), 'b' (a buffer), 'c' (a lifted constant), 0 when no reader names it. */
+char ox_fx_kind(const struct ox *ox, const struct ox_name *e);
+/* For an initializer no reader names: 1 when a reader's fx_node reads a parameter the file has
+ * no initializer for (e is that parameter, transposed or folded), 0 when the readers have the
+ * metadata and none does (a constant the optimizer evaluated), -1 when they have none. */
+int ox_stands_for_lost_param(const struct ox *ox, const struct ox_name *e);
+/* Says once (a log line) which modules' parameters a PyTorch 2 export lost: placeholders
+ * "%p_<path>" its nodes read with no initializer of that name (BatchNorm folded into the Conv
+ * before it, a Linear's weight transposed, a subgraph of weights evaluated), so the file cannot
+ * give PyTorch's parameter count. */
+void ox_folded_params(struct ox *ox);
 
 /* ---- the constant folder (onnx_fold.c) ---- */
 
@@ -232,6 +275,11 @@ enum fm_status ox_cast_to(struct ox *ox, const Onnx__NodeProto *node, int64_t *t
  * uncounted node. */
 enum fm_status ox_map_node(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                            int n_in);
+/* A sequence that is only split and indexed (PyTorch 2's exporter writes torch.split so:
+ * SplitToSequence, then SequenceAt with constant positions): SplitToSequence makes nothing,
+ * each SequenceAt becomes the Slice of the split's input it reads. *handled is false for any
+ * other node, and for a sequence read otherwise (which then stays an unknown op). */
+enum fm_status ox_map_sequence(struct ox *ox, const Onnx__NodeProto *node, bool *handled);
 /* Whether the table maps ONNX op type op (of the default domain) to a counted op. */
 bool ox_map_known(const char *op);
 

@@ -458,7 +458,10 @@ static enum fm_status build_constant(struct ox *ox, const Onnx__NodeProto *node)
         e->empty_dtype = dtype;
         return FM_OK;
     }
-    enum fm_role role = ox_value_role(ox, e, t, dtype);
+    /* PyTorch writes every parameter as an initializer named by its state-dict key; its
+     * Constant nodes are traced values (T5's zero position bias of cross-attention), never
+     * weights, whatever reads them */
+    enum fm_role role = ox->torch ? FM_ROLE_CONST : ox_value_role(ox, e, t, dtype);
     struct ox_val v;
     st = ox_tensor_read(ox, t, e->name, role == FM_ROLE_CONST, &v);
     if (st)
@@ -520,6 +523,17 @@ static enum fm_status batch_hint(struct ox *ox, enum fm_status st)
                     (long long)ox->file_batch, (long long)ox->opts->zoo.batch);
 }
 
+/* The opset of an unknown op's domain, from its display name ("com.example:Op" or "Op"). */
+static int64_t unknown_opset(const struct ox *ox, const struct fm_node *p)
+{
+    const char *colon = p ? strrchr(p->op_name, ':') : NULL;
+    if (!colon)
+        return ox->opset;
+    char dom[128];
+    snprintf(dom, sizeof(dom), "%.*s", (int)(colon - p->op_name), p->op_name);
+    return ox_domain_opset(ox, dom);
+}
+
 /* One node: its inputs must have shapes; then fold it, make it a constant, or map it. */
 static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
 {
@@ -533,6 +547,10 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
         return build_constant(ox, node);
     if (ox_control_op(node))
         return ox_control_build(ox, node, build_node);
+    bool handled = false;
+    enum fm_status sst = ox_map_sequence(ox, node, &handled);
+    if (sst || handled)
+        return sst;
     fm_tid in[FM_MAX_IO];
     int n_in = (int)node->n_input;
     for (int i = 0; i < n_in; i++) {
@@ -543,10 +561,11 @@ static enum fm_status build_node(struct ox *ox, const Onnx__NodeProto *node)
             const struct fm_tensor *t = &ox->g->tensors[in[i]];
             const struct fm_node *p = fm_graph_node(ox->g, t->producer);
             return ox_node_error(ox, node, FM_ERR_UNSUPPORTED,
-                                 "needs the shape of '%s', the output of node '%s' (%s), an op "
-                                 "flopmeter does not know and whose output shape the file does "
-                                 "not give (value_info)",
-                                 t->name, p ? p->name : "?", p ? p->op_name : "?");
+                                 "needs the shape of '%s', the output of node '%s' (%s, opset "
+                                 "%lld), an op flopmeter does not know and whose output shape "
+                                 "the file does not give (value_info): the file is refused",
+                                 t->name, p ? p->name : "?", p ? p->op_name : "?",
+                                 (long long)unknown_opset(ox, p));
         }
     }
     enum fm_status st = rebind_batch(ox, node, in, n_in);
@@ -643,6 +662,10 @@ static enum fm_status build(struct ox *ox)
     if (fm_graph_node_count(ox->g) == 0)
         return fm_error(ox->ctx, FM_ERR_GRAPH, "%s: the graph computes nothing (no nodes left "
                         "after evaluating constants)", ox->src);
+    st = ox_module_names(ox);
+    if (st)
+        return st;
+    ox_folded_params(ox);
     return fm_graph_finalize(ox->g);
 }
 
@@ -687,11 +710,14 @@ static enum fm_status load(struct fm_ctx *ctx, const void *data, size_t size, co
     ox.g = g;
     ox.gp = w.model->graph;
     ox.opset = w.opset;
+    ox.model = w.model;
+    ox.torch = w.model->producer_name && !strcmp(w.model->producer_name, "pytorch");
     st = build(&ox);
 out:
     fm_dealloc(ctx, ox.names);
     fm_dealloc(ctx, ox.uses);
     fm_dealloc(ctx, ox.vals);
+    fm_dealloc(ctx, ox.moduled);
     fm_arena_release(&ox.arena);
     ox_wire_release(&w);   /* the model and every payload copy go at once */
     if (st) {

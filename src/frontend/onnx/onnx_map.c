@@ -862,6 +862,132 @@ static enum fm_status map_slice(struct ox *ox, const Onnx__NodeProto *node, cons
     return ox_emit(ox, node, op, &a, in, 1, 1);
 }
 
+/* split_piece's answer for a piece it cannot place (not an error of the file by itself) */
+#define SEQ_UNPLACED ((enum fm_status)101)
+
+/* The bounds [*start, *end) along axis of piece k of SplitToSequence node sp over x. */
+static enum fm_status split_piece(struct ox *ox, const Onnx__NodeProto *sp, const fm_tid *in,
+                                  int n_in, int64_t k, int64_t *axis, int64_t *start,
+                                  int64_t *end)
+{
+    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    enum fm_status st = ox_attr_int(ox, sp, "axis", 0, axis);
+    if (st)
+        return st;
+    if (*axis < 0)
+        *axis += x->rank;
+    if (*axis < 0 || *axis >= x->rank)
+        return ox_node_error(ox, sp, FM_ERR_SHAPE, "axis out of range for rank %d", x->rank);
+    int64_t len = x->dims[*axis];
+    if (n_in < 2 || in[1] == FM_NONE) {   /* pieces of 1 */
+        int64_t keep;
+        st = ox_attr_int(ox, sp, "keepdims", 1, &keep);
+        if (st)
+            return st;
+        if (!keep)
+            return SEQ_UNPLACED;
+        *start = k;
+        *end = k + 1;
+        return k < len ? FM_OK : SEQ_UNPLACED;
+    }
+    const struct ox_val *v;
+    st = ox_need_ints(ox, sp, in[1], "split", &v);
+    if (st)
+        return st;
+    int64_t pieces = (int64_t)v->n, chunk = v->n == 1 && tensor(ox, in[1])->shape.rank == 0 ?
+                                                  v->i[0] : 0;
+    if (chunk > 0)   /* a scalar: pieces of that size, the last one shorter */
+        pieces = (len + chunk - 1) / chunk;
+    if (k < 0)
+        k += pieces;
+    if (k < 0 || k >= pieces)
+        return ox_node_error(ox, sp, FM_ERR_SHAPE, "position %lld of a sequence of %lld",
+                             (long long)k, (long long)pieces);
+    int64_t a = 0;
+    for (int64_t i = 0; i < k; i++) {
+        int64_t piece = chunk > 0 ? chunk : v->i[i];
+        if (piece < 0 || piece > len - a)   /* a bad size, or more than the axis holds */
+            return SEQ_UNPLACED;
+        a += piece;
+    }
+    int64_t piece = chunk > 0 ? (chunk < len - a ? chunk : len - a) : v->i[k];
+    if (piece <= 0 || piece > len - a)
+        return SEQ_UNPLACED;
+    *start = a;
+    *end = a + piece;
+    return FM_OK;
+}
+
+enum fm_status ox_map_sequence(struct ox *ox, const Onnx__NodeProto *node, bool *handled)
+{
+    *handled = false;
+    if (!ox_default_domain(node->domain))
+        return FM_OK;
+    const char *op = ox_str(node->op_type);
+    bool split = !strcmp(op, "SplitToSequence"), at = !strcmp(op, "SequenceAt");
+    if (!split && !at)
+        return FM_OK;
+    const Onnx__NodeProto *sp = node;
+    if (at) {
+        struct ox_name *e = node->n_input == 2 ? ox_name_find(ox, node->input[0]) : NULL;
+        if (!e || e->kind != OX_KIND_NODE_OUT || e->producer < 0 ||
+            !ox_op_is(ox->gp->node[e->producer], "SplitToSequence"))
+            return FM_OK;
+        sp = ox->gp->node[e->producer];
+    }
+    /* every reader of the sequence must be a SequenceAt, or it is not only indexed */
+    struct ox_name *seq = sp->n_output == 1 ? ox_name_find(ox, sp->output[0]) : NULL;
+    if (!seq || sp->n_input < 1 || sp->n_input > 2)
+        return FM_OK;
+    for (uint32_t u = 0; u < seq->uses; u++) {
+        const struct ox_use *use = &ox->uses[seq->first_use + u];
+        if (use->node < 0 || use->slot != 0 ||
+            !ox_op_is(ox->gp->node[use->node], "SequenceAt"))
+            return FM_OK;
+    }
+    fm_tid in[2] = {FM_NONE, FM_NONE};
+    for (int i = 0; i < (int)sp->n_input; i++) {
+        enum fm_status st = ox_input(ox, sp, i, &in[i]);
+        if (st)
+            return st;
+        if (in[i] != FM_NONE && !tensor(ox, in[i])->shape_known)
+            return FM_OK;
+    }
+    if (split) {   /* nothing to make: each SequenceAt reads its piece of the input */
+        *handled = true;
+        return FM_OK;
+    }
+    fm_tid pos;
+    enum fm_status st = ox_input(ox, node, 1, &pos);
+    if (st)
+        return st;
+    const struct ox_val *pv;
+    st = ox_need_ints(ox, node, pos, "position", &pv);
+    if (st)
+        return st;
+    if (pv->n != 1)
+        return ox_node_error(ox, node, FM_ERR_SHAPE, "position must be one integer");
+    int64_t axis = 0, start = 0, end = 0;
+    st = split_piece(ox, sp, in, (int)sp->n_input, pv->i[0], &axis, &start, &end);
+    if (st == SEQ_UNPLACED)
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "reads a piece of SplitToSequence "
+                             "'%s' that flopmeter cannot place (keepdims=0, or sizes negative "
+                             "or more than the axis holds)", ox_node_name(sp));
+    if (st)
+        return st;
+    const struct fm_shape *x = &tensor(ox, in[0])->shape;
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    for (int d = 0; d < x->rank; d++) {
+        a.ints[3 * d] = d == axis ? start : 0;
+        a.ints[3 * d + 1] = d == axis ? end : x->dims[d];
+        a.ints[3 * d + 2] = 1;
+    }
+    a.nints = 3 * x->rank;
+    *handled = true;
+    return ox_emit(ox, node, FM_OP_SLICE, &a, in, 1, 1);
+}
+
 static enum fm_status map_gather(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
                                  int n_in, enum fm_op op)
 {
@@ -1763,6 +1889,59 @@ static enum fm_status legacy_refuse(struct ox *ox, const Onnx__NodeProto *node)
                                  ox->opset < 6 ? 1 : ox->opset < 7 ? 6 : 7, (long long)ox->opset);
     }
     return FM_OK;
+}
+
+/* Random generators (src/ops/random.c): ints = {dtype, seed given, seed, then the shape of
+ * RandomUniform and RandomNormal, or Multinomial's sample_size}; uniform low/high in lo/hi,
+ * normal mean/scale in alpha/beta. The output dtype: the attribute, else ONNX's default
+ * (float for RandomUniform/RandomNormal, int32 for Multinomial, the input's otherwise). */
+static enum fm_status map_random(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    bool sourced = op == FM_OP_RANDOM_UNIFORM || op == FM_OP_RANDOM_NORMAL;
+    enum fm_status st = need(ox, node, in, n_in, sourced ? 0 : 1);
+    if (st)
+        return st;
+    enum fm_dtype d = sourced ? FM_DTYPE_FP32 : op == FM_OP_MULTINOMIAL ? FM_DTYPE_INT32
+                      : tensor(ox, in[0])->dtype;
+    int64_t dt;
+    double seed;
+    st = ox_attr_int(ox, node, "dtype", -1, &dt);
+    if (!st)
+        st = ox_attr_float(ox, node, "seed", 0.0, &seed);
+    if (st)
+        return st;
+    if (dt >= 0 && (dt > INT32_MAX || !ox_dtype((int32_t)dt, &d)))
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "dtype %lld is not a numeric ONNX "
+                             "type", (long long)dt);
+    a.ints[0] = d;
+    a.ints[1] = ox_attr(node, "seed") != NULL;
+    a.ints[2] = isfinite(seed) && fabs(seed) < 9e18 ? (int64_t)seed : 0;
+    a.nints = 3;
+    if (op == FM_OP_RANDOM_UNIFORM || op == FM_OP_RANDOM_UNIFORM_LIKE) {
+        st = ox_attr_float(ox, node, "low", 0.0, &a.lo);
+        if (!st)
+            st = ox_attr_float(ox, node, "high", 1.0, &a.hi);
+    } else if (op == FM_OP_RANDOM_NORMAL || op == FM_OP_RANDOM_NORMAL_LIKE) {
+        st = ox_attr_float(ox, node, "mean", 0.0, &a.alpha);
+        if (!st)
+            st = ox_attr_float(ox, node, "scale", 1.0, &a.beta);
+    } else if (op == FM_OP_MULTINOMIAL) {
+        st = ox_attr_int(ox, node, "sample_size", 1, &a.ints[3]);
+        a.nints = 4;
+    }
+    if (!st && sourced) {
+        int n = 0;
+        if (!ox_attr(node, "shape"))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "the attribute 'shape' is missing");
+        st = ox_attr_ints(ox, node, "shape", a.ints + 3, FM_MAX_DIMS, &n);
+        a.nints = 3 + n;
+    }
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, &a, in, sourced ? 0 : 1, 1);
 }
 
 /* ---- the table, generated from the ONNX frontend's op list (onnx_ops.h) ---- */

@@ -182,6 +182,12 @@
     X(SPACE_TO_DEPTH, "SpaceToDepth", layout, "T")                                              \
     X(REVERSE_SEQUENCE, "ReverseSequence", layout, "TC")                                        \
     X(MAX_UNPOOL, "MaxUnpool", layout, "xCC")                                                   \
-    X(EYELIKE, "EyeLike", layout, "C")
+    X(EYELIKE, "EyeLike", layout, "C")                                                          \
+    X(RANDOM_UNIFORM, "RandomUniform", random, "")                                              \
+    X(RANDOM_NORMAL, "RandomNormal", random, "")                                                \
+    X(RANDOM_UNIFORM_LIKE, "RandomUniformLike", random, "C")                                    \
+    X(RANDOM_NORMAL_LIKE, "RandomNormalLike", random, "C")                                      \
+    X(BERNOULLI, "Bernoulli", random, "C")                                                      \
+    X(MULTINOMIAL, "Multinomial", random, "C")
 
 #endif

@@ -316,3 +316,65 @@ void ox_wire_unmap(void *data, size_t size)
     if (data)
         munmap(data, size);
 }
+
+/* ---- node metadata (NodeProto field 9, IR 10), which the system's onnx.proto may predate:
+ * protobuf-c then keeps it among the unknown fields, read here by hand ---- */
+
+/* A varint at *p (before end); false when it runs past end or is longer than 10 bytes. */
+static bool meta_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; shift < 70 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return true;
+    }
+    return false;
+}
+
+/* The value of entry key in one StringStringEntryProto: its bytes (key = 1, value = 2) after
+ * the length that protobuf-c keeps at the head of an unknown field's data. */
+static bool meta_entry(const uint8_t *p, size_t len, const char *key, const char **val,
+                       size_t *vlen)
+{
+    const uint8_t *end = p + len;
+    uint64_t outer;
+    if (!meta_varint(&p, end, &outer) || outer != (uint64_t)(end - p))
+        return false;
+    const char *k = NULL, *v = "";
+    size_t klen = 0, vl = 0;
+    while (p < end) {
+        uint64_t tag, n;
+        if (!meta_varint(&p, end, &tag))
+            return false;
+        if ((tag & 7) != 2)   /* only strings belong here; anything else ends the read */
+            return false;
+        if (!meta_varint(&p, end, &n) || n > (uint64_t)(end - p))
+            return false;
+        if ((tag >> 3) == 1) {
+            k = (const char *)p;
+            klen = (size_t)n;
+        } else if ((tag >> 3) == 2) {
+            v = (const char *)p;
+            vl = (size_t)n;
+        }
+        p += n;
+    }
+    if (!k || klen != strlen(key) || memcmp(k, key, klen) != 0)
+        return false;
+    *val = v;
+    *vlen = vl;
+    return true;
+}
+
+bool ox_node_meta(const Onnx__NodeProto *n, const char *key, const char **val, size_t *len)
+{
+    for (unsigned i = 0; n && i < n->base.n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *f = &n->base.unknown_fields[i];
+        if (f->tag == 9 && f->wire_type == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED &&
+            meta_entry(f->data, f->len, key, val, len))
+            return true;
+    }
+    return false;
+}
