@@ -102,7 +102,7 @@ def _mode(model, train):
 def _strip_weights(ir_model):
     """Weights as shapes: every initializer with more than _KEEP_VALUES_MAX elements becomes a
     reference to external data that is never read (its name, type and shape stay)."""
-    import onnx_ir as ir
+    from onnxscript import ir   # onnx_ir in onnxscript >= 0.3, its own copy before
 
     for value in ir_model.graph.initializers.values():
         t = value.const_value
@@ -131,6 +131,32 @@ def _why(e):
     if len(text) > 400:
         text = text[:400] + "..."
     return "%s: %s" % (type(root).__name__, text) if text else type(root).__name__
+
+
+@contextlib.contextmanager
+def _hf_experts(model):
+    """A transformers MoE model runs its experts through torch's grouped_mm by default, which
+    PyTorch's exporter cannot translate (and an "eager" loop over the experts hit depends on
+    the routing's values). For the capture its experts run as "batched_mm": each token's top-k
+    experts' weights gathered and multiplied, the same MACs (tokens x k x each expert's), in ops
+    ONNX has. The model's own setting is restored."""
+    get = getattr(model, "get_experts_implementation", None)
+    put = getattr(model, "set_experts_implementation", None)
+    saved = None
+    if get is not None and put is not None:
+        try:
+            saved = get()
+            if any(v not in (None, "batched_mm") for v in saved.values()):
+                put({k: "batched_mm" for k in saved})
+            else:
+                saved = None
+        except Exception:   # a model that has no experts refuses the setting
+            saved = None
+    try:
+        yield
+    finally:
+        if saved is not None:
+            put(saved)
 
 
 def _hf_kwargs(model, kwargs):
@@ -211,7 +237,7 @@ def capture(model, args, kwargs=None, train=True, timings=None):
     check_inputs(model, args, kwargs)
     kwargs = _hf_kwargs(model, dict(kwargs or {}))
     t0 = time.perf_counter()
-    with _mode(model, train), warnings.catch_warnings():
+    with _mode(model, train), _hf_experts(model), warnings.catch_warnings():
         # "Exporting a model while it is in training mode": that is the point here
         warnings.simplefilter("ignore")
         try:

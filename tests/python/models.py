@@ -76,3 +76,14 @@ def macs_of(report, phases, classes=("conv", "matmul", "attention")):
     """flopmeter's MACs of the classes FlopCounterMode counts, over the given phases."""
     bc = report.to_dict()["by_class"]
     return sum(bc[c][p]["macs"] for c in classes if c in bc for p in phases)
+
+
+def mixtral():
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    cfg = MixtralConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+                        max_position_embeddings=64, num_local_experts=4, num_experts_per_tok=2,
+                        bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    torch.manual_seed(0)
+    return MixtralForCausalLM(cfg)
