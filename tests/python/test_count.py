@@ -3,6 +3,7 @@
     backward (a CNN with a frozen layer, a tiny GPT-2 and Llama built from configs), attention's
     backward with FlashAttention's recomputation as hardware FLOPs;
   - parameters exact, trainable ones apart (requires_grad=False);
+  - MoE experts (a tiny Mixtral) counted where FlopCounterMode counts zero;
   - training mode as PyTorch trains: BatchNorm and Dropout in the training graph, the module's
     own mode restored after the capture;
   - a built-in name through the package equals the CLI's JSON and table; layers_frame."""
