@@ -100,13 +100,19 @@ def _mode(model, train):
 
 
 def _strip_weights(ir_model):
-    """Weights as shapes: every initializer with more than _KEEP_VALUES_MAX elements becomes a
-    reference to external data that is never read (its name, type and shape stay)."""
+    """Weights as shapes: every initializer with more than _KEEP_VALUES_MAX elements, and every
+    one on the meta device, becomes a reference to external data that is never read (its name,
+    type and shape stay)."""
     from onnxscript import ir   # onnx_ir in onnxscript >= 0.3, its own copy before
 
     for value in ir_model.graph.initializers.values():
         t = value.const_value
-        if t is None or t.size <= _KEEP_VALUES_MAX:
+        if t is None:
+            continue
+        # a module built on the meta device (too big to build for real) has no values at all
+        raw = getattr(t, "raw", None)
+        on_meta = getattr(getattr(raw, "device", None), "type", None) == "meta"
+        if t.size <= _KEEP_VALUES_MAX and not on_meta:
             continue
         value.const_value = ir.ExternalTensor(
             "flopmeter-weights-not-kept", 0, t.nbytes, t.dtype, shape=t.shape,

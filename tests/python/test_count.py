@@ -253,3 +253,17 @@ def test_capture_once(cnn):
         flopmeter.count(cap, train=False)
     with pytest.raises(flopmeter.FlopmeterError, match="step_time"):
         flopmeter.utilization(cap, step_time=0)
+
+
+def test_meta_device():
+    """A module built on the meta device (no memory for its weights: a model too big to build,
+    counted from its config) counts exactly as the same module built for real."""
+    torch.manual_seed(0)
+    real = CNN()
+    x = torch.randn(4, 3, 16, 16)
+    with torch.device("meta"):
+        meta = CNN()
+    a = flopmeter.count(real, x)
+    b = flopmeter.count(meta, x.to("meta"))
+    assert b.to_json() == a.to_json()
+    assert b.params == a.params > 0
