@@ -35,7 +35,6 @@ extern "C" {
 #endif
 
 /* ==== Status and context ==== */
-
 enum fm_status {
     FM_OK = 0,
     FM_ERR_NOMEM,       /* an allocation failed */
@@ -89,7 +88,6 @@ FM_API void *fm_alloc(struct fm_ctx *ctx, size_t size);
 FM_API void fm_dealloc(struct fm_ctx *ctx, void *ptr);
 
 /* ==== Data types and shapes ==== */
-
 enum fm_dtype {
     FM_DTYPE_FP32 = 0, FM_DTYPE_FP16, FM_DTYPE_BF16, FM_DTYPE_FP64, FM_DTYPE_FP8, FM_DTYPE_INT64,
     FM_DTYPE_INT32, FM_DTYPE_INT16, FM_DTYPE_INT8, FM_DTYPE_UINT8, FM_DTYPE_BOOL, FM_DTYPE_COUNT
@@ -116,7 +114,6 @@ FM_API char *fm_shape_format(const struct fm_shape *shape, char *buf, size_t siz
 FM_API enum fm_status fm_shape_parse(struct fm_ctx *ctx, const char *text, struct fm_shape *out);
 
 /* ==== Graph: tensors and nodes, addressed by dense integer ids, owned by the graph ==== */
-
 enum fm_role {
     FM_ROLE_INPUT = 0,   /* fed from outside (images, token ids, labels) */
     FM_ROLE_PARAM,       /* a trainable (or frozen) weight: counted in parameters */
@@ -506,7 +503,6 @@ FM_API void fm_counts_free(struct fm_counts *counts);
 FM_API enum fm_status fm_counts_training_memory(const struct fm_counts *counts, uint64_t *out);
 
 /* ==== Built-in architectures (the torchvision definitions; docs/zoo.md) ==== */
-
 struct fm_zoo_opts {
     int64_t batch;             /* default 1 */
     struct fm_shape input;     /* C x H x W; rank 0 = the model's default (3x224x224, 3x299x299) */
@@ -533,7 +529,6 @@ FM_API enum fm_status fm_zoo_build(struct fm_ctx *ctx, const char *name,
 FM_API size_t fm_zoo_suggest(const char *name, const char **out, size_t n);
 
 /* ==== Model loading: a built-in name or an ONNX file (docs/onnx.md) ==== */
-
 /* The shape of an input with symbolic dims (NAME=1x3x224x224). */
 struct fm_input_binding {
     const char *name;
@@ -557,9 +552,12 @@ struct fm_load_opts {
                                             an ONNX file's too, whatever the precision */
     const struct fm_value_binding *values;
     size_t n_values;
+    const void *model_data;   /* an ONNX model in memory, read while loading; MODEL is then */
+    size_t model_size;        /* only the graph's name. NULL: MODEL is a name or a file */
 };
 FM_API void fm_load_opts_init(struct fm_load_opts *opts);
-/* A path ending in .onnx (or an existing file) is read as ONNX, else a built-in is built. */
+/* Loads MODEL: with opts->model_data, the ONNX model in memory (MODEL names it); else a
+ * path ending in .onnx (or an existing file) is read as ONNX, else a built-in is built. */
 FM_API enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model,
                                     const struct fm_load_opts *opts, struct fm_graph **out);
 /* The ONNX frontend (FM_ERR_UNSUPPORTED in a build without protobuf-c). */
@@ -574,7 +572,6 @@ FM_API enum fm_status fm_onnx_load_buffer(struct fm_ctx *ctx, const void *data, 
 FM_API bool fm_onnx_op_known(const char *domain, const char *op_type);
 
 /* ==== The loss policy (src/frontend/loss.c): what a training step minimizes ==== */
-
 enum fm_loss_kind {
     FM_LOSS_NONE = 0,
     FM_LOSS_MODEL,           /* the model brought its own loss node */
@@ -606,7 +603,6 @@ FM_API enum fm_status fm_graph_add_loss(struct fm_graph *graph, fm_tid output,
                                         struct fm_loss_info *info);
 
 /* ==== Numbers as people type them (src/core/format.c): false for anything else ==== */
-
 FM_API bool fm_duration_parse(const char *text, double *seconds);   /* "250ms", "3.5min", "2" */
 FM_API bool fm_flops_parse(const char *text, double *flops);   /* "312T", "19.5 TFLOPS", "9e11" */
 FM_API bool fm_bytes_parse(const char *text, double *bytes);   /* "8G", "512MB", "1.5GiB" */
@@ -615,7 +611,6 @@ FM_API bool fm_bytes_parse(const char *text, double *bytes);   /* "8G", "512MB",
 FM_API const char *fm_nearest_name(const char *typed, const char *const *names, size_t n);
 
 /* ==== Reports of counts (src/report/; the JSON: docs/json.md) ==== */
-
 enum fm_format { FM_FORMAT_TABLE = 0, FM_FORMAT_CSV, FM_FORMAT_JSON, FM_FORMAT_COUNT };
 FM_API const char *fm_format_name(enum fm_format format);   /* "table", "csv", "json" */
 FM_API bool fm_format_parse(const char *s, enum fm_format *out);
@@ -623,8 +618,7 @@ struct fm_report_opts {
     enum fm_format format;
     bool per_layer_detail;   /* table: each layer's primitive counts per phase */
     bool by_class;           /* table/csv: aggregate by op class */
-    bool by_module;          /* table/csv/json: aggregate by module (a layer named MODULE/Op,
-                                or MODULE alone: the module paths of PyTorch 2 exports) */
+    bool by_module;          /* table/csv/json: aggregate by module path (PyTorch 2 exports) */
     bool layers;             /* table: the per-layer table (default true) */
     bool summary;            /* roofline, predict tables: totals only, no layers */
     const struct fm_loss_info *loss;   /* count: say what the step's loss is (may be NULL) */
@@ -638,7 +632,6 @@ FM_API enum fm_status fm_report_count(FILE *f, const struct fm_graph *graph,
                                       const struct fm_counts *c, const struct fm_report_opts *opts);
 
 /* ==== Devices (src/hw/; docs/devices.md): the built-in table, device files, probed devices ==== */
-
 enum fm_precision {
     FM_PREC_FP64 = 0, FM_PREC_FP32, FM_PREC_TF32 /* tensor cores only */, FM_PREC_FP16,
     FM_PREC_BF16, FM_PREC_FP8, FM_PREC_INT8, FM_PREC_COUNT
@@ -716,7 +709,6 @@ FM_API enum fm_status fm_device_save_json(struct fm_ctx *ctx, const struct fm_de
                                           const char *path);
 
 /* ==== Analyses (src/analysis/): roofline and PALEO-style prediction (docs/roofline.md) ==== */
-
 struct fm_calibration;   /* a device's fitted time model (docs/calibration.md): below */
 
 struct fm_predict_opts {
@@ -896,7 +888,6 @@ FM_API enum fm_status fm_calibration_refit(struct fm_ctx *ctx, const struct fm_c
                                            const char *left_out, struct fm_calibration **out);
 
 /* ==== Measurement (src/backend/): timed steps on the CPU (oneDNN) or a GPU (cuDNN) ==== */
-
 typedef void (*fm_progress_fn)(void *user, const char *what, int done, int total);
 
 struct fm_measure_opts {
@@ -970,7 +961,6 @@ FM_API enum fm_status fm_measure(struct fm_ctx *ctx, const struct fm_graph *grap
 FM_API void fm_measurement_free(struct fm_measurement *m);
 
 /* ==== Probes: this machine's or a GPU's own ceilings ==== */
-
 struct fm_probe_stat {
     double min, median, max;       /* over repetitions */
     double theory;                 /* computed from features and clocks, or the datasheet; 0 = ? */
@@ -1091,6 +1081,10 @@ struct fm_session_opts {
     void *progress_user;
     bool force_calibration;        /* use predict.calibration made on another device, backend,
                                       thread count or precision (else refused) */
+    const void *model_data;        /* an ONNX model in memory; model is then only its name */
+    size_t model_size;
+    const char *const *frozen;     /* parameters with requires_grad=False (tensor names): not */
+    size_t n_frozen;               /* trainable, no weight gradient; unknown: FM_ERR_INVALID */
 };
 FM_API void fm_session_opts_init(struct fm_session_opts *opts, enum fm_task task);
 
@@ -1156,6 +1150,10 @@ FM_API enum fm_status fm_report_device(FILE *f, const struct fm_device *dev,
 /* The built-in architectures, their default input and parameter counts (counted with ctx). */
 FM_API enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx,
                                        const struct fm_report_opts *opts);
+/* The session's task rendered as its command prints it, into a NUL-terminated string of *len
+ * bytes allocated with the session's context (free with fm_dealloc): for a binding. */
+FM_API enum fm_status fm_session_render(const struct fm_session *s,
+                                        const struct fm_report_opts *opts, char **out, size_t *len);
 
 /* ==== Peers (src/analysis/peers.c): what the other counters would print for a graph ==== */
 /* The exact integer each tool returns for the model, in its own unit, by its rules

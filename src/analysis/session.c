@@ -303,6 +303,22 @@ static enum fm_dtype common_float(const struct fm_graph *g, bool state)
     return best;
 }
 
+/* The parameters the caller froze (requires_grad=False) get no gradient: a name the graph
+ * lacks is a mistake worth saying, one that is no parameter here (folded into a constant, a
+ * buffer) has nothing to freeze. Finalized again: trainability decides what needs a gradient. */
+static enum fm_status freeze(struct fm_session *s, struct fm_graph *g)
+{
+    for (size_t i = 0; i < s->opts.n_frozen; i++) {
+        const char *name = s->opts.frozen[i];
+        fm_tid t = name ? fm_graph_find_tensor(g, name) : FM_NONE;
+        if (t == FM_NONE)
+            return fm_error(s->ctx, FM_ERR_INVALID, "frozen parameter '%s': %s has no tensor "
+                            "of that name", name ? name : "(null)", fm_graph_name(g));
+        fm_graph_set_trainable(g, t, false);
+    }
+    return fm_graph_finalize(g);
+}
+
 /* Loads the model at a batch, adds the loss of a training step, stores it by the policy and
  * counts it. *graph and *counts are the caller's on success. */
 static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool batch_given,
@@ -314,11 +330,20 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
     lo.batch_given = batch_given;
     /* the loss comes from the policy below, the same for the zoo and for files */
     lo.zoo.with_loss = false;
+    if (s->opts.model_data) {   /* an ONNX model in memory (the Python package's capture) */
+        lo.model_data = s->opts.model_data;
+        lo.model_size = s->opts.model_size;
+    }
     *graph = NULL;
     *counts = NULL;
     enum fm_status st = fm_model_load(s->ctx, s->opts.model, &lo, graph);
     if (st)
         return st;
+    if (s->opts.n_frozen && (st = freeze(s, *graph))) {
+        fm_graph_free(*graph);
+        *graph = NULL;
+        return st;
+    }
     if (s->opts.count.mode == FM_MODE_TRAIN) {
         fm_tid on = FM_NONE;
         if (s->opts.loss_on && (on = fm_graph_find_tensor(*graph, s->opts.loss_on)) == FM_NONE) {
@@ -357,7 +382,8 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
 static void check_inference_export(struct fm_session *s)
 {
     const struct fm_graph *g = s->graph;
-    if (s->counts->mode != FM_MODE_TRAIN || fm_zoo_find(s->opts.model))
+    if (s->counts->mode != FM_MODE_TRAIN || (!s->opts.model_data && !s->opts.load.model_data &&
+                                                fm_zoo_find(s->opts.model)))
         return;
     size_t conv = 0, biased = 0, bn = 0, dropout = 0;   /* bn: any normalization layer */
     for (size_t i = 0; i < fm_graph_node_count(g); i++) {
@@ -920,6 +946,8 @@ enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *
         return fm_error(ctx, FM_ERR_NOMEM, "out of memory");
     s->ctx = ctx;
     s->opts = *opts;
+    if (s->opts.model_data && !(s->opts.model && *s->opts.model))
+        s->opts.model = "model";   /* a model in memory needs no name, its messages do */
     s->loss.n = 0;
     resolve_precision(s);
     enum fm_task task = opts->task;
