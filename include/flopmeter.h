@@ -793,11 +793,17 @@ struct fm_load_opts {
                                             the precision (fm_session_opts) */
     const struct fm_value_binding *values;   /* --value: contents of graph inputs */
     size_t n_values;
+    /* An ONNX model in memory (model_size bytes, read only while loading): fm_model_load then
+     * reads it and takes MODEL only as the graph's name (the Python package hands over what
+     * PyTorch's exporter made, without a file). NULL: MODEL is a name or a file. */
+    const void *model_data;
+    size_t model_size;
 };
 FM_API void fm_load_opts_init(struct fm_load_opts *opts);
 
-/* Loads MODEL: a path ending in .onnx (or an existing file) goes to the ONNX frontend, anything
- * else to the built-in table. The graph is finalized. */
+/* Loads MODEL: with opts->model_data, the ONNX model in memory (MODEL names it); else a path
+ * ending in .onnx (or an existing file) goes to the ONNX frontend, anything else to the
+ * built-in table. The graph is finalized. */
 FM_API enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model,
                                     const struct fm_load_opts *opts, struct fm_graph **out);
 
@@ -1628,6 +1634,11 @@ struct fm_session_opts {
     /* Added with calibration: predict.calibration made on another device, backend, thread
      * count or precision is refused unless this is set. */
     bool force_calibration;
+    /* Added with the Python package: an ONNX model in memory (model_size bytes), read while
+     * fm_session_run loads it; model is then only its name. NULL: model names a built-in or a
+     * file. */
+    const void *model_data;
+    size_t model_size;
 };
 FM_API void fm_session_opts_init(struct fm_session_opts *opts, enum fm_task task);
 
@@ -1708,6 +1719,14 @@ FM_API enum fm_status fm_report_device(FILE *f, const struct fm_device *dev,
 /* The built-in architectures, their default input and parameter counts (counted with ctx). */
 FM_API enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx,
                                        const struct fm_report_opts *opts);
+/* Added with the Python package: renders the session's task as its command does (count for
+ * FM_TASK_WORK, with the session's loss, memory check and export note where opts leaves them
+ * NULL; roofline, predict, utilization, measure) into a NUL-terminated string of *len bytes,
+ * allocated with the session's context (free with fm_dealloc). For a program that has no FILE
+ * (a binding): the same text the CLI prints on stdout. */
+FM_API enum fm_status fm_session_render(const struct fm_session *s,
+                                        const struct fm_report_opts *opts, char **out,
+                                        size_t *len);
 
 /* ---------------------------------------------------------------------------------------------
  * Peers (src/analysis/peers.c): what the other counters would print for a graph

@@ -188,6 +188,10 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
     lo.batch_given = batch_given;
     /* the loss comes from the policy below, the same for the zoo and for files */
     lo.zoo.with_loss = false;
+    if (s->opts.model_data) {   /* an ONNX model in memory (the Python package's capture) */
+        lo.model_data = s->opts.model_data;
+        lo.model_size = s->opts.model_size;
+    }
     *graph = NULL;
     *counts = NULL;
     enum fm_status st = fm_model_load(s->ctx, s->opts.model, &lo, graph);
@@ -231,7 +235,8 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
 static void check_inference_export(struct fm_session *s)
 {
     const struct fm_graph *g = s->graph;
-    if (s->counts->mode != FM_MODE_TRAIN || fm_zoo_find(s->opts.model))
+    if (s->counts->mode != FM_MODE_TRAIN || (!s->opts.model_data && !s->opts.load.model_data &&
+                                                fm_zoo_find(s->opts.model)))
         return;
     size_t conv = 0, biased = 0, bn = 0, dropout = 0;   /* bn: any normalization layer */
     for (size_t i = 0; i < fm_graph_node_count(g); i++) {
@@ -793,6 +798,8 @@ enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *
         return fm_error(ctx, FM_ERR_NOMEM, "out of memory");
     s->ctx = ctx;
     s->opts = *opts;
+    if (s->opts.model_data && !(s->opts.model && *s->opts.model))
+        s->opts.model = "model";   /* a model in memory needs no name, its messages do */
     s->loss.n = 0;
     resolve_precision(s);
     enum fm_task task = opts->task;

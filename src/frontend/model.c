@@ -1,5 +1,6 @@
-/* MODEL arguments: a path to an ONNX file goes to the ONNX frontend, anything else is looked up
- * among the built-in architectures. It only dispatches: both frontends build the graph. */
+/* MODEL arguments: an ONNX model in memory or a path to an ONNX file goes to the ONNX frontend,
+ * anything else is looked up among the built-in architectures. It only dispatches: both
+ * frontends build the graph. */
 #include "flopmeter.h"
 
 #include <string.h>
@@ -15,6 +16,14 @@ enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct
                              struct fm_graph **out)
 {
     *out = NULL;
+    /* in memory: no file to look for, and a name that happens to be a built-in's stays a name */
+    if (opts && opts->model_data) {
+        if (opts->model_size == 0)
+            return fm_error(ctx, FM_ERR_INVALID, "%s: the ONNX model in memory is empty (0 "
+                            "bytes)", model && *model ? model : "model");
+        return fm_onnx_load_buffer(ctx, opts->model_data, opts->model_size,
+                                   model && *model ? model : "model", opts, out);
+    }
     if (!model || !*model)
         return fm_error(ctx, FM_ERR_INVALID, "no model given: name a built-in model "
                                              "(flopmeter models) or an .onnx file");

@@ -1,0 +1,151 @@
+"""Capture: a torch.nn.Module and its inputs, as PyTorch runs them, to an ONNX model in memory.
+
+PyTorch's ONNX exporter with dynamo=True traces the module with torch.export (the graph the
+module runs for these inputs: Python control flow resolved, every aten op recorded with its
+shapes) and translates the ATen graph to ONNX. In training mode the graph is the training one:
+BatchNorm normalizes with the batch's statistics and updates its running ones, Dropout draws its
+mask. optimize=False keeps the graph as traced (the optimizer would fold constants and fuse).
+The result stays in memory: the model's bytes go to the C library (fm_session_opts.model_data),
+never to a file.
+
+What it does not do: count anything (the library counts the ONNX graph by its rules), run the
+model (torch.export traces with fake tensors), or keep the weights' values: an initializer
+larger than the library ever reads values of (65536 elements) is handed over as a reference
+to external data, which counting never opens (only its shape and type matter).
+"""
+
+import contextlib
+import time
+import warnings
+
+from ._lib import FlopmeterError
+
+# the largest initializer whose values the ONNX frontend may read (OX_FOLD_MAX): constants of
+# shapes and indices are that small; weights beyond it are shapes only
+_KEEP_VALUES_MAX = 65536
+
+
+class CaptureError(FlopmeterError):
+    """The module could not be captured by PyTorch's exporter (torch.export): the message says
+    why and what to do."""
+
+    def __init__(self, message):
+        super().__init__(message, "capture")
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise FlopmeterError("counting a torch.nn.Module needs PyTorch: pip install torch (or "
+                             "give a built-in model name or an .onnx file)", "not found") from None
+    return torch
+
+
+def _leaves(torch, obj, path, out):
+    """Every tensor in args/kwargs, with where it is ("args[0]", "kwargs['x']")."""
+    if isinstance(obj, torch.Tensor):
+        out.append((path, obj))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _leaves(torch, v, "%s[%d]" % (path, i), out)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _leaves(torch, v, "%s[%r]" % (path, k), out)
+    return out
+
+
+def check_inputs(model, args, kwargs):
+    """Refuses, with what to do, what the exporter would fail on obscurely or count wrong: a
+    module that is not one, an input on another device than the module's parameters."""
+    torch = _torch()
+    if not isinstance(model, torch.nn.Module):
+        raise FlopmeterError("flopmeter counts a torch.nn.Module, a built-in model name or an "
+                             ".onnx file; got %s" % type(model).__name__)
+    tensors = _leaves(torch, args, "args", []) + _leaves(torch, kwargs or {}, "kwargs", [])
+    if not tensors:
+        raise FlopmeterError("no tensor among the inputs: give the module's inputs as args (a "
+                             "tensor or a tuple of them) and/or kwargs, e.g. "
+                             "flopmeter.count(model, torch.randn(8, 3, 224, 224))")
+    devices = {}
+    for name, p in list(model.named_parameters()) + list(model.named_buffers()):
+        devices.setdefault(p.device, name)
+    if len(devices) > 1:
+        listed = ", ".join("%s (%s)" % (d, n) for d, n in devices.items())
+        raise FlopmeterError("the module's parameters are on several devices: %s; flopmeter "
+                             "captures a module on one device: move it with model.to(device)"
+                             % listed)
+    if devices:
+        mdev = next(iter(devices))
+        for path, t in tensors:
+            if t.device != mdev:
+                raise FlopmeterError(
+                    "input %s is on %s but the module's parameters are on %s: put them on one "
+                    "device, e.g. inputs with x.to('%s') or the module with model.to('%s')"
+                    % (path, t.device, mdev, mdev, t.device))
+
+
+@contextlib.contextmanager
+def _mode(model, train):
+    """The module in training (or eval) mode for the capture, every submodule's mode restored
+    after it."""
+    saved = [(m, m.training) for m in model.modules()]
+    model.train(train)
+    try:
+        yield
+    finally:
+        for m, t in saved:
+            m.training = t
+
+
+def _strip_weights(ir_model):
+    """Weights as shapes: every initializer with more than _KEEP_VALUES_MAX elements becomes a
+    reference to external data that is never read (its name, type and shape stay)."""
+    import onnx_ir as ir
+
+    for value in ir_model.graph.initializers.values():
+        t = value.const_value
+        if t is None or t.size <= _KEEP_VALUES_MAX:
+            continue
+        value.const_value = ir.ExternalTensor(
+            "flopmeter-weights-not-kept", 0, t.nbytes, t.dtype, shape=t.shape,
+            name=value.name or t.name)
+
+
+def capture(model, args, kwargs=None, train=True, timings=None):
+    """The ONNX model (bytes) PyTorch's exporter makes of model(*args, **kwargs) in training
+    (train=True) or eval mode. timings, a dict, gets the seconds of each part."""
+    torch = _torch()
+    if isinstance(args, torch.Tensor) or isinstance(args, dict) or not isinstance(args, (tuple, list)):
+        args = (args,)
+    args = tuple(args)
+    check_inputs(model, args, kwargs)
+    t0 = time.perf_counter()
+    with _mode(model, train), warnings.catch_warnings():
+        # "Exporting a model while it is in training mode": that is the point here
+        warnings.simplefilter("ignore")
+        try:
+            prog = torch.onnx.export(model, args, kwargs=kwargs or None, dynamo=True,
+                                     optimize=False, verbose=False, report=False)
+        except Exception as e:  # the exporter raises many kinds; all mean "not captured"
+            first = str(e).strip().splitlines()
+            why = first[0] if first else type(e).__name__
+            for line in first[1:]:
+                if line.strip() and len(why) < 240:
+                    why += " " + line.strip()
+            raise CaptureError(
+                "flopmeter could not capture %s with PyTorch's exporter (torch.export, then "
+                "ONNX): %s: %s. Make its forward traceable by torch.export for these inputs (no "
+                "Python branch on a tensor's value, no .item() or .tolist() feeding shapes, no "
+                "call torch cannot trace), or export an ONNX file yourself and count it: "
+                "flopmeter.count('model.onnx')"
+                % (type(model).__name__, type(e).__name__, why[:600])) from e
+    t1 = time.perf_counter()
+    _strip_weights(prog.model)
+    data = prog.model_proto.SerializeToString()
+    t2 = time.perf_counter()
+    if timings is not None:
+        timings["export_s"] = t1 - t0
+        timings["serialize_s"] = t2 - t1
+        timings["onnx_bytes"] = len(data)
+    return data
