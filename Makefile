@@ -1,8 +1,9 @@
 # flopmeter: two commands.
 #   make run    install missing Debian packages, configure, build, run the main job
-#   make test   the same set-up, then every test through ctest, then the same tests built with
-#               AddressSanitizer + UndefinedBehaviorSanitizer (`sanitize`), then each libFuzzer
-#               target for FUZZ_CI_TIME seconds (`fuzz`)
+#   make test   the same set-up, then every test through ctest, the Python package's tests
+#               (`python-test`), then the same tests built with AddressSanitizer +
+#               UndefinedBehaviorSanitizer (`sanitize`), then each libFuzzer target for
+#               FUZZ_CI_TIME seconds (`fuzz`)
 # Other targets: build, install, clean, check (ctest of BUILD only), sanitize, fuzz (each target
 # for FUZZ_TIME seconds; FUZZ_TARGETS="onnx args" picks some; docs/robustness.md), bench.
 BUILD ?= build
@@ -10,7 +11,8 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Debian packages the build and the tests need (dependencies are what this field uses).
 PACKAGES = cmake gcc g++ make pkg-config libprotobuf-c-dev protobuf-c-compiler libonnx-dev \
-           libcjson-dev libdnnl-dev libcmocka-dev clang libclang-rt-14-dev libonnx-testdata
+           libcjson-dev libdnnl-dev libcmocka-dev clang libclang-rt-14-dev libonnx-testdata \
+           python3-venv
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The sanitizer suite and the fuzz targets build in their own directories (CUDA off: no kernel
 # is run there, and nvcc would double the build time).
@@ -20,7 +22,7 @@ FUZZ_TIME ?= 300
 FUZZ_CI_TIME ?= 20
 FUZZ_TARGETS ?=
 
-.PHONY: all deps configure build run test check install clean sanitize fuzz
+.PHONY: all deps configure build run test check install clean sanitize fuzz python-test
 
 all: build
 
@@ -55,6 +57,7 @@ run: build
 	    --dataset-size 1281167 --epochs 90
 
 test: check
+	$(MAKE) --no-print-directory python-test
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory fuzz FUZZ_TIME=$(FUZZ_CI_TIME)
 
@@ -65,6 +68,19 @@ check: build
 
 install: build
 	cmake --install $(BUILD)
+
+# The Python package (python/flopmeter) under pytest (tests/python), against the library and CLI
+# just built (FLOPMETER_LIB, FLOPMETER_CLI), in a virtual environment of PyPI's PyTorch: made
+# when missing, its pins (tools/requirements-test.txt) installed only when one is missing, so a
+# second run downloads nothing. No test collected (pytest's exit 5) is a failure.
+VENV ?= $(HOME)/.cache/flopmeter/venv
+PY_REQS = tools/requirements-test.txt
+python-test: build
+	@[ -x $(VENV)/bin/python ] || python3 -m venv $(VENV)
+	@$(VENV)/bin/python tools/python_pins.py $(PY_REQS) || $(VENV)/bin/pip install -r $(PY_REQS)
+	@st=0; FLOPMETER_LIB=$(abspath $(BUILD))/libflopmeter.so FLOPMETER_CLI=$(abspath $(BUILD))/flopmeter \
+	  PYTHONPATH=$(CURDIR)/python $(VENV)/bin/python -m pytest tests/python -q -p no:cacheprovider || st=$$?; \
+	  if [ $$st -eq 5 ]; then echo "python-test: pytest collected no test"; fi; exit $$st
 
 # LeakSanitizer is on (ASan's default on Linux); any UB aborts the test (-fno-sanitize-recover).
 sanitize: deps

@@ -1639,6 +1639,11 @@ struct fm_session_opts {
      * file. */
     const void *model_data;
     size_t model_size;
+    /* Parameters (graph tensor names) that get no gradient and no update, as PyTorch's
+     * requires_grad=False: counted in parameters, not in trainable ones, no weight gradient.
+     * A name the graph lacks is FM_ERR_INVALID; one the model uses as no parameter is left. */
+    const char *const *frozen;
+    size_t n_frozen;
 };
 FM_API void fm_session_opts_init(struct fm_session_opts *opts, enum fm_task task);
 

@@ -5,7 +5,9 @@
  *    malformed buffer is an error with a message, not a crash;
  *  - fm_session_render gives, for each task, the text its command prints on stdout (count table
  *    and JSON, roofline, predict, utilization), allocated on the context, and refuses to render
- *    without a place to put the text. */
+ *    without a place to put the text;
+ *  - frozen parameters (fm_session_opts.frozen, PyTorch's requires_grad=False) are parameters
+ *    without a gradient. */
 #include "support.h"
 
 #include <stdio.h>
@@ -174,12 +176,49 @@ static void test_model_in_memory(void **state)
 #endif
 }
 
+/* frozen parameters (requires_grad=False): counted as parameters, not trainable ones, and
+ * without a weight gradient; a name the graph lacks is an error */
+static void test_frozen(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_session_opts o;
+    fm_session_opts_init(&o, FM_TASK_WORK);
+    o.model = "resnet18";
+    struct fm_session *all = test_session_ok(ctx, &o);
+    const struct fm_node *conv1 = fm_graph_node(all->graph, 0);
+    assert_int_equal(conv1->op, FM_OP_CONV);
+    const struct fm_tensor *w = fm_graph_tensor(all->graph, conv1->in[1]);
+    uint64_t numel;
+    FM_ASSERT_OK(ctx, fm_shape_numel(&w->shape, &numel));
+    assert_true(fm_work_macs(&all->counts->nodes[0].phase[FM_PHASE_BWD_WEIGHT]) > 0);
+    const char *frozen[] = {w->name};
+    o.frozen = frozen;
+    o.n_frozen = 1;
+    struct fm_session *s = test_session_ok(ctx, &o);
+    assert_int_equal(s->counts->params, all->counts->params);
+    assert_int_equal(s->counts->trainable_params, all->counts->trainable_params - numel);
+    assert_int_equal(fm_work_macs(&s->counts->nodes[0].phase[FM_PHASE_BWD_WEIGHT]), 0);
+    assert_int_equal(fm_work_macs(&s->counts->nodes[0].phase[FM_PHASE_FWD]),
+                     fm_work_macs(&all->counts->nodes[0].phase[FM_PHASE_FWD]));
+    fm_session_free(s);
+    fm_session_free(all);
+    const char *unknown[] = {"no.such.weight"};
+    o.frozen = unknown;
+    s = NULL;
+    assert_int_equal(fm_session_run(ctx, &o, &s), FM_ERR_INVALID);
+    assert_null(s);
+    EXPECT_MESSAGE(ctx, "frozen parameter 'no.such.weight'", "resnet18");
+    fm_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_render_as_cli),
         cmocka_unit_test(test_render_needs_out),
         cmocka_unit_test(test_model_in_memory),
+        cmocka_unit_test(test_frozen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,8 +98,14 @@ def _model_opts(task, model, args, kwargs, o, keep, *, train, loss, batch, input
                 raise FlopmeterError("input= and classes= shape a built-in model; a module's "
                                      "inputs are args and kwargs")
             timings = {}
-            data = capture(model, args, kwargs, train=train, timings=timings)
+            data, frozen = capture(model, args, kwargs, train=train, timings=timings)
             name = type(model).__name__
+            if frozen:
+                names = [keep.bytes(n) for n in frozen]
+                arr = (ctypes.c_char_p * len(names))(*names)
+                keep.items.append(arr)
+                o.frozen = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+                o.n_frozen = len(names)
         o.model = keep.bytes(name)
         buf = ctypes.c_char_p(data)
         keep.items.append((data, buf))

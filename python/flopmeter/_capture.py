@@ -15,6 +15,7 @@ to external data, which counting never opens (only its shape and type matter).
 """
 
 import contextlib
+import re
 import time
 import warnings
 
@@ -112,14 +113,54 @@ def _strip_weights(ir_model):
             name=value.name or t.name)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _why(e):
+    """The root cause of an exporter failure in one line: the exporter wraps torch.export's
+    error (the one that says what in the module could not be traced) in its own."""
+    root = e
+    while root.__cause__ is not None and root.__cause__ is not root:
+        root = root.__cause__
+    lines = [ln.strip() for ln in _ANSI.sub("", str(root)).strip().splitlines() if ln.strip()]
+    text = lines[0] if lines else ""
+    for ln in lines[1:]:
+        if len(text) > 300:
+            break
+        text += " " + ln
+    if len(text) > 400:
+        text = text[:400] + "..."
+    return "%s: %s" % (type(root).__name__, text) if text else type(root).__name__
+
+
+def _hf_kwargs(model, kwargs):
+    """A HuggingFace model returns its key/value cache unless told not to: a training step keeps
+    none (and torch.export cannot return a DynamicCache), so use_cache=False unless given."""
+    import inspect
+
+    cfg = getattr(model, "config", None)
+    if cfg is None or not hasattr(cfg, "use_cache") or "use_cache" in kwargs:
+        return kwargs
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    if "use_cache" in params:
+        kwargs = dict(kwargs)
+        kwargs["use_cache"] = False
+    return kwargs
+
+
 def capture(model, args, kwargs=None, train=True, timings=None):
     """The ONNX model (bytes) PyTorch's exporter makes of model(*args, **kwargs) in training
-    (train=True) or eval mode. timings, a dict, gets the seconds of each part."""
+    (train=True) or eval mode, and the names of its frozen parameters (requires_grad=False).
+    timings, a dict, gets the seconds of each part."""
     torch = _torch()
     if isinstance(args, torch.Tensor) or isinstance(args, dict) or not isinstance(args, (tuple, list)):
         args = (args,)
     args = tuple(args)
     check_inputs(model, args, kwargs)
+    kwargs = _hf_kwargs(model, dict(kwargs or {}))
     t0 = time.perf_counter()
     with _mode(model, train), warnings.catch_warnings():
         # "Exporting a model while it is in training mode": that is the point here
@@ -128,19 +169,17 @@ def capture(model, args, kwargs=None, train=True, timings=None):
             prog = torch.onnx.export(model, args, kwargs=kwargs or None, dynamo=True,
                                      optimize=False, verbose=False, report=False)
         except Exception as e:  # the exporter raises many kinds; all mean "not captured"
-            first = str(e).strip().splitlines()
-            why = first[0] if first else type(e).__name__
-            for line in first[1:]:
-                if line.strip() and len(why) < 240:
-                    why += " " + line.strip()
             raise CaptureError(
                 "flopmeter could not capture %s with PyTorch's exporter (torch.export, then "
-                "ONNX): %s: %s. Make its forward traceable by torch.export for these inputs (no "
-                "Python branch on a tensor's value, no .item() or .tolist() feeding shapes, no "
-                "call torch cannot trace), or export an ONNX file yourself and count it: "
-                "flopmeter.count('model.onnx')"
-                % (type(model).__name__, type(e).__name__, why[:600])) from e
+                "ONNX): %s. Make its forward traceable by torch.export for these inputs (no "
+                "Python branch on a tensor's value, no .item() or .tolist() feeding shapes, "
+                "outputs of tensors, tuples, lists or dicts), or export an ONNX file yourself "
+                "and count it: flopmeter.count('model.onnx')"
+                % (type(model).__name__, _why(e))) from e
     t1 = time.perf_counter()
+    # the exporter names a parameter's initializer by its module path ("layer1.0.conv1.weight")
+    inits = set(prog.model.graph.initializers)
+    frozen = [n for n, p in model.named_parameters() if not p.requires_grad and n in inits]
     _strip_weights(prog.model)
     data = prog.model_proto.SerializeToString()
     t2 = time.perf_counter()
@@ -148,4 +187,4 @@ def capture(model, args, kwargs=None, train=True, timings=None):
         timings["export_s"] = t1 - t0
         timings["serialize_s"] = t2 - t1
         timings["onnx_bytes"] = len(data)
-    return data
+    return data, frozen

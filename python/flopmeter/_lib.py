@@ -123,7 +123,8 @@ class SessionOpts(ctypes.Structure):
                 ("epoch_samples", ctypes.c_uint64), ("memory_cap", ctypes.c_double),
                 ("dry_run", ctypes.c_bool), ("progress", _progress_fn),
                 ("progress_user", ctypes.c_void_p), ("force_calibration", ctypes.c_bool),
-                ("model_data", ctypes.c_void_p), ("model_size", ctypes.c_size_t)]
+                ("model_data", ctypes.c_void_p), ("model_size", ctypes.c_size_t),
+                ("frozen", ctypes.POINTER(ctypes.c_char_p)), ("n_frozen", ctypes.c_size_t)]
 
 
 class ReportOpts(ctypes.Structure):

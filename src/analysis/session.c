@@ -177,6 +177,22 @@ static enum fm_dtype common_float(const struct fm_graph *g, bool state)
     return best;
 }
 
+/* The parameters the caller froze (requires_grad=False) get no gradient: a name the graph
+ * lacks is a mistake worth saying, one that is no parameter here (folded into a constant, a
+ * buffer) has nothing to freeze. Finalized again: trainability decides what needs a gradient. */
+static enum fm_status freeze(struct fm_session *s, struct fm_graph *g)
+{
+    for (size_t i = 0; i < s->opts.n_frozen; i++) {
+        const char *name = s->opts.frozen[i];
+        fm_tid t = name ? fm_graph_find_tensor(g, name) : FM_NONE;
+        if (t == FM_NONE)
+            return fm_error(s->ctx, FM_ERR_INVALID, "frozen parameter '%s': %s has no tensor "
+                            "of that name", name ? name : "(null)", fm_graph_name(g));
+        fm_graph_set_trainable(g, t, false);
+    }
+    return fm_graph_finalize(g);
+}
+
 /* Loads the model at a batch, adds the loss of a training step, stores it by the policy and
  * counts it. *graph and *counts are the caller's on success. */
 static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool batch_given,
@@ -197,6 +213,11 @@ static enum fm_status load_and_count(struct fm_session *s, int64_t batch, bool b
     enum fm_status st = fm_model_load(s->ctx, s->opts.model, &lo, graph);
     if (st)
         return st;
+    if (s->opts.n_frozen && (st = freeze(s, *graph))) {
+        fm_graph_free(*graph);
+        *graph = NULL;
+        return st;
+    }
     if (s->opts.count.mode == FM_MODE_TRAIN) {
         fm_tid on = FM_NONE;
         if (s->opts.loss_on && (on = fm_graph_find_tensor(*graph, s->opts.loss_on)) == FM_NONE) {
