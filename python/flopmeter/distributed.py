@@ -117,12 +117,26 @@ def gather_summary(local: Dict[str, Any], group: Any = None) -> Dict[str, Any]:
     return job_summary(objs, rank)
 
 
-def _fmt(x: Optional[float], scale: float = 1.0, spec: str = "%.4g") -> str:
-    return "-" if x is None else spec % (x * scale)
+def _si(x: Optional[float], unit: str = "") -> str:
+    """1.234e9 -> '1.234 G' + unit; None -> '-'."""
+    if x is None:
+        return "-"
+    for scale, pre in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"),
+                       (1e3, "k")):
+        if abs(x) >= scale:
+            return "%.4g %s%s" % (x / scale, pre, unit)
+    return "%.4g %s" % (x, unit) if unit else "%.4g" % x
+
+
+def _ms(x: Optional[float]) -> str:
+    return "-" if x is None else "%.4g" % (x * 1e3)
 
 
 def _pct(x: Optional[float]) -> str:
-    return "-" if x is None else "%.1f%%" % (x * 100)
+    """A utilization: 41.2%, and small ones with their digits (0.0031%), not 0.0%."""
+    if x is None:
+        return "-"
+    return "%.1f%%" % (x * 100) if x >= 0.01 else "%.2g%%" % (x * 100)
 
 
 def format_summary(s: Dict[str, Any]) -> str:
@@ -135,31 +149,32 @@ def format_summary(s: Dict[str, Any]) -> str:
         head += ", %d ranks" % world
     lines = [head]
     f = s["flops_per_step"]
-    lines.append("step work: %s GFLOP model (fwd %s + bwd %s), %s GFLOP hardware, %s GFLOP "
-                 "optimizer%s" % (_fmt(f["model"], 1e-9), _fmt(f["forward"], 1e-9),
-                                  _fmt(f["backward"], 1e-9), _fmt(f["hardware"], 1e-9),
-                                  _fmt(f["optimizer"], 1e-9),
+    lines.append("work per step%s: %s model (forward %s + backward %s), %s hardware, %s "
+                 "optimizer%s" % (" (all ranks)" if world else "", _si(f["model"], "FLOP"),
+                                  _si(f["forward"], "FLOP"), _si(f["backward"], "FLOP"),
+                                  _si(f["hardware"], "FLOP"), _si(f["optimizer"], "FLOP"),
                                   "; a lower bound (ops flopmeter does not count)"
                                   if s.get("lower_bound") else ""))
-    lines.append("peak: %s" % (("%s TFLOP/s%s (%s)" % (
-        _fmt(peak["flops"], 1e-12), " in all" if world else "", peak["source"]))
+    lines.append("peak: %s" % (("%s%s (%s)" % (
+        _si(peak["flops"], "FLOP/s"), " in all" if world else "", peak["source"]))
         if peak["flops"] is not None else peak["source"]))
-    row = "%-6s %10s %10s %12s %12s %10s %7s %7s"
-    lines.append(row % ("rank", "step ms", "p90 ms", "samples/s", "tokens/s", "TFLOP/s",
+    row = "%-6s %10s %10s %12s %12s %14s %8s %8s"
+    lines.append(row % ("rank", "step ms", "p90 ms", "samples/s", "tokens/s", "achieved",
                         "MFU", "HFU"))
 
     def line(name: str, r: Dict[str, Any]) -> str:
         st = r["step_s"] or {}
-        return row % (name, _fmt(st.get("median"), 1e3), _fmt(st.get("p90"), 1e3),
-                      _fmt(r["samples_per_s"]), _fmt(r["tokens_per_s"]),
-                      _fmt(r["achieved_flops"]["model"], 1e-12), _pct(r["mfu"]), _pct(r["hfu"]))
+        return row % (name, _ms(st.get("median")), _ms(st.get("p90")),
+                      _si(r["samples_per_s"]), _si(r["tokens_per_s"]),
+                      _si(r["achieved_flops"]["model"], "FLOP/s"), _pct(r["mfu"]),
+                      _pct(r["hfu"]))
 
     for r in s.get("ranks", []):
         lines.append(line(str(r["rank"]), r))
     lines.append(line("job" if world else "-", s))
     if world and s.get("slowest_rank"):
         lines.append("slowest rank: %d (median step %s ms)" % (
-            s["slowest_rank"]["rank"], _fmt(s["slowest_rank"]["step_s"], 1e3)))
+            s["slowest_rank"]["rank"], _ms(s["slowest_rank"]["step_s"])))
     m = s["methods"]
     lines.append("Epoch AI's methods (Hobbhahn 2022): counting %s, theory (3 x forward) %s, "
                  "counting + optimizer %s" % (_pct(m["counted"]["step_utilization"]),

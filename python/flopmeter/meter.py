@@ -255,9 +255,9 @@ def _has_dtensor_params(model: Any) -> bool:
 
 def _count(model: Any, args: Sequence[Any], kwargs: Dict[str, Any], optimizer: str,
            loss: Any, dtype: Any) -> Dict[str, Any]:
-    from . import count  # the package's binding over libflopmeter
+    from . import FlopmeterError, count  # the package's binding over libflopmeter
     if _has_dtensor_params(model):
-        raise ValueError(
+        raise FlopmeterError(
             "the model's parameters are sharded (DTensor: FSDP2's fully_shard or tensor "
             "parallel), and a Meter counts the step of the module as written: create the Meter "
             "before fully_shard(...) (the count is the full model's FLOPs for this rank's "
@@ -482,6 +482,7 @@ class Meter:
                 raise ValueError("%s=%r: a whole number per optimizer step" % (name, v))
 
         self.model = _unwrap(model)
+        self._model_name = type(self.model).__name__   # before fully_shard renames the class
         self.warmup = warmup
         self.micro_batches = micro_batches
         self.group = group
@@ -588,7 +589,7 @@ class Meter:
         }
         return {
             "flopmeter": _version(),
-            "model": type(self.model).__name__,
+            "model": self._model_name,
             "timer": self._timer.kind,
             "warmup": self.warmup,
             "steps": len(times),
