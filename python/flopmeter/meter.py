@@ -278,6 +278,10 @@ def _hardware_flops(d: Dict[str, Any], model_flops: int) -> Tuple[int, str]:
 # ---------------------------------------------------------------------------------------------
 # peak
 
+# enum fm_class's FM_CLASS_MATMUL (flopmeter.h): the ceiling utilization is quoted against.
+_FM_CLASS_MATMUL = 1
+
+
 def _lib_device_calls() -> Any:
     """libflopmeter's device-table calls, with their signatures (flopmeter.h)."""
     import ctypes
@@ -291,6 +295,9 @@ def _lib_device_calls() -> Any:
             ("fm_devices_match", I, [P, P, S, ctypes.POINTER(P)]),
             ("fm_device_save_json", I, [P, P, S]),
             ("fm_device_util_peak", ctypes.c_double, [P, I, ctypes.c_bool]),
+            ("fm_device_ceiling", ctypes.c_double, [P, I, I, ctypes.POINTER(I),
+                                                    ctypes.POINTER(ctypes.c_bool)]),
+            ("fm_precision_name", S, [I]),
             ("fm_precision_parse", ctypes.c_bool, [S, ctypes.POINTER(I)])):
         f = getattr(d, name)
         f.restype, f.argtypes = res, argt
@@ -339,6 +346,14 @@ def _device_table_entry(name: Optional[str], gpu_name: Optional[str] = None,
                     raise ValueError("precision=%r is not one of %s"
                                      % (precision, ", ".join(_PRECISIONS)))
                 entry["util_peak"] = float(d.fm_device_util_peak(dev, p.value, False))
+                # which units that peak is (the same conv/matmul ceiling): bf16 on a T4 is
+                # fp32 arithmetic on the vector units
+                applied, tensor = ctypes.c_int(), ctypes.c_bool()
+                d.fm_device_ceiling(dev, _FM_CLASS_MATMUL, p.value, ctypes.byref(applied),
+                                    ctypes.byref(tensor))
+                entry["util_units"] = "%s %s" % (
+                    d.fm_precision_name(applied.value).decode(),
+                    "tensor-core" if tensor.value else "vector")
             return entry
         finally:
             d.fm_devices_free(devs)
@@ -410,10 +425,10 @@ def _resolve_peak(model: Any, device: Optional[str], peak: Any, precision: Optio
         raise FlopmeterError("%s has no %s peak in flopmeter's device table (it has: %s): "
                              "pass precision= one of those, or peak= in FLOP/s"
                              % (entry["name"], prec, ", ".join(have) or "none"))
-    tensor = (entry.get("peak_tensor_flops") or {}).get(prec) == entry["util_peak"]
     out["flops"] = entry["util_peak"]
-    out["source"] = ("%s, %s %s peak (dense), flopmeter's device table%s%s"
-                     % (entry["name"], prec, "tensor-core" if tensor else "vector", how,
+    units = entry["util_units"]
+    out["source"] = ("%s, %s: the %s peak (dense), flopmeter's device table%s%s"
+                     % (entry["name"], prec, units, how,
                         "" if precision else "; precision from the parameters' dtype (pass "
                         "precision= under autocast)"))
     return out
