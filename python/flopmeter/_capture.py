@@ -151,6 +151,30 @@ def _hf_kwargs(model, kwargs):
     return kwargs
 
 
+def _sdpa_scores_macs(prog):
+    """The MACs of the score matrix Q K^T of every scaled_dot_product_attention call the module
+    made (b x h_q x s_q x s_k x d), from the traced program's shapes: what FlashAttention's
+    backward computes a second time (it keeps no score matrix)."""
+    ep = getattr(prog, "exported_program", None)
+    out = []
+    if ep is None:
+        return out
+    for n in ep.graph.nodes:
+        target = str(n.target)
+        if n.op != "call_function" or "scaled_dot_product" not in target or "backward" in target:
+            continue
+        try:
+            q = n.args[0].meta["val"].shape
+            k = n.args[1].meta["val"].shape
+            b = 1
+            for dim in q[:-2]:
+                b *= int(dim)
+            out.append(b * int(q[-2]) * int(k[-2]) * int(q[-1]))
+        except (KeyError, AttributeError, IndexError, TypeError):
+            continue   # a shape torch left symbolic: not counted
+    return out
+
+
 def capture(model, args, kwargs=None, train=True, timings=None):
     """The ONNX model (bytes) PyTorch's exporter makes of model(*args, **kwargs) in training
     (train=True) or eval mode, and the names of its frozen parameters (requires_grad=False).
@@ -180,6 +204,7 @@ def capture(model, args, kwargs=None, train=True, timings=None):
     # the exporter names a parameter's initializer by its module path ("layer1.0.conv1.weight")
     inits = set(prog.model.graph.initializers)
     frozen = [n for n, p in model.named_parameters() if not p.requires_grad and n in inits]
+    scores = _sdpa_scores_macs(prog)
     _strip_weights(prog.model)
     data = prog.model_proto.SerializeToString()
     t2 = time.perf_counter()
@@ -187,4 +212,5 @@ def capture(model, args, kwargs=None, train=True, timings=None):
         timings["export_s"] = t1 - t0
         timings["serialize_s"] = t2 - t1
         timings["onnx_bytes"] = len(data)
+        timings["sdpa_scores_macs"] = scores
     return data, frozen

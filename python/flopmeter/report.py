@@ -94,6 +94,28 @@ class Report:
             raise KeyError("this %s report has no count totals" % self.task)
         return t
 
+    # ---- model FLOPs and hardware FLOPs ----
+    @property
+    def model_flops(self):
+        """The step's FLOPs as the model defines them (the library's count, no recomputation):
+        what MFU divides."""
+        return self.flops()
+
+    @property
+    def attention_recompute_flops(self):
+        """FLOPs FlashAttention's backward adds by computing each attention's score matrix
+        Q K^T again (2 x b x h x s_q x s_k x d per scaled_dot_product_attention call of a
+        captured module, in a training step; 0 for inference, names and files)."""
+        if not self.capture or self._dict.get("mode") != "train":
+            return 0
+        return 2 * sum(self.capture.get("sdpa_scores_macs", []))
+
+    @property
+    def hardware_flops(self):
+        """The FLOPs the hardware executes for the step when attention runs as FlashAttention
+        (model FLOPs + its backward's recomputation): what HFU divides."""
+        return self.model_flops + self.attention_recompute_flops
+
     # ---- as a table of data ----
     def layers(self):
         """The per-layer records, flattened: nested objects become 'phase_key' columns."""
