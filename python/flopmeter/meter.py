@@ -229,6 +229,19 @@ def _report_dict(report: Any) -> Dict[str, Any]:
     return d
 
 
+def _recompute_flops(report: Any) -> Tuple[int, str]:
+    """FLOPs the step computes again (hardware FLOPs - model FLOPs), and what they are."""
+    extra = getattr(report, "attention_recompute_flops", None)
+    if extra is None:
+        return 0, ("none known (a count given as a dict): hardware FLOPs = model FLOPs")
+    if extra:
+        return int(extra), ("model FLOPs + FlashAttention's backward recomputing each "
+                            "attention's score matrix (flopmeter.Report.hardware_flops); "
+                            "activation checkpointing is not added")
+    return 0, ("no recomputation the count knows of (no attention; activation checkpointing "
+               "is not added): hardware FLOPs = model FLOPs")
+
+
 def _optimizer_name(optimizer: Any) -> str:
     """'sgd' / 'adam' / 'none' for flopmeter.count, from a name or a torch optimizer."""
     if optimizer is None:
@@ -254,7 +267,7 @@ def _has_dtensor_params(model: Any) -> bool:
 
 
 def _count(model: Any, args: Sequence[Any], kwargs: Dict[str, Any], optimizer: str,
-           loss: Any, dtype: Any) -> Dict[str, Any]:
+           loss: Any, dtype: Any) -> Any:
     from . import FlopmeterError, count  # the package's binding over libflopmeter
     if _has_dtensor_params(model):
         raise FlopmeterError(
@@ -262,17 +275,8 @@ def _count(model: Any, args: Sequence[Any], kwargs: Dict[str, Any], optimizer: s
             "parallel), and a Meter counts the step of the module as written: create the Meter "
             "before fully_shard(...) (the count is the full model's FLOPs for this rank's "
             "batch), or pass report=flopmeter.count(unsharded_model, args) yourself")
-    return _report_dict(count(model, tuple(args), kwargs or None, train=True,
-                              optimizer=optimizer, loss=loss, dtype=dtype))
-
-
-def _hardware_flops(d: Dict[str, Any], model_flops: int) -> Tuple[int, str]:
-    """The step's hardware FLOPs (with recomputation) and where the figure comes from."""
-    t = d["totals"]
-    hw = t.get("hardware")
-    if isinstance(hw, dict) and "flops" in hw:
-        return int(hw["flops"]), "the count's hardware FLOPs (with recomputation)"
-    return model_flops, "the count reports no recomputation: hardware FLOPs = model FLOPs"
+    return count(model, tuple(args), kwargs or None, train=True, optimizer=optimizer,
+                 loss=loss, dtype=dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -518,8 +522,10 @@ class Meter:
         # The peak first: a bad device name or peak fails before the (slower) count.
         self.peak = _resolve_peak(self.model, device, peak, precision, on_cuda)
 
-        self._count = (_report_dict(report) if report is not None else
-                       _count(self.model, args, kwargs, _optimizer_name(optimizer), loss, dtype))
+        if report is None:
+            report = _count(self.model, args, kwargs, _optimizer_name(optimizer), loss, dtype)
+        self._count = _report_dict(report)
+        recompute, hw_note = _recompute_flops(report)
         s, t = _infer_batch(args, kwargs)
         self.samples_per_step = samples_per_step if samples_per_step is not None else (
             s * micro_batches if s is not None else None)
@@ -530,7 +536,7 @@ class Meter:
         fwd = int(tot["fwd"]["flops"])
         bwd = int(tot["bwd_data"]["flops"]) + int(tot["bwd_weight"]["flops"])
         opt = int(tot["optimizer"]["flops"])
-        hw, hw_note = _hardware_flops(self._count, fwd + bwd)
+        hw = fwd + bwd + recompute
         m = micro_batches
         self.flops_per_step = {
             "model": (fwd + bwd) * m, "hardware": hw * m, "forward": fwd * m,

@@ -206,3 +206,36 @@ def test_bad_input_is_refused_with_what_to_do(counted):
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match=r"needs a GPU"):
             flopmeter.Meter(model, (x,), peak=1e12, timer="cuda", report=rep)
+
+
+class _Attention(torch.nn.Module):
+    """One self-attention block through scaled_dot_product_attention: 2 heads of 8."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(16, 48)
+        self.out = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, 2, 8).permute(2, 0, 3, 1, 4)
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        return self.out(a.transpose(1, 2).reshape(b, s, 16))
+
+
+def test_hardware_flops_add_flash_attention_recompute():
+    """HFU divides the hardware FLOPs: the model FLOPs plus FlashAttention's backward computing
+    Q K^T again, 2 b h s s d = 2 x 2 x 2 x 8 x 8 x 8 FLOPs for this block."""
+    model = _Attention()
+    x = torch.randn(2, 8, 16)
+    meter = flopmeter.Meter(model, (x,), peak=1e12, warmup=0)
+    f = meter.flops_per_step
+    assert f["hardware"] - f["model"] == 2 * 2 * 2 * 8 * 8 * 8
+    meter.step()
+    s = meter.summary()
+    assert s["hfu"] == pytest.approx(s["mfu"] * f["hardware"] / f["model"], rel=1e-12)
+    assert "FlashAttention" in s["hardware_flops_source"]
+    # a count given as a dict carries no recomputation: said so, hardware = model
+    m2 = flopmeter.Meter(model, (x,), peak=1e12, report=meter._count)
+    assert m2.flops_per_step["hardware"] == m2.flops_per_step["model"] == f["model"]
+    assert "none known" in m2.summary()["hardware_flops_source"]
