@@ -704,35 +704,47 @@ _RANGE = "flopmeter::"
 _BWD = "autograd::engine::evaluate_function: "
 
 
-def _module_of(layer_name: str, paths: Dict[str, str]) -> Optional[str]:
-    """The longest module path that NAME (a counted layer) lies in, or None.
+def _module_of(layer_name: str, paths: Any) -> Optional[str]:
+    """The module a counted layer belongs to: the longest module path it names, or None.
 
-    paths maps a normalized path (dots) to the module path. A layer is named by the module
-    that produced it, possibly with a suffix for an op inside the module's forward
-    ("h.0.attn.scaled_dot_product_attention"); FX-style names use "_" for "." and may carry
-    a "self_" / "L__self___" prefix, which are normalized away.
+    A PyTorch 2 layer is named by its module path ("layers.0.attn.q_proj") and, where the
+    module holds several ops, the op after a slash ("layers.0.attn/Softmax_2"; "/Add" for an op
+    of the model's own forward). A name that holds no module path (a loss flopmeter added, an
+    ONNX node name) belongs to no module.
     """
-    name = layer_name
-    for pre in ("L__self___", "l__self___", "self___", "self_", "self."):
-        if name.startswith(pre):
-            name = name[len(pre):]
-            break
-    if name in paths:
-        return paths[name]
-    best = None
-    for sep in (".", "/", ":", "#", "_"):
-        parts = name.split(sep)
-        for k in range(len(parts) - 1, 0, -1):
-            cand = sep.join(parts[:k])
-            key = cand if sep == "." else cand.replace(sep, ".")
-            hit = paths.get(key) or (paths.get(cand) if sep == "_" else None)
-            if hit is None and sep == "_":
-                hit = paths.get("_u:" + cand)
-            if hit is not None:
-                if best is None or len(hit) > len(best):
-                    best = hit
-                break
-    return best
+    head = layer_name.split("/", 1)[0]
+    if head in paths:
+        return head
+    parts = head.split(".")
+    for k in range(len(parts) - 1, 0, -1):
+        cand = ".".join(parts[:k])
+        if cand in paths:
+            return cand
+    return None
+
+
+def _op_classifier() -> Any:
+    """name -> op class of a profiler event, by the library's rule (fm_trace_op_class: the
+    classes `flopmeter trace` sums time by); "other" when the library cannot be asked."""
+    import ctypes
+    try:
+        from ._lib import lib
+        d = lib.dll
+        d.fm_trace_op_class.restype, d.fm_trace_op_class.argtypes = ctypes.c_int, [
+            ctypes.c_char_p]
+        d.fm_trace_class_name.restype, d.fm_trace_class_name.argtypes = ctypes.c_char_p, [
+            ctypes.c_int]
+    except Exception:
+        return lambda name: "other"
+    cache: Dict[str, str] = {}
+
+    def classify(name: str) -> str:
+        c = cache.get(name)
+        if c is None:
+            c = d.fm_trace_class_name(d.fm_trace_op_class(name.encode())).decode()
+            cache[name] = c
+        return c
+    return classify
 
 
 class Profile:
@@ -851,11 +863,18 @@ class Profile:
         buckets = {"optimizer": 0.0, "accumulate_grad": 0.0, "unattributed_fwd": 0.0,
                    "unattributed_bwd": 0.0, "unattributed_other": 0.0}
         unattributed_ops: Dict[str, float] = collections.defaultdict(float)
+        by_class: Dict[str, float] = collections.defaultdict(float)
+        op_class = _op_classifier()
         for e in events:
             if not is_op(e) or any(is_op(a) for a in ancestors(e)):
                 continue  # only the outermost ops: a nested op's time is in its parent's
             d = dur(e)
             names = [a.name for a in ancestors(e)]
+            if any(n.startswith("Optimizer.") for n in names):
+                by_class["optimizer"] += d
+            else:
+                by_class[op_class(e.name[len(_BWD):] if e.name.startswith(_BWD)
+                                  else e.name)] += d
             if e.name.startswith(_BWD):
                 if "AccumulateGrad" in e.name:
                     buckets["accumulate_grad"] += d
@@ -883,9 +902,7 @@ class Profile:
         mb = meter.micro_batches
 
         # counted layers -> module
-        paths = dict(self._paths)
-        for p in list(paths):
-            paths.setdefault("_u:" + p.replace(".", "_"), p)
+        paths = self._paths
         layer_flops: Dict[str, int] = collections.defaultdict(int)
         layer_bytes: Dict[str, int] = collections.defaultdict(int)
         layer_n: Dict[str, int] = collections.defaultdict(int)
@@ -945,6 +962,9 @@ class Profile:
             "optimizer_s": per["optimizer"],
             "accumulate_grad_s": per["accumulate_grad"],
             "unattributed_s": per["unattributed_bwd"] + per["unattributed_other"],
+            # every outermost op by flopmeter's op class (the classes `flopmeter trace` uses)
+            "by_class": {k: v / steps for k, v in sorted(by_class.items(),
+                                                         key=lambda kv: -kv[1])},
             # what the step spends outside PyTorch's ops: Python, the data loader, and (on a
             # GPU) time the GPU waits for work; may be negative on a CPU with intra-op threads
             "outside_ops_s": (step_time - ops_total) if step_time is not None else None,
@@ -975,46 +995,41 @@ class Profile:
         return self._result
 
     def table(self, top: int = 20) -> str:
-        """The per-module table, largest time first."""
+        """The per-module table, largest time first, and where the step's time goes."""
+        from .distributed import _ms, _pct, _si
         d = self.to_dict()
         w = d["where"]
-
-        def ms(x: Optional[float]) -> str:
-            return "-" if x is None else "%.3f" % (x * 1e3)
-
-        def pct(x: Optional[float]) -> str:
-            return "-" if x is None else "%.1f%%" % (x * 100)
-
-        def tf(x: Optional[float]) -> str:
-            return "-" if x is None else "%.3g" % (x / 1e12)
-
         lines = ["flopmeter profile: %d steps, %s; step %s ms; peak %s" % (
-            d["steps"], d["time_basis"], ms(w["step_s"]),
-            "-" if d["peak"]["flops"] is None else "%.4g TFLOP/s" % (d["peak"]["flops"] / 1e12))]
-        hdr = "%-36s %-18s %9s %9s %7s %10s %9s %7s %8s" % (
-            "module", "type", "fwd ms", "bwd ms", "share", "GFLOP", "TFLOP/s", "util",
-            "bound")
-        lines.append(hdr)
+            d["steps"], d["time_basis"], _ms(w["step_s"]), _si(d["peak"]["flops"], "FLOP/s"))]
+        row = "%-40s %-16s %9s %9s %7s %11s %14s %8s %8s"
+        lines.append(row % ("module", "type", "fwd ms", "bwd ms", "share", "work",
+                            "achieved", "util", "bound"))
         for r in d["modules"][:top]:
-            lines.append("%-36s %-18s %9s %9s %7s %10s %9s %7s %8s" % (
-                r["module"][-36:] or "(model)", r["type"][:18], ms(r["fwd_s"]), ms(r["bwd_s"]),
-                pct(r["share"]), "%.4g" % (r["flops"] / 1e9) if r["flops"] else "-",
-                tf(r["achieved_flops"]), pct(r["utilization"]), r["bound"] or "-"))
+            name = r["module"] or "(model)"
+            lines.append(row % (
+                name if len(name) <= 40 else "..." + name[-37:], r["type"][:16],
+                _ms(r["fwd_s"]), _ms(r["bwd_s"]), _pct(r["share"]),
+                _si(r["flops"], "FLOP") if r["flops"] else "-",
+                _si(r["achieved_flops"], "FLOP/s"), _pct(r["utilization"]),
+                r["bound"] or "-"))
         if len(d["modules"]) > top:
-            lines.append("... %d more modules (to_dict() has them all)" % (len(d["modules"]) - top))
-        lines.append("where the step goes: modules %s ms (fwd %s, bwd %s), optimizer %s ms, "
-                     "AccumulateGrad %s ms, unattributed ops %s ms, outside ops %s ms" % (
-                         ms(w["modules_s"]), ms(w["modules_fwd_s"]), ms(w["modules_bwd_s"]),
-                         ms(w["optimizer_s"]), ms(w["accumulate_grad_s"]),
-                         ms(w["unattributed_s"]), ms(w["outside_ops_s"])))
+            lines.append("... %d more modules (to_dict() has them all)"
+                         % (len(d["modules"]) - top))
+        lines.append("where the step goes (ms): modules %s (forward %s, backward %s), "
+                     "optimizer %s, AccumulateGrad %s, unattributed ops %s, outside ops %s" % (
+                         _ms(w["modules_s"]), _ms(w["modules_fwd_s"]), _ms(w["modules_bwd_s"]),
+                         _ms(w["optimizer_s"]), _ms(w["accumulate_grad_s"]),
+                         _ms(w["unattributed_s"]), _ms(w["outside_ops_s"])))
+        lines.append("by op class (ms): " + ", ".join(
+            "%s %s" % (k, _ms(v)) for k, v in w["by_class"].items()))
         un = d["unattributed"]
         if un["ops"]:
-            lines.append("unattributed ops: " + ", ".join(
-                "%s %s ms" % (o["name"], ms(o["time_s"])) for o in un["ops"][:5]))
+            lines.append("unattributed ops (in no module's forward or backward): " + ", ".join(
+                "%s %s ms" % (o["name"], _ms(o["time_s"])) for o in un["ops"][:5]))
         if un["layers"]:
-            lines.append("counted layers in no module: %s (%.4g GFLOP)" % (
+            lines.append("counted layers in no module: %s (%s)" % (
                 ", ".join(un["layers"][:5]) + (" ..." if len(un["layers"]) > 5 else ""),
-                un["flops"] / 1e9))
+                _si(un["flops"], "FLOP")))
         return "\n".join(lines)
 
     def __str__(self) -> str:
