@@ -832,7 +832,10 @@ class Profile:
             return (e.device_time_total if gpu else e.cpu_time_total) / 1e6  # us -> s
 
         def is_op(e: Any) -> bool:
-            return not getattr(e, "is_user_annotation", False) and not e.name.startswith(_RANGE)
+            # record_function ranges (ours, the optimizer's, the user's) are not ops; older
+            # PyTorch has no is_user_annotation, so the known ones go by name too
+            return not getattr(e, "is_user_annotation", False) and not e.name.startswith(
+                (_RANGE, "Optimizer.", "ProfilerStep#"))
 
         def ancestors(e: Any) -> Iterable[Any]:
             p = e.cpu_parent
