@@ -139,6 +139,7 @@ class _CudaTimer:
         self._since_resolve += 1
         if len(self._pending) > self._MAX_PENDING:
             self._pending[1].synchronize()  # at the step boundary, never inside the step
+            self._since_resolve = self._RESOLVE_EVERY
         if self._since_resolve >= self._RESOLVE_EVERY:
             self._since_resolve = 0
             return self._resolve(block=False)
