@@ -4,8 +4,8 @@ against PyTorch's FlopCounterMode running one forward + backward of it on the CP
 
     python bench/python_count.py [--seq 1024] [--batch 1] [--repeat 3]
 
-Prints each figure's median over --repeat runs (the first run of each is a warm-up: it imports
-and compiles what later runs reuse), the parts of flopmeter.count (torch.export + ONNX
+Prints each figure's median over --repeat runs, wall and CPU time (the first run of each is a
+warm-up: it imports and compiles what later runs reuse; its time is printed too), the parts of flopmeter.count (torch.export + ONNX
 translation, serializing, the library's load and count and render), and the ratio. Run it with
 the library on the path (make python-test's FLOPMETER_LIB, or the installed package)."""
 import argparse
@@ -33,20 +33,25 @@ def main():
     x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq))
 
     def fm_once():
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         r = flopmeter.count(model, x)
+        cpu.setdefault("fm", []).append(time.process_time() - c)
         return time.perf_counter() - t, r
 
     def fcm_once():
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         counter = FlopCounterMode(display=False)
         with counter:
             model(x).logits.sum().backward()
         model.zero_grad(set_to_none=True)
+        cpu.setdefault("fcm", []).append(time.process_time() - c)
         return time.perf_counter() - t, counter.get_total_flops()
 
-    fm_once()
+    cpu = {}
+
+    first_t, _ = fm_once()
     fcm_once()
+    cpu.clear()
     fm_t, fcm_t, parts = [], [], []
     for _ in range(a.repeat):
         t, r = fm_once()
@@ -63,7 +68,11 @@ def main():
           "%.3f s, library %.3f s; ONNX %.1f MB)"
           % (fm_s, export_s, ser_s, fm_s - export_s - ser_s, parts[-1]["onnx_bytes"] / 1e6))
     print("FlopCounterMode fwd+bwd %.2f s" % fcm_s)
-    print("ratio flopmeter / FlopCounterMode: %.2f" % (fm_s / fcm_s))
+    print("ratio flopmeter / FlopCounterMode: %.2f (wall), %.2f (CPU time: flopmeter %.2f s, "
+          "FlopCounterMode %.2f s)" % (fm_s / fcm_s, statistics.median(cpu["fm"]) /
+                                       statistics.median(cpu["fcm"]), statistics.median(cpu["fm"]),
+                                       statistics.median(cpu["fcm"])))
+    print("first flopmeter.count in the process (imports, dynamo's first trace): %.2f s" % first_t)
     print("FLOPs: flopmeter model %d (matmul+attention MACs x2: %d), hardware %d; "
           "FlopCounterMode %d"
           % (r.model_flops, 2 * sum(r["by_class"][c][p]["macs"] for c in ("matmul", "attention")

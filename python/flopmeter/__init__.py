@@ -20,13 +20,13 @@ import os
 
 from ._lib import FlopmeterError, SessionOpts, TASKS, MODE_INFER, MODE_TRAIN
 from ._lib import lib, parse_enum, run_session, _b
-from ._capture import CaptureError, capture
+from ._capture import Capture, CaptureError, capture_module
 from .report import Report
 from .meter import Meter
 
 __version__ = "0.1.0"
-__all__ = ["count", "roofline", "predict", "Report", "FlopmeterError", "CaptureError",
-           "check_peak", "__version__"]
+__all__ = ["count", "roofline", "predict", "utilization", "capture", "Capture", "Report",
+           "FlopmeterError", "CaptureError", "check_peak", "__version__"]
 
 
 def check_peak(peak):
@@ -86,20 +86,30 @@ def _model_opts(task, model, args, kwargs, o, keep, *, train, loss, batch, input
                                  "name or an .onnx file takes batch=, input= and classes=")
         o.model = keep.bytes(model)
     else:
+        frozen = []
         if isinstance(model, (bytes, bytearray, memoryview)):
             data = bytes(model)
             name = "model"
         else:
-            if args is None:
-                raise FlopmeterError("counting a torch.nn.Module needs its inputs: "
-                                     "flopmeter.%s(model, args) with args a tensor or a tuple "
-                                     "of the forward's arguments (kwargs: a dict)" % task)
-            if input is not None or classes is not None:
-                raise FlopmeterError("input= and classes= shape a built-in model; a module's "
-                                     "inputs are args and kwargs")
-            timings = {}
-            data, frozen = capture(model, args, kwargs, train=train, timings=timings)
-            name = type(model).__name__
+            if isinstance(model, Capture):
+                cap = model
+                if args is not None or kwargs is not None:
+                    raise FlopmeterError("a Capture holds its inputs already: give no args")
+                if cap.train != train:
+                    raise FlopmeterError(
+                        "this Capture is of %s mode; capture again with train=%s"
+                        % ("training" if cap.train else "eval", train))
+            else:
+                if args is None:
+                    raise FlopmeterError("counting a torch.nn.Module needs its inputs: "
+                                         "flopmeter.%s(model, args) with args a tensor or a "
+                                         "tuple of the forward's arguments (kwargs: a dict)"
+                                         % task)
+                if input is not None or classes is not None:
+                    raise FlopmeterError("input= and classes= shape a built-in model; a "
+                                         "module's inputs are args and kwargs")
+                cap = capture_module(model, args, kwargs, train=train)
+            data, frozen, name, timings = cap.data, cap.frozen, cap.name, cap.timings
             if frozen:
                 names = [keep.bytes(n) for n in frozen]
                 arr = (ctypes.c_char_p * len(names))(*names)
@@ -218,6 +228,29 @@ def count(model, args=None, kwargs=None, *, train=True, optimizer="sgd", loss=No
     return _session("count", model, args, kwargs, train=train, optimizer=optimizer, loss=loss,
                     dtype=dtype, device=device, precision=precision, batch=batch, input=input,
                     classes=classes)
+
+
+def capture(model, args, kwargs=None, *, train=True):
+    """Captures model(*args, **kwargs) once (PyTorch's exporter, in memory) for later calls:
+    count, roofline, predict and utilization take the returned Capture in place of the module
+    and do not capture again."""
+    return capture_module(model, args, kwargs, train=train)
+
+
+def utilization(model, args=None, kwargs=None, *, step_time, device="h100", peak=None,
+                train=True, optimizer="sgd", loss=None, dtype=None, precision=None, batch=None,
+                input=None, classes=None, devices_file=None, dataset_size=None):
+    """Utilization of a step that took step_time seconds on device (or against peak FLOP/s),
+    by the methods of Epoch AI's utilization study, as `flopmeter utilization` reports it.
+    Returns a Report."""
+    if not isinstance(step_time, (int, float)) or isinstance(step_time, bool) or \
+            not math.isfinite(step_time) or step_time <= 0:
+        raise FlopmeterError("step_time=%r: give the measured step in seconds (0.25 for 250 ms)"
+                             % (step_time,))
+    return _session("utilization", model, args, kwargs, train=train, optimizer=optimizer,
+                    loss=loss, dtype=dtype, device=device, precision=precision, peak=peak,
+                    batch=batch, input=input, classes=classes, devices_file=devices_file,
+                    dataset_size=dataset_size, step_time=step_time)
 
 
 def roofline(model, args=None, kwargs=None, *, device="h100", train=True, optimizer="sgd",

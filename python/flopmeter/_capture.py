@@ -175,6 +175,31 @@ def _sdpa_scores_macs(prog):
     return out
 
 
+class Capture:
+    """A module captured once: its ONNX model in memory (data), the names of its frozen
+    parameters, what capture took (timings: export_s, serialize_s, onnx_bytes, and the score
+    MACs of its attention calls). count, roofline, predict and utilization take it in place of
+    the module, so that a loop counts its model once (flopmeter.capture(model, args))."""
+
+    def __init__(self, data, frozen, timings, name, train):
+        self.data = data
+        self.frozen = list(frozen)
+        self.timings = dict(timings)
+        self.name = name
+        self.train = train
+
+    def __repr__(self):
+        return "<flopmeter.Capture of %s: %d bytes of ONNX, %s>" % (
+            self.name, len(self.data), "training" if self.train else "inference")
+
+
+def capture_module(model, args, kwargs=None, train=True):
+    """flopmeter.capture: model(*args, **kwargs) captured in training (or eval) mode."""
+    timings = {}
+    data, frozen = capture(model, args, kwargs, train=train, timings=timings)
+    return Capture(data, frozen, timings, type(model).__name__, train)
+
+
 def capture(model, args, kwargs=None, train=True, timings=None):
     """The ONNX model (bytes) PyTorch's exporter makes of model(*args, **kwargs) in training
     (train=True) or eval mode, and the names of its frozen parameters (requires_grad=False).

@@ -207,3 +207,26 @@ def test_python_m_flopmeter_is_the_cli():
         cli = _cli(*args)
         assert (py.returncode, py.stdout, py.stderr) == (cli.returncode, cli.stdout, cli.stderr)
         assert py.returncode == rc, (args, py.stderr)
+
+
+def test_capture_once(cnn):
+    """A Capture counts like the module it was made of, and serves every call without a second
+    capture; utilization divides the counted FLOPs by time x peak."""
+    m, x, r = cnn
+    cap = flopmeter.capture(m, x)
+    assert cap.frozen == ["conv1.weight"] and cap.train
+    assert flopmeter.count(cap).to_dict() == r.to_dict()
+    u = flopmeter.utilization(cap, step_time=0.01, device="a100")
+    d = u.to_dict()
+    cli = _cli("utilization", "resnet18", "--device", "a100", "--step-time", "10ms", "--format",
+               "json")
+    assert set(d) == set(json.loads(cli.stdout))
+    counted = d["methods"]["counted+optimizer"]
+    assert counted["step_flops"] == r.flops()
+    assert counted["step_utilization"] == pytest.approx(r.flops() / (0.01 * d["peak_flops"]))
+    p = flopmeter.utilization(cap, step_time=0.01, peak=1e12)
+    assert p["peak_flops"] == 1e12
+    with pytest.raises(flopmeter.FlopmeterError, match="train=False"):
+        flopmeter.count(cap, train=False)
+    with pytest.raises(flopmeter.FlopmeterError, match="step_time"):
+        flopmeter.utilization(cap, step_time=0)
