@@ -122,3 +122,58 @@ def test_lightning_callback_needs_lightning():
         c.NoSuchCallback
     with pytest.raises(ValueError, match=r"every_n_steps"):
         c.FlopmeterCallback(every_n_steps=0)
+
+
+def test_lightning_callback_logic_against_a_stand_in(monkeypatch):
+    """Lightning is not installed here: its Callback base is replaced by a stand-in to check the
+    callback's own logic (the Meter built from the first forward's inputs, stepped once per
+    optimizer step under gradient accumulation, figures through pl_module.log_dict every N
+    steps). That it works inside a real Lightning Trainer is not tested."""
+    import types
+    import flopmeter.callbacks as c
+
+    pkg = types.ModuleType("lightning")
+    sub = types.ModuleType("lightning.pytorch")
+    sub.Callback = type("Callback", (), {})
+    pkg.pytorch = sub
+    monkeypatch.setitem(sys.modules, "lightning", pkg)
+    monkeypatch.setitem(sys.modules, "lightning.pytorch", sub)
+    monkeypatch.setattr(c, "_MADE", {})
+    cls = c.FlopmeterLightningCallback
+
+    class Module(torch.nn.Module):         # a LightningModule's part the callback uses
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                           torch.nn.Linear(32, 4))
+            self.logged = []
+
+        def forward(self, x):
+            return self.net(x)
+
+        def log_dict(self, d, on_step=True, on_epoch=False):
+            self.logged.append((trainer.global_step, dict(d)))
+
+    trainer = types.SimpleNamespace(log_every_n_steps=2, accumulate_grad_batches=2,
+                                    global_step=0)
+    module = Module()
+    cb = cls(peak=1e12, warmup=0)
+    cb.on_train_start(trainer, module)
+    opt = torch.optim.SGD(module.parameters(), lr=0.01)
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    for batch_idx in range(12):            # 6 optimizer steps of 2 micro-batches
+        torch.nn.functional.cross_entropy(module(x), y).backward()
+        if batch_idx % 2:
+            opt.step()
+            opt.zero_grad()
+            trainer.global_step += 1
+        cb.on_train_batch_end(trainer, module, None, (x, y), batch_idx)
+    cb.on_train_end(trainer, module)
+
+    m = cb.meter
+    assert m is not None and m.micro_batches == 2 and m.samples_per_step == 16
+    assert len(m.step_times) == 5          # built after step 1, then 5 steps timed
+    assert [step for step, _ in module.logged] == [2, 4, 6]
+    last = module.logged[-1][1]
+    assert last["flopmeter/mfu"] == pytest.approx(m.summary()["mfu"], rel=1e-12)
+    assert not module._forward_pre_hooks   # the capture hook is gone
