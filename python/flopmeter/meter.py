@@ -776,8 +776,10 @@ class Profile:
         enter = torch.ops.profiler._record_function_enter_new
         leave = torch.ops.profiler._record_function_exit
 
+        names: Dict[int, str] = {}   # id(module) -> range name; the modules are not touched
+
         def pre(mod: Any, _inp: Any) -> None:
-            self._stack.append(enter(_RANGE + mod._flopmeter_path, None))
+            self._stack.append(enter(names[id(mod)], None))
 
         def post(mod: Any, _inp: Any, _out: Any) -> None:
             if self._stack:
@@ -785,7 +787,7 @@ class Profile:
 
         self._types: Dict[str, str] = {}
         for path, mod in meter.model.named_modules():
-            object.__setattr__(mod, "_flopmeter_path", path)
+            names[id(mod)] = _RANGE + path
             self._paths[path] = path
             self._types[path] = type(mod).__name__
             self._hooks.append(mod.register_forward_pre_hook(pre))
@@ -830,7 +832,10 @@ class Profile:
         gpu = self._gpu
 
         def dur(e: Any) -> float:
-            return (e.device_time_total if gpu else e.cpu_time_total) / 1e6  # us -> s
+            if gpu:  # device_time_total since PyTorch 2.4; cuda_time_total before
+                t = getattr(e, "device_time_total", None)
+                return (t if t is not None else e.cuda_time_total) / 1e6  # us -> s
+            return e.cpu_time_total / 1e6
 
         def is_op(e: Any) -> bool:
             # record_function ranges (ours, the optimizer's, the user's) are not ops; older
