@@ -21,11 +21,18 @@ def mlp(width=32):
 
 
 @pytest.fixture(scope="module")
-def counted():
-    """One count of the small MLP at batch 8, shared by the tests that pass report=."""
+def captured():
+    """The small MLP at batch 8, captured once (flopmeter.capture) for every call below."""
     model = mlp()
     x = torch.randn(8, 16)
-    return model, x, flopmeter.count(model, (x,)).to_dict()
+    return model, x, flopmeter.capture(model, (x,))
+
+
+@pytest.fixture(scope="module")
+def counted(captured):
+    """Its count, shared by the tests that pass report=."""
+    model, x, cap = captured
+    return model, x, flopmeter.count(cap).to_dict()
 
 
 def train_step(model, opt, x, y):
@@ -239,3 +246,24 @@ def test_hardware_flops_add_flash_attention_recompute():
     m2 = flopmeter.Meter(model, (x,), peak=1e12, report=meter._count)
     assert m2.flops_per_step["hardware"] == m2.flops_per_step["model"] == f["model"]
     assert "none known" in m2.summary()["hardware_flops_source"]
+
+
+def test_methods_equal_the_librarys_utilization(captured):
+    """The Meter's Epoch AI methods for its median step equal `flopmeter utilization` for that
+    step time (the library's own figures), against a given peak and against the device table's."""
+    model, x, cap = captured
+    rep = flopmeter.count(cap)
+    y = torch.randint(0, 4, (8,))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for kw in ({"peak": 2e12}, {"device": "h100", "precision": "bf16"}, {"device": "a100"}):
+        meter = flopmeter.Meter(model, (x,), warmup=0, report=rep, **kw)
+        for _ in range(3):
+            train_step(model, opt, x, y)
+            meter.step()
+        s = meter.summary()
+        u = flopmeter.utilization(cap, step_time=s["step_s"]["median"], **kw).to_dict()
+        assert u["peak_flops"] == s["peak"]["flops"], kw
+        for name in ("theory", "counted", "counted+optimizer"):
+            assert s["methods"][name]["step_flops"] == u["methods"][name]["step_flops"]
+            assert s["methods"][name]["step_utilization"] == pytest.approx(
+                u["methods"][name]["step_utilization"], rel=1e-9), (kw, name)
