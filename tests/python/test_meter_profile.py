@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 
 import flopmeter  # noqa: E402
 from flopmeter.meter import _module_of  # noqa: E402
+from models import NEEDS_TORCH2_FRONTEND, TORCH2_FRONTEND, gpt2  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +125,55 @@ def test_module_of():
     assert _module_of("loss", paths) is None
     assert _module_of("node_linear", paths) is None
     assert _module_of("headless.x", paths) is None
+
+
+def _every_flop_once(d, rep, micro_batches=1):
+    """Every counted FLOP of the step is in exactly one module's row or among the layers in no
+    module: nothing lost, nothing counted twice."""
+    total = sum(l[p]["flops"] for l in rep["layers"] for p in ("fwd", "bwd_data", "bwd_weight"))
+    placed = sum(r["flops"] for r in d["modules"]) + d["unattributed"]["flops"]
+    assert placed == total * micro_batches
+
+
+def test_profile_places_every_counted_flop_once(setup):
+    model, x, y, rep = setup
+    meter = flopmeter.Meter(model, (x,), peak=1e12, report=rep, micro_batches=2)
+    prof = meter.profile(steps=1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    step(model, opt, x, y)
+    meter.step()
+    _every_flop_once(prof.to_dict(), rep, micro_batches=2)
+
+
+@pytest.mark.skipif(not TORCH2_FRONTEND, reason=NEEDS_TORCH2_FRONTEND)
+def test_profile_of_gpt2_by_module_path():
+    """A tiny GPT-2 from its config: the layers PyTorch 2's exporter names by module path join
+    the modules the profiler timed, forward and backward."""
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = gpt2(layers=1, embd=32, heads=2, positions=32)
+    ids = torch.randint(0, 128, (2, 16))
+    meter = flopmeter.Meter(model, (), {"input_ids": ids, "labels": ids}, device="h100",
+                            warmup=0)
+    assert meter.tokens_per_step == 32
+    rep = meter._count
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with meter.profile(steps=2) as prof:
+        for _ in range(2):
+            model(input_ids=ids, labels=ids).loss.backward()
+            opt.step()
+            opt.zero_grad()
+            meter.step()
+    d = prof.to_dict()
+    rows = {r["module"]: r for r in d["modules"]}
+    for path in ("transformer.h.0.mlp.c_fc", "transformer.h.0.attn.c_attn", "lm_head"):
+        r = rows[path]
+        want = sum(l[p]["flops"] for l in rep["layers"]
+                   if l["name"] == path or l["name"].startswith(path + "/")
+                   for p in ("fwd", "bwd_data", "bwd_weight"))
+        assert want > 0 and r["flops"] == want, path
+        assert r["fwd_s"] > 0 and r["bwd_s"] > 0, path
+    attn = rows["transformer.h.0.attn"]           # scaled_dot_product_attention runs here
+    assert attn["flops"] > 0 and attn["fwd_s"] > 0 and attn["bwd_s"] > 0
+    assert d["where"]["by_class"]["attention"] > 0
+    _every_flop_once(d, rep)
