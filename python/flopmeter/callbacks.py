@@ -16,8 +16,6 @@ import logging
 import sys
 from typing import Any, Dict, Optional
 
-__all__ = ["FlopmeterCallback", "FlopmeterLightningCallback"]
-
 _log = logging.getLogger("flopmeter")
 
 
@@ -251,6 +249,12 @@ def _lightning_class() -> type:
 
 _MADE: Dict[str, type] = {}
 _MAKERS = {"FlopmeterCallback": _hf_class, "FlopmeterLightningCallback": _lightning_class}
+
+
+def __dir__() -> Any:
+    # no __all__: `from flopmeter.callbacks import *` would make both classes and so need both
+    # frameworks
+    return sorted(list(globals()) + list(_MAKERS))
 
 
 def __getattr__(name: str) -> Any:

@@ -12,7 +12,6 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("accelerate", reason="transformers' Trainer needs accelerate "
                                          "(tools/requirements-test.txt pins it)")
 
-import flopmeter  # noqa: E402
 
 
 class _Images(torch.utils.data.Dataset):
