@@ -176,8 +176,9 @@ def _hf_class() -> type:
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None,
                    **kwargs: Any) -> None:
-            if logs is None or "eval_loss" in logs or "train_runtime" in logs:
-                return  # a training step's log only
+            if logs is None or "train_runtime" in logs or any(
+                    k.startswith(("eval_", "test_")) for k in logs):
+                return  # a training step's log only (every rank decides alike)
             figs = self.feed.figures()
             logs.update(figs)
             if state.log_history and figs:
