@@ -22,6 +22,7 @@ from ._lib import FlopmeterError, SessionOpts, TASKS, MODE_INFER, MODE_TRAIN
 from ._lib import lib, parse_enum, run_session, _b
 from ._capture import Capture, CaptureError, capture_module
 from .report import Report
+from .meter import Meter
 
 __version__ = "0.1.0"
 __all__ = ["count", "roofline", "predict", "utilization", "capture", "Capture", "Report",

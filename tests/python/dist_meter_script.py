@@ -1,0 +1,82 @@
+"""Run by tests/python/test_distributed.py under `torchrun --nproc_per_node 2` on the CPU (gloo):
+each rank trains a tiny MLP on its own batch (rank r: batch 8 + 8 r, so the ranks' work and
+times differ), meters its steps with flopmeter.Meter, and the job prints one summary.
+
+    torchrun --standalone --nproc_per_node 2 tests/python/dist_meter_script.py ddp fsdp
+
+Each mode runs in turn in the same job (one start-up for both) and prints its summary once;
+rank 0 then prints `FLOPMETER_JSON <mode> <summary>` (the gathered summary as JSON) and
+`FLOPMETER_FIRST <mode> <summary>` (the one gathered after 4 of the 8 steps). Last, rank 0
+prints `FLOPMETER_COUNT <batch> <totals>` for each rank's batch: a count of the unsharded model
+made apart from any Meter, for the test to compare the ranks' figures against.
+"""
+import json
+import sys
+
+import torch
+import torch.distributed as dist
+
+import flopmeter
+
+
+def run(mode, rank, x, y):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, 8))
+    if mode == "ddp":
+        model = torch.nn.parallel.DistributedDataParallel(model)
+        meter = flopmeter.Meter(model, (x,), peak=1e12, warmup=1)   # unwraps DDP's .module
+    elif mode == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+        meter = flopmeter.Meter(model, (x,), peak=1e12, warmup=1)   # before sharding
+        for layer in model:
+            if isinstance(layer, torch.nn.Linear):
+                fully_shard(layer)
+        fully_shard(model)
+        try:  # a sharded module cannot be counted as written: the error says what to do
+            flopmeter.Meter(model, (x,), peak=1e12)
+            raise SystemExit("a Meter of an FSDP2-sharded module did not refuse it")
+        except flopmeter.FlopmeterError as e:
+            assert "before fully_shard" in str(e), str(e)
+    else:
+        raise SystemExit("usage: dist_meter_script.py ddp|fsdp ...")
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    meter.reset()
+    first = None
+    for i in range(8):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        meter.step()
+        if i == 3:
+            first = meter.summary()   # a collective: both ranks reach it at step 4
+    s = meter.print_summary()         # prints once, on rank 0
+    if rank == 0:
+        print("FLOPMETER_JSON %s %s" % (mode, json.dumps(s, allow_nan=False)), flush=True)
+        print("FLOPMETER_FIRST %s %s" % (mode, json.dumps(first, allow_nan=False)), flush=True)
+
+
+def main():
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    batches = [8 + 8 * r for r in range(world)]   # the ranks' work and times differ
+    g = torch.Generator().manual_seed(rank)
+    x = torch.randn(batches[rank], 32, generator=g)
+    y = torch.randint(0, 8, (batches[rank],), generator=g)
+    for mode in sys.argv[1:]:
+        run(mode, rank, x, y)
+    if rank == 0:
+        model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                    torch.nn.Linear(64, 8))
+        for b in batches:
+            t = flopmeter.count(model, (torch.randn(b, 32),)).to_dict()["totals"]
+            print("FLOPMETER_COUNT %d %s" % (b, json.dumps(t)), flush=True)
+    dist.barrier()   # gloo may abort a process that leaves while its peer still sends
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

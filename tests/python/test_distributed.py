@@ -1,0 +1,136 @@
+"""flopmeter.Meter across ranks: `torchrun --nproc_per_node 2` on the CPU (gloo) for DDP and FSDP2
+(tests/python/dist_meter_script.py), each printing one summary with both ranks, whose counts are
+the full model's FLOPs for each rank's own batch and never accumulate across steps."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "dist_meter_script.py")
+
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                                reason="torch.distributed with gloo is not in this PyTorch")
+
+
+@pytest.fixture(scope="module")
+def job():
+    """One torchrun job that runs DDP and then FSDP2 (one start-up for both):
+    {"stdout", "ddp": (summary, first), "fsdp": ..., "counts": [rank 0's, rank 1's]}."""
+    modes = ["ddp"]
+    try:
+        from torch.distributed.fsdp import fully_shard  # noqa: F401
+        modes.append("fsdp")
+    except ImportError:
+        pass
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")]
+        + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["OMP_NUM_THREADS"] = "1"
+    cmd = [sys.executable, "-m", "torch.distributed.run",  # torchrun
+           "--standalone", "--nproc_per_node", "2", SCRIPT] + modes
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, "torchrun failed (%d):\n%s\n%s" % (p.returncode, p.stdout[-3000:],
+                                                                  p.stderr[-5000:])
+    out = {"stdout": p.stdout, "counts": []}
+    for line in p.stdout.splitlines():
+        tag, _, rest = line.partition(" ")
+        if tag in ("FLOPMETER_JSON", "FLOPMETER_FIRST"):
+            mode, _, text = rest.partition(" ")
+            out.setdefault(mode, {})[tag] = json.loads(text)
+        elif tag == "FLOPMETER_COUNT":
+            t = json.loads(rest.partition(" ")[2])
+            out["counts"].append({"model": t["fwd"]["flops"] + t["bwd_data"]["flops"]
+                                  + t["bwd_weight"]["flops"], "forward": t["fwd"]["flops"]})
+    return out
+
+
+def _check(job, mode):
+    stdout = job["stdout"]
+    # one summary per mode, printed by rank 0 only, each with a row per rank and one for the job
+    heads = [i for i, l in enumerate(stdout.splitlines()) if l.startswith("flopmeter meter:")]
+    lines = stdout.splitlines()
+    assert len(heads) == len([m for m in ("ddp", "fsdp") if m in job]), stdout
+    head = heads[["ddp", "fsdp"].index(mode)] if "fsdp" in job else heads[0]
+    assert "2 ranks" in lines[head], lines[head]
+    rows = [l.split()[0] for l in lines[head + 4:head + 7]]
+    assert rows == ["0", "1", "job"], "\n".join(lines[head:head + 9])
+
+    s, first = job[mode]["FLOPMETER_JSON"], job[mode]["FLOPMETER_FIRST"]
+    counts = job["counts"]
+    assert s["world_size"] == 2 and s["rank"] == 0
+    assert [r["rank"] for r in s["ranks"]] == [0, 1]
+    # 8 steps, 1 warm-up dropped, on each rank
+    assert [r["steps"] for r in s["ranks"]] == [7, 7]
+    assert first["steps"] == 3
+
+    # each rank counts the full model for its own batch (rank 1's is twice rank 0's)
+    for r, want in zip(s["ranks"], counts):
+        assert r["flops_per_step"]["model"] == want["model"]
+        assert r["samples_per_step"] == 8 + 8 * r["rank"]
+    job_model = counts[0]["model"] + counts[1]["model"]
+    assert s["flops_per_step"]["model"] == job_model
+    assert s["flops_per_step"]["theory"] == 3 * (counts[0]["forward"] + counts[1]["forward"])
+    # the count is per step: after 4 steps and after 8 the same
+    assert first["flops_per_step"] == s["flops_per_step"]
+
+    # the job: the slowest rank's median, every rank's work, every rank's peak
+    meds = [r["step_s"]["median"] for r in s["ranks"]]
+    slow = max(range(2), key=lambda i: meds[i])
+    assert s["slowest_rank"] == {"rank": slow, "step_s": meds[slow]}
+    assert s["step_s"]["median"] == meds[slow]
+    assert s["peak"]["flops"] == 2e12
+    assert s["mfu"] == pytest.approx(job_model / meds[slow] / 2e12, rel=1e-12)
+    assert s["samples_per_s"] == pytest.approx(24 / meds[slow], rel=1e-12)
+    for r in s["ranks"]:
+        assert r["mfu"] == pytest.approx(r["flops_per_step"]["model"] / r["step_s"]["median"]
+                                         / 1e12, rel=1e-12)
+
+
+def test_ddp_two_ranks(job):
+    _check(job, "ddp")
+
+
+def test_fsdp2_two_ranks(job):
+    if "fsdp" not in job:
+        pytest.skip("torch.distributed.fsdp.fully_shard (FSDP2) is not in this PyTorch")
+    _check(job, "fsdp")
+
+
+def test_job_summary_of_ranks():
+    """The job's figures from two ranks' summaries, without processes: a slow rank sets the
+    job's step, and the job's MFU is all the work over it and all the peak."""
+    from flopmeter.distributed import format_summary, job_summary
+
+    def rank(med, flops, samples):
+        st = {"median": med, "p90": med * 1.5, "mean": med, "min": med, "max": med * 2}
+        return {"model": "M", "timer": "perf_counter", "warmup": 0, "steps": 5, "step_s": st,
+                "micro_batches": 1, "samples_per_step": samples, "tokens_per_step": None,
+                "samples_per_s": samples / med, "tokens_per_s": None,
+                "flops_per_step": {"model": flops, "hardware": flops, "forward": flops // 3,
+                                   "backward": flops - flops // 3, "optimizer": 10,
+                                   "theory": 3 * (flops // 3)},
+                "achieved_flops": {"model": flops / med, "hardware": flops / med},
+                "peak": {"flops": 1e12, "source": "given", "device": None, "precision": None},
+                "mfu": flops / med / 1e12, "hfu": flops / med / 1e12,
+                "methods": {}, "lower_bound": False}
+    ranks = [rank(0.010, 3_000_000_000, 8), rank(0.020, 6_000_000_000, 16)]
+    s = job_summary(ranks, 1)
+    assert s["rank"] == 1 and s["world_size"] == 2
+    assert s["slowest_rank"] == {"rank": 1, "step_s": 0.020}
+    assert s["step_s"]["p90"] == 0.030
+    assert s["mfu"] == pytest.approx(9e9 / 0.020 / 2e12)
+    assert s["samples_per_s"] == pytest.approx(24 / 0.020)
+    assert s["tokens_per_s"] is None
+    assert s["methods"]["counted+optimizer"]["step_flops"] == 9_000_000_020
+    assert [r["mfu"] for r in s["ranks"]] == [ranks[0]["mfu"], ranks[1]["mfu"]]
+    text = format_summary(s)
+    assert "slowest rank: 1" in text and "\njob " in text
+    json.dumps(s, allow_nan=False)
