@@ -677,6 +677,12 @@ struct fm_device {
  * (when the device has one), else the vector peak (tf32: fp32's); 0 if neither. */
 FM_API double fm_device_peak(const struct fm_device *dev, enum fm_class cls,
                              enum fm_precision prec);
+/* fm_device_peak and its real precision and units (applied, tensor: may be NULL). */
+FM_API double fm_device_ceiling(const struct fm_device *dev, enum fm_class cls,
+                                enum fm_precision prec, enum fm_precision *applied, bool *tensor);
+/* The peak utilization is quoted against: prec's conv/matmul ceiling (torch_default: TF32's). */
+FM_API double fm_device_util_peak(const struct fm_device *dev, enum fm_precision prec,
+                                  bool torch_default);
 
 struct fm_devices;   /* a device table */
 /* The built-in table, then $FLOPMETER_DEVICES and $XDG_CONFIG_HOME/flopmeter/devices.json
@@ -1079,15 +1085,13 @@ struct fm_session_opts {
     bool dry_run;                  /* measure: resolve and check everything, run nothing */
     fm_progress_fn progress;       /* probes and runs report here ("probe: ...", "steps: ...") */
     void *progress_user;
-    bool force_calibration;        /* use predict.calibration made on another device, backend,
-                                      thread count or precision (else refused) */
+    bool force_calibration;        /* use a calibration made on another device/threads/precision */
     const void *model_data;        /* an ONNX model in memory; model is then only its name */
     size_t model_size;
     const char *const *frozen;     /* parameters with requires_grad=False (tensor names): not */
     size_t n_frozen;               /* trainable, no weight gradient; unknown: FM_ERR_INVALID */
 };
 FM_API void fm_session_opts_init(struct fm_session_opts *opts, enum fm_task task);
-
 struct fm_session;   /* opaque: read it through the accessors below */
 
 /* A bad option (an unknown device, an impossible value) is FM_ERR_INVALID with a message
@@ -1095,7 +1099,6 @@ struct fm_session;   /* opaque: read it through the accessors below */
 FM_API enum fm_status fm_session_run(struct fm_ctx *ctx, const struct fm_session_opts *opts,
                                      struct fm_session **out);
 FM_API void fm_session_free(struct fm_session *session);
-
 /* Pointers into the session (valid until fm_session_free); NULL where the task made none. */
 FM_API const struct fm_graph *fm_session_graph(const struct fm_session *s);   /* finalized */
 FM_API const struct fm_counts *fm_session_counts(const struct fm_session *s);
@@ -1241,6 +1244,10 @@ FM_API enum fm_status fm_trace_parse(struct fm_ctx *ctx, const char *text, size_
                                      const char *origin, const struct fm_trace_opts *opts,
                                      struct fm_trace **out);
 FM_API void fm_trace_free(struct fm_trace *trace);
+/* A profiler event name's class ("aten::addmm": matmul; unknown: FM_CLASS_OTHER), and a class's
+ * name (fm_class_name, or "optimizer" for FM_CLASS_COUNT: the ops under Optimizer.step). */
+FM_API int fm_trace_op_class(const char *name);
+FM_API const char *fm_trace_class_name(int cls);
 /* The median step's seconds; the first forward op's first input of rank >= 2, and that op. */
 FM_API double fm_trace_step_s(const struct fm_trace *trace);
 FM_API const struct fm_shape *fm_trace_input(const struct fm_trace *trace, const char **op);

@@ -129,7 +129,8 @@ class SessionOpts(ctypes.Structure):
 
 class ReportOpts(ctypes.Structure):
     _fields_ = [("format", ctypes.c_int), ("per_layer_detail", ctypes.c_bool),
-                ("by_class", ctypes.c_bool), ("layers", ctypes.c_bool),
+                ("by_class", ctypes.c_bool), ("by_module", ctypes.c_bool),
+                ("layers", ctypes.c_bool),
                 ("summary", ctypes.c_bool), ("loss", ctypes.c_void_p),
                 ("memory", ctypes.c_void_p), ("export_note", ctypes.c_char_p),
                 ("peers", ctypes.c_void_p)]
@@ -229,11 +230,35 @@ class _Ctx:
         lib.fm_ctx_free(self.p)
 
     def fail(self, status):
-        msg = (lib.fm_ctx_error(self.p) or b"").decode(errors="replace")
+        msg = python_words((lib.fm_ctx_error(self.p) or b"").decode(errors="replace"))
         name = lib.fm_status_to_string(status).decode()
         if status == 1:   # FM_ERR_NOMEM
             raise MemoryError("flopmeter: " + (msg or name))
         raise FlopmeterError(msg or name, name)
+
+
+# The C library names the option field a program set (fm_session_opts.loss_on); a Python user
+# set a keyword argument: the message names that instead, as the CLI names its flag.
+_KEYWORDS = (
+    ("fm_session_opts.loss_on", "loss="), ("fm_session_opts.device", "device="),
+    ("fm_session_opts.devices_file", "devices_file="), ("fm_session_opts.peak", "peak="),
+    ("fm_session_opts.precision", "precision="), ("fm_session_opts.step_s", "step_time="),
+    ("fm_session_opts.dataset_size", "dataset_size="), ("fm_session_opts.epochs", "epochs="),
+    ("fm_session_opts.gpus", "gpus="), ("fm_session_opts.interconnect", "interconnect="),
+    ("fm_session_opts.frozen", "requires_grad=False parameters"),
+    ("fm_count_opts.optimizer", "optimizer="), ("FM_MODE_INFER", "train=False"),
+    ("fm_zoo_opts.batch", "batch="), ("fm_zoo_opts.input", "input="),
+    ("fm_zoo_opts.dtype", "dtype="), ("fm_load_opts.bindings", "input="),
+)
+
+
+def python_words(message):
+    """message with each option field the library names replaced by the keyword argument that
+    sets it (whole words only: fm_session_opts.epoch_s is not fm_session_opts.epoch_samples)."""
+    import re
+    for field, keyword in _KEYWORDS:
+        message = re.sub(re.escape(field) + r"(?![A-Za-z0-9_])", keyword, message)
+    return message
 
 
 def run_session(opts, formats=("json", "table"), report_opts=None):

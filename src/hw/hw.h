@@ -34,11 +34,6 @@ enum fm_status fm_hw_put(struct fm_devices *devs, long at, const struct fm_devic
 
 /* Whether an op class may run on matrix units (tensor cores): conv, matmul and attention. */
 bool fm_precision_tensor_class(enum fm_class cls);   /* conv, matmul, attention */
-/* fm_device_peak, also saying which ceiling it is: the precision of the units that run it (tf32
- * without tensor cores, or fp16 without fp16 units, is fp32 arithmetic) and whether they are
- * matrix units. applied and tensor may be NULL. */
-double fm_device_ceiling(const struct fm_device *dev, enum fm_class cls,
-                         enum fm_precision prec, enum fm_precision *applied, bool *tensor);
 /* What a user should know about how query resolved to dev (fm_devices_find): when query is a
  * short name several entries share ("a100": the 80 GB SXM, and the 40 GB and PCIe ones are
  * a100-40gb, a100-pcie), a note naming the others; when a GPU's own name states a memory size
@@ -47,10 +42,6 @@ double fm_device_ceiling(const struct fm_device *dev, enum fm_class cls,
 void fm_device_name_note(const struct fm_devices *devs, const char *query,
                          const struct fm_device *dev, char *note, size_t size,
                          double *named_mem_bytes);
-/* The peak utilization is quoted against, one rule for every command: the conv/matmul ceiling
- * of prec (matrix units when the device has them); torch_default: the TF32 conv ceiling. */
-double fm_device_util_peak(const struct fm_device *dev, enum fm_precision prec,
-                           bool torch_default);
 /* Ridge point of a ceiling: peak / bandwidth in FLOP/byte (0 when either is unknown). */
 double fm_device_ridge(const struct fm_device *dev, enum fm_class cls,
                        enum fm_precision prec);

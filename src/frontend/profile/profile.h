@@ -214,10 +214,8 @@ struct fm_nsys_summary {
  * count the optimizer is a phase; in a trace it is the ops under Optimizer.step/zero_grad). */
 #define FM_TRACE_OPTIMIZER ((int)FM_CLASS_COUNT)
 #define FM_TRACE_CLASSES ((int)FM_CLASS_COUNT + 1)
-const char *fm_trace_class_name(int cls);   /* fm_class_name, or "optimizer" */
-/* The class of a profiler event's name: "aten::conv2d" and "ConvolutionBackward0" are conv,
- * "aten::addmm" matmul, "aten::native_batch_norm" norm ...; FM_CLASS_OTHER when unknown. */
-int fm_trace_op_class(const char *name);
+/* fm_trace_class_name and fm_trace_op_class: flopmeter.h (a binding classifies its own
+ * profiler events with them) */
 
 const char *fm_trace_phase_name(enum fm_trace_phase p);   /* "fwd", "bwd", "optimizer" */
 
