@@ -143,7 +143,10 @@ static const char *const ops[] = {
     "GatherElements", "GatherND", "ScatterElements", "Scatter", "ScatterND", "OneHot", "ArgMin",
     "Compress", "Unique", "DepthToSpace", "SpaceToDepth", "ReverseSequence", "MaxUnpool",
     "EyeLike", "CastLike", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss",
-    "ReduceLogSumExp", "NoSuchOp"};
+    "ReduceLogSumExp",
+    /* random generators (src/ops/random.c) */
+    "RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Bernoulli",
+    "Multinomial", "NoSuchOp"};
 static const char *const attr_names[] = {
     "alpha", "approximate", "auto_pad", "axes", "axis", "beta", "ceil_mode",
     "count_include_pad", "dilations", "epsilon", "equation", "group", "keepdims",
@@ -155,7 +158,7 @@ static const char *const attr_names[] = {
     "lambd", "bias", "gamma", "direction", "detect_negative", "detect_positive",
     "hidden_size", "layout", "linear_before_reset", "clip", "activations",
     "batch_dims", "reduction", "ignore_index", "select_last_index", "blocksize", "batch_axis",
-    "time_axis", "dtype",
+    "time_axis", "dtype", "low", "high", "mean", "scale", "seed", "sample_size",
     /* opsets 1 to 6 */
     "shape", "paddings", "broadcast", "height_scale", "width_scale", "is_test",
     "consumed_inputs"};

@@ -475,7 +475,21 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(MAX_UNPOOL, max_unpool, "MaxUnpool", DATA_MOVEMENT, "MaxUnpool", layout, "xCC")           \
     /*   X (N,C,...), indices (X's shape); ints = the output dims */                            \
     X(EYELIKE, eyelike, "EyeLike", DATA_MOVEMENT, "EyeLike", layout, "C")                       \
-    /*   X (2-D, only its shape read); ints = {enum fm_dtype, k} */
+    /*   X (2-D, only its shape read); ints = {enum fm_dtype, k} */                             \
+    /* random.c: generators, no gradient through them; ints = {enum fm_dtype, seed given,       \
+       seed, then the shape (RandomUniform, RandomNormal) or sample_size (Multinomial)} */      \
+    X(RANDOM_UNIFORM, random_uniform, "RandomUniform", ELEMENTWISE, "RandomUniform", random,    \
+      "") /* lo = low, hi = high */                                                             \
+    X(RANDOM_NORMAL, random_normal, "RandomNormal", ELEMENTWISE, "RandomNormal", random, "")    \
+    /*   alpha = mean, beta = scale */                                                          \
+    X(RANDOM_UNIFORM_LIKE, random_uniform_like, "RandomUniformLike", ELEMENTWISE,               \
+      "RandomUniformLike", random, "C") /* X (only its shape read); lo, hi */                   \
+    X(RANDOM_NORMAL_LIKE, random_normal_like, "RandomNormalLike", ELEMENTWISE,                  \
+      "RandomNormalLike", random, "C") /* X (only its shape read); alpha, beta */               \
+    X(BERNOULLI, bernoulli, "Bernoulli", ELEMENTWISE, "Bernoulli", random, "C")                 \
+    /*   P (probabilities) -> 0/1 of P's shape */                                               \
+    X(MULTINOMIAL, multinomial, "Multinomial", OTHER, "Multinomial", random, "C")               \
+    /*   X (B, C) unnormalized log-probabilities -> (B, sample_size) class indices */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_

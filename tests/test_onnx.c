@@ -656,6 +656,55 @@ static void test_node_tests_trig(void **state)
     fm_ctx_free(ctx);
 }
 
+/* Files other people made: ONNX's node tests of Bernoulli and of its expansion (opset 15),
+ * with RandomUniformLike, ten elements. Bernoulli: one draw (special) and one compare per
+ * element, the probabilities read and the 0/1 output written (src/ops/random.c): x fp64 -> y
+ * fp64 reads 80, writes 80; x fp32 -> y fp64 (dtype 11) reads 40, writes 80; with a seed,
+ * fp32 both. The expansion's RandomUniformLike (fp64 or fp32 by its dtype) draws 10 numbers
+ * and maps them to [low, high): 10 special, 10 mul, 10 add, its input not read. */
+static void test_node_tests_random(void **state)
+{
+    (void)state;
+    need_node_tests("test_bernoulli");
+    const struct {
+        const char *dir;
+        enum fm_op op;   /* the first node */
+        uint64_t add, mul, cmp, special, rd, wr;
+    } cases[] = {
+        {"test_bernoulli", FM_OP_BERNOULLI, 0, 0, 10, 10, 80, 80},
+        {"test_bernoulli_double", FM_OP_BERNOULLI, 0, 0, 10, 10, 40, 80},
+        {"test_bernoulli_seed", FM_OP_BERNOULLI, 0, 0, 10, 10, 40, 40},
+        {"test_bernoulli_expanded", FM_OP_RANDOM_UNIFORM_LIKE, 10, 10, 0, 10, 0, 80},
+        {"test_bernoulli_double_expanded", FM_OP_RANDOM_UNIFORM_LIKE, 10, 10, 0, 10, 0, 40},
+        {"test_bernoulli_seed_expanded", FM_OP_RANDOM_UNIFORM_LIKE, 10, 10, 0, 10, 0, 40},
+    };
+    struct fm_ctx *ctx = test_ctx();
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s/model.onnx", FM_ONNX_NODE_TESTS, cases[i].dir);
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_WORK);
+        o.model = path;
+        o.count.mode = FM_MODE_INFER;
+        struct fm_session *s = NULL;
+        if (fm_session_run(ctx, &o, &s))
+            fail_msg("%s: %s", cases[i].dir, fm_ctx_error(ctx));
+        assert_int_equal(fm_graph_node(s->graph, 0)->op, cases[i].op);
+        assert_int_equal(s->counts->n_uncounted, 0);
+        const struct fm_work *f = &s->counts->nodes[0].phase[FM_PHASE_FWD];
+        assert_int_equal(f->prim[FM_PRIM_MAC], 0);
+        assert_int_equal(f->prim[FM_PRIM_ADD], cases[i].add);
+        assert_int_equal(f->prim[FM_PRIM_MUL], cases[i].mul);
+        assert_int_equal(f->prim[FM_PRIM_DIV], 0);
+        assert_int_equal(f->prim[FM_PRIM_CMP], cases[i].cmp);
+        assert_int_equal(f->prim[FM_PRIM_SPECIAL], cases[i].special);
+        assert_int_equal(f->bytes_read, cases[i].rd);
+        assert_int_equal(f->bytes_written, cases[i].wr);
+        fm_session_free(s);
+    }
+    fm_ctx_free(ctx);
+}
+
 /* ---- control flow: If, Loop, Scan (tools/make_control_fixtures.py) ---- */
 
 /* Loads file (an absolute path, or a name under DATA) and counts inference. */
@@ -2220,6 +2269,7 @@ int main(void)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_corrupted_never_crash),
         cmocka_unit_test(test_node_tests_trig),
+        cmocka_unit_test(test_node_tests_random),
         cmocka_unit_test(test_node_tests_rnn),
         cmocka_unit_test(test_pytorch_rnns),
         cmocka_unit_test(test_folded_shapes),

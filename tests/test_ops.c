@@ -3106,6 +3106,109 @@ static void test_layout(void **state)
     tg_free(&t);
 }
 
+/* ============================================================================================
+ * Random generators (random.c): a draw is one special per number; uniform low + (high-low) u
+ * adds a mul and an add; normal mean + scale z (Box-Muller: per pair 4 special and 4 mul, so
+ * per element 1 draw + 2 special, 2 mul, then 1 mul, 1 add); Bernoulli u < p one cmp;
+ * Multinomial per row C exp and C-1 adds, per sample a draw, a mul and ceil(log2 C) cmp. No
+ * backward, and the outputs need no gradient even when the input does.
+ * ========================================================================================= */
+
+static struct fm_attrs random_attrs(enum fm_dtype dt)
+{
+    struct fm_attrs a = attrs();
+    a.ints[0] = dt;
+    a.ints[1] = 0;   /* no seed */
+    a.ints[2] = 0;
+    a.nints = 3;
+    return a;
+}
+
+static void test_random_ops(void **state)
+{
+    (void)state;
+    struct tg t = tg_new();
+    /* RandomUniformLike of an activation (2,3,4) that needs a gradient: E = 24; 24 draws,
+     * 24 mul, 24 add; X is not read (its shape only), 96 bytes written; nothing backward */
+    struct fm_attrs a = random_attrs(FM_DTYPE_FP32);
+    a.lo = -1.0;
+    a.hi = 3.0;
+    fm_nid n = NODE(&t, FM_OP_RANDOM_UNIFORM_LIKE, "ul", &a, ACT(&t, "x", 2, 3, 4));
+    struct fm_node_cost c = COST(&t, n);
+    EXPECT(c, FWD, 0, 24, 24, 0, 0, 24);
+    EXPECT_BYTES(c, FWD, 0, 96);
+    EXPECT_NONE(c, BD);
+    EXPECT_NONE(c, BW);
+    assert_false(fm_graph_needs_grad(t.g, out_of(&t, n)));
+    assert_true(fm_graph_needs_grad(t.g, fm_graph_node(t.g, n)->in[0]));
+    /* RandomNormalLike of the same: 3 x 24 special, 3 x 24 mul, 24 add */
+    a = random_attrs(FM_DTYPE_FP32);
+    n = NODE(&t, FM_OP_RANDOM_NORMAL_LIKE, "nl", &a, fm_graph_node(t.g, n)->in[0]);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 24, 72, 0, 0, 72);
+    EXPECT_BYTES(c, FWD, 0, 96);
+    EXPECT_NONE(c, BD);
+    /* RandomUniform (3,5) from attributes alone: 15 each, 60 bytes written */
+    a = random_attrs(FM_DTYPE_FP32);
+    a.ints[3] = 3;
+    a.ints[4] = 5;
+    a.nints = 5;
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_RANDOM_UNIFORM, "u", &a, NULL, 0, NULL, 1,
+                                          NULL));
+    n = (fm_nid)fm_graph_node_count(t.g) - 1;
+    EXPECT_SHAPE(&t, out_of(&t, n), 3, 5);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 15, 15, 0, 0, 15);
+    EXPECT_BYTES(c, FWD, 0, 60);
+    /* RandomNormal (2,2) fp64: 12 special, 12 mul, 4 add, 32 bytes written */
+    a = random_attrs(FM_DTYPE_FP64);
+    a.ints[3] = 2;
+    a.ints[4] = 2;
+    a.nints = 5;
+    FM_ASSERT_OK(t.ctx, fm_graph_add_node(t.g, FM_OP_RANDOM_NORMAL, "n", &a, NULL, 0, NULL, 1,
+                                          NULL));
+    n = (fm_nid)fm_graph_node_count(t.g) - 1;
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 4, 12, 0, 0, 12);
+    EXPECT_BYTES(c, FWD, 0, 32);
+    /* Bernoulli of probabilities (4,5) that need a gradient: 20 draws, 20 cmp; reads 80,
+     * writes 80; no gradient to the probabilities */
+    a = random_attrs(FM_DTYPE_FP32);
+    n = NODE(&t, FM_OP_BERNOULLI, "b", &a, ACT(&t, "p", 4, 5));
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 0, 0, 0, 20, 20);
+    EXPECT_BYTES(c, FWD, 80, 80);
+    EXPECT_NONE(c, BD);
+    assert_false(fm_graph_needs_grad(t.g, out_of(&t, n)));
+    /* Multinomial of (3, 10) log-probabilities, 4 samples, int64: per row 10 exp + 9 adds,
+     * per sample 1 draw + 1 mul + ceil(log2 10) = 4 cmp: special 30 + 12 = 42, add 27, mul 12,
+     * cmp 48; reads 120, writes 12 x 8 = 96 */
+    a = random_attrs(FM_DTYPE_INT64);
+    a.ints[3] = 4;
+    a.nints = 4;
+    n = NODE(&t, FM_OP_MULTINOMIAL, "m", &a, INPUT(&t, "logits", 3, 10));
+    EXPECT_SHAPE(&t, out_of(&t, n), 3, 4);
+    c = COST(&t, n);
+    EXPECT(c, FWD, 0, 27, 12, 0, 48, 42);
+    EXPECT_BYTES(c, FWD, 120, 96);
+    /* in inference the same forward */
+    struct fm_node_cost ci = cost_mode(&t, n, FM_MODE_INFER);
+    EXPECT(ci, FWD, 0, 27, 12, 0, 48, 42);
+    /* Multinomial into floats, and RandomUniformLike into ints, are refused */
+    a = random_attrs(FM_DTYPE_FP32);
+    a.ints[3] = 2;
+    a.nints = 4;
+    fm_tid lg = INPUT(&t, "logits2", 3, 10);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_MULTINOMIAL, "m2", &a, &lg, 1, NULL, 1, NULL),
+                     FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "m2", "int32 or int64");
+    a = random_attrs(FM_DTYPE_INT32);
+    assert_int_equal(fm_graph_add_node(t.g, FM_OP_RANDOM_UNIFORM_LIKE, "u2", &a, &lg, 1, NULL,
+                                       1, NULL), FM_ERR_SHAPE);
+    EXPECT_MESSAGE(t.ctx, "u2", "float type");
+    tg_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -3133,6 +3236,7 @@ int main(void)
         cmocka_unit_test(test_lp_mvn_lrn),
         cmocka_unit_test(test_lppool),
         cmocka_unit_test(test_det),
+        cmocka_unit_test(test_random_ops),
         cmocka_unit_test(test_relu_bytes),
         cmocka_unit_test(test_prelu),
         cmocka_unit_test(test_softmax_logsoftmax),

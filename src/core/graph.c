@@ -817,6 +817,8 @@ enum fm_status fm_graph_finalize(struct fm_graph *g)
             if (n->in[k] != FM_NONE && grad[n->in[k]])
                 any = true;
         }
+        if (fm_op_is_random(n->op))   /* a random draw: nothing to differentiate */
+            any = false;
         for (int o = 0; o < n->n_out; o++)
             grad[n->out[o]] = any && fm_dtype_is_float(g->tensors[n->out[o]].dtype);
     }

@@ -48,6 +48,9 @@ struct fm_op_desc {
 };
 
 const struct fm_op_desc *fm_op_desc(enum fm_op op);
+/* Whether op is a random generator (random.c), whose outputs carry no gradient: the graph
+ * stops gradients there, as PyTorch's autograd does at a sampled tensor. */
+bool fm_op_is_random(enum fm_op op);
 
 /* The cost of one node on its own, as fm_count counts it (tests check rules one by one). */
 enum fm_status fm_node_cost(struct fm_ctx *ctx, const struct fm_graph *graph, fm_nid node,

@@ -366,5 +366,9 @@ enum fm_status fm_cpu_move_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                  const struct fm_node *n);
 enum fm_status fm_cpu_move_fwd(struct fm_cpu *s, fm_nid id);
 enum fm_status fm_cpu_move_bwd(struct fm_cpu *s, fm_nid id);
+/* random.c: RandomUniform(Like), RandomNormal(Like), Bernoulli, Multinomial (forward only) */
+enum fm_status fm_cpu_random_check(struct fm_ctx *ctx, const struct fm_graph *g,
+                                   const struct fm_node *n);
+enum fm_status fm_cpu_random_fwd(struct fm_cpu *s, fm_nid id);
 
 #endif

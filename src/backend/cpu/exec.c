@@ -125,6 +125,13 @@ static const struct op_impl impls[] = {
     /* made from attributes alone: nothing to differentiate */
     {FM_OP_CONSTANT_OF_SHAPE, fm_cpu_move_check, fm_cpu_move_fwd, NULL},
     {FM_OP_RANGE, fm_cpu_move_check, fm_cpu_move_fwd, NULL},
+    /* random draws, fresh every step: no gradient flows through them */
+    {FM_OP_RANDOM_UNIFORM, fm_cpu_random_check, fm_cpu_random_fwd, NULL},
+    {FM_OP_RANDOM_NORMAL, fm_cpu_random_check, fm_cpu_random_fwd, NULL},
+    {FM_OP_RANDOM_UNIFORM_LIKE, fm_cpu_random_check, fm_cpu_random_fwd, NULL},
+    {FM_OP_RANDOM_NORMAL_LIKE, fm_cpu_random_check, fm_cpu_random_fwd, NULL},
+    {FM_OP_BERNOULLI, fm_cpu_random_check, fm_cpu_random_fwd, NULL},
+    {FM_OP_MULTINOMIAL, fm_cpu_random_check, fm_cpu_random_fwd, NULL},
 };
 
 static const struct op_impl *impl_for(enum fm_op op)

@@ -1763,6 +1763,59 @@ static enum fm_status legacy_refuse(struct ox *ox, const Onnx__NodeProto *node)
     return FM_OK;
 }
 
+/* Random generators (src/ops/random.c): ints = {dtype, seed given, seed, then the shape of
+ * RandomUniform and RandomNormal, or Multinomial's sample_size}; uniform low/high in lo/hi,
+ * normal mean/scale in alpha/beta. The output dtype: the attribute, else ONNX's default
+ * (float for RandomUniform/RandomNormal, int32 for Multinomial, the input's otherwise). */
+static enum fm_status map_random(struct ox *ox, const Onnx__NodeProto *node, const fm_tid *in,
+                                 int n_in, enum fm_op op)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    bool sourced = op == FM_OP_RANDOM_UNIFORM || op == FM_OP_RANDOM_NORMAL;
+    enum fm_status st = need(ox, node, in, n_in, sourced ? 0 : 1);
+    if (st)
+        return st;
+    enum fm_dtype d = sourced ? FM_DTYPE_FP32 : op == FM_OP_MULTINOMIAL ? FM_DTYPE_INT32
+                      : tensor(ox, in[0])->dtype;
+    int64_t dt;
+    double seed;
+    st = ox_attr_int(ox, node, "dtype", -1, &dt);
+    if (!st)
+        st = ox_attr_float(ox, node, "seed", 0.0, &seed);
+    if (st)
+        return st;
+    if (dt >= 0 && (dt > INT32_MAX || !ox_dtype((int32_t)dt, &d)))
+        return ox_node_error(ox, node, FM_ERR_UNSUPPORTED, "dtype %lld is not a numeric ONNX "
+                             "type", (long long)dt);
+    a.ints[0] = d;
+    a.ints[1] = ox_attr(node, "seed") != NULL;
+    a.ints[2] = isfinite(seed) && fabs(seed) < 9e18 ? (int64_t)seed : 0;
+    a.nints = 3;
+    if (op == FM_OP_RANDOM_UNIFORM || op == FM_OP_RANDOM_UNIFORM_LIKE) {
+        st = ox_attr_float(ox, node, "low", 0.0, &a.lo);
+        if (!st)
+            st = ox_attr_float(ox, node, "high", 1.0, &a.hi);
+    } else if (op == FM_OP_RANDOM_NORMAL || op == FM_OP_RANDOM_NORMAL_LIKE) {
+        st = ox_attr_float(ox, node, "mean", 0.0, &a.alpha);
+        if (!st)
+            st = ox_attr_float(ox, node, "scale", 1.0, &a.beta);
+    } else if (op == FM_OP_MULTINOMIAL) {
+        st = ox_attr_int(ox, node, "sample_size", 1, &a.ints[3]);
+        a.nints = 4;
+    }
+    if (!st && sourced) {
+        int n = 0;
+        if (!ox_attr(node, "shape"))
+            return ox_node_error(ox, node, FM_ERR_PARSE, "the attribute 'shape' is missing");
+        st = ox_attr_ints(ox, node, "shape", a.ints + 3, FM_MAX_DIMS, &n);
+        a.nints = 3 + n;
+    }
+    if (st)
+        return st;
+    return ox_emit(ox, node, op, &a, in, sourced ? 0 : 1, 1);
+}
+
 /* ---- the table, generated from FM_OP_LIST (include/flopmeter.h) ---- */
 
 /* Ops no ONNX op type maps to (Linear, SiLU, Attention ...) name the mapper "none": their rows
