@@ -110,6 +110,7 @@ static const struct op_impl impls[] = {
     {FM_OP_OR, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
     {FM_OP_XOR, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
     {FM_OP_NOT, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
+    {FM_OP_ISNAN, fm_cpu_ewise_check, fm_cpu_ewise_fwd, NULL},
     {FM_OP_TRANSPOSE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_SPLIT, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_SLICE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
