@@ -22,6 +22,8 @@
  *   Gather, Embedding  row copies by index (negative indices wrap); backward scatter-adds dY
  *              into dX, parallel over column slabs of the table so no two threads add into the
  *              same element
+ *   GatherElements  element copies by an index per element along axis; backward scatter-adds
+ *              dY on one thread (two outputs may gather one element)
  *   Squeeze, Unsqueeze, Cast to the same float type  views (no copy)
  *   Resize     in inference oneDNN resampling for linear, and for nearest with integer
  *              upsampling factors, when only spatial dims (2 and up) of a rank 3-5 tensor change;
@@ -919,6 +921,127 @@ static enum fm_status gather_bwd(struct fm_cpu *s, fm_nid id)
     return st ? st : fm_cpu_sink_end(s, &sk);
 }
 
+/* ---- GatherElements: y[i] = data[i with i_axis replaced by indices[i]] (BERT's exports) ---- */
+
+struct gel_arg {
+    const int32_t *idx;           /* indices, of y's shape */
+    int rank, axis;
+    int64_t ydims[FM_MAX_DIMS];   /* the output's (the indices') dims */
+    int64_t xst[FM_MAX_DIMS];     /* data's row-major strides */
+    int64_t a;                    /* data's dim along axis */
+    int64_t n;                    /* output elements */
+    uint64_t nx;                  /* data elements */
+    const int32_t *isrc;          /* integer data */
+    int32_t *idst;
+    const char *layer;
+};
+
+/* The data offset of output element t, or -1 when its index is outside [-a, a). */
+static int64_t gel_offset(const struct gel_arg *g, int64_t t)
+{
+    int64_t j = g->idx[t], off = 0;
+    if (j < -g->a || j >= g->a)
+        return -1;
+    for (int d = g->rank - 1; d >= 0; d--) {
+        int64_t q = t / g->ydims[d], i = t - q * g->ydims[d];
+        off += (d == g->axis ? (j < 0 ? j + g->a : j) : i) * g->xst[d];
+        t = q;
+    }
+    return off;
+}
+
+static enum fm_status gel_bad(struct fm_cpu *s, const struct gel_arg *g)
+{
+    for (int64_t t = 0; t < g->n; t++) {
+        if (gel_offset(g, t) < 0)
+            return fm_error(s->ctx, FM_ERR_GRAPH, "layer '%s' (GatherElements): index %lld is "
+                            "outside [%lld, %lld)", g->layer, (long long)g->idx[t],
+                            (long long)-g->a, (long long)g->a);
+    }
+    return FM_OK;
+}
+
+/* memories: data, y (float); none (int) */
+static enum fm_status gel_fwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    const struct gel_arg *g = arg;
+    enum fm_status st = gel_bad(s, g);
+    if (st)
+        return st;
+    const uint32_t *x = g->idst ? (const uint32_t *)g->isrc : (uint32_t *)fm_cpu_item_f32(it, 0);
+    uint32_t *y = g->idst ? (uint32_t *)g->idst : (uint32_t *)fm_cpu_item_f32(it, 1);
+    const int64_t n = g->n;
+    FM_CPU_PARALLEL
+    for (int64_t t = 0; t < n; t++)
+        y[t] = x[gel_offset(g, t)];
+    return FM_OK;
+}
+
+/* memories: dy, dx: dX zeroed, then every dy element added where it was gathered from (one
+ * thread: two outputs may gather the same element) */
+static enum fm_status gel_bwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct gel_arg *g = arg;
+    const float *dy = fm_cpu_item_f32(it, 0);
+    float *dx = fm_cpu_item_f32(it, 1);
+    memset(dx, 0, sizeof(float) * (size_t)g->nx);
+    for (int64_t t = 0; t < g->n; t++)
+        dx[gel_offset(g, t)] += dy[t];
+    return FM_OK;
+}
+
+static enum fm_status gel_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], idx = n->in[1], y = n->out[0];
+    struct gel_arg *g = priv_new(s, id, sizeof(*g));
+    if (!g)
+        return nomem(s);
+    int64_t xd[FM_MAX_DIMS];
+    g->rank = dims_of(s, data, xd);
+    if (dims_of(s, y, g->ydims) != g->rank)
+        return fm_error(s->ctx, FM_ERR_SHAPE, "layer '%s' (GatherElements): indices of another "
+                        "rank than the data", n->name);
+    g->axis = (int)(n->attrs.axis < 0 ? n->attrs.axis + g->rank : n->attrs.axis);
+    plain_strides(g->rank, xd, g->xst);
+    g->a = xd[g->axis];
+    g->n = (int64_t)s->t[y].numel;
+    g->nx = s->t[data].numel;
+    g->layer = n->name;
+    enum fm_status st = ints_in(s, idx, &g->idx);
+    if (!st)
+        st = fm_cpu_place_out(s, y);
+    if (st)
+        return st;
+    if (fm_cpu_is_int(s, data)) {
+        st = ints_in(s, data, &g->isrc);
+        g->idst = fm_cpu_ints(s, y);
+        return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gel_fwd_fn, g, NULL, 0);
+    }
+    dnnl_memory_t mems[2] = {NULL, s->t[y].val_mem};
+    st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, data, false, &mems[0]);
+    return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gel_fwd_fn, g, mems, 2);
+}
+
+static enum fm_status gel_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], y = n->out[0];
+    if (fm_cpu_is_int(s, data))
+        return FM_OK;
+    enum fm_phase ph = fm_cpu_grad_phase(s, data);
+    dnnl_memory_t mems[2];
+    struct fm_cpu_sink sk;
+    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
+    if (!st)
+        st = fm_cpu_sink_plain(s, id, ph, data, &sk, &mems[1]);
+    if (st || !mems[1])
+        return st;
+    st = fm_cpu_add_fn(s, id, ph, gel_bwd_fn, s->nodes[id].priv, mems, 2);
+    return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
 /* ---- Resize ---- */
 
 /* One hand-written pass: x as (outer, in, inner) -> y (outer, out, inner), each output row a
@@ -1335,6 +1458,7 @@ enum fm_status fm_cpu_move_fwd(struct fm_cpu *s, fm_nid id)
     case FM_OP_SLICE: return slice_fwd(s, id);
     case FM_OP_GATHER:
     case FM_OP_EMBEDDING: return gather_fwd(s, id);
+    case FM_OP_GATHER_ELEMENTS: return gel_fwd(s, id);
     case FM_OP_EXPAND:
     case FM_OP_TILE: return rep_fwd(s, id);
     case FM_OP_PAD: return pad_fwd(s, id);
@@ -1355,6 +1479,7 @@ enum fm_status fm_cpu_move_bwd(struct fm_cpu *s, fm_nid id)
     case FM_OP_SLICE: return slice_bwd(s, id);
     case FM_OP_GATHER:
     case FM_OP_EMBEDDING: return gather_bwd(s, id);
+    case FM_OP_GATHER_ELEMENTS: return gel_bwd(s, id);
     case FM_OP_EXPAND:
     case FM_OP_TILE: return rep_bwd(s, id);
     case FM_OP_PAD: return pad_bwd(s, id);
