@@ -24,6 +24,7 @@
  *              same element
  *   GatherElements  element copies by an index per element along axis; backward scatter-adds
  *              dY on one thread (two outputs may gather one element)
+ *   GatherND   slice copies by index tuples (batch_dims shared); backward likewise
  *   Squeeze, Unsqueeze, Cast to the same float type  views (no copy)
  *   Resize     in inference oneDNN resampling for linear, and for nearest with integer
  *              upsampling factors, when only spatial dims (2 and up) of a rank 3-5 tensor change;
@@ -1042,6 +1043,139 @@ static enum fm_status gel_bwd(struct fm_cpu *s, fm_nid id)
     return st ? st : fm_cpu_sink_end(s, &sk);
 }
 
+/* ---- GatherND: slices of data picked by index tuples, batch_dims leading dims shared (the
+ * attention masks of HuggingFace decoders' exports) ---- */
+
+struct gnd_arg {
+    const int32_t *idx;           /* (batches, tuples, k) */
+    int64_t batches, tuples, k, slice;
+    int64_t bstride;              /* data elements per batch */
+    int64_t dims[FM_MAX_DIMS], st[FM_MAX_DIMS];   /* the k indexed dims of data, their strides */
+    uint64_t nx;                  /* data elements */
+    const int32_t *isrc;          /* integer data */
+    int32_t *idst;
+    const char *layer;
+};
+
+/* The data offset of tuple (b, t), or -1 when an index is out of range. */
+static int64_t gnd_offset(const struct gnd_arg *g, int64_t b, int64_t t)
+{
+    const int32_t *ix = g->idx + (b * g->tuples + t) * g->k;
+    int64_t off = b * g->bstride;
+    for (int64_t j = 0; j < g->k; j++) {
+        int64_t v = ix[j];
+        if (v < -g->dims[j] || v >= g->dims[j])
+            return -1;
+        off += (v < 0 ? v + g->dims[j] : v) * g->st[j];
+    }
+    return off;
+}
+
+/* memories: data, y (float); none (int) */
+static enum fm_status gnd_fwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    const struct gnd_arg *g = arg;
+    for (int64_t b = 0; b < g->batches; b++) {
+        for (int64_t t = 0; t < g->tuples; t++) {
+            if (gnd_offset(g, b, t) < 0)
+                return fm_error(s->ctx, FM_ERR_GRAPH, "layer '%s' (GatherND): an index of "
+                                "tuple %lld is out of range", g->layer,
+                                (long long)(b * g->tuples + t));
+        }
+    }
+    const uint32_t *x = g->idst ? (const uint32_t *)g->isrc : (uint32_t *)fm_cpu_item_f32(it, 0);
+    uint32_t *y = g->idst ? (uint32_t *)g->idst : (uint32_t *)fm_cpu_item_f32(it, 1);
+    const int64_t rows = g->batches * g->tuples;
+    FM_CPU_PARALLEL
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t b = r / g->tuples, t = r - b * g->tuples;
+        memcpy(y + r * g->slice, x + gnd_offset(g, b, t), sizeof(uint32_t) * (size_t)g->slice);
+    }
+    return FM_OK;
+}
+
+/* memories: dy, dx: dX zeroed, each gathered slice of dy added back (one thread: two tuples
+ * may pick the same slice) */
+static enum fm_status gnd_bwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct gnd_arg *g = arg;
+    const float *dy = fm_cpu_item_f32(it, 0);
+    float *dx = fm_cpu_item_f32(it, 1);
+    memset(dx, 0, sizeof(float) * (size_t)g->nx);
+    for (int64_t b = 0; b < g->batches; b++) {
+        for (int64_t t = 0; t < g->tuples; t++) {
+            float *to = dx + gnd_offset(g, b, t);
+            const float *from = dy + (b * g->tuples + t) * g->slice;
+            for (int64_t i = 0; i < g->slice; i++)
+                to[i] += from[i];
+        }
+    }
+    return FM_OK;
+}
+
+static enum fm_status gnd_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], idx = n->in[1], y = n->out[0];
+    struct gnd_arg *g = priv_new(s, id, sizeof(*g));
+    if (!g)
+        return nomem(s);
+    int64_t xd[FM_MAX_DIMS], id_[FM_MAX_DIMS], xst[FM_MAX_DIMS];
+    int r = dims_of(s, data, xd), q = dims_of(s, idx, id_);
+    int64_t bd = n->attrs.nints ? n->attrs.ints[0] : 0;
+    g->k = id_[q - 1];
+    if (bd < 0 || bd >= q || bd + g->k > r)
+        return fm_error(s->ctx, FM_ERR_SHAPE, "layer '%s' (GatherND): batch_dims %lld with "
+                        "tuples of %lld", n->name, (long long)bd, (long long)g->k);
+    plain_strides(r, xd, xst);
+    g->batches = g->tuples = g->slice = 1;
+    for (int d = 0; d < bd; d++)
+        g->batches *= xd[d];
+    for (int d = (int)bd; d < q - 1; d++)
+        g->tuples *= id_[d];
+    for (int d = (int)(bd + g->k); d < r; d++)
+        g->slice *= xd[d];
+    g->bstride = bd ? xst[bd - 1] : (int64_t)s->t[data].numel;
+    for (int64_t j = 0; j < g->k; j++) {
+        g->dims[j] = xd[bd + j];
+        g->st[j] = xst[bd + j];
+    }
+    g->nx = s->t[data].numel;
+    g->layer = n->name;
+    enum fm_status st = ints_in(s, idx, &g->idx);
+    if (!st)
+        st = fm_cpu_place_out(s, y);
+    if (st)
+        return st;
+    if (fm_cpu_is_int(s, data)) {
+        st = ints_in(s, data, &g->isrc);
+        g->idst = fm_cpu_ints(s, y);
+        return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gnd_fwd_fn, g, NULL, 0);
+    }
+    dnnl_memory_t mems[2] = {NULL, s->t[y].val_mem};
+    st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, data, false, &mems[0]);
+    return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gnd_fwd_fn, g, mems, 2);
+}
+
+static enum fm_status gnd_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], y = n->out[0];
+    if (fm_cpu_is_int(s, data))
+        return FM_OK;
+    enum fm_phase ph = fm_cpu_grad_phase(s, data);
+    dnnl_memory_t mems[2];
+    struct fm_cpu_sink sk;
+    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
+    if (!st)
+        st = fm_cpu_sink_plain(s, id, ph, data, &sk, &mems[1]);
+    if (st || !mems[1])
+        return st;
+    st = fm_cpu_add_fn(s, id, ph, gnd_bwd_fn, s->nodes[id].priv, mems, 2);
+    return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
 /* ---- Resize ---- */
 
 /* One hand-written pass: x as (outer, in, inner) -> y (outer, out, inner), each output row a
@@ -1459,6 +1593,7 @@ enum fm_status fm_cpu_move_fwd(struct fm_cpu *s, fm_nid id)
     case FM_OP_GATHER:
     case FM_OP_EMBEDDING: return gather_fwd(s, id);
     case FM_OP_GATHER_ELEMENTS: return gel_fwd(s, id);
+    case FM_OP_GATHER_ND: return gnd_fwd(s, id);
     case FM_OP_EXPAND:
     case FM_OP_TILE: return rep_fwd(s, id);
     case FM_OP_PAD: return pad_fwd(s, id);
@@ -1480,6 +1615,7 @@ enum fm_status fm_cpu_move_bwd(struct fm_cpu *s, fm_nid id)
     case FM_OP_GATHER:
     case FM_OP_EMBEDDING: return gather_bwd(s, id);
     case FM_OP_GATHER_ELEMENTS: return gel_bwd(s, id);
+    case FM_OP_GATHER_ND: return gnd_bwd(s, id);
     case FM_OP_EXPAND:
     case FM_OP_TILE: return rep_bwd(s, id);
     case FM_OP_PAD: return pad_bwd(s, id);
