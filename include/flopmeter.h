@@ -351,9 +351,9 @@ FM_API const char *fm_class_name(enum fm_class cls);
     /*   X; ints = {mode (0 nearest, 1 linear, 2 cubic), out dims} */                           \
     X(CONSTANT_OF_SHAPE, constant_of_shape, "ConstantOfShape", DATA_MOVEMENT,                   \
       "ConstantOfShape", int_operand, "C*")                                                     \
-    /*   no inputs; ints = {enum fm_dtype, out dims} */                                         \
+    /*   no inputs; ints = {enum fm_dtype, out dims}; lo = the fill value */                    \
     X(RANGE, range, "Range", DATA_MOVEMENT, "Range", range, "C*")                               \
-    /*   no inputs; ints = {length, enum fm_dtype} */                                           \
+    /*   no inputs; ints = {length, enum fm_dtype}; lo = start, beta = delta */                 \
     X(CAST, cast, "Cast", DATA_MOVEMENT, "Cast", cast, "T") /* X; ints = {enum fm_dtype} */     \
     /* einsum.c */                                                                              \
     X(EINSUM, einsum, "Einsum", MATMUL, "Einsum", einsum, "P*")                                 \

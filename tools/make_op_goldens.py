@@ -35,8 +35,8 @@ FM_OP_LIST in include/flopmeter.h) and says so next to it. The open points:
     ONNX's defaults, half_pixel (PyTorch's align_corners=False), cubic coefficient -0.75 (both
     defaults agree); nearest only by integer factors, where ONNX's round_prefer_floor and
     PyTorch's floor pick the same source pixels.
-  - ConstantOfShape: the rule carries no value: 0 (ONNX's default). Range: the rule carries only
-    the length and the dtype, no start or delta: 0, 1, ... (start 0, delta 1).
+  - ConstantOfShape: the fill value is attrs lo (0 by default, ONNX's default). Range: the
+    length and dtype in ints, start in lo and delta in beta (fm_attrs_init's 0 and 1: 0, 1, ...).
   - Cast float -> int: truncation toward zero (C's and PyTorch's); values stay away from
     integers and from .5.
   - Attention: a boolean mask keeps the scores where it is true (PyTorch's
@@ -1644,6 +1644,16 @@ def add_export2_cases():
     case("clip_tensor_max_only", "Clip", "train", lambda t, lo, hi: [torch.clamp(t, max=hi)],
          [P("x", v.away((2, 3, 4), [6.0], 4.0)), NONE, I("hi", torch.tensor([6.0]))],
          lo=-math.inf, hi=math.inf)
+    # Range with a start and a step (position ids past a prefix), ConstantOfShape of ones (a
+    # mask): the values the ONNX frontend reads, written by the backends
+    case("range_start_delta", "Range", "infer",
+         lambda: [torch.arange(3, 13, 2, dtype=torch.int64)], [], ints=[5, DT["int64"]],
+         lo=3.0, beta=2.0)
+    case("range_fp32_down", "Range", "infer",
+         lambda: [torch.arange(1.5, -0.5, -0.5, dtype=torch.float64)], [],
+         ints=[4, DT["fp32"]], lo=1.5, beta=-0.5)
+    case("constant_of_shape_ones", "ConstantOfShape", "infer",
+         lambda: [torch.ones(2, 3, dtype=torch.float64)], [], ints=[DT["fp32"], 2, 3], lo=1.0)
     # token ids viewed as one row (GPT-2's input_ids.view(-1, S)): an integer Reshape
     case("reshape_int64", "Reshape", "infer", lambda t: [t.reshape(2, 6)],
          [I("ids", Values("reshape_int64").ints((3, 4), 0, 50))], ints=[2, 6])

@@ -1487,7 +1487,7 @@ out:
     return st;
 }
 
-/* ---- ConstantOfShape and Range: filled once, at planning ---- */
+/* ---- ConstantOfShape and Range: filled once, at planning, from their attrs ---- */
 
 static enum fm_status fill_fwd(struct fm_cpu *s, fm_nid id)
 {
@@ -1498,14 +1498,16 @@ static enum fm_status fill_fwd(struct fm_cpu *s, fm_nid id)
         return st;
     uint64_t numel = s->t[y].numel;
     bool range = n->op == FM_OP_RANGE;
+    /* ConstantOfShape: lo everywhere; Range: start (lo) + i * delta (beta) */
+    double start = n->attrs.lo, delta = range ? n->attrs.beta : 0.0;
     if (fm_cpu_is_int(s, y)) {
         int32_t *v = fm_cpu_ints(s, y);
         for (uint64_t i = 0; i < numel; i++)
-            v[i] = range ? (int32_t)i : 0;
+            v[i] = (int32_t)(start + (double)i * delta);
     } else {
         float *v = s->t[y].val;   /* plain fp32, placed just now */
         for (uint64_t i = 0; i < numel; i++)
-            v[i] = range ? (float)i : 0.0f;
+            v[i] = (float)(start + (double)i * delta);
     }
     return FM_OK;
 }
