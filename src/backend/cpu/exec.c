@@ -117,6 +117,7 @@ static const struct op_impl impls[] = {
     {FM_OP_GATHER, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_GATHER_ELEMENTS, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_GATHER_ND, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_SCATTER_ND, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_EMBEDDING, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_SQUEEZE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_UNSQUEEZE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
