@@ -7,6 +7,7 @@
  *   bert_mask_dyn          an attention mask: IsNaN, Where, GatherND
  *   llama_mask_dyn         RoPE (Neg, Slice, Concat), grouped-query attention, GatherND, IsNaN
  *   gpt2_dyn               input_ids.view (a Reshape of int64), IsNaN, Where
+ *   swin_t_dyn             Swin-T's shifted-window masks: ScatterND (slice_scatter)
  * Without oneDNN or the ONNX frontend in the build the test prints a skip. */
 #include "support.h"
 
@@ -60,6 +61,7 @@ static void test_dynamo_exports_train(void **unused)
         {"bert_mask_dyn", {FM_OP_ISNAN, FM_OP_WHERE, FM_OP_GATHER_ND}, false, false},
         {"llama_mask_dyn", {FM_OP_GATHER_ND, FM_OP_ISNAN, FM_OP_NEG}, false, false},
         {"gpt2_dyn", {FM_OP_ISNAN, FM_OP_WHERE, FM_OP_UNKNOWN}, false, true},
+        {"swin_t_dyn", {FM_OP_SCATTER_ND, FM_OP_UNKNOWN}, false, false},
     };
     struct fm_ctx *ctx = test_ctx();
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -12,14 +12,15 @@
 | bert_mask_dyn.onnx | BERT with an attention mask: SDPA's mask handling (IsNaN, Where), GatherND |
 | llama_mask_dyn.onnx | a LLaMA-style decoder with a mask: RoPE, grouped-query SDPA, causal mask |
 | gpt2_dyn.onnx | GPT-2: input_ids.view (an integer Reshape), IsNaN |
+| swin_t_dyn.onnx | Swin-T: shifted-window masks built with ScatterND (slice_scatter) |
 
 Models are tiny configurations (HuggingFace models from their configs: no weights are
 downloaded), batch 2, shapes static. Float initializers are stripped (payload dropped, marked
 external at a location that does not exist: flopmeter starts every weight from its own
 generator) and so are the exporter's per-node metadata (stack traces) and its value_info
 (flopmeter infers the shapes), so the files are kilobytes. The transformers use optimize=True, whose graph is the training graph (no
-BatchNorm to fold); mobilenet_v2 and stochastic_depth use optimize=False, which keeps the
-BatchNormalization nodes.
+BatchNorm to fold); mobilenet_v2, stochastic_depth and swin_t use optimize=False, which
+keeps the BatchNormalization nodes and the training graph as written.
 """
 import argparse
 import os
@@ -99,16 +100,21 @@ def models():
     gpt2 = tr.GPT2LMHeadModel(tr.GPT2Config(n_layer=2, n_embd=32, n_head=2, n_positions=32,
                                             use_cache=False, **small))
     yield "gpt2_dyn", Logits(gpt2, False), (ids,), True
+    yield ("swin_t_dyn", torchvision.models.swin_t(num_classes=10), (torch.randn(2, 3, 64, 64),),
+           False)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(HERE, "..", "tests", "data", "onnx",
                                                   "train2"))
+    ap.add_argument("--only", nargs="*", help="write these fixtures only")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(0)
     for name, model, inputs, optimize in models():
+        if args.only and name not in args.only:
+            continue
         model.train()
         with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore")
