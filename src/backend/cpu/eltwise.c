@@ -1,17 +1,74 @@
 /* Activations on oneDNN eltwise primitives, each output in its input's layout: ReLU, LeakyReLU,
  * Clip (ReLU6), Sigmoid, Tanh, SiLU (swish with alpha 1), GELU (erf or tanh form), Hardswish,
  * and Hardsigmoid (oneDNN 2.6 has none: a linear primitive then an in-place clip forward, and a
- * small loop backward). Not here: Softmax, PReLU. */
+ * small loop backward). Clip's bounds may be tensors (PyTorch 2's exporter writes ReLU6 as Clip
+ * of CastLike'd constants): a bound that traces back to a known constant through casts and
+ * reshapes is an attribute like any other; one computed at run time is read by small loops
+ * over the plain layout, forward and backward. Not here: Softmax, PReLU. */
 #include "cpu.h"
+
+#include <math.h>
+
+struct clip_arg;
 
 struct act_priv {
     dnnl_primitive_desc_t fwd;
     dnnl_alg_kind_t alg;
     float alpha, beta;
+    struct clip_arg *dyn;      /* Clip with bounds known only at run time, or NULL */
 };
 
+/* The value of a one-element tensor known before the run: a constant, or one passed through
+ * Cast (CastLike), Identity, Reshape, Squeeze, Unsqueeze or Flatten from a constant. */
+static bool const_scalar(const struct fm_graph *g, fm_tid t, double *v)
+{
+    for (int depth = 0; depth < 8 && t != FM_NONE; depth++) {
+        const struct fm_tensor *x = fm_graph_tensor(g, t);
+        if (x->nvalue == 1 && (x->fvalue || x->ivalue)) {
+            *v = x->fvalue ? x->fvalue[0] : (double)x->ivalue[0];
+            return true;
+        }
+        if (x->producer == FM_NONE)
+            return false;
+        const struct fm_node *p = fm_graph_node(g, x->producer);
+        switch (p->op) {
+        case FM_OP_CAST:
+        case FM_OP_IDENTITY:
+        case FM_OP_RESHAPE:
+        case FM_OP_SQUEEZE:
+        case FM_OP_UNSQUEEZE:
+        case FM_OP_FLATTEN:
+            t = p->in[0];
+            break;
+        default:
+            return false;
+        }
+    }
+    return false;
+}
+
+/* Clip's bounds: the attributes, or its tensor inputs when they are known constants; *dynamic
+ * is set when a bound is only known at run time. */
+static void clip_bounds(const struct fm_graph *g, const struct fm_node *n, double *lo,
+                        double *hi, bool *dynamic)
+{
+    *lo = n->attrs.lo;
+    *hi = n->attrs.hi;
+    *dynamic = false;
+    for (int i = 1; i < 3 && i < n->n_in; i++) {
+        double v;
+        if (n->in[i] == FM_NONE)
+            continue;
+        if (const_scalar(g, n->in[i], &v))
+            *(i == 1 ? lo : hi) = v;
+        else
+            *dynamic = true;
+    }
+}
+
 /* The oneDNN algorithm and parameters of an activation node. */
-static bool act_alg(const struct fm_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta)
+static bool act_alg(const struct fm_graph *g, const struct fm_node *n, dnnl_alg_kind_t *alg,
+                    float *alpha, float *beta)
 {
     const struct fm_attrs *a = &n->attrs;
     *alpha = 0.0f;
@@ -24,12 +81,16 @@ static bool act_alg(const struct fm_node *n, dnnl_alg_kind_t *alg, float *alpha,
         *alg = dnnl_eltwise_relu;
         *alpha = (float)a->alpha;
         return true;
-    case FM_OP_CLIP:
+    case FM_OP_CLIP: {
         /* clip_v2 passes the gradient where lo < x < hi, as torch.nn.Hardtanh does */
+        double lo, hi;
+        bool dynamic;
+        clip_bounds(g, n, &lo, &hi, &dynamic);
         *alg = dnnl_eltwise_clip_v2;
-        *alpha = (float)a->lo;
-        *beta = (float)a->hi;
+        *alpha = (float)lo;
+        *beta = (float)hi;
         return true;
+    }
     case FM_OP_SIGMOID:
         *alg = dnnl_eltwise_logistic;
         return true;
@@ -59,21 +120,137 @@ static bool act_alg(const struct fm_node *n, dnnl_alg_kind_t *alg, float *alpha,
 enum fm_status fm_cpu_act_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                 const struct fm_node *n)
 {
-    (void)g;
     dnnl_alg_kind_t alg;
     float alpha, beta;
-    if (!act_alg(n, &alg, &alpha, &beta))
+    if (!act_alg(g, n, &alg, &alpha, &beta))
         return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s': activation %s is not supported",
                         n->name, n->op_name);
-    if (n->op == FM_OP_CLIP && n->n_in > 1)
-        return fm_error(ctx, FM_ERR_UNSUPPORTED,
-                        "layer '%s' (Clip): bounds given as tensors are not supported by the CPU "
-                        "backend (only as attributes)",
-                        n->name);
-    if (n->op == FM_OP_CLIP && !(n->attrs.lo < n->attrs.hi))
+    if (n->op != FM_OP_CLIP)
+        return FM_OK;
+    double lo, hi;
+    bool dynamic;
+    clip_bounds(g, n, &lo, &hi, &dynamic);
+    for (int i = 1; i < 3 && i < n->n_in; i++) {
+        const struct fm_tensor *b = n->in[i] == FM_NONE ? NULL : fm_graph_tensor(g, n->in[i]);
+        if (!b)
+            continue;
+        uint64_t ne = 0;
+        if (fm_shape_numel(&b->shape, &ne) != FM_OK || ne != 1 || !fm_dtype_is_float(b->dtype))
+            return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (Clip): bound '%s' is not a "
+                            "float scalar; the CPU backend clips by scalars only", n->name,
+                            b->name);
+        if (fm_graph_needs_grad(g, n->in[i]))
+            return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (Clip): bound '%s' takes a "
+                            "gradient, which the CPU backend does not compute", n->name,
+                            b->name);
+    }
+    if (!dynamic && !(lo < hi))
         return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (Clip): bounds [%g, %g] are empty",
-                        n->name, n->attrs.lo, n->attrs.hi);
+                        n->name, lo, hi);
     return FM_OK;
+}
+
+/* ---- Clip by bounds computed at run time: plain layout, the bounds read every step ---- */
+
+struct clip_arg {
+    uint64_t n;
+    int lo, hi;   /* the item's memory holding each bound, or -1 (unbounded) */
+};
+
+static void clip_read_bounds(const struct fm_cpu_item *it, const struct clip_arg *c, float *lo,
+                             float *hi)
+{
+    *lo = c->lo < 0 ? -INFINITY : fm_cpu_item_f32(it, c->lo)[0];
+    *hi = c->hi < 0 ? INFINITY : fm_cpu_item_f32(it, c->hi)[0];
+}
+
+/* memories: x, the bounds given, y */
+static enum fm_status clip_dyn_fwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct clip_arg *c = arg;
+    float lo, hi;
+    clip_read_bounds(it, c, &lo, &hi);
+    const float *x = fm_cpu_item_f32(it, 0);
+    float *y = fm_cpu_item_f32(it, it->nargs - 1);
+    const int64_t n = (int64_t)c->n;
+    FM_CPU_PARALLEL
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i] < lo ? lo : x[i];   /* ONNX: min(max(x, lo), hi), hi wins if lo > hi */
+        y[i] = v > hi ? hi : v;
+    }
+    return FM_OK;
+}
+
+/* memories: x, the bounds given, dy, dx; the gradient passes where lo < x < hi (clip_v2's
+ * rule, and torch.nn.Hardtanh's) */
+static enum fm_status clip_dyn_bwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct clip_arg *c = arg;
+    float lo, hi;
+    clip_read_bounds(it, c, &lo, &hi);
+    const float *x = fm_cpu_item_f32(it, 0), *dy = fm_cpu_item_f32(it, it->nargs - 2);
+    float *dx = fm_cpu_item_f32(it, it->nargs - 1);
+    const int64_t n = (int64_t)c->n;
+    FM_CPU_PARALLEL
+    for (int64_t i = 0; i < n; i++)
+        dx[i] = x[i] > lo && x[i] < hi ? dy[i] : 0.0f;
+    return FM_OK;
+}
+
+/* The memories x, lo?, hi? in plain layout for node id in phase ph; *c says where the bounds
+ * are. Returns the count. */
+static enum fm_status clip_dyn_inputs(struct fm_cpu *s, fm_nid id, enum fm_phase ph,
+                                      struct clip_arg *c, dnnl_memory_t *mems, int *nm)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    enum fm_status st = fm_cpu_input_plain(s, id, ph, n->in[0], false, &mems[0]);
+    *nm = 1;
+    c->lo = c->hi = -1;
+    for (int i = 1; !st && i < 3 && i < n->n_in; i++) {
+        if (n->in[i] == FM_NONE)
+            continue;
+        *(i == 1 ? &c->lo : &c->hi) = *nm;
+        st = fm_cpu_input_plain(s, id, ph, n->in[i], false, &mems[(*nm)++]);
+    }
+    return st;
+}
+
+static enum fm_status clip_dyn_plan_fwd(struct fm_cpu *s, fm_nid id, struct act_priv *p)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    p->dyn = fm_cpu_buf(s, sizeof(*p->dyn));
+    if (!p->dyn)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    dnnl_memory_t mems[4];
+    int nm;
+    enum fm_status st = clip_dyn_inputs(s, id, FM_PHASE_FWD, p->dyn, mems, &nm);
+    if (!st)
+        st = fm_cpu_place_out(s, n->out[0]);
+    if (st)
+        return st;
+    p->dyn->n = s->t[n->out[0]].numel;
+    mems[nm++] = s->t[n->out[0]].val_mem;
+    return fm_cpu_add_fn(s, id, FM_PHASE_FWD, clip_dyn_fwd, p->dyn, mems, nm);
+}
+
+static enum fm_status clip_dyn_plan_bwd(struct fm_cpu *s, fm_nid id, struct act_priv *p)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    dnnl_memory_t mems[5];
+    int nm;
+    struct fm_cpu_sink sk;
+    enum fm_status st = clip_dyn_inputs(s, id, FM_PHASE_BWD_DATA, p->dyn, mems, &nm);
+    if (!st)
+        st = fm_cpu_input_plain(s, id, FM_PHASE_BWD_DATA, n->out[0], true, &mems[nm++]);
+    if (!st)
+        st = fm_cpu_sink_plain(s, id, FM_PHASE_BWD_DATA, n->in[0], &sk, &mems[nm]);
+    if (st || !mems[nm])
+        return st;
+    nm++;
+    st = fm_cpu_add_fn(s, id, FM_PHASE_BWD_DATA, clip_dyn_bwd, p->dyn, mems, nm);
+    return st ? st : fm_cpu_sink_end(s, &sk);
 }
 
 enum fm_status fm_cpu_act_fwd(struct fm_cpu *s, fm_nid id)
@@ -83,7 +260,14 @@ enum fm_status fm_cpu_act_fwd(struct fm_cpu *s, fm_nid id)
     if (!p)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
     s->nodes[id].priv = p;
-    act_alg(n, &p->alg, &p->alpha, &p->beta);
+    if (n->op == FM_OP_CLIP) {
+        double lo, hi;
+        bool dynamic;
+        clip_bounds(s->g, n, &lo, &hi, &dynamic);
+        if (dynamic)
+            return clip_dyn_plan_fwd(s, id, p);
+    }
+    act_alg(s->g, n, &p->alg, &p->alpha, &p->beta);
     const dnnl_memory_desc_t *xmd = &s->t[n->in[0]].md;
     dnnl_eltwise_desc_t d;
     enum fm_status st = FM_OK;
@@ -197,6 +381,8 @@ enum fm_status fm_cpu_act_bwd(struct fm_cpu *s, fm_nid id)
     dnnl_memory_t m_dd, m_dx;
     struct fm_cpu_sink sk;
     enum fm_status st = FM_OK;
+    if (p->dyn)
+        return clip_dyn_plan_bwd(s, id, p);
     if (n->op == FM_OP_HARDSIGMOID) {
         struct hsig_arg *h = fm_cpu_buf(s, sizeof(*h));
         if (!h)

@@ -2,7 +2,8 @@
  * Abs, Sin, Cos, Tan, and the piecewise-constant Floor, Ceil, Round, Sign), binary and variadic
  * ops with numpy broadcasting of every operand (Sub, Div, Pow, Max, Min, Where, PRelu, and Add
  * and Mul when binary.c's oneDNN path cannot take them), Trilu, and the forward-only
- * comparisons and logic (Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor, Not).
+ * comparisons and logic (Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor, Not,
+ * IsNaN).
  *
  * Where oneDNN has the operation it runs it: eltwise (exp, log, sqrt, abs, linear for Neg, pow
  * for Reciprocal, round) forward and backward in the input's own layout, and binary (sub, div,
@@ -48,6 +49,7 @@ enum ew_kind {
     K_AND, K_OR, K_XOR, K_NOT,
     /* comparisons: operands fp32 (or int32 with _I), result int32 0/1 */
     K_EQ, K_LT, K_LE, K_GT, K_GE, K_EQ_I, K_LT_I, K_LE_I, K_GT_I, K_GE_I,
+    K_ISNAN,     /* fp32 operand, result int32 0/1 */
     /* backward, the result is a gradient over the output's shape */
     K_ZERO,      /* (none) */
     K_NEG,       /* dy */
@@ -344,6 +346,7 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     case K_LE_I: BIN(yi, int32_t, q[1], q[2], u <= v); break;
     case K_GT_I: BIN(yi, int32_t, q[1], q[2], u > v); break;
     case K_GE_I: BIN(yi, int32_t, q[1], q[2], u >= v); break;
+    case K_ISNAN: UN(yi, float, f[1], isnan(u) ? 1 : 0); break;
     case K_ZERO: memset(y, 0, sizeof(float) * (size_t)n); break;
     case K_NEG: UN(y, float, f[1], -u); break;
     case K_DIV_B:
@@ -752,6 +755,7 @@ static enum ew_kind fwd_kind(enum fm_op op, bool ints)
     case FM_OP_LESS: return ints ? K_LT_I : K_LT;
     case FM_OP_LESS_EQUAL: return ints ? K_LE_I : K_LE;
     case FM_OP_GREATER: return ints ? K_GT_I : K_GT;
+    case FM_OP_ISNAN: return K_ISNAN;
     default: return ints ? K_GE_I : K_GE;
     }
 }
@@ -792,6 +796,10 @@ enum fm_status fm_cpu_ewise_check(struct fm_ctx *ctx, const struct fm_graph *g,
         if (nint != n->n_in)
             why = "takes bool (or integer) operands only";
         break;
+    case FM_OP_ISNAN:   /* SDPA's mask handling in PyTorch 2's exports */
+        if (nint || float_out)
+            why = "takes a float tensor and gives a bool one";
+        break;
     case FM_OP_TRILU:
         if (nint || n->attrs.nints != 2)
             why = "takes a float tensor and {k, upper} in ints";
@@ -802,6 +810,7 @@ enum fm_status fm_cpu_ewise_check(struct fm_ctx *ctx, const struct fm_graph *g,
         break;
     }
     if (!why && n->n_in > 1 && (n->op == FM_OP_NOT || is_unary_walk(n->op) ||
+                                n->op == FM_OP_ISNAN ||
                                 n->op == FM_OP_NEG || n->op == FM_OP_ABS))
         why = "takes one input";
     if (why)

@@ -22,6 +22,11 @@
  *   Gather, Embedding  row copies by index (negative indices wrap); backward scatter-adds dY
  *              into dX, parallel over column slabs of the table so no two threads add into the
  *              same element
+ *   GatherElements  element copies by an index per element along axis; backward scatter-adds
+ *              dY on one thread (two outputs may gather one element)
+ *   GatherND   slice copies by index tuples (batch_dims shared); backward likewise
+ *   ScatterND  data copied, slices replaced or combined at index tuples in order; backward
+ *              (reduction none or add) dData = dy (replaced slices zeroed), dUpdates gathered
  *   Squeeze, Unsqueeze, Cast to the same float type  views (no copy)
  *   Resize     in inference oneDNN resampling for linear, and for nearest with integer
  *              upsampling factors, when only spatial dims (2 and up) of a rank 3-5 tensor change;
@@ -42,10 +47,14 @@
 enum fm_status fm_cpu_move_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                  const struct fm_node *n)
 {
-    (void)ctx;
-    (void)g;
-    (void)n;
-    return FM_OK;   /* every form the shape rules accept runs */
+    /* every form the shape rules accept runs, but ScatterND's gradient only for reductions
+     * none and add */
+    if (n->op == FM_OP_SCATTER_ND && n->attrs.nints && n->attrs.ints[0] > 1 &&
+        (fm_graph_needs_grad(g, n->in[0]) || fm_graph_needs_grad(g, n->in[2])))
+        return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (ScatterND): the gradient of "
+                        "reduction %lld is not implemented on the CPU backend", n->name,
+                        (long long)n->attrs.ints[0]);
+    return FM_OK;
 }
 
 /* ---- helpers ---- */
@@ -919,6 +928,448 @@ static enum fm_status gather_bwd(struct fm_cpu *s, fm_nid id)
     return st ? st : fm_cpu_sink_end(s, &sk);
 }
 
+/* ---- GatherElements: y[i] = data[i with i_axis replaced by indices[i]] (BERT's exports) ---- */
+
+struct gel_arg {
+    const int32_t *idx;           /* indices, of y's shape */
+    int rank, axis;
+    int64_t ydims[FM_MAX_DIMS];   /* the output's (the indices') dims */
+    int64_t xst[FM_MAX_DIMS];     /* data's row-major strides */
+    int64_t a;                    /* data's dim along axis */
+    int64_t n;                    /* output elements */
+    uint64_t nx;                  /* data elements */
+    const int32_t *isrc;          /* integer data */
+    int32_t *idst;
+    const char *layer;
+};
+
+/* The data offset of output element t, or -1 when its index is outside [-a, a). */
+static int64_t gel_offset(const struct gel_arg *g, int64_t t)
+{
+    int64_t j = g->idx[t], off = 0;
+    if (j < -g->a || j >= g->a)
+        return -1;
+    for (int d = g->rank - 1; d >= 0; d--) {
+        int64_t q = t / g->ydims[d], i = t - q * g->ydims[d];
+        off += (d == g->axis ? (j < 0 ? j + g->a : j) : i) * g->xst[d];
+        t = q;
+    }
+    return off;
+}
+
+static enum fm_status gel_bad(struct fm_cpu *s, const struct gel_arg *g)
+{
+    for (int64_t t = 0; t < g->n; t++) {
+        if (gel_offset(g, t) < 0)
+            return fm_error(s->ctx, FM_ERR_GRAPH, "layer '%s' (GatherElements): index %lld is "
+                            "outside [%lld, %lld)", g->layer, (long long)g->idx[t],
+                            (long long)-g->a, (long long)g->a);
+    }
+    return FM_OK;
+}
+
+/* memories: data, y (float); none (int) */
+static enum fm_status gel_fwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    const struct gel_arg *g = arg;
+    enum fm_status st = gel_bad(s, g);
+    if (st)
+        return st;
+    const uint32_t *x = g->idst ? (const uint32_t *)g->isrc : (uint32_t *)fm_cpu_item_f32(it, 0);
+    uint32_t *y = g->idst ? (uint32_t *)g->idst : (uint32_t *)fm_cpu_item_f32(it, 1);
+    const int64_t n = g->n;
+    FM_CPU_PARALLEL
+    for (int64_t t = 0; t < n; t++)
+        y[t] = x[gel_offset(g, t)];
+    return FM_OK;
+}
+
+/* memories: dy, dx: dX zeroed, then every dy element added where it was gathered from (one
+ * thread: two outputs may gather the same element) */
+static enum fm_status gel_bwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct gel_arg *g = arg;
+    const float *dy = fm_cpu_item_f32(it, 0);
+    float *dx = fm_cpu_item_f32(it, 1);
+    memset(dx, 0, sizeof(float) * (size_t)g->nx);
+    for (int64_t t = 0; t < g->n; t++)
+        dx[gel_offset(g, t)] += dy[t];
+    return FM_OK;
+}
+
+static enum fm_status gel_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], idx = n->in[1], y = n->out[0];
+    struct gel_arg *g = priv_new(s, id, sizeof(*g));
+    if (!g)
+        return nomem(s);
+    int64_t xd[FM_MAX_DIMS];
+    g->rank = dims_of(s, data, xd);
+    if (dims_of(s, y, g->ydims) != g->rank)
+        return fm_error(s->ctx, FM_ERR_SHAPE, "layer '%s' (GatherElements): indices of another "
+                        "rank than the data", n->name);
+    g->axis = (int)(n->attrs.axis < 0 ? n->attrs.axis + g->rank : n->attrs.axis);
+    plain_strides(g->rank, xd, g->xst);
+    g->a = xd[g->axis];
+    g->n = (int64_t)s->t[y].numel;
+    g->nx = s->t[data].numel;
+    g->layer = n->name;
+    enum fm_status st = ints_in(s, idx, &g->idx);
+    if (!st)
+        st = fm_cpu_place_out(s, y);
+    if (st)
+        return st;
+    if (fm_cpu_is_int(s, data)) {
+        st = ints_in(s, data, &g->isrc);
+        g->idst = fm_cpu_ints(s, y);
+        return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gel_fwd_fn, g, NULL, 0);
+    }
+    dnnl_memory_t mems[2] = {NULL, s->t[y].val_mem};
+    st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, data, false, &mems[0]);
+    return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gel_fwd_fn, g, mems, 2);
+}
+
+static enum fm_status gel_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], y = n->out[0];
+    if (fm_cpu_is_int(s, data))
+        return FM_OK;
+    enum fm_phase ph = fm_cpu_grad_phase(s, data);
+    dnnl_memory_t mems[2];
+    struct fm_cpu_sink sk;
+    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
+    if (!st)
+        st = fm_cpu_sink_plain(s, id, ph, data, &sk, &mems[1]);
+    if (st || !mems[1])
+        return st;
+    st = fm_cpu_add_fn(s, id, ph, gel_bwd_fn, s->nodes[id].priv, mems, 2);
+    return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
+/* ---- GatherND: slices of data picked by index tuples, batch_dims leading dims shared (the
+ * attention masks of HuggingFace decoders' exports) ---- */
+
+struct gnd_arg {
+    const int32_t *idx;           /* (batches, tuples, k) */
+    int64_t batches, tuples, k, slice;
+    int64_t bstride;              /* data elements per batch */
+    int64_t dims[FM_MAX_DIMS], st[FM_MAX_DIMS];   /* the k indexed dims of data, their strides */
+    uint64_t nx;                  /* data elements */
+    const int32_t *isrc;          /* integer data */
+    int32_t *idst;
+    const char *layer;
+};
+
+/* The data offset of tuple (b, t), or -1 when an index is out of range. */
+static int64_t gnd_offset(const struct gnd_arg *g, int64_t b, int64_t t)
+{
+    const int32_t *ix = g->idx + (b * g->tuples + t) * g->k;
+    int64_t off = b * g->bstride;
+    for (int64_t j = 0; j < g->k; j++) {
+        int64_t v = ix[j];
+        if (v < -g->dims[j] || v >= g->dims[j])
+            return -1;
+        off += (v < 0 ? v + g->dims[j] : v) * g->st[j];
+    }
+    return off;
+}
+
+/* memories: data, y (float); none (int) */
+static enum fm_status gnd_fwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    const struct gnd_arg *g = arg;
+    for (int64_t b = 0; b < g->batches; b++) {
+        for (int64_t t = 0; t < g->tuples; t++) {
+            if (gnd_offset(g, b, t) < 0)
+                return fm_error(s->ctx, FM_ERR_GRAPH, "layer '%s' (GatherND): an index of "
+                                "tuple %lld is out of range", g->layer,
+                                (long long)(b * g->tuples + t));
+        }
+    }
+    const uint32_t *x = g->idst ? (const uint32_t *)g->isrc : (uint32_t *)fm_cpu_item_f32(it, 0);
+    uint32_t *y = g->idst ? (uint32_t *)g->idst : (uint32_t *)fm_cpu_item_f32(it, 1);
+    const int64_t rows = g->batches * g->tuples;
+    FM_CPU_PARALLEL
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t b = r / g->tuples, t = r - b * g->tuples;
+        memcpy(y + r * g->slice, x + gnd_offset(g, b, t), sizeof(uint32_t) * (size_t)g->slice);
+    }
+    return FM_OK;
+}
+
+/* memories: dy, dx: dX zeroed, each gathered slice of dy added back (one thread: two tuples
+ * may pick the same slice) */
+static enum fm_status gnd_bwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct gnd_arg *g = arg;
+    const float *dy = fm_cpu_item_f32(it, 0);
+    float *dx = fm_cpu_item_f32(it, 1);
+    memset(dx, 0, sizeof(float) * (size_t)g->nx);
+    for (int64_t b = 0; b < g->batches; b++) {
+        for (int64_t t = 0; t < g->tuples; t++) {
+            float *to = dx + gnd_offset(g, b, t);
+            const float *from = dy + (b * g->tuples + t) * g->slice;
+            for (int64_t i = 0; i < g->slice; i++)
+                to[i] += from[i];
+        }
+    }
+    return FM_OK;
+}
+
+static enum fm_status gnd_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], idx = n->in[1], y = n->out[0];
+    struct gnd_arg *g = priv_new(s, id, sizeof(*g));
+    if (!g)
+        return nomem(s);
+    int64_t xd[FM_MAX_DIMS], id_[FM_MAX_DIMS], xst[FM_MAX_DIMS];
+    int r = dims_of(s, data, xd), q = dims_of(s, idx, id_);
+    int64_t bd = n->attrs.nints ? n->attrs.ints[0] : 0;
+    g->k = id_[q - 1];
+    if (bd < 0 || bd >= q || bd + g->k > r)
+        return fm_error(s->ctx, FM_ERR_SHAPE, "layer '%s' (GatherND): batch_dims %lld with "
+                        "tuples of %lld", n->name, (long long)bd, (long long)g->k);
+    plain_strides(r, xd, xst);
+    g->batches = g->tuples = g->slice = 1;
+    for (int d = 0; d < bd; d++)
+        g->batches *= xd[d];
+    for (int d = (int)bd; d < q - 1; d++)
+        g->tuples *= id_[d];
+    for (int d = (int)(bd + g->k); d < r; d++)
+        g->slice *= xd[d];
+    g->bstride = bd ? xst[bd - 1] : (int64_t)s->t[data].numel;
+    for (int64_t j = 0; j < g->k; j++) {
+        g->dims[j] = xd[bd + j];
+        g->st[j] = xst[bd + j];
+    }
+    g->nx = s->t[data].numel;
+    g->layer = n->name;
+    enum fm_status st = ints_in(s, idx, &g->idx);
+    if (!st)
+        st = fm_cpu_place_out(s, y);
+    if (st)
+        return st;
+    if (fm_cpu_is_int(s, data)) {
+        st = ints_in(s, data, &g->isrc);
+        g->idst = fm_cpu_ints(s, y);
+        return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gnd_fwd_fn, g, NULL, 0);
+    }
+    dnnl_memory_t mems[2] = {NULL, s->t[y].val_mem};
+    st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, data, false, &mems[0]);
+    return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gnd_fwd_fn, g, mems, 2);
+}
+
+static enum fm_status gnd_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], y = n->out[0];
+    if (fm_cpu_is_int(s, data))
+        return FM_OK;
+    enum fm_phase ph = fm_cpu_grad_phase(s, data);
+    dnnl_memory_t mems[2];
+    struct fm_cpu_sink sk;
+    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
+    if (!st)
+        st = fm_cpu_sink_plain(s, id, ph, data, &sk, &mems[1]);
+    if (st || !mems[1])
+        return st;
+    st = fm_cpu_add_fn(s, id, ph, gnd_bwd_fn, s->nodes[id].priv, mems, 2);
+    return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
+/* ---- ScatterND: data with slices replaced (or combined) at index tuples (Swin's shifted
+ * window masks, slice_scatter) ---- */
+
+struct snd_arg {
+    const int32_t *idx;           /* (tuples, k) */
+    int64_t tuples, k, slice;
+    int64_t dims[FM_MAX_DIMS], st[FM_MAX_DIMS];   /* the k indexed dims of data, strides */
+    uint64_t n;                   /* data (and output) elements */
+    int reduction;                /* 0 none, 1 add, 2 mul, 3 max, 4 min */
+    const int32_t *isrc, *iupd;   /* integer data and updates */
+    int32_t *idst;
+    const char *layer;
+};
+
+static int64_t snd_offset(const struct snd_arg *g, int64_t t)
+{
+    const int32_t *ix = g->idx + t * g->k;
+    int64_t off = 0;
+    for (int64_t j = 0; j < g->k; j++) {
+        int64_t v = ix[j];
+        if (v < -g->dims[j] || v >= g->dims[j])
+            return -1;
+        off += (v < 0 ? v + g->dims[j] : v) * g->st[j];
+    }
+    return off;
+}
+
+static enum fm_status snd_check(struct fm_cpu *s, const struct snd_arg *g)
+{
+    for (int64_t t = 0; t < g->tuples; t++) {
+        if (snd_offset(g, t) < 0)
+            return fm_error(s->ctx, FM_ERR_GRAPH, "layer '%s' (ScatterND): an index of tuple "
+                            "%lld is out of range", g->layer, (long long)t);
+    }
+    return FM_OK;
+}
+
+#define SND_APPLY(Y, U, RED)                                                                 \
+    do {                                                                                     \
+        for (int64_t t = 0; t < g->tuples; t++) {                                            \
+            int64_t off = snd_offset(g, t);                                                  \
+            for (int64_t i = 0; i < g->slice; i++) {                                         \
+                __typeof__((Y)[0]) *to = (Y) + off + i, v_ = (U)[t * g->slice + i];          \
+                switch (RED) {                                                               \
+                case 1: *to += v_; break;                                                    \
+                case 2: *to *= v_; break;                                                    \
+                case 3: *to = v_ > *to ? v_ : *to; break;                                    \
+                case 4: *to = v_ < *to ? v_ : *to; break;                                    \
+                default: *to = v_; break;                                                    \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+    } while (0)
+
+/* memories: data, updates, y (float); none (int). Serial: later tuples win, as ONNX says. */
+static enum fm_status snd_fwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    const struct snd_arg *g = arg;
+    enum fm_status st = snd_check(s, g);
+    if (st)
+        return st;
+    if (g->idst) {
+        memmove(g->idst, g->isrc, sizeof(int32_t) * (size_t)g->n);
+        SND_APPLY(g->idst, g->iupd, g->reduction);
+        return FM_OK;
+    }
+    const float *x = fm_cpu_item_f32(it, 0), *u = fm_cpu_item_f32(it, 1);
+    float *y = fm_cpu_item_f32(it, 2);
+    memmove(y, x, sizeof(float) * (size_t)g->n);
+    SND_APPLY(y, u, g->reduction);
+    return FM_OK;
+}
+
+/* memories: dy, then dData and/or dUpdates (what is wanted, in that order): dData is dy with
+ * the replaced slices zeroed (reduction none) or dy itself (add); dUpdates dy gathered */
+struct snd_bwd {
+    const struct snd_arg *g;
+    bool data, upd;
+};
+
+static enum fm_status snd_bwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct snd_bwd *b = arg;
+    const struct snd_arg *g = b->g;
+    const float *dy = fm_cpu_item_f32(it, 0);
+    int k = 1;
+    if (b->data) {
+        float *dx = fm_cpu_item_f32(it, k++);
+        memcpy(dx, dy, sizeof(float) * (size_t)g->n);
+        for (int64_t t = 0; g->reduction == 0 && t < g->tuples; t++)
+            memset(dx + snd_offset(g, t), 0, sizeof(float) * (size_t)g->slice);
+    }
+    if (b->upd) {
+        float *du = fm_cpu_item_f32(it, k);
+        for (int64_t t = 0; t < g->tuples; t++)
+            memcpy(du + t * g->slice, dy + snd_offset(g, t), sizeof(float) * (size_t)g->slice);
+    }
+    return FM_OK;
+}
+
+static enum fm_status snd_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], idx = n->in[1], upd = n->in[2], y = n->out[0];
+    struct snd_arg *g = priv_new(s, id, sizeof(*g));
+    if (!g)
+        return nomem(s);
+    int64_t xd[FM_MAX_DIMS], id_[FM_MAX_DIMS], xst[FM_MAX_DIMS];
+    int r = dims_of(s, data, xd), q = dims_of(s, idx, id_);
+    g->k = id_[q - 1];
+    if (g->k < 1 || g->k > r)
+        return fm_error(s->ctx, FM_ERR_SHAPE, "layer '%s' (ScatterND): tuples of %lld for "
+                        "data of rank %d", n->name, (long long)g->k, r);
+    plain_strides(r, xd, xst);
+    g->tuples = g->slice = 1;
+    for (int d = 0; d < q - 1; d++)
+        g->tuples *= id_[d];
+    for (int d = (int)g->k; d < r; d++)
+        g->slice *= xd[d];
+    for (int64_t j = 0; j < g->k; j++) {
+        g->dims[j] = xd[j];
+        g->st[j] = xst[j];
+    }
+    g->n = s->t[data].numel;
+    g->reduction = n->attrs.nints ? (int)n->attrs.ints[0] : 0;
+    g->layer = n->name;
+    enum fm_status st = ints_in(s, idx, &g->idx);
+    if (!st)
+        st = fm_cpu_place_out(s, y);
+    if (st)
+        return st;
+    if (fm_cpu_is_int(s, data)) {
+        if (!fm_cpu_is_int(s, upd))
+            return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s' (ScatterND): integer data "
+                            "with float updates", n->name);
+        st = ints_in(s, data, &g->isrc);
+        if (!st)
+            st = ints_in(s, upd, &g->iupd);
+        g->idst = fm_cpu_ints(s, y);
+        return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, snd_fwd_fn, g, NULL, 0);
+    }
+    dnnl_memory_t mems[3] = {NULL, NULL, s->t[y].val_mem};
+    st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, data, false, &mems[0]);
+    if (!st)
+        st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, upd, false, &mems[1]);
+    return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, snd_fwd_fn, g, mems, 3);
+}
+
+static enum fm_status snd_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], upd = n->in[2], y = n->out[0];
+    if (fm_cpu_is_int(s, data) || !s->t[y].grad_mem)
+        return FM_OK;
+    struct snd_bwd *b = fm_cpu_buf(s, sizeof(*b));
+    if (!b)
+        return nomem(s);
+    b->g = s->nodes[id].priv;
+    enum fm_phase ph = FM_PHASE_BWD_DATA;
+    dnnl_memory_t mems[3];
+    struct fm_cpu_sink sk[2];
+    int nm = 1, ns = 0;
+    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
+    if (!st) {
+        st = fm_cpu_sink_plain(s, id, ph, data, &sk[ns], &mems[nm]);
+        if (!st && mems[nm]) {
+            b->data = true;
+            nm++;
+            ns++;
+        }
+    }
+    if (!st) {
+        st = fm_cpu_sink_plain(s, id, ph, upd, &sk[ns], &mems[nm]);
+        if (!st && mems[nm]) {
+            b->upd = true;
+            nm++;
+            ns++;
+        }
+    }
+    if (st || nm == 1)
+        return st;
+    st = fm_cpu_add_fn(s, id, ph, snd_bwd_fn, b, mems, nm);
+    for (int i = 0; !st && i < ns; i++)
+        st = fm_cpu_sink_end(s, &sk[i]);
+    return st;
+}
+
 /* ---- Resize ---- */
 
 /* One hand-written pass: x as (outer, in, inner) -> y (outer, out, inner), each output row a
@@ -1230,7 +1681,7 @@ out:
     return st;
 }
 
-/* ---- ConstantOfShape and Range: filled once, at planning ---- */
+/* ---- ConstantOfShape and Range: filled once, at planning, from their attrs ---- */
 
 static enum fm_status fill_fwd(struct fm_cpu *s, fm_nid id)
 {
@@ -1241,14 +1692,16 @@ static enum fm_status fill_fwd(struct fm_cpu *s, fm_nid id)
         return st;
     uint64_t numel = s->t[y].numel;
     bool range = n->op == FM_OP_RANGE;
+    /* ConstantOfShape: lo everywhere; Range: start (lo) + i * delta (beta) */
+    double start = n->attrs.lo, delta = range ? n->attrs.beta : 0.0;
     if (fm_cpu_is_int(s, y)) {
         int32_t *v = fm_cpu_ints(s, y);
         for (uint64_t i = 0; i < numel; i++)
-            v[i] = range ? (int32_t)i : 0;
+            v[i] = (int32_t)(start + (double)i * delta);
     } else {
         float *v = s->t[y].val;   /* plain fp32, placed just now */
         for (uint64_t i = 0; i < numel; i++)
-            v[i] = range ? (float)i : 0.0f;
+            v[i] = (float)(start + (double)i * delta);
     }
     return FM_OK;
 }
@@ -1335,6 +1788,9 @@ enum fm_status fm_cpu_move_fwd(struct fm_cpu *s, fm_nid id)
     case FM_OP_SLICE: return slice_fwd(s, id);
     case FM_OP_GATHER:
     case FM_OP_EMBEDDING: return gather_fwd(s, id);
+    case FM_OP_GATHER_ELEMENTS: return gel_fwd(s, id);
+    case FM_OP_GATHER_ND: return gnd_fwd(s, id);
+    case FM_OP_SCATTER_ND: return snd_fwd(s, id);
     case FM_OP_EXPAND:
     case FM_OP_TILE: return rep_fwd(s, id);
     case FM_OP_PAD: return pad_fwd(s, id);
@@ -1355,6 +1811,9 @@ enum fm_status fm_cpu_move_bwd(struct fm_cpu *s, fm_nid id)
     case FM_OP_SLICE: return slice_bwd(s, id);
     case FM_OP_GATHER:
     case FM_OP_EMBEDDING: return gather_bwd(s, id);
+    case FM_OP_GATHER_ELEMENTS: return gel_bwd(s, id);
+    case FM_OP_GATHER_ND: return gnd_bwd(s, id);
+    case FM_OP_SCATTER_ND: return snd_bwd(s, id);
     case FM_OP_EXPAND:
     case FM_OP_TILE: return rep_bwd(s, id);
     case FM_OP_PAD: return pad_bwd(s, id);

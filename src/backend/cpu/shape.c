@@ -31,10 +31,42 @@ enum fm_status fm_cpu_shape_check(struct fm_ctx *ctx, const struct fm_graph *g,
 
 /* ---- views and copies: Flatten, Reshape, Identity, Dropout in inference ---- */
 
+/* An integer tensor (token ids viewed as (B*S), a mask) is an int32 array of its own: copied
+ * every step, since its source may be computed (they are small). */
+struct int_copy {
+    const int32_t *src;
+    int32_t *dst;
+    uint64_t n;
+};
+
+static enum fm_status int_copy_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    (void)it;
+    const struct int_copy *c = arg;
+    memcpy(c->dst, c->src, sizeof(int32_t) * (size_t)c->n);
+    return FM_OK;
+}
+
 static enum fm_status view_fwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
     fm_tid x = n->in[0], y = n->out[0];
+    if (fm_cpu_is_int(s, x)) {
+        struct int_copy *c = fm_cpu_buf(s, sizeof(*c));
+        if (!c)
+            return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+        enum fm_status st = fm_cpu_place_out(s, y);
+        if (st)
+            return st;
+        if (!fm_cpu_is_int(s, y) || s->t[y].numel != s->t[x].numel)
+            return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s' (%s): an integer input "
+                            "with a float output", n->name, n->op_name);
+        c->src = fm_cpu_ints(s, x);
+        c->dst = fm_cpu_ints(s, y);
+        c->n = s->t[x].numel;
+        return fm_cpu_add_fn(s, id, FM_PHASE_FWD, int_copy_fn, c, NULL, 0);
+    }
     int64_t xd[FM_MAX_DIMS], yd[FM_MAX_DIMS];
     int xr = fm_cpu_dims(fm_graph_tensor(s->g, x), xd);
     int yr = fm_cpu_dims(fm_graph_tensor(s->g, y), yd);
@@ -239,5 +271,7 @@ enum fm_status fm_cpu_shape_bwd(struct fm_cpu *s, fm_nid id)
         return concat_bwd(s, id);
     if (n->op == FM_OP_DROPOUT && s->train && n->attrs.ratio > 0.0)
         return dropout_train_bwd(s, id);
+    if (fm_cpu_is_int(s, n->in[0]))
+        return FM_OK;
     return fm_cpu_sink_from(s, id, FM_PHASE_BWD_DATA, n->in[0], s->t[n->out[0]].grad_mem);
 }

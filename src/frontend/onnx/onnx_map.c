@@ -1049,6 +1049,14 @@ static enum fm_status map_int_operand(struct ox *ox, const Onnx__NodeProto *node
         if (va && (!va->t || !ox_dtype(va->t->data_type, &dt)))
             return ox_node_error(ox, node, FM_ERR_PARSE, "attribute 'value' is not a tensor "
                                  "of a numeric type");
+        if (va) {   /* the fill value, in lo (backends write it) */
+            struct ox_val fill = {0};
+            enum fm_status fs = ox_tensor_read(ox, va->t, "value", true, &fill);
+            if (fs)
+                return fs;
+            if (fill.known && fill.n >= 1)
+                a.lo = fill.is_float ? fill.f[0] : (double)fill.i[0];
+        }
         a.ints[0] = dt;
         for (uint64_t k = 0; k < v->n; k++)
             a.ints[1 + k] = v->i[k];
@@ -1241,6 +1249,8 @@ static enum fm_status map_range(struct ox *ox, const Onnx__NodeProto *node, cons
     a.ints[0] = (int64_t)len;
     a.ints[1] = tensor(ox, in[0])->dtype;
     a.nints = 2;
+    a.lo = v[0];     /* start and delta: backends write start + i * delta */
+    a.beta = v[2];
     return ox_emit(ox, node, op, &a, NULL, 0, 1);
 }
 
