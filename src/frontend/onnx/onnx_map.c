@@ -709,7 +709,7 @@ static enum fm_status map_reshape(struct ox *ox, const Onnx__NodeProto *node, co
     const struct ox_val *v;
     if (ox->opset < 5) {   /* Reshape-1: the target is attribute 'shape' */
         int64_t dims[FM_MAX_DIMS];
-        int nd;
+        int nd = 0;
         enum fm_status st = need(ox, node, in, n_in, 1);
         if (!st)
             st = ox_attr_ints(ox, node, "shape", dims, FM_MAX_DIMS, &nd);
