@@ -81,6 +81,7 @@ python-test: build
 	@st=0; FLOPMETER_LIB=$(abspath $(BUILD))/libflopmeter.so FLOPMETER_CLI=$(abspath $(BUILD))/flopmeter \
 	  PYTHONPATH=$(CURDIR)/python $(VENV)/bin/python -m pytest tests/python -q -p no:cacheprovider || st=$$?; \
 	  if [ $$st -eq 5 ]; then echo "python-test: pytest collected no test"; fi; exit $$st
+	sh tests/check_pip_install.sh $(CURDIR)
 
 # LeakSanitizer is on (ASan's default on Linux); any UB aborts the test (-fno-sanitize-recover).
 sanitize: deps
