@@ -72,7 +72,8 @@ File format (tests/data/goldens/backend_ops.txt), one record per line, '#' start
 Floats have 9 significant digits (float32 round-trips); ints and bools are printed as
 integers.
 
-Run: /usr/bin/python3 tools/make_op_goldens.py   (Debian's python3-torch 1.13; CPU only)
+Run: python3 tools/make_op_goldens.py   (any CPU PyTorch: first made with Debian's python3-torch 1.13,
+re-made with PyPI's torch 2.15 with the same values; the header names the version)
 """
 import math
 import os
