@@ -242,6 +242,7 @@ static void test_inference_export_note(void **state)
     test_expect_in(out, "  export         resnet18_fused_op13 looks exported for inference");
     test_expect_in(err, "looks exported for inference");
     test_expect_in(err, "docs/pytorch.md");
+    test_expect_in(err, "torch.onnx.export(model.train(), ..., dynamo=True, optimize=False)");
     free(out);
     free(err);
     fm_ctx_free(ctx);

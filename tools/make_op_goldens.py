@@ -72,7 +72,8 @@ File format (tests/data/goldens/backend_ops.txt), one record per line, '#' start
 Floats have 9 significant digits (float32 round-trips); ints and bools are printed as
 integers.
 
-Run: /usr/bin/python3 tools/make_op_goldens.py   (Debian's python3-torch 1.13; CPU only)
+Run: python3 tools/make_op_goldens.py   (any CPU PyTorch: first made with Debian's python3-torch 1.13,
+re-made with PyPI's torch 2.15 with the same values; the header names the version)
 """
 import math
 import os
@@ -1657,6 +1658,24 @@ def add_export2_cases():
     # token ids viewed as one row (GPT-2's input_ids.view(-1, S)): an integer Reshape
     case("reshape_int64", "Reshape", "infer", lambda t: [t.reshape(2, 6)],
          [I("ids", Values("reshape_int64").ints((3, 4), 0, 50))], ints=[2, 6])
+    # T5's relative-position buckets: Where over int64 operands (no gradient), and the index
+    # tuples Mixtral's export concatenates for GatherND: an int64 Concat
+    v = Values("where_int64")
+    case("where_int64", "Where", "infer", lambda c, x, y: [torch.where(c, x, y)],
+         [I("cond", v.bools((2, 3, 4))), I("x", v.ints((2, 3, 4), -20, 20)),
+          I("y", v.ints((3, 4), 0, 8))])
+    v = Values("concat_int64")
+    case("concat_int64", "Concat", "infer", lambda a, b: [torch.cat([a, b], 1)],
+         [I("a", v.ints((2, 3, 2), 0, 9)), I("b", v.ints((2, 1, 2), 0, 9))], axis=1)
+    # Mixtral's expert routing: TopK of the router's softmax over experts, here along a middle
+    # axis so the run is strided; values take a gradient, indices none
+    v = Values("topk_mid_axis")
+
+    def topk_mid(x):
+        vals, idx = torch.topk(x, 2, dim=1, largest=True, sorted=True)
+        return [vals, idx]
+    case("topk_mid_axis", "TopK", "train", topk_mid, [P("x", v.distinct((2, 4, 3)))], n_out=2,
+         axis=1, ints=[2, 1, 1])
 
 
 def main():

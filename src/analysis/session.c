@@ -402,9 +402,9 @@ static void check_inference_export(struct fm_session *s)
              "%s looks exported for inference: %zu of its %zu convolutions carry a bias and it has "
              "no BatchNorm and no Dropout, as when torch.onnx.export folds BatchNorm into the "
              "convolutions and drops Dropout. A training count of it leaves out the work and "
-             "memory of any BatchNorm folded away and any Dropout dropped: export with "
-             "training=TrainingMode.TRAINING and do_constant_folding=False (docs/pytorch.md), or "
-             "count it with FM_MODE_INFER",
+             "memory of any BatchNorm folded away and any Dropout dropped: export the model in "
+             "training mode with torch.onnx.export(model.train(), ..., dynamo=True, "
+             "optimize=False) (docs/pytorch.md), or count it with FM_MODE_INFER",
              fm_graph_name(g), biased, conv);
     fm_log(s->ctx, "%s", s->export_note);
 }

@@ -29,7 +29,7 @@ struct fm_session {
     enum fm_dtype storage_activations;   /* the float types the graph was counted in */
     enum fm_dtype storage_parameters;
     char storage_how[160];            /* why: "fm_zoo_opts.dtype fp16", "mixed precision ...", "the file's" */
-    char export_note[512];            /* a training step of a file that looks exported for
+    char export_note[768];            /* a training step of a file that looks exported for
                                          inference: what its count leaves out ("" if not) */
     enum fm_precision precision;      /* the compute precision in use */
     bool torch_default;

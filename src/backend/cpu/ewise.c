@@ -46,6 +46,7 @@ enum ew_kind {
     K_MISH, K_SUM,
     /* forward, int32 */
     K_ADD_I, K_SUB_I, K_MUL_I, K_MAX_I, K_MIN_I, K_NEG_I, K_ABS_I,
+    K_WHERE_I,   /* condition and X, Y all int32 (T5's relative-position buckets) */
     K_AND, K_OR, K_XOR, K_NOT,
     /* comparisons: operands fp32 (or int32 with _I), result int32 0/1 */
     K_EQ, K_LT, K_LE, K_GT, K_GE, K_EQ_I, K_LT_I, K_LE_I, K_GT_I, K_GE_I,
@@ -331,6 +332,11 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     case K_MAX_I: FOLD(yi, q, e->nops, >); break;
     case K_MIN_I: FOLD(yi, q, e->nops, <); break;
     case K_NEG_I: UN(yi, int32_t, q[1], -u); break;
+    case K_WHERE_I:
+        EW_SIMD
+        for (int64_t i = 0; i < n; i++)
+            yi[i] = ATI(1, i) ? ATI(2, i) : ATI(3, i);
+        break;
     case K_ABS_I: UN(yi, int32_t, q[1], u < 0 ? -u : u); break;
     case K_AND: BIN(yi, int32_t, q[1], q[2], (u != 0) & (v != 0)); break;
     case K_OR: BIN(yi, int32_t, q[1], q[2], (u != 0) | (v != 0)); break;
@@ -725,7 +731,7 @@ static enum ew_kind fwd_kind(enum fm_op op, bool ints)
     case FM_OP_PRELU: return K_PRELU;
     case FM_OP_MAX: return ints ? K_MAX_I : K_MAX;
     case FM_OP_MIN: return ints ? K_MIN_I : K_MIN;
-    case FM_OP_WHERE: return K_WHERE;
+    case FM_OP_WHERE: return ints ? K_WHERE_I : K_WHERE;
     case FM_OP_ERF: return K_ERF;
     case FM_OP_SIN: return K_SIN;
     case FM_OP_COS: return K_COS;
@@ -780,8 +786,10 @@ enum fm_status fm_cpu_ewise_check(struct fm_ctx *ctx, const struct fm_graph *g,
     const char *why = NULL;
     switch (n->op) {
     case FM_OP_WHERE:
-        if (nint != 1 || fm_dtype_is_float(fm_graph_tensor(g, n->in[0])->dtype))
-            why = "needs a bool or integer condition and float X and Y";
+        /* float X and Y (masks), or integer ones (T5's relative-position buckets) */
+        if (n->n_in != 3 || fm_dtype_is_float(fm_graph_tensor(g, n->in[0])->dtype) ||
+            (nint != 1 && nint != 3) || float_out != (nint == 1))
+            why = "needs a bool or integer condition and X and Y both float or both integer";
         break;
     case FM_OP_ADD: case FM_OP_SUB: case FM_OP_MUL: case FM_OP_MAX: case FM_OP_MIN:
     case FM_OP_NEG: case FM_OP_ABS:

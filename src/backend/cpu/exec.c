@@ -116,6 +116,7 @@ static const struct op_impl impls[] = {
     {FM_OP_SLICE, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_GATHER, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_GATHER_ELEMENTS, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
+    {FM_OP_TOPK, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_GATHER_ND, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_SCATTER_ND, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
     {FM_OP_EMBEDDING, fm_cpu_move_check, fm_cpu_move_fwd, fm_cpu_move_bwd},
@@ -244,7 +245,11 @@ static enum fm_status check_graph(struct fm_ctx *ctx, const struct fm_graph *g,
                         "oneDNN chooses the layout of every tensor itself");
     for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
         const struct fm_tensor *t = fm_graph_tensor(g, (fm_tid)i);
-        if (fm_dtype_is_float(t->dtype) && t->dtype != FM_DTYPE_FP32)
+        /* a constant of another float type that no node reads is one the loader folded into
+         * the nodes that read it (the TorchScript exporter's fp64 attention scale, a Sqrt and
+         * a Cast to fp32 away from its use): nothing runs in fp64 */
+        if (fm_dtype_is_float(t->dtype) && t->dtype != FM_DTYPE_FP32 &&
+            (t->producer != FM_NONE || fm_graph_tensor_used(g, (fm_tid)i)))
             return fm_error(ctx, FM_ERR_UNSUPPORTED,
                             "tensor '%s' is %s: the CPU backend runs fp32 graphs only (load the "
                             "model with fm_zoo_opts.dtype fp32)",

@@ -1,5 +1,5 @@
 /* Data movement on the CPU backend: Transpose, Split, Slice, Gather, Embedding, Squeeze,
- * Unsqueeze, Expand, Tile, Pad, Resize, ConstantOfShape, Range and Cast.
+ * Unsqueeze, Expand, Tile, Pad, Resize, ConstantOfShape, Range, Cast and TopK.
  *
  * Most of these ops move elements without arithmetic, and one kernel does all of it: the
  * strided walk (struct walk), which copies the elements of a box of up to 16 dims from a
@@ -24,6 +24,8 @@
  *              same element
  *   GatherElements  element copies by an index per element along axis; backward scatter-adds
  *              dY on one thread (two outputs may gather one element)
+ *   TopK       the best k of each run along the axis, sorted, lower index first among equals;
+ *              backward puts each value's gradient back at its index in a zeroed dX
  *   GatherND   slice copies by index tuples (batch_dims shared); backward likewise
  *   ScatterND  data copied, slices replaced or combined at index tuples in order; backward
  *              (reduction none or add) dData = dy (replaced slices zeroed), dUpdates gathered
@@ -48,7 +50,10 @@ enum fm_status fm_cpu_move_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                  const struct fm_node *n)
 {
     /* every form the shape rules accept runs, but ScatterND's gradient only for reductions
-     * none and add */
+     * none and add, and TopK of floats only (the integer TopK of no export seen) */
+    if (n->op == FM_OP_TOPK && !fm_dtype_is_float(fm_graph_tensor(g, n->in[0])->dtype))
+        return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (TopK): the CPU backend takes "
+                        "float data only", n->name);
     if (n->op == FM_OP_SCATTER_ND && n->attrs.nints && n->attrs.ints[0] > 1 &&
         (fm_graph_needs_grad(g, n->in[0]) || fm_graph_needs_grad(g, n->in[2])))
         return fm_error(ctx, FM_ERR_UNSUPPORTED, "layer '%s' (ScatterND): the gradient of "
@@ -1049,6 +1054,126 @@ static enum fm_status gel_bwd(struct fm_cpu *s, fm_nid id)
     return st ? st : fm_cpu_sink_end(s, &sk);
 }
 
+/* ---- TopK: the k largest (or smallest) along an axis, sorted, with their indices (the expert
+ * routing of mixture-of-experts models) ---- */
+
+struct topk_arg {
+    int32_t *idx;                 /* output 1, of y's shape */
+    int64_t rows, inner, len, k;  /* rows = outer * inner runs along the axis */
+    uint64_t nx;                  /* data elements */
+    bool largest;
+};
+
+/* memories: x, y. Each run keeps its best k so far in y (and their indices), best first; a
+ * later element displaces one only when strictly better, so of equal values the lower index
+ * comes first (ONNX's rule; torch.topk on the CPU agrees for distinct values). k * len per
+ * run: k is a few experts of a few more in the models this runs. */
+static enum fm_status topk_fwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct topk_arg *t = arg;
+    const float *x = fm_cpu_item_f32(it, 0);
+    float *y = fm_cpu_item_f32(it, 1);
+    const int64_t rows = t->rows, in = t->inner, len = t->len, k = t->k;
+    const bool big = t->largest;
+    FM_CPU_PARALLEL
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t o = r / in, i = r - o * in;
+        const float *xr = x + o * len * in + i;
+        float *yr = y + o * k * in + i;
+        int32_t *ir = t->idx + o * k * in + i;
+        int64_t have = 0;
+        for (int64_t j = 0; j < len; j++) {
+            float v = xr[j * in];
+            int64_t m = have;   /* v's place: after every kept value at least as good */
+            while (m > 0 && (big ? v > yr[(m - 1) * in] : v < yr[(m - 1) * in]))
+                m--;
+            if (m >= k)
+                continue;
+            for (int64_t q = (have < k ? have : k - 1); q > m; q--) {
+                yr[q * in] = yr[(q - 1) * in];
+                ir[q * in] = ir[(q - 1) * in];
+            }
+            yr[m * in] = v;
+            ir[m * in] = (int32_t)j;
+            if (have < k)
+                have++;
+        }
+    }
+    return FM_OK;
+}
+
+/* memories: dy, dx: dX zeroed, then each value's gradient put back where it was taken from
+ * (the indices output takes no gradient) */
+static enum fm_status topk_bwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct topk_arg *t = arg;
+    const float *dy = fm_cpu_item_f32(it, 0);
+    float *dx = fm_cpu_item_f32(it, 1);
+    const int64_t rows = t->rows, in = t->inner, len = t->len, k = t->k;
+    memset(dx, 0, sizeof(float) * (size_t)t->nx);
+    FM_CPU_PARALLEL
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t o = r / in, i = r - o * in;
+        for (int64_t m = 0; m < k; m++) {
+            int64_t at = o * k * in + i + m * in;
+            dx[o * len * in + i + (int64_t)t->idx[at] * in] += dy[at];
+        }
+    }
+    return FM_OK;
+}
+
+static enum fm_status topk_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid x = n->in[0], y = n->out[0], yi = n->out[1];
+    struct topk_arg *t = priv_new(s, id, sizeof(*t));
+    if (!t)
+        return nomem(s);
+    int64_t xd[FM_MAX_DIMS];
+    int rank = dims_of(s, x, xd);
+    int axis = (int)(n->attrs.axis < 0 ? n->attrs.axis + rank : n->attrs.axis);
+    int64_t outer = 1;
+    t->inner = 1;
+    for (int d = 0; d < rank; d++) {
+        if (d < axis)
+            outer *= xd[d];
+        else if (d > axis)
+            t->inner *= xd[d];
+    }
+    t->len = xd[axis];
+    t->k = n->attrs.ints[0];
+    t->largest = n->attrs.ints[1] != 0;
+    t->rows = outer * t->inner;
+    t->nx = s->t[x].numel;
+    enum fm_status st = fm_cpu_place_out(s, y);
+    if (!st)
+        st = fm_cpu_place_out(s, yi);
+    if (st)
+        return st;
+    t->idx = fm_cpu_ints(s, yi);
+    dnnl_memory_t mems[2] = {NULL, s->t[y].val_mem};
+    st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, x, false, &mems[0]);
+    return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, topk_fwd_fn, t, mems, 2);
+}
+
+static enum fm_status topk_bwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid x = n->in[0], y = n->out[0];
+    enum fm_phase ph = fm_cpu_grad_phase(s, x);
+    dnnl_memory_t mems[2];
+    struct fm_cpu_sink sk;
+    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
+    if (!st)
+        st = fm_cpu_sink_plain(s, id, ph, x, &sk, &mems[1]);
+    if (st || !mems[1])
+        return st;
+    st = fm_cpu_add_fn(s, id, ph, topk_bwd_fn, s->nodes[id].priv, mems, 2);
+    return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
 /* ---- GatherND: slices of data picked by index tuples, batch_dims leading dims shared (the
  * attention masks of HuggingFace decoders' exports) ---- */
 
@@ -1789,6 +1914,7 @@ enum fm_status fm_cpu_move_fwd(struct fm_cpu *s, fm_nid id)
     case FM_OP_GATHER:
     case FM_OP_EMBEDDING: return gather_fwd(s, id);
     case FM_OP_GATHER_ELEMENTS: return gel_fwd(s, id);
+    case FM_OP_TOPK: return topk_fwd(s, id);
     case FM_OP_GATHER_ND: return gnd_fwd(s, id);
     case FM_OP_SCATTER_ND: return snd_fwd(s, id);
     case FM_OP_EXPAND:
@@ -1812,6 +1938,7 @@ enum fm_status fm_cpu_move_bwd(struct fm_cpu *s, fm_nid id)
     case FM_OP_GATHER:
     case FM_OP_EMBEDDING: return gather_bwd(s, id);
     case FM_OP_GATHER_ELEMENTS: return gel_bwd(s, id);
+    case FM_OP_TOPK: return topk_bwd(s, id);
     case FM_OP_GATHER_ND: return gnd_bwd(s, id);
     case FM_OP_SCATTER_ND: return snd_bwd(s, id);
     case FM_OP_EXPAND:

@@ -1,7 +1,7 @@
 /* Data movement and Dropout on the CPU backend. Flatten, Reshape and Identity are views when
  * the input is plain (no copy) and one reorder otherwise; their gradients flow back through
  * the same row-major order. Concat is a oneDNN concat, its backward one reorder per input from
- * a sub-memory of the output gradient. Dropout in training draws a keep-mask per element
+ * a sub-memory of the output gradient; of integers, row copies (no gradient). Dropout in training draws a keep-mask per element
  * (inverted dropout, kept values scaled by 1/(1-p), as torch.nn.Dropout) and is the identity
  * in inference. Not here: Split, Transpose. */
 #include "cpu.h"
@@ -177,6 +177,68 @@ struct concat_priv {
     int axis;
 };
 
+/* Concat of integer tensors (index tuples built for GatherND in mixture-of-experts exports):
+ * each input's rows copied into the output's, every step (their sources may be computed). */
+struct int_concat {
+    int n_in;
+    int64_t outer, inner;                    /* dims before the axis, after it */
+    const int32_t *src[FM_CPU_MAX_ARGS];
+    int64_t len[FM_CPU_MAX_ARGS];            /* each input's dim along the axis */
+    int32_t *dst;
+    int64_t out_len;
+};
+
+static enum fm_status int_concat_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    (void)it;
+    const struct int_concat *c = arg;
+    for (int64_t o = 0; o < c->outer; o++) {
+        int32_t *d = c->dst + o * c->out_len * c->inner;
+        for (int i = 0; i < c->n_in; i++) {
+            size_t run = (size_t)(c->len[i] * c->inner);
+            memcpy(d, c->src[i] + (size_t)o * run, sizeof(int32_t) * run);
+            d += run;
+        }
+    }
+    return FM_OK;
+}
+
+static enum fm_status int_concat_fwd(struct fm_cpu *s, fm_nid id, int axis)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    const struct fm_tensor *y = fm_graph_tensor(s->g, n->out[0]);
+    struct int_concat *c = fm_cpu_buf(s, sizeof(*c));
+    if (!c)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    c->n_in = n->n_in;
+    c->outer = c->inner = 1;
+    for (int d = 0; d < y->shape.rank; d++) {
+        if (d < axis)
+            c->outer *= y->shape.dims[d];
+        else if (d > axis)
+            c->inner *= y->shape.dims[d];
+    }
+    c->out_len = y->shape.dims[axis];
+    for (int i = 0; i < n->n_in; i++) {
+        if (!fm_cpu_is_int(s, n->in[i]))
+            return fm_error(s->ctx, FM_ERR_UNSUPPORTED, "layer '%s' (Concat): integer and float "
+                            "inputs mixed", n->name);
+        if (!fm_cpu_ints(s, n->in[i])) {   /* an integer parameter or buffer: placed now */
+            enum fm_status st = fm_cpu_place_out(s, n->in[i]);
+            if (st)
+                return st;
+        }
+        c->src[i] = fm_cpu_ints(s, n->in[i]);
+        c->len[i] = fm_graph_tensor(s->g, n->in[i])->shape.dims[axis];
+    }
+    enum fm_status st = fm_cpu_place_out(s, n->out[0]);
+    if (st)
+        return st;
+    c->dst = fm_cpu_ints(s, n->out[0]);
+    return fm_cpu_add_fn(s, id, FM_PHASE_FWD, int_concat_fn, c, NULL, 0);
+}
+
 static enum fm_status concat_fwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
@@ -187,6 +249,8 @@ static enum fm_status concat_fwd(struct fm_cpu *s, fm_nid id)
     s->nodes[id].priv = p;
     int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + y->shape.rank : n->attrs.axis;
     p->axis = (int)axis;
+    if (fm_cpu_is_int(s, n->out[0]))
+        return int_concat_fwd(s, id, p->axis);
     dnnl_memory_desc_t srcs[FM_CPU_MAX_ARGS], dst;
     /* blocked layouts split channels in blocks of 8 or 16: an input that starts inside a
      * block could not be cut out again for its gradient, so such concats stay plain */
@@ -268,7 +332,7 @@ enum fm_status fm_cpu_shape_bwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
     if (n->op == FM_OP_CONCAT)
-        return concat_bwd(s, id);
+        return fm_cpu_is_int(s, n->out[0]) ? FM_OK : concat_bwd(s, id);
     if (n->op == FM_OP_DROPOUT && s->train && n->attrs.ratio > 0.0)
         return dropout_train_bwd(s, id);
     if (fm_cpu_is_int(s, n->in[0]))
