@@ -1655,6 +1655,14 @@ def add_export2_cases():
          ints=[4, DT["fp32"]], lo=1.5, beta=-0.5)
     case("constant_of_shape_ones", "ConstantOfShape", "infer",
          lambda: [torch.ones(2, 3, dtype=torch.float64)], [], ints=[DT["fp32"], 2, 3], lo=1.0)
+    # stochastic depth as torchvision draws it: one scale per sample, (N, 1, 1, 1), over an
+    # (N, C, H, W) block output; and ConvNeXt's layer scale, a (C, 1, 1) parameter
+    v = Values("mul_per_sample")
+    case("mul_per_sample", "Mul", "train", lambda a, b: [a * b],
+         [P("a", v.normal((3, 20, 5, 6))), P("b", v.normal((3, 1, 1, 1)))])
+    v = Values("mul_layer_scale")
+    case("mul_layer_scale", "Mul", "train", lambda a, b: [a * b],
+         [P("a", v.normal((2, 24, 7, 7))), P("b", v.normal((24, 1, 1)))])
     # token ids viewed as one row (GPT-2's input_ids.view(-1, S)): an integer Reshape
     case("reshape_int64", "Reshape", "infer", lambda t: [t.reshape(2, 6)],
          [I("ids", Values("reshape_int64").ints((3, 4), 0, 50))], ints=[2, 6])

@@ -22,6 +22,7 @@ struct binary_priv {
  * layout's block included (their scale is 0, so padding stays zero); k is plain (N, C). */
 struct plane_scale {
     int64_t n, c, cp;                 /* batch, channels, channels with padding */
+    int64_t kc;                       /* k's channels: c, or 1 (one scale per sample) */
     int64_t h, w, sh, sw;             /* plane dims and their strides in the layout */
     int64_t blk;                      /* the channel block (1: none) */
     int64_t *base;                    /* n * cp plane offsets */
@@ -29,7 +30,8 @@ struct plane_scale {
 
 /* The table for md when its layout allows one: blocked, at most one inner block and that on
  * the channels, planes not blocked. NULL otherwise (oneDNN's binary then runs it). */
-static struct plane_scale *plane_scale_new(struct fm_cpu *s, const dnnl_memory_desc_t *md)
+static struct plane_scale *plane_scale_new(struct fm_cpu *s, const dnnl_memory_desc_t *md,
+                                           int64_t kc)
 {
     const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
     if (md->ndims != 4 || md->format_kind != dnnl_blocked || b->inner_nblks > 1 ||
@@ -41,6 +43,7 @@ static struct plane_scale *plane_scale_new(struct fm_cpu *s, const dnnl_memory_d
         return NULL;
     t->n = md->dims[0];
     t->c = md->dims[1];
+    t->kc = kc;
     t->cp = md->padded_dims[1];
     t->h = md->dims[2];
     t->w = md->dims[3];
@@ -76,7 +79,7 @@ static enum fm_status scale_plane(struct fm_cpu *s, const struct fm_cpu_item *it
                 const int64_t i = ib / nb, c0 = ib % nb * B;
                 float f[16];
                 for (int64_t b = 0; b < B; b++)
-                    f[b] = c0 + b < t->c ? k[i * t->c + c0 + b] : 0.0f;
+                    f[b] = c0 + b < t->c ? k[i * t->kc + (t->kc == 1 ? 0 : c0 + b)] : 0.0f;
                 const int64_t o = t->base[i * t->cp + c0];
                 for (int64_t q = 0; q < hw; q++) {
                     for (int64_t b = 0; b < B; b++)
@@ -89,7 +92,7 @@ static enum fm_status scale_plane(struct fm_cpu *s, const struct fm_cpu_item *it
     FM_CPU_PARALLEL
     for (int64_t ic = 0; ic < t->n * t->cp; ic++) {
         const int64_t i = ic / t->cp, c = ic % t->cp;
-        const float f = c < t->c ? k[i * t->c + c] : 0.0f;
+        const float f = c < t->c ? k[i * t->kc + (t->kc == 1 ? 0 : c)] : 0.0f;
         const int64_t b = t->base[ic];
         for (int64_t h = 0; h < t->h; h++) {
             const int64_t o = b + h * t->sh;
@@ -101,11 +104,14 @@ static enum fm_status scale_plane(struct fm_cpu *s, const struct fm_cpu_item *it
 }
 
 /* Whether other (dims odims) scales the planes of a 4-D output (dims y): (N, C, 1, 1), N > 1
- * (with N = 1 it is oneDNN's per-channel broadcast, which is vectorized). */
+ * (with N = 1 it is oneDNN's per-channel broadcast, which is vectorized), or (N, 1, 1, 1), one
+ * scale per sample: stochastic depth as torchvision draws it (ConvNeXt's blocks ran 21 ms in
+ * oneDNN's reference binary for what takes under 1 here). */
 static bool plane_broadcast(const struct binary_priv *p, const struct fm_shape *y)
 {
     return p->rank == 4 && p->broadcast && y->dims[0] > 1 && p->odims[0] == y->dims[0] &&
-           p->odims[1] == y->dims[1] && p->odims[2] == 1 && p->odims[3] == 1;
+           (p->odims[1] == y->dims[1] || p->odims[1] == 1) && p->odims[2] == 1 &&
+           p->odims[3] == 1;
 }
 
 static bool same_shape(const struct fm_shape *a, const struct fm_shape *b)
@@ -168,7 +174,7 @@ enum fm_status fm_cpu_binary_fwd(struct fm_cpu *s, fm_nid id)
         return st;
     const dnnl_memory_desc_t *fmd = &s->t[n->in[p->full]].md;
     p->m_full = s->t[n->in[p->full]].val_mem;
-    if (n->op == FM_OP_MUL && plane_broadcast(p, y) && (p->scale = plane_scale_new(s, fmd))) {
+    if (n->op == FM_OP_MUL && plane_broadcast(p, y) && (p->scale = plane_scale_new(s, fmd, p->odims[1]))) {
         st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, n->in[p->other], false, &p->m_other);
         if (!st)
             st = fm_cpu_place(s, n->out[0], fmd);
@@ -286,6 +292,34 @@ out:
     return st;
 }
 
+/* items: src (the layout of t), dst plain (C): dst[c] = the sum of src over every sample and
+ * plane of channel c. A per-channel parameter's gradient (ConvNeXt's layer scale, (C, 1, 1)
+ * times an (N, C, H, W) activation): oneDNN 2.6's reduction has only reference code for blocked
+ * layouts (8 ms where this takes under 1). */
+static enum fm_status sum_channels(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct plane_scale *t = arg;
+    const float *x = fm_cpu_item_f32(it, 0);
+    float *y = fm_cpu_item_f32(it, 1);
+    FM_CPU_PARALLEL
+    for (int64_t c = 0; c < t->c; c++) {
+        double acc = 0.0;
+        for (int64_t i = 0; i < t->n; i++) {
+            const int64_t b = t->base[i * t->cp + c];
+            for (int64_t h = 0; h < t->h; h++) {
+                const int64_t o = b + h * t->sh;
+                float row = 0.0f;
+                for (int64_t w = 0; w < t->w; w++)
+                    row += x[o + w * t->sw];
+                acc += row;
+            }
+        }
+        y[c] = (float)acc;
+    }
+    return FM_OK;
+}
+
 /* The broadcast operand's gradient: src summed down to its dims. */
 static enum fm_status reduce_into(struct fm_cpu *s, fm_nid id, struct binary_priv *p, fm_tid tid,
                                   dnnl_memory_t src)
@@ -305,6 +339,19 @@ static enum fm_status reduce_into(struct fm_cpu *s, fm_nid id, struct binary_pri
         st = plane_sum(s, id, ph, tid, src, p->odims, &ok);
         if (st || ok)
             return st;
+    }
+    struct plane_scale *t;
+    if (p->rank == 4 && p->odims[0] == 1 && p->odims[1] == smd->dims[1] && p->odims[2] == 1 &&
+        p->odims[3] == 1 && smd->dims[2] * smd->dims[3] > 1 &&
+        (t = plane_scale_new(s, smd, smd->dims[1]))) {
+        dnnl_dims_t cd = {1, smd->dims[1], 1, 1};
+        fm_cpu_md_plain(&dst, 4, cd);
+        st = fm_cpu_sink_begin(s, id, ph, tid, &dst, &sk, &m_dst);
+        if (st || !m_dst)
+            return st;
+        dnnl_memory_t mems[2] = {src, m_dst};
+        st = fm_cpu_add_fn(s, id, ph, sum_channels, t, mems, 2);
+        return st ? st : fm_cpu_sink_end(s, &sk);
     }
     {
         bool ok;
