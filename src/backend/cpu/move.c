@@ -933,6 +933,47 @@ static enum fm_status gather_bwd(struct fm_cpu *s, fm_nid id)
     return st ? st : fm_cpu_sink_end(s, &sk);
 }
 
+/* What GatherElements' and GatherND's forward end with once their plan g is made: the indices
+ * read as integers, the output placed, and fn run on the data (an integer tensor through
+ * *isrc and *idst, floats through the plain memories of data and y). */
+static enum fm_status gather_fwd_run(struct fm_cpu *s, fm_nid id, fm_tid data, fm_tid idx,
+                                     fm_tid y, fm_cpu_fn fn, void *g, const int32_t **gidx,
+                                     const int32_t **isrc, int32_t **idst)
+{
+    enum fm_status st = ints_in(s, idx, gidx);
+    if (!st)
+        st = fm_cpu_place_out(s, y);
+    if (st)
+        return st;
+    if (fm_cpu_is_int(s, data)) {
+        st = ints_in(s, data, isrc);
+        *idst = fm_cpu_ints(s, y);
+        return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, fn, g, NULL, 0);
+    }
+    dnnl_memory_t mems[2] = {NULL, s->t[y].val_mem};
+    st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, data, false, &mems[0]);
+    return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, fn, g, mems, 2);
+}
+
+/* Their backward: fn scatters dy (plain) into data's gradient (plain); integer data has none. */
+static enum fm_status gather_bwd_run(struct fm_cpu *s, fm_nid id, fm_cpu_fn fn)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    fm_tid data = n->in[0], y = n->out[0];
+    if (fm_cpu_is_int(s, data))
+        return FM_OK;
+    enum fm_phase ph = fm_cpu_grad_phase(s, data);
+    dnnl_memory_t mems[2];
+    struct fm_cpu_sink sk;
+    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
+    if (!st)
+        st = fm_cpu_sink_plain(s, id, ph, data, &sk, &mems[1]);
+    if (st || !mems[1])
+        return st;
+    st = fm_cpu_add_fn(s, id, ph, fn, s->nodes[id].priv, mems, 2);
+    return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
 /* ---- GatherElements: y[i] = data[i with i_axis replaced by indices[i]] (BERT's exports) ---- */
 
 struct gel_arg {
@@ -1021,37 +1062,12 @@ static enum fm_status gel_fwd(struct fm_cpu *s, fm_nid id)
     g->n = (int64_t)s->t[y].numel;
     g->nx = s->t[data].numel;
     g->layer = n->name;
-    enum fm_status st = ints_in(s, idx, &g->idx);
-    if (!st)
-        st = fm_cpu_place_out(s, y);
-    if (st)
-        return st;
-    if (fm_cpu_is_int(s, data)) {
-        st = ints_in(s, data, &g->isrc);
-        g->idst = fm_cpu_ints(s, y);
-        return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gel_fwd_fn, g, NULL, 0);
-    }
-    dnnl_memory_t mems[2] = {NULL, s->t[y].val_mem};
-    st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, data, false, &mems[0]);
-    return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gel_fwd_fn, g, mems, 2);
+    return gather_fwd_run(s, id, data, idx, y, gel_fwd_fn, g, &g->idx, &g->isrc, &g->idst);
 }
 
 static enum fm_status gel_bwd(struct fm_cpu *s, fm_nid id)
 {
-    const struct fm_node *n = fm_graph_node(s->g, id);
-    fm_tid data = n->in[0], y = n->out[0];
-    if (fm_cpu_is_int(s, data))
-        return FM_OK;
-    enum fm_phase ph = fm_cpu_grad_phase(s, data);
-    dnnl_memory_t mems[2];
-    struct fm_cpu_sink sk;
-    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
-    if (!st)
-        st = fm_cpu_sink_plain(s, id, ph, data, &sk, &mems[1]);
-    if (st || !mems[1])
-        return st;
-    st = fm_cpu_add_fn(s, id, ph, gel_bwd_fn, s->nodes[id].priv, mems, 2);
-    return st ? st : fm_cpu_sink_end(s, &sk);
+    return gather_bwd_run(s, id, gel_bwd_fn);
 }
 
 /* ---- TopK: the k largest (or smallest) along an axis, sorted, with their indices (the expert
@@ -1274,37 +1290,12 @@ static enum fm_status gnd_fwd(struct fm_cpu *s, fm_nid id)
     }
     g->nx = s->t[data].numel;
     g->layer = n->name;
-    enum fm_status st = ints_in(s, idx, &g->idx);
-    if (!st)
-        st = fm_cpu_place_out(s, y);
-    if (st)
-        return st;
-    if (fm_cpu_is_int(s, data)) {
-        st = ints_in(s, data, &g->isrc);
-        g->idst = fm_cpu_ints(s, y);
-        return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gnd_fwd_fn, g, NULL, 0);
-    }
-    dnnl_memory_t mems[2] = {NULL, s->t[y].val_mem};
-    st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, data, false, &mems[0]);
-    return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, gnd_fwd_fn, g, mems, 2);
+    return gather_fwd_run(s, id, data, idx, y, gnd_fwd_fn, g, &g->idx, &g->isrc, &g->idst);
 }
 
 static enum fm_status gnd_bwd(struct fm_cpu *s, fm_nid id)
 {
-    const struct fm_node *n = fm_graph_node(s->g, id);
-    fm_tid data = n->in[0], y = n->out[0];
-    if (fm_cpu_is_int(s, data))
-        return FM_OK;
-    enum fm_phase ph = fm_cpu_grad_phase(s, data);
-    dnnl_memory_t mems[2];
-    struct fm_cpu_sink sk;
-    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
-    if (!st)
-        st = fm_cpu_sink_plain(s, id, ph, data, &sk, &mems[1]);
-    if (st || !mems[1])
-        return st;
-    st = fm_cpu_add_fn(s, id, ph, gnd_bwd_fn, s->nodes[id].priv, mems, 2);
-    return st ? st : fm_cpu_sink_end(s, &sk);
+    return gather_bwd_run(s, id, gnd_bwd_fn);
 }
 
 /* ---- ScatterND: data with slices replaced (or combined) at index tuples (Swin's shifted
