@@ -955,7 +955,8 @@ static enum fm_status gather_fwd_run(struct fm_cpu *s, fm_nid id, fm_tid data, f
     return st ? st : fm_cpu_add_fn(s, id, FM_PHASE_FWD, fn, g, mems, 2);
 }
 
-/* Their backward: fn scatters dy (plain) into data's gradient (plain); integer data has none. */
+/* Their backward (and TopK's: its values are a gather too): fn scatters dy (plain) into data's
+ * gradient (plain); integer data has none. */
 static enum fm_status gather_bwd_run(struct fm_cpu *s, fm_nid id, fm_cpu_fn fn)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
@@ -1176,18 +1177,7 @@ static enum fm_status topk_fwd(struct fm_cpu *s, fm_nid id)
 
 static enum fm_status topk_bwd(struct fm_cpu *s, fm_nid id)
 {
-    const struct fm_node *n = fm_graph_node(s->g, id);
-    fm_tid x = n->in[0], y = n->out[0];
-    enum fm_phase ph = fm_cpu_grad_phase(s, x);
-    dnnl_memory_t mems[2];
-    struct fm_cpu_sink sk;
-    enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
-    if (!st)
-        st = fm_cpu_sink_plain(s, id, ph, x, &sk, &mems[1]);
-    if (st || !mems[1])
-        return st;
-    st = fm_cpu_add_fn(s, id, ph, topk_bwd_fn, s->nodes[id].priv, mems, 2);
-    return st ? st : fm_cpu_sink_end(s, &sk);
+    return gather_bwd_run(s, id, topk_bwd_fn);
 }
 
 /* ---- GatherND: slices of data picked by index tuples, batch_dims leading dims shared (the
