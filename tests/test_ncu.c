@@ -342,8 +342,9 @@ static void test_errors_name_line_and_column(void **state)
     expect_error(ctx, DHDR DROW("0", "dram__bytes.sum", "byte", "9,00"), "mem.csv:2:39",
                  "decimal comma");
     expect_error(ctx, DHDR, "mem.csv:1:1", "no kernel rows");
-    expect_error(ctx, "\"ID\",\"Kernel Name\",\"dram__bytes.sum\"\n\"0\",\"k\",\"5\"\n",
-                 "mem.csv:2:1", "units");
+    /* a raw page's units row of another width */
+    expect_error(ctx, "\"ID\",\"Kernel Name\",\"dram__bytes.sum\"\n\"\",\"\"\n\"0\",\"k\",\"5\"\n",
+                 "mem.csv:2:", "cut short");
     /* the real capture of a run without counter permissions */
     struct fm_ncu_profile *p = NULL;
     assert_int_equal(fm_ncu_read_file(ctx, NCU_DIR "no_kernels_errperm.csv", &p), FM_ERR_PARSE);
@@ -795,6 +796,159 @@ static void test_nsys_gpu_errors(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ---- every dialect Nsight Compute has written since 2019 (dialects/, make_ncu_dialects.py;
+ * docs/profiles.md): the kernels, their times and FLOPs, exactly as the files hold them ---- */
+
+#define DIA_DIR NCU_DIR "dialects/"
+#define UNKNOWN UINT64_MAX
+
+struct dia_kernel {
+    uint64_t id;
+    const char *process, *name_start, *nvtx;
+    uint64_t fp32, dram, tensor_inst;   /* UNKNOWN: the figure must be unknown */
+    double time_s;
+};
+
+static void check_dialect(struct fm_ctx *ctx, const char *file, bool raw, size_t processes,
+                          const struct dia_kernel *want, size_t n, const char *const *notes)
+{
+    char path[256];
+    snprintf(path, sizeof(path), DIA_DIR "%s", file);
+    struct fm_ncu_profile *p = NULL;
+    FM_ASSERT_OK(ctx, fm_ncu_read_file(ctx, path, &p));
+    assert_int_equal(p->raw_page, raw);
+    assert_int_equal(p->n_kernels, n);
+    assert_int_equal(p->n_processes, processes);
+    uint64_t fp32 = 0, dram = 0;
+    bool dram_known = true;
+    double t = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct fm_ncu_kernel *k = &p->kernels[i];
+        const struct dia_kernel *w = &want[i];
+        assert_int_equal(k->id, w->id);
+        assert_string_equal(k->process, w->process);
+        if (strncmp(k->name, w->name_start, strlen(w->name_start)) != 0)
+            fail_msg("%s kernel %zu: name '%s', want '%s...'", file, i, k->name, w->name_start);
+        assert_string_equal(k->nvtx, w->nvtx);
+        assert_false(k->fig.flops[FM_NCU_FP64].known);
+        assert_true(k->fig.flops[FM_NCU_FP32].known && k->fig.flops[FM_NCU_FP32].exact);
+        assert_int_equal(k->fig.flops[FM_NCU_FP32].count, w->fp32);
+        if (w->dram == UNKNOWN) {
+            assert_false(k->fig.dram_bytes.known);
+            dram_known = false;
+        } else {
+            assert_true(k->fig.dram_bytes.known && k->fig.dram_bytes.exact);
+            assert_int_equal(k->fig.dram_bytes.count, w->dram);
+            dram += w->dram;
+        }
+        if (w->tensor_inst == UNKNOWN) {
+            assert_false(k->fig.tensor_inst.known);
+        } else {
+            assert_true(k->fig.tensor_inst.known);
+            assert_int_equal(k->fig.tensor_inst.count, w->tensor_inst);
+        }
+        assert_true(k->fig.time_s.known);
+        assert_rel(k->fig.time_s.value, w->time_s, 1e-12);
+        fp32 += w->fp32;
+        t += w->time_s;
+    }
+    assert_int_equal(p->totals.flops[FM_NCU_FP32].count, fp32);
+    assert_int_equal(p->totals.dram_bytes.known, dram_known);
+    if (dram_known)
+        assert_int_equal(p->totals.dram_bytes.count, dram);
+    assert_rel(p->totals.time_s.value, t, 1e-12);
+    for (; notes && *notes; notes++)
+        if (!strstr(p->notes, *notes))
+            fail_msg("%s: the notes '%s' lack '%s'", file, p->notes, *notes);
+    fm_ncu_profile_free(p);
+}
+
+static void test_dialects(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    /* 2019.1-2020.1: "Kernel Time" (a timestamp, never read as a time), "Duration" in nsecond
+     * and usecond, 1,048,576 + 0 + 2 x 2,097,152 */
+    const struct dia_kernel k2019[] = {
+        {0, "21524", "cuda_compute_step_factor", "", 5242880, 12582912, UNKNOWN, 3520e-9},
+        {1, "21524", "cuda_compute_flux", "", 524288 + 262144 + 2 * 1572864, 4194304, UNKNOWN,
+         1.47e-6}};
+    check_dialect(ctx, "v2019_kernel_time.csv", false, 1, k2019, 2, NULL);
+    /* 2020.2-2021.1: the header's 15 columns, metric rows of 13 fields, two rule rows */
+    const struct dia_kernel k2021[] = {
+        {0, "3817", "ampere_sgemm_128x64_tn", "", 2 * 1207959552ull, 25165824, UNKNOWN, 35.84e-6},
+        {1, "3817", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDA", "",
+         3145728 + 9437184 + 2 * 12582912, 25231360, UNKNOWN, 6.14e-6}};
+    const char *const n2021[] = {"Skipped 2 rule rows", NULL};
+    check_dialect(ctx, "v2021_rules_short_rows.csv", false, 1, k2021, 2, n2021);
+    /* 2021.2-2022.x: launch geometry, rule columns, NVTX ranges, CRLF */
+    const struct dia_kernel k2022[] = {
+        {0, "5120", "ampere_fp16_s16816gemm", "attn", 0, 1048576, UNKNOWN, 8192e-9},
+        {1, "5120", "void at::native::elementwise_kernel<128, 2>", "mlp", 65536 + 65536, 262144,
+         UNKNOWN, 2048e-9}};
+    check_dialect(ctx, "v2022_nvtx_rules.csv", false, 1, k2022, 2, NULL);
+    /* 2023.1+: estimated speedups, two processes, an n/a DRAM value (unknown, not 0) */
+    const struct dia_kernel k2023[] = {
+        {0, "4711", "void flash_fwd_kernel<", "", 16777216 + 33554432 + 2 * 8388608, 201326592,
+         4194304, 412.74e-6},
+        {1, "4712", "void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<", "",
+         50331648 + 67108864 + 2 * 25165824, UNKNOWN, 12582912, 1093.41e-6}};
+    const char *const n2023[] = {"Kernels of 2 processes", "Skipped 2 rule rows",
+                                 "1 value of metrics flopmeter reads is n/a",
+                                 "dram__bytes.sum at line 11", NULL};
+    check_dialect(ctx, "v2023_speedup_processes.csv", false, 2, k2023, 2, n2023);
+    /* the raw page, units printed with --print-units base; and without its units row */
+    const struct dia_kernel kbase[] = {
+        {0, "9001", "ampere_sgemm_64x32_sliced1x4_tn", "", 5000000, 8388608, UNKNOWN, 15360e-9},
+        {1, "9001", "void at::native::(anonymous namespace)::fused_dropout", "", 3, 4096, UNKNOWN,
+         2048e-9}};
+    check_dialect(ctx, "raw_base_units.csv", true, 1, kbase, 2, NULL);
+    const struct dia_kernel knou[] = {
+        {0, "812", "saxpy", "", 10 + 20 + 2 * 30, 65536, UNKNOWN, 4096e-9},
+        {1, "812", "zero", "", 0, 0, UNKNOWN, 1024e-9}};
+    const char *const nnou[] = {"no row of units", "base units", NULL};
+    check_dialect(ctx, "raw_no_units.csv", true, 1, knou, 2, nnou);
+    /* a future version's columns: read around, named */
+    const struct dia_kernel kfut[] = {{0, "66", "scale_kernel", "", 4, 1024, UNKNOWN, 512e-9}};
+    const char *const nfut[] = {"Ignored 2 columns", "\"Function Signature\"",
+                                "\"Green Context\"", NULL};
+    check_dialect(ctx, "future_columns.csv", false, 1, kfut, 1, nfut);
+    fm_ctx_free(ctx);
+}
+
+/* The same ID in two processes is two kernels; a row of neither metric nor rule is counted;
+ * only the trailing rule columns may be left off a row. */
+static void test_dialect_rows(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+#define PHDR "\"ID\",\"Process ID\",\"Kernel Name\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\",\"Rule Name\",\"Rule Type\",\"Rule Description\"\n"
+    struct fm_ncu_profile *p = read_ok(ctx, PHDR
+        "\"0\",\"10\",\"a\",\"s\",\"dram__bytes.sum\",\"byte\",\"7\"\n"
+        "\"0\",\"11\",\"b\",\"s\",\"dram__bytes.sum\",\"byte\",\"1,000\"\n"
+        "\"0\",\"10\",\"a\",\"s\",\"gpu__time_duration.sum\",\"nsecond\",\"5\",\"\"\n"
+        "\"0\",\"11\",\"b\",\"s\",\"\",\"\",\"\",\"\",\"\",\"\"\n");
+    assert_int_equal(p->n_kernels, 2);
+    assert_int_equal(p->n_processes, 2);
+    assert_string_equal(p->kernels[0].name, "a");
+    assert_int_equal(p->kernels[0].fig.dram_bytes.count, 7);
+    assert_true(p->kernels[0].fig.time_s.known);
+    assert_string_equal(p->kernels[1].name, "b");
+    assert_int_equal(p->kernels[1].fig.dram_bytes.count, 1000);
+    assert_false(p->kernels[1].fig.time_s.known);
+    assert_non_null(strstr(p->notes, "Skipped 1 rows with neither a metric name nor a rule (the "
+                                     "first at line 5)"));
+    fm_ncu_profile_free(p);
+    /* a row that ends inside the metric columns is still cut short */
+    expect_error(ctx, PHDR "\"0\",\"10\",\"a\",\"s\",\"dram__bytes.sum\",\"byte\"\n", "mem.csv:2:",
+                 "cut short");
+    /* and one wider than the header is an error too */
+    expect_error(ctx, PHDR "\"0\",\"10\",\"a\",\"s\",\"dram__bytes.sum\",\"byte\",\"7\",\"\",\"\","
+                       "\"\",\"x\"\n", "mem.csv:2:", "11 fields where the header (line 1) has 10");
+#undef PHDR
+    fm_ctx_free(ctx);
+}
+
 static void test_cli(void **state)
 {
     (void)state;
@@ -887,6 +1041,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nsys_gpu_inputs_match_independent_totals),
         cmocka_unit_test(test_nsys_gpu_forms),
         cmocka_unit_test(test_nsys_gpu_errors),
+        cmocka_unit_test(test_dialects),
+        cmocka_unit_test(test_dialect_rows),
         cmocka_unit_test(test_cli),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);

@@ -41,7 +41,7 @@ struct mval {
 
 struct kbuild {
     uint64_t id;
-    char *name, *nvtx, *nvtx_stack;
+    char *name, *nvtx, *nvtx_stack, *process;
     int line;
     struct mval v[F_N][SL_COUNT];
 };
@@ -247,9 +247,24 @@ struct reader {
     struct kbuild *k;
     size_t n, cap;
     /* header columns (-1: absent) */
-    int c_id, c_kname, c_mname, c_munit, c_mval, c_pushpop, c_startstop;
-    bool raw;
+    int c_id, c_kname, c_mname, c_munit, c_mval, c_pushpop, c_startstop, c_pid;
+    int c_rule[3];               /* Rule Name, Rule Type, Rule Description */
+    size_t min_fields;           /* the header less its trailing rule columns (see check_width) */
+    bool raw, no_units;
+    /* rows and values read but not turned into figures, said in the notes, never silently */
+    size_t rule_rows, unnamed_rows, na_values, short_rows;
+    int first_unnamed_line, first_na_line;
+    char first_na[96];
+    char ignored[320];           /* header columns of no dialect flopmeter knows */
+    size_t n_ignored;
 };
+
+/* The text of column i of a row, "" for a column the row leaves off (check_width allows only
+ * the trailing rule columns to be left off). */
+static const char *cell(const struct fm_csv_rec *rec, int i)
+{
+    return i >= 0 && (size_t)i < rec->n ? fm_csv_str(rec, (size_t)i) : "";
+}
 
 static enum fm_status perr(struct reader *r, int line, int col, const char *fmt, const char *a,
                            const char *b)
@@ -330,13 +345,16 @@ static enum fm_status kernel_for(struct reader *r, const struct fm_csv_rec *rec,
     if (fm_prof_number(ids, &num) != FM_NUM_OK || !num.exact)
         return perr(r, rec->f[r->c_id].line, rec->f[r->c_id].col, "the kernel ID '", ids,
                     "' is not a non-negative integer");
+    /* IDs are the launches' numbers; with several processes (ncu --target-processes all) a
+     * launch is named by its process and its ID, so that equal IDs never merge two kernels */
+    const char *pid = cell(rec, r->c_pid);
     if (details) {
-        if (r->n && r->k[r->n - 1].id == num.count) {
+        if (r->n && r->k[r->n - 1].id == num.count && strcmp(r->k[r->n - 1].process, pid) == 0) {
             *out = &r->k[r->n - 1];
             return FM_OK;
         }
         for (size_t i = 0; i < r->n; i++)
-            if (r->k[i].id == num.count) {
+            if (r->k[i].id == num.count && strcmp(r->k[i].process, pid) == 0) {
                 *out = &r->k[i];
                 return FM_OK;
             }
@@ -348,12 +366,13 @@ static enum fm_status kernel_for(struct reader *r, const struct fm_csv_rec *rec,
     memset(k, 0, sizeof(*k));
     k->id = num.count;
     k->line = rec->line;
-    k->name = fm_strdup(r->ctx, r->c_kname >= 0 ? fm_csv_str(rec, (size_t)r->c_kname) : "");
-    if (!k->name)
+    k->name = fm_strdup(r->ctx, cell(rec, r->c_kname));
+    k->process = fm_strdup(r->ctx, pid);
+    if (!k->name || !k->process)
         return fm_error(r->ctx, FM_ERR_NOMEM, "out of memory reading kernels");
     int col = r->c_pushpop >= 0 ? r->c_pushpop : r->c_startstop;
     if (col >= 0) {
-        if ((st = nvtx_parse(r, fm_csv_str(rec, (size_t)col), r->c_pushpop >= 0 ? 1 : 2,
+        if ((st = nvtx_parse(r, cell(rec, col), r->c_pushpop >= 0 ? 1 : 2,
                              &k->nvtx, &k->nvtx_stack)))
             return st;
     } else {
@@ -383,8 +402,13 @@ static enum fm_status store(struct reader *r, struct kbuild *k, const char *metr
     }
     struct fm_prof_number num;
     enum fm_prof_num_result nr = fm_prof_number(value, &num);
-    if (nr == FM_NUM_MISSING)
+    if (nr == FM_NUM_MISSING) {   /* "n/a" or empty: the figure stays unknown, said in a note */
+        if (r->na_values++ == 0) {
+            r->first_na_line = vf->line;
+            snprintf(r->first_na, sizeof(r->first_na), "%s", metric);
+        }
         return FM_OK;
+    }
     if (nr == FM_NUM_BAD || num.value < 0) {
         char msg[200];
         snprintf(msg, sizeof(msg), "' of metric %s is not a number (written with a decimal "
@@ -414,6 +438,43 @@ static int find_col(const struct fm_csv_rec *h, const char *name)
     return -1;
 }
 
+/* The columns after the metric that Nsight Compute writes for its rules' results; metric rows
+ * may end before them. */
+static bool tail_column(const char *h)
+{
+    static const char *const tail[] = {"Rule Name", "Rule Type", "Rule Description",
+                                       "Estimated Speedup Type", "Estimated Speedup"};
+    for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++)
+        if (strcmp(h, tail[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Every column some Nsight Compute version has written (2019.1 to 2025.x, docs/profiles.md);
+ * a header column outside this set and not a metric (a name with "__" on the raw page) is
+ * one flopmeter does not read: its name goes into the notes. */
+static void header_known(struct reader *r)
+{
+    static const char *const known[] = {
+        "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time",
+        "Context", "Stream", "Block Size", "Grid Size", "Device", "CC", "Section Name",
+        "Metric Name", "Metric Unit", "Metric Value", "Rule Name", "Rule Type",
+        "Rule Description", "Estimated Speedup Type", "Estimated Speedup"};
+    for (size_t i = 0; i < r->hdr.n; i++) {
+        const char *h = fm_csv_str(&r->hdr, i);
+        bool ok = strstr(h, "Push/Pop_Range") || strstr(h, "Start/Stop_Range") ||
+                  (r->c_mname < 0 && strstr(h, "__"));
+        for (size_t j = 0; j < sizeof(known) / sizeof(known[0]) && !ok; j++)
+            ok = strcmp(h, known[j]) == 0;
+        if (ok)
+            continue;
+        size_t n = strlen(r->ignored);
+        if (r->n_ignored < 8 && n + strlen(h) + 8 < sizeof(r->ignored))
+            snprintf(r->ignored + n, sizeof(r->ignored) - n, "%s\"%.60s\"", n ? ", " : "", h);
+        r->n_ignored++;
+    }
+}
+
 static bool contains(const char *s, size_t n, const char *what)
 {
     size_t w = strlen(what);
@@ -435,10 +496,17 @@ static bool skip_line_text(const char *s, size_t len)
     return true;
 }
 
+/* A row as wide as the header, or one that leaves off only the header's trailing rule columns:
+ * Nsight Compute 2020-2023 write "Rule Name","Rule Type","Rule Description" (and later
+ * "Estimated Speedup Type","Estimated Speedup") in the header and end metric rows before them. */
 static enum fm_status check_width(struct reader *r)
 {
     if (r->rec.n == r->hdr.n)
         return FM_OK;
+    if (r->rec.n >= r->min_fields && r->rec.n < r->hdr.n) {
+        r->short_rows++;
+        return FM_OK;
+    }
     char msg[160];
     snprintf(msg, sizeof(msg), "%zu fields where the header (line %d) has %zu%s", r->rec.n,
              r->hdr.line, r->hdr.n, r->rec.n < r->hdr.n ? ": the row is cut short" : "");
@@ -475,14 +543,32 @@ static enum fm_status read_details(struct reader *r)
         struct kbuild *k;
         if ((st = kernel_for(r, &r->rec, true, &k)))
             return st;
-        const char *unit = r->c_munit >= 0 ? fm_csv_str(&r->rec, (size_t)r->c_munit) : "";
+        const char *mname = cell(&r->rec, r->c_mname);
+        if (!mname[0]) {
+            /* a rule's result (its text in the Rule columns, no metric), or a row of neither:
+             * both are counted in the notes */
+            bool rule = false;
+            for (int j = 0; j < 3; j++)
+                rule = rule || cell(&r->rec, r->c_rule[j])[0];
+            if (rule) {
+                r->rule_rows++;
+            } else if (r->unnamed_rows++ == 0) {
+                r->first_unnamed_line = r->rec.line;
+            }
+            continue;
+        }
+        const char *unit = cell(&r->rec, r->c_munit);
         const struct fm_csv_field *uf = &r->rec.f[r->c_munit >= 0 ? r->c_munit : r->c_mval];
-        if ((st = store(r, k, fm_csv_str(&r->rec, (size_t)r->c_mname), uf, unit,
-                        &r->rec.f[r->c_mval], fm_csv_str(&r->rec, (size_t)r->c_mval))))
+        if ((st = store(r, k, mname, uf, unit, &r->rec.f[r->c_mval],
+                        fm_csv_str(&r->rec, (size_t)r->c_mval))))
             return st;
     }
     return st;
 }
+
+/* ncu's base unit of each kind of metric (what --print-units base writes) */
+static const char *const base_unit[] = {"", "byte", "nsecond", "cycle", "cycle/second",
+                                        "inst/second", "byte/second", ""};
 
 static enum fm_status read_raw(struct reader *r)
 {
@@ -496,12 +582,18 @@ static enum fm_status read_raw(struct reader *r)
                     "no kernels", NULL, NULL);
     if ((st = check_width(r)))
         return st;
-    if (fm_csv_str(&r->rec, (size_t)r->c_id)[0] != '\0')
-        return perr(r, r->rec.line, r->rec.f[r->c_id].col, "a raw page (a header of metric "
-                    "names) must be followed by its row of units, which has an empty ID; this "
-                    "row has ID '", fm_csv_str(&r->rec, (size_t)r->c_id), "'");
-    struct fm_csv_rec units = r->rec;
-    memset(&r->rec, 0, sizeof(r->rec));
+    /* ncu writes the units in a second header row, whose ID is empty; a page without it (its
+     * metrics' units left off) is read in ncu's base units, as --print-units base writes them,
+     * and says so in its notes */
+    struct fm_csv_rec units;
+    memset(&units, 0, sizeof(units));
+    bool first_is_kernel = cell(&r->rec, r->c_id)[0] != '\0';
+    if (first_is_kernel) {
+        r->no_units = true;
+    } else {
+        units = r->rec;
+        memset(&r->rec, 0, sizeof(r->rec));
+    }
     /* which columns are metrics flopmeter reads; their units are checked once, here */
     int *cols = fm_alloc(r->ctx, (r->hdr.n + 1) * sizeof(int));
     size_t nc = 0;
@@ -514,16 +606,17 @@ static enum fm_status read_raw(struct reader *r)
         if (!classify(fm_csv_str(&r->hdr, i), &m))
             continue;
         double scale;
-        if (!unit_scale(fm_csv_str(&units, i), m.unit, &scale)) {
+        if (!r->no_units && !unit_scale(cell(&units, (int)i), m.unit, &scale)) {
             char msg[200];
             snprintf(msg, sizeof(msg), "' of metric %s is not a unit flopmeter knows for a %s",
                      fm_csv_str(&r->hdr, i), ukind_name[m.unit]);
-            st = perr(r, units.f[i].line, units.f[i].col, "the unit '", fm_csv_str(&units, i), msg);
+            st = perr(r, units.f[i].line, units.f[i].col, "the unit '", cell(&units, (int)i), msg);
             goto out;
         }
         cols[nc++] = (int)i;
     }
-    while (!(st = next_row(r, &done)) && !done) {
+    for (bool have = first_is_kernel; have || (!(st = next_row(r, &done)) && !done);
+         have = false) {
         if ((st = check_width(r)))
             goto out;
         struct kbuild *k;
@@ -531,8 +624,14 @@ static enum fm_status read_raw(struct reader *r)
             goto out;
         for (size_t j = 0; j < nc; j++) {
             size_t i = (size_t)cols[j];
-            if ((st = store(r, k, fm_csv_str(&r->hdr, i), &units.f[i], fm_csv_str(&units, i),
-                            &r->rec.f[i], fm_csv_str(&r->rec, i))))
+            if (i >= r->rec.n)
+                continue;   /* only rule columns may be left off, and they are no metrics */
+            struct metric_id m;
+            classify(fm_csv_str(&r->hdr, i), &m);
+            const char *unit = r->no_units ? base_unit[m.unit] : fm_csv_str(&units, i);
+            const struct fm_csv_field *uf = r->no_units ? &r->hdr.f[i] : &units.f[i];
+            if ((st = store(r, k, fm_csv_str(&r->hdr, i), uf, unit, &r->rec.f[i],
+                            fm_csv_str(&r->rec, i))))
                 goto out;
         }
     }
@@ -735,6 +834,32 @@ static void note(char *buf, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* What was read but not turned into figures, and how the file was read, in the notes. */
+static void read_notes(const struct reader *r, struct fm_ncu_profile *p)
+{
+    if (p->n_processes > 1)
+        note(p->notes, sizeof(p->notes), "Kernels of %zu processes (\"Process ID\"); each "
+             "launch is its process's ID, and the totals add every process. ", p->n_processes);
+    if (r->no_units)
+        note(p->notes, sizeof(p->notes), "The raw page has no row of units: values read in "
+             "Nsight Compute's base units (nsecond, byte, cycle/second). ");
+    if (r->rule_rows)
+        note(p->notes, sizeof(p->notes), "Skipped %zu rule rows (the guidance of ncu's rules, "
+             "no metric). ", r->rule_rows);
+    if (r->unnamed_rows)
+        note(p->notes, sizeof(p->notes), "Skipped %zu rows with neither a metric name nor a "
+             "rule (the first at line %d). ", r->unnamed_rows, r->first_unnamed_line);
+    if (r->na_values)
+        note(p->notes, sizeof(p->notes), "%zu value%s of metrics flopmeter reads %s n/a or "
+             "empty (the first: %s at line %d): those figures are unknown, not 0. ",
+             r->na_values, r->na_values == 1 ? "" : "s", r->na_values == 1 ? "is" : "are",
+             r->first_na, r->first_na_line);
+    if (r->n_ignored)
+        note(p->notes, sizeof(p->notes), "Ignored %zu column%s of no Nsight Compute version "
+             "flopmeter knows: %s%s. ", r->n_ignored, r->n_ignored == 1 ? "" : "s", r->ignored,
+             r->n_ignored > 8 ? " and more" : "");
+}
+
 static enum fm_status build(struct reader *r, struct fm_ncu_profile *p)
 {
     struct missing mi;
@@ -749,8 +874,14 @@ static enum fm_status build(struct reader *r, struct fm_ncu_profile *p)
         k->name = b->name;
         k->nvtx = b->nvtx;
         k->nvtx_stack = b->nvtx_stack;
+        k->process = b->process;
         k->line = b->line;
-        b->name = b->nvtx = b->nvtx_stack = NULL;   /* owned by the profile now */
+        b->name = b->nvtx = b->nvtx_stack = b->process = NULL;   /* owned by the profile now */
+        size_t q = 0;
+        while (q < i && strcmp(p->kernels[q].process, k->process) != 0)
+            q++;
+        if (q == i)
+            p->n_processes++;
         p->n_kernels = i + 1;
         figures(b, &k->fig, &mi);
         fm_ncu_figures_add(&p->totals, &k->fig, i == 0);
@@ -793,6 +924,7 @@ static enum fm_status build(struct reader *r, struct fm_ncu_profile *p)
         note(p->notes, sizeof(p->notes), "Tensor-pipe FLOPs unknown: the file counts tensor "
              "instructions (inst_executed_pipe_tensor), whose FLOPs depend on each instruction's "
              "shape; flopmeter does not guess a factor. FP FLOPs leave that work out. ");
+    read_notes(r, p);
     return FM_OK;
 }
 
@@ -825,6 +957,7 @@ enum fm_status fm_ncu_read_buffer(struct fm_ctx *ctx, const char *data, size_t l
     r.ctx = ctx;
     r.name = name ? name : "ncu csv";
     r.c_id = r.c_kname = r.c_mname = r.c_munit = r.c_mval = r.c_pushpop = r.c_startstop = -1;
+    r.c_pid = r.c_rule[0] = r.c_rule[1] = r.c_rule[2] = -1;
     fm_csv_init(&r.csv, ctx, r.name, data ? data : "", len);
     enum fm_status st = FM_OK;
     struct fm_ncu_profile *p = NULL;
@@ -863,6 +996,14 @@ enum fm_status fm_ncu_read_buffer(struct fm_ctx *ctx, const char *data, size_t l
         else if (strstr(h, "Start/Stop_Range") && r.c_startstop < 0)
             r.c_startstop = (int)i;
     }
+    r.c_pid = find_col(&r.hdr, "Process ID");
+    r.c_rule[0] = find_col(&r.hdr, "Rule Name");
+    r.c_rule[1] = find_col(&r.hdr, "Rule Type");
+    r.c_rule[2] = find_col(&r.hdr, "Rule Description");
+    r.min_fields = r.hdr.n;
+    while (r.min_fields > 1 && tail_column(fm_csv_str(&r.hdr, r.min_fields - 1)))
+        r.min_fields--;
+    header_known(&r);
     if (find_col(&r.hdr, "Minimum") >= 0 && find_col(&r.hdr, "Average") >= 0) {
         st = perr(&r, r.hdr.line, 1, "this is ncu's --print-summary table (minimum, maximum, "
                   "average per kernel name): flopmeter reads one row per launch; run "
@@ -909,6 +1050,7 @@ enum fm_status fm_ncu_read_buffer(struct fm_ctx *ctx, const char *data, size_t l
     st = build(&r, p);
 out:
     for (size_t i = 0; i < r.n; i++) {
+        fm_dealloc(ctx, r.k[i].process);
         fm_dealloc(ctx, r.k[i].name);
         fm_dealloc(ctx, r.k[i].nvtx);
         fm_dealloc(ctx, r.k[i].nvtx_stack);
@@ -948,6 +1090,7 @@ void fm_ncu_profile_free(struct fm_ncu_profile *p)
     struct fm_ctx *ctx = p->ctx;
     for (size_t i = 0; i < p->n_kernels; i++) {
         fm_dealloc(ctx, (char *)p->kernels[i].name);
+        fm_dealloc(ctx, (char *)p->kernels[i].process);
         fm_dealloc(ctx, (char *)p->kernels[i].nvtx);
         fm_dealloc(ctx, (char *)p->kernels[i].nvtx_stack);
     }

@@ -90,6 +90,7 @@ struct fm_ncu_kernel {
     const char *name;            /* "Kernel Name" */
     const char *nvtx;            /* the innermost NVTX range around it ("" when none) */
     const char *nvtx_stack;      /* every enclosing range, outermost first, " > " between */
+    const char *process;         /* its "Process ID" ("" when the file has no such column) */
     int line;                    /* the line of its (first) row in the file */
     struct fm_ncu_figures fig;
 };
@@ -107,6 +108,7 @@ struct fm_ncu_profile {
     bool raw_page;               /* `--page raw` (one row per kernel); false: the details form */
     bool has_nvtx;               /* the file has NVTX columns (`ncu --nvtx`) */
     size_t n_kernels;
+    size_t n_processes;          /* distinct "Process ID"s among the kernels */
     struct fm_ncu_kernel *kernels;
     struct fm_ncu_figures totals;   /* summed; a total is known only when every kernel's is */
     size_t n_groups;
