@@ -1255,7 +1255,7 @@ FM_API const struct fm_shape *fm_trace_input(const struct fm_trace *trace, const
 /* Utilization of the median step by Epoch AI's methods (Hobbhahn 2022): counting (flopmeter's
  * count of the step) and profiler (the FLOPs the profiler recorded). */
 struct fm_trace_util {
-    double peak;                 /* FLOP/s */
+    double peak;                 /* FLOP/s; 0: none given (FLOPs only, every *_util NaN) */
     int64_t batch;               /* the batch flopmeter counted */
     double step_s;               /* the trace's median step */
     struct fm_utilization util;  /* the counting method: theory, counted, counted+optimizer */
@@ -1271,7 +1271,7 @@ struct fm_trace_util {
     bool input_mismatch;         /* the trace's first input has another size past the batch */
     struct fm_shape model_input; /*   than this model input (the count is of another model) */
 };
-/* graph (may be NULL) is the counted model, for the input-shape check. */
+/* graph (may be NULL) is the counted model, for the input-shape check; peak 0: no device. */
 FM_API enum fm_status fm_trace_utilization(struct fm_ctx *ctx, const struct fm_trace *trace,
                                            const struct fm_graph *graph,
                                            const struct fm_counts *counts, int64_t batch,

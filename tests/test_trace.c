@@ -352,6 +352,117 @@ static void test_cli_json(void **state)
     free(err);
 }
 
+/* Without a device or a peak the step's FLOPs are still counted and printed; every utilization
+ * is unknown (NaN, "-" in the table, null in JSON) and the report says what it needs. */
+static void test_without_device(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_trace *t = NULL;
+    FM_ASSERT_OK(ctx, fm_trace_read(ctx, DIR "alexnet_kineto.json", NULL, &t));
+    struct fm_session_opts so;
+    fm_session_opts_init(&so, FM_TASK_WORK);
+    so.model = "alexnet";
+    so.load.zoo.batch = 8;
+    so.load.batch_given = true;
+    so.load.zoo.input.rank = 3;
+    so.load.zoo.input.dims[0] = 3;
+    so.load.zoo.input.dims[1] = 64;
+    so.load.zoo.input.dims[2] = 64;
+    struct fm_session *s = test_session_ok(ctx, &so);
+    struct fm_trace_util u;
+    FM_ASSERT_OK(ctx, fm_trace_utilization(ctx, t, s->graph, s->counts, s->batch, 0, &u));
+    const struct fm_work *w = s->counts->total;
+    uint64_t fwd = fm_work_flops(&w[FM_PHASE_FWD]);
+    uint64_t bwd = fm_work_flops(&w[FM_PHASE_BWD_DATA]) + fm_work_flops(&w[FM_PHASE_BWD_WEIGHT]);
+    uint64_t opt = fm_work_flops(&w[FM_PHASE_OPTIMIZER]);
+    assert_int_equal(u.counted_flops, fwd + bwd + opt);
+    assert_int_equal(u.counted_by_phase[FM_TRACE_FWD], fwd);
+    assert_int_equal(u.counted_by_phase[FM_TRACE_BWD], bwd);
+    assert_int_equal(u.counted_by_phase[FM_TRACE_OPT], opt);
+    assert_true(u.util.step_flops[FM_UTIL_THEORY] == 3.0 * (double)fwd);
+    assert_true(u.peak == 0);
+    assert_true(isnan(u.counted_util) && isnan(u.profiler_util));
+    for (int m = 0; m < FM_UTIL_COUNT; m++)
+        assert_true(isnan(u.util.step_util[m]));
+    assert_true(u.profiler_available);
+    assert_true(u.profiler_flops == (double)t->steps[1].profiler_flops);
+    assert_true(u.profiler_share == u.profiler_flops / (double)u.counted_flops);
+    assert_int_equal(u.trace_batch, 8);
+    assert_false(u.batch_mismatch);
+    /* a negative peak is still refused */
+    assert_int_equal(fm_trace_utilization(ctx, t, s->graph, s->counts, s->batch, -1, &u),
+                     FM_ERR_INVALID);
+    fm_session_free(s);
+    fm_trace_free(t);
+    fm_ctx_free(ctx);
+
+    /* the CLI: the command of the report that stopped with "give the device" */
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli("trace " DIR "alexnet_kineto.json --model resnet18 --batch 4", &out,
+                          &err);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    assert_non_null(strstr(out, "ProfilerStep#"));
+    assert_non_null(strstr(out, "resnet18 | batch 4, training step | no device, no peak"));
+    assert_non_null(strstr(out, "FLOPs of the median step"));
+    assert_non_null(strstr(out, "utilization needs the device or its peak: give --device NAME "
+                                "or --peak FLOP/S"));
+    assert_null(strstr(out, "give the device"));
+    assert_null(strstr(err, "give the device"));
+    free(out);
+    free(err);
+    /* JSON: the same FLOPs as with a device; the keys that need one are null */
+    rc = test_run_cli("trace " DIR "alexnet_kineto.json --model alexnet --input 3x64x64 "
+                      "--format json", &out, &err);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    free(out);
+    free(err);
+    rc = test_run_cli("trace " DIR "alexnet_kineto.json --model alexnet --input 3x64x64 "
+                      "--device a100-40gb --format json", &out, &err);
+    assert_int_equal(rc, 0);
+    cJSON *jd = cJSON_Parse(out);
+    assert_non_null(jd);
+    assert_true(cJSON_IsNull(need(j, "device")));
+    assert_true(cJSON_IsNull(need(j, "peak_flops")));
+    assert_true(cJSON_IsNull(need(j, "peak_source")));
+    assert_true(cJSON_IsNull(need(j, "precision")));
+    assert_true(cJSON_IsNull(need(j, "impossible")));
+    const cJSON *c = need(need(j, "utilization"), "counting");
+    const cJSON *cd = need(need(jd, "utilization"), "counting");
+    assert_true(cJSON_IsNull(need(c, "step_utilization")));
+    assert_true(cJSON_IsNumber(need(cd, "step_utilization")));
+    assert_int_equal(u64(c, "step_flops"), u64(cd, "step_flops"));
+    assert_int_equal(u64(c, "bwd_flops"), u64(cd, "bwd_flops"));
+    const cJSON *p = need(need(j, "utilization"), "profiler");
+    assert_true(cJSON_IsNull(need(p, "step_utilization")));
+    assert_true(dbl(p, "step_flops") == dbl(need(need(jd, "utilization"), "profiler"),
+                                            "step_flops"));
+    assert_true(cJSON_IsNull(need(need(need(j, "utilization"), "theory"), "step_utilization")));
+    cJSON_Delete(jd);
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+    /* CSV (the trace's rows) needs no device either; a peak alone gives utilizations */
+    rc = test_run_cli("trace " DIR "alexnet_kineto.json --model alexnet --input 3x64x64 "
+                      "--format csv", &out, &err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "step,ProfilerStep#"));
+    free(out);
+    free(err);
+    rc = test_run_cli("trace " DIR "alexnet_kineto.json --model alexnet --input 3x64x64 "
+                      "--peak 1e12", &out, &err);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    assert_non_null(strstr(out, "alexnet | batch 8, training step | peak 1.00 TFLOP/s (--peak)"));
+    assert_null(strstr(out, "utilization needs"));
+    free(out);
+    free(err);
+}
+
 /* ---- bad input ---- */
 
 static void expect_parse_error(const char *text, size_t len, const struct fm_trace_opts *o,
@@ -473,6 +584,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nested_flops_counted_once),
         cmocka_unit_test(test_utilization_methods),
         cmocka_unit_test(test_cli_json),
+        cmocka_unit_test(test_without_device),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_cli_errors),
         cmocka_unit_test(test_classes),

@@ -62,9 +62,32 @@ enum fm_status fm_trace_utilization(struct fm_ctx *ctx, const struct fm_trace *t
     if (!(t->step_s > 0))
         return fm_error(ctx, FM_ERR_INVALID, "%s: the steps take no time (median %g s): nothing "
                         "to divide by", t->origin, t->step_s);
-    enum fm_status st = fm_utilization(ctx, counts, batch, peak, t->step_s, 0, 0, &out->util);
-    if (st)
-        return st;
+    if (!(peak >= 0) || !isfinite(peak))
+        return fm_error(ctx, FM_ERR_INVALID, "the peak must be a positive FLOP/s figure (or 0: "
+                        "none), got %g", peak);
+    enum fm_status st;
+    if (peak > 0) {
+        if ((st = fm_utilization(ctx, counts, batch, peak, t->step_s, 0, 0, &out->util)))
+            return st;
+    } else {
+        /* no device and no peak: the FLOPs of the step still are what they are; every
+         * utilization is unknown (NaN) rather than refused */
+        if (batch <= 0)
+            return fm_error(ctx, FM_ERR_INVALID, "batch must be positive, got %lld",
+                            (long long)batch);
+        const struct fm_work *tw = counts->total;
+        double fwd = (double)fm_work_flops(&tw[FM_PHASE_FWD]);
+        double bwd = (double)fm_work_flops(&tw[FM_PHASE_BWD_DATA]) +
+                     (double)fm_work_flops(&tw[FM_PHASE_BWD_WEIGHT]);
+        out->util.batch = batch;
+        out->util.step_s = t->step_s;
+        out->util.step_flops[FM_UTIL_THEORY] = 3.0 * fwd;
+        out->util.step_flops[FM_UTIL_COUNTED] = fwd + bwd;
+        out->util.step_flops[FM_UTIL_COUNTED_OPT] =
+            fwd + bwd + (double)fm_work_flops(&tw[FM_PHASE_OPTIMIZER]);
+        for (int m = 0; m < FM_UTIL_COUNT; m++)
+            out->util.step_util[m] = NAN;
+    }
     out->peak = peak;
     out->batch = batch;
     out->step_s = t->step_s;
@@ -78,12 +101,12 @@ enum fm_status fm_trace_utilization(struct fm_ctx *ctx, const struct fm_trace *t
         out->counted_flops = fm_cadd(&ovf, out->counted_flops, out->counted_by_phase[p]);
     if (ovf)
         return fm_error(ctx, FM_ERR_OVERFLOW, "the step's FLOPs do not fit in 64 bits");
-    out->counted_util = (double)out->counted_flops / t->step_s / peak;
+    out->counted_util = peak > 0 ? (double)out->counted_flops / t->step_s / peak : NAN;
     out->profiler_available = t->has_flops;
     if (t->has_flops) {
         if ((st = median_flops(ctx, t, &out->profiler_flops)))
             return st;
-        out->profiler_util = out->profiler_flops / t->step_s / peak;
+        out->profiler_util = peak > 0 ? out->profiler_flops / t->step_s / peak : NAN;
         out->profiler_share = out->counted_flops ? out->profiler_flops /
                                                        (double)out->counted_flops
                                                  : 0;

@@ -4,9 +4,19 @@
 #include "report.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #define TOP_OPS 15
+
+/* a utilization as a table cell: "12.34%", or "-" when unknown (no device or peak) */
+static void util_cell(char buf[32], double u)
+{
+    if (isnan(u))
+        snprintf(buf, 32, "-");
+    else
+        snprintf(buf, 32, "%.2f%%", 100 * u);
+}
 
 static void print_table(FILE *f, const struct fm_trace *t, const struct fm_session *s,
                         const struct fm_trace_util *u)
@@ -61,21 +71,30 @@ static void print_table(FILE *f, const struct fm_trace *t, const struct fm_sessi
                               : "no shapes");
     if (!s || !u)
         return;
-    fprintf(f, "\n%s on %s | batch %lld, training step | peak %sFLOP/s (%s)\n",
-            fm_graph_name(s->graph), s->device->name, (long long)u->batch,
-            fm_format_si(u->peak, b[0]), s->peak_source);
-    fprintf(f, "utilization of the median step (%s), Epoch AI's methods (Hobbhahn 2022):\n",
-            fm_format_time(u->step_s, b[0]));
+    bool peak = u->peak > 0;
+    if (peak)
+        fprintf(f, "\n%s%s%s | batch %lld, training step | peak %sFLOP/s (%s)\n",
+                fm_graph_name(s->graph), s->device ? " on " : "",
+                s->device ? s->device->name : "", (long long)u->batch,
+                fm_format_si(u->peak, b[0]), s->device ? s->peak_source : "fm_session_opts.peak");
+    else
+        fprintf(f, "\n%s | batch %lld, training step | no device, no peak\n",
+                fm_graph_name(s->graph), (long long)u->batch);
+    fprintf(f, "%s of the median step (%s), Epoch AI's methods (Hobbhahn 2022):\n",
+            peak ? "utilization" : "FLOPs", fm_format_time(u->step_s, b[0]));
+    char pct[3][32];
+    util_cell(pct[0], u->counted_util);
+    util_cell(pct[1], u->util.step_util[FM_UTIL_THEORY]);
+    util_cell(pct[2], u->profiler_util);
     fprintf(f, "  %-34s %14s %10s\n", "method", "FLOP/step", "util");
-    fprintf(f, "  %-34s %14s %9.2f%%\n", "counting (flopmeter, fwd+bwd+opt)",
-            fm_format_si((double)u->counted_flops, b[0]), 100 * u->counted_util);
-    fprintf(f, "  %-34s %14s %9.2f%%\n", "theory (3 x forward)",
-            fm_format_si(u->util.step_flops[FM_UTIL_THEORY], b[0]),
-            100 * u->util.step_util[FM_UTIL_THEORY]);
+    fprintf(f, "  %-34s %14s %10s\n", "counting (flopmeter, fwd+bwd+opt)",
+            fm_format_si((double)u->counted_flops, b[0]), pct[0]);
+    fprintf(f, "  %-34s %14s %10s\n", "theory (3 x forward)",
+            fm_format_si(u->util.step_flops[FM_UTIL_THEORY], b[0]), pct[1]);
     if (u->profiler_available)
-        fprintf(f, "  %-34s %14s %9.2f%%   %.1f%% of flopmeter's count\n",
+        fprintf(f, "  %-34s %14s %10s   %.1f%% of flopmeter's count\n",
                 "profiler (with_flops formulas)", fm_format_si(u->profiler_flops, b[0]),
-                100 * u->profiler_util, 100 * u->profiler_share);
+                pct[2], 100 * u->profiler_share);
     else
         fprintf(f, "  %-34s %14s %10s\n", "profiler", "-", "-");
     if (u->batch_mismatch)
@@ -86,6 +105,9 @@ static void print_table(FILE *f, const struct fm_trace *t, const struct fm_sessi
     fprintf(f, "convention: FLOP = 2 x MAC + other ops; the profiler method counts only ops it "
             "has a formula for (conv2d, mm, addmm, bmm, baddbmm, mul, add), forward and backward "
             "alike.\n");
+    if (!peak)
+        fprintf(f, "utilization needs the device or its peak: give fm_session_opts.device NAME or "
+                "fm_session_opts.peak FLOP/S\n");
     if (u->counted_util > 1)
         fm_report_impossible(f);
 }
@@ -120,15 +142,19 @@ static void print_csv(FILE *f, const struct fm_trace *t)
 static void json_util(struct fm_jw *w, const struct fm_trace *t, const struct fm_session *s,
                       const struct fm_trace_util *u)
 {
+    /* without a device or a peak, the keys that need one are null */
+    bool peak = u->peak > 0;
     fm_jw_string(w, "model", fm_graph_name(s->graph));
-    fm_jw_string(w, "device", s->device->name);
+    fm_jw_string(w, "device", s->device ? s->device->name : NULL);
     fm_jw_i64(w, "batch", u->batch);
     if (u->trace_batch)
         fm_jw_i64(w, "trace_batch", u->trace_batch);
     fm_jw_bool(w, "batch_mismatch", u->batch_mismatch);
-    fm_jw_string(w, "precision", s->opts.peak > 0 ? "peak" : fm_session_precision_label(s));
-    fm_jw_double(w, "peak_flops", u->peak);
-    fm_jw_string(w, "peak_source", s->peak_source);
+    fm_jw_string(w, "precision", !peak ? NULL : s->opts.peak > 0 || !s->device
+                                     ? "peak" : fm_session_precision_label(s));
+    fm_jw_double(w, "peak_flops", peak ? u->peak : NAN);
+    fm_jw_string(w, "peak_source", !peak ? NULL : s->device ? s->peak_source
+                                                             : "fm_session_opts.peak");
     fm_jw_object(w, "utilization", false);
     fm_jw_object(w, "counting", true);
     fm_jw_u64(w, "step_flops", u->counted_flops);
@@ -150,7 +176,10 @@ static void json_util(struct fm_jw *w, const struct fm_trace *t, const struct fm
     }
     fm_jw_end(w);
     fm_jw_end(w);
-    fm_jw_bool(w, "impossible", u->counted_util > 1);
+    if (peak)
+        fm_jw_bool(w, "impossible", u->counted_util > 1);
+    else
+        fm_jw_null(w, "impossible");
     (void)t;
 }
 
@@ -239,9 +268,9 @@ enum fm_status fm_report_trace(FILE *f, const struct fm_trace *t, const struct f
 {
     if (!t)   /* no trace: no context to leave a message on */
         return FM_ERR_INVALID;
-    if (u && (!s || !s->device || !s->graph))
+    if (u && (!s || !s->graph || (u->peak > 0 && !s->device && !(s->opts.peak > 0))))
         return fm_report_lacks(t->ctx, "trace",
-                               "the session (model and device) of its utilization");
+                               "the session (model, and device or peak) of its utilization");
     enum fm_format format = opts ? opts->format : FM_FORMAT_TABLE;
     if (format == FM_FORMAT_TABLE)
         print_table(f, t, s, u);

@@ -13,15 +13,17 @@ static const char description[] =
     "recorded, and the FLOPs the profiler computes with with_flops=True (rebuilt from the\n"
     "shapes recorded with record_shapes=True; each op once: an op inside another op with FLOPs\n"
     "is not counted again).\n\n"
-    "With --model (and --device or --peak) it adds utilization of the median step by the\n"
-    "methods of Epoch AI's utilization study (Hobbhahn 2022): the counting method, flopmeter's\n"
-    "forward + backward + optimizer FLOPs of the model at --batch / step time / peak; the\n"
-    "profiler method, the profiler's FLOPs / step time / peak, and their share of flopmeter's\n"
-    "count (the profiler misses most of the backward pass and every op without a formula).\n"
+    "With --model it adds the FLOPs of the median step, and with --device or --peak their\n"
+    "utilization, by the methods of Epoch AI's utilization study (Hobbhahn 2022): the counting\n"
+    "method, flopmeter's forward + backward + optimizer FLOPs of the model at --batch / step\n"
+    "time / peak; the profiler method, the profiler's FLOPs / step time / peak, and their share\n"
+    "of flopmeter's count (the profiler misses most of the backward pass and every op without a\n"
+    "formula).\n"
     "--batch defaults to the batch of the trace's first recorded input. How to capture a\n"
     "trace: docs/profiles.md; the JSON keys: docs/json.md.\n\n"
     "examples:\n"
     "  flopmeter trace trace.json\n"
+    "  flopmeter trace trace.json --model resnet18 --batch 4\n"
     "  flopmeter trace trace.json --model resnet18 --input 3x32x32 --classes 10 --device a100\n"
     "  flopmeter trace trace.json --model alexnet --device cpu --format json";
 
@@ -70,9 +72,13 @@ int cmd_trace(struct cli_run *run, int argc, char **argv)
         struct cli_bindings b;
         const char *in_op = NULL;
         const struct fm_shape *in = fm_trace_input(t, &in_op);
-        fm_session_opts_init(&so, FM_TASK_UTILIZATION);
+        /* with a device (or a peak) the session finds the peak; without either it only counts,
+         * and the report gives the step's FLOPs with every utilization unknown */
+        bool util = d.device || peak > 0;
+        bool device = d.device != NULL;
+        fm_session_opts_init(&so, device ? FM_TASK_UTILIZATION : FM_TASK_WORK);
         so.model = model;
-        so.step_s = fm_trace_step_s(t);
+        so.step_s = device ? fm_trace_step_s(t) : 0;
         so.peak = peak;
         if (!m.batch_given && in->rank >= 2 && in->dims[0] > 0) {
             m.batch = in->dims[0];   /* the batch the trace ran */
@@ -90,7 +96,8 @@ int cmd_trace(struct cli_run *run, int argc, char **argv)
         cli_bindings_free(&b);
         if (!st)
             st = fm_trace_utilization(ctx, t, fm_session_graph(s), fm_session_counts(s),
-                                      fm_session_batch(s), fm_session_peak(s, NULL), &u);
+                                      fm_session_batch(s),
+                                      !util ? 0 : device ? fm_session_peak(s, NULL) : peak, &u);
         if (st) {
             r = cli_fail(ctx, st);
             goto out;
