@@ -913,6 +913,23 @@ static void test_dialects(void **state)
     const char *const nfut[] = {"Ignored 2 columns", "\"Function Signature\"",
                                 "\"Green Context\"", NULL};
     check_dialect(ctx, "future_columns.csv", false, 1, kfut, 1, nfut);
+    /* a real 2025 capture (B200): metric rows of 16 fields against a header of 20, rule rows as
+     * wide as the header; its only figure is the sections' Duration, 406240 ns */
+    struct fm_ncu_profile *p = NULL;
+    FM_ASSERT_OK(ctx, fm_ncu_read_file(ctx, NCU_DIR "cublaslt_b200_rules.csv", &p));
+    assert_int_equal(p->n_kernels, 1);
+    assert_int_equal(p->n_processes, 1);
+    assert_string_equal(p->kernels[0].process, "371693");
+    assert_string_equal(p->kernels[0].name, "cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32_f16_"
+                                            "f16_64x256x128_1x1x1_0_tnn_align4_1sm_bias_f16_relu_"
+                                            "aux_scalemax");
+    assert_int_equal(p->kernels[0].line, 5);
+    assert_rel(p->kernels[0].fig.time_s.value, 406240e-9, 1e-12);
+    assert_false(p->kernels[0].fig.flops[FM_NCU_FP32].known);
+    assert_false(p->kernels[0].fig.dram_bytes.known);
+    assert_non_null(strstr(p->notes, "Skipped 8 rule rows"));
+    assert_null(strstr(p->notes, "Ignored"));
+    fm_ncu_profile_free(p);
     fm_ctx_free(ctx);
 }
 

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = ["sgemm_a100_smsp.csv", "cutlass_v100_sm.csv", "flash_b200_raw.csv",
-         "flopmeter_alexnet_h100_nvtx.csv"]
+         "flopmeter_alexnet_h100_nvtx.csv", "cublaslt_b200_rules.csv"]
 TIME_UNITS = {"nsecond": Fraction(1, 10**9), "ns": Fraction(1, 10**9), "usecond": Fraction(1, 10**6),
               "us": Fraction(1, 10**6), "msecond": Fraction(1, 1000), "ms": Fraction(1, 1000),
               "second": Fraction(1), "s": Fraction(1)}
@@ -71,6 +71,9 @@ def main():
         for k in ks.values():
             if "gpu__time_duration.sum" in k:
                 unit, v = k["gpu__time_duration.sum"]
+                t += number(v) * TIME_UNITS[unit]
+            elif "Duration" in k:   # the details sections' name (GPU Speed Of Light Throughput)
+                unit, v = k["Duration"]
                 t += number(v) * TIME_UNITS[unit]
             else:
                 t += metric(k, "cycles_elapsed.avg") / metric(k, "cycles_elapsed.avg.per_second")
