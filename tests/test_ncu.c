@@ -930,6 +930,20 @@ static void test_dialects(void **state)
     assert_non_null(strstr(p->notes, "Skipped 8 rule rows"));
     assert_null(strstr(p->notes, "Ignored"));
     fm_ncu_profile_free(p);
+    /* a real 2020 capture (V100, Kernel Time): 52 rows a kernel, the sections' Duration */
+    FM_ASSERT_OK(ctx, fm_ncu_read_file(ctx, NCU_DIR "cfd_v100_kernel_time.csv", &p));
+    assert_int_equal(p->n_kernels, 3);
+    const char *const cfd[] = {"cuda_compute_step_factor", "cuda_compute_flux", "cuda_time_step"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(p->kernels[i].id, i);
+        assert_string_equal(p->kernels[i].name, cfd[i]);
+        assert_int_equal(p->kernels[i].line, 13 + 52 * (int)i);
+    }
+    assert_rel(p->kernels[0].fig.time_s.value, 10720e-9, 1e-12);
+    assert_rel(p->kernels[1].fig.time_s.value, 39200e-9, 1e-12);
+    assert_null(strstr(p->notes, "Ignored"));
+    assert_null(strstr(p->notes, "Skipped"));
+    fm_ncu_profile_free(p);
     fm_ctx_free(ctx);
 }
 

@@ -14,7 +14,8 @@ from fractions import Fraction
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = ["sgemm_a100_smsp.csv", "cutlass_v100_sm.csv", "flash_b200_raw.csv",
-         "flopmeter_alexnet_h100_nvtx.csv", "cublaslt_b200_rules.csv"]
+         "flopmeter_alexnet_h100_nvtx.csv", "cublaslt_b200_rules.csv",
+         "cfd_v100_kernel_time.csv"]
 TIME_UNITS = {"nsecond": Fraction(1, 10**9), "ns": Fraction(1, 10**9), "usecond": Fraction(1, 10**6),
               "us": Fraction(1, 10**6), "msecond": Fraction(1, 1000), "ms": Fraction(1, 1000),
               "second": Fraction(1), "s": Fraction(1)}
