@@ -977,6 +977,15 @@ static void test_dialect_rows(void **state)
     expect_error(ctx, PHDR "\"0\",\"10\",\"a\",\"s\",\"dram__bytes.sum\",\"byte\",\"7\",\"\",\"\","
                        "\"\",\"x\"\n", "mem.csv:2:", "11 fields where the header (line 1) has 10");
 #undef PHDR
+    /* ten columns of no version: counted, the first eight named */
+    p = read_ok(ctx, "\"ID\",\"a1\",\"a2\",\"a3\",\"a4\",\"a5\",\"a6\",\"a7\",\"a8\",\"a9\","
+                     "\"a10\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+                     "\"0\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"dram__bytes.sum\",\"byte\",\"3\"\n");
+    assert_int_equal(p->kernels[0].fig.dram_bytes.count, 3);
+    assert_non_null(strstr(p->notes, "Ignored 10 columns of no Nsight Compute version flopmeter "
+                                     "knows: \"a1\", \"a2\", \"a3\", \"a4\", \"a5\", \"a6\", "
+                                     "\"a7\", \"a8\" and more."));
+    fm_ncu_profile_free(p);
     fm_ctx_free(ctx);
 }
 

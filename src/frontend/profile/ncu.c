@@ -1,7 +1,8 @@
-/* Nsight Compute CSV (`ncu --csv`), the details form and the raw page, read into per-kernel
+/* Nsight Compute CSV (`ncu --csv`) as every version since 2019 writes it (the dialects:
+ * docs/profiles.md), the details form and the raw page, read into per-kernel
  * figures: FLOPs per precision from the FP instruction counters, tensor-pipe work, DRAM bytes
  * and time. It reads only the metrics those figures take (any subset of them) and leaves every
- * other column alone; a figure whose metrics are absent stays unknown, and a rate (per second,
+ * other column alone (naming in its notes the columns no version writes); a figure whose metrics are absent stays unknown, and a rate (per second,
  * per cycle) is turned into a count only by multiplying it with the kernel's own time. */
 #include "profile.h"
 
@@ -252,11 +253,11 @@ struct reader {
     size_t min_fields;           /* the header less its trailing rule columns (see check_width) */
     bool raw, no_units;
     /* rows and values read but not turned into figures, said in the notes, never silently */
-    size_t rule_rows, unnamed_rows, na_values, short_rows;
+    size_t rule_rows, unnamed_rows, na_values;
     int first_unnamed_line, first_na_line;
     char first_na[96];
     char ignored[320];           /* header columns of no dialect flopmeter knows */
-    size_t n_ignored;
+    size_t n_ignored, n_listed;  /* how many; how many of them `ignored` names */
 };
 
 /* The text of column i of a row, "" for a column the row leaves off (check_width allows only
@@ -469,8 +470,10 @@ static void header_known(struct reader *r)
         if (ok)
             continue;
         size_t n = strlen(r->ignored);
-        if (r->n_ignored < 8 && n + strlen(h) + 8 < sizeof(r->ignored))
+        if (r->n_listed < 8 && n + strlen(h) + 8 < sizeof(r->ignored)) {
             snprintf(r->ignored + n, sizeof(r->ignored) - n, "%s\"%.60s\"", n ? ", " : "", h);
+            r->n_listed++;
+        }
         r->n_ignored++;
     }
 }
@@ -497,16 +500,15 @@ static bool skip_line_text(const char *s, size_t len)
 }
 
 /* A row as wide as the header, or one that leaves off only the header's trailing rule columns:
- * Nsight Compute 2020-2023 write "Rule Name","Rule Type","Rule Description" (and later
- * "Estimated Speedup Type","Estimated Speedup") in the header and end metric rows before them. */
+ * Nsight Compute since 2020.2 writes "Rule Name","Rule Type","Rule Description" (since 2023 also
+ * "Estimated Speedup Type","Estimated Speedup") in the header and may end metric rows before
+ * them, with or without a trailing comma (docs/profiles.md). */
 static enum fm_status check_width(struct reader *r)
 {
     if (r->rec.n == r->hdr.n)
         return FM_OK;
-    if (r->rec.n >= r->min_fields && r->rec.n < r->hdr.n) {
-        r->short_rows++;
+    if (r->rec.n >= r->min_fields && r->rec.n < r->hdr.n)
         return FM_OK;
-    }
     char msg[160];
     snprintf(msg, sizeof(msg), "%zu fields where the header (line %d) has %zu%s", r->rec.n,
              r->hdr.line, r->hdr.n, r->rec.n < r->hdr.n ? ": the row is cut short" : "");
@@ -857,7 +859,7 @@ static void read_notes(const struct reader *r, struct fm_ncu_profile *p)
     if (r->n_ignored)
         note(p->notes, sizeof(p->notes), "Ignored %zu column%s of no Nsight Compute version "
              "flopmeter knows: %s%s. ", r->n_ignored, r->n_ignored == 1 ? "" : "s", r->ignored,
-             r->n_ignored > 8 ? " and more" : "");
+             r->n_ignored > r->n_listed ? " and more" : "");
 }
 
 static enum fm_status build(struct reader *r, struct fm_ncu_profile *p)
