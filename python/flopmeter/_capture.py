@@ -15,6 +15,7 @@ to external data, which counting never opens (only its shape and type matter).
 """
 
 import contextlib
+import logging
 import re
 import time
 import warnings
@@ -225,38 +226,68 @@ class Capture:
             self.name, len(self.data), "training" if self.train else "inference")
 
 
-def capture_module(model, args, kwargs=None, train=True):
+def capture_module(model, args, kwargs=None, train=True, path="auto"):
     """flopmeter.capture: model(*args, **kwargs) captured in training (or eval) mode."""
     timings = {}
-    data, frozen = capture(model, args, kwargs, train=train, timings=timings)
+    data, frozen = capture(model, args, kwargs, train=train, timings=timings, path=path)
     return Capture(data, frozen, timings, type(model).__name__, train)
 
 
-def capture(model, args, kwargs=None, train=True, timings=None):
+def _fast_export(model, args, kwargs):
+    """The fast capture (_fast.py): torch.export, the few ops the ONNX translation lacks
+    rewritten in place, the exporter's translation. (program, None), or (None, why) when the
+    graph has something it does not rewrite (then the exporter's full path runs: a debug
+    note says why, and the capture's timings["fallback"])."""
+    from . import _fast
+
+    try:
+        return _fast.export(model, args, kwargs), None
+    except Exception as e:   # Unsupported, or torch.export's own failure: the exporter decides
+        why = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
+        logging.getLogger("flopmeter").debug(
+            "flopmeter: the fast capture of %s fell back to PyTorch's exporter (%s)",
+            type(model).__name__, why)
+        return None, why
+
+
+def _exporter(torch, model, args, kwargs):
+    """torch.onnx.export(dynamo=True) of the module, its failure a CaptureError."""
+    try:
+        return torch.onnx.export(model, args, kwargs=kwargs or None, dynamo=True,
+                                 optimize=False, verbose=False, report=False)
+    except Exception as e:  # the exporter raises many kinds; all mean "not captured"
+        raise CaptureError(
+            "flopmeter could not capture %s with PyTorch's exporter (torch.export, then "
+            "ONNX): %s. Make its forward traceable by torch.export for these inputs (no "
+            "Python branch on a tensor's value, no .item() or .tolist() feeding shapes, "
+            "outputs of tensors, tuples, lists or dicts), or export an ONNX file yourself "
+            "and count it: flopmeter.count('model.onnx')"
+            % (type(model).__name__, _why(e))) from e
+
+
+def capture(model, args, kwargs=None, train=True, timings=None, path="auto"):
     """The ONNX model (bytes) PyTorch's exporter makes of model(*args, **kwargs) in training
     (train=True) or eval mode, and the names of its frozen parameters (requires_grad=False).
-    timings, a dict, gets the seconds of each part."""
+    timings, a dict, gets the seconds of each part. path: "auto" (the fast capture, falling
+    back to the exporter's full path) or "exporter" (torch.onnx.export alone)."""
     torch = _torch()
+    if path not in ("auto", "exporter"):
+        raise FlopmeterError("path=%r: 'auto' or 'exporter'" % (path,))
     if isinstance(args, torch.Tensor) or isinstance(args, dict) or not isinstance(args, (tuple, list)):
         args = (args,)
     args = tuple(args)
     check_inputs(model, args, kwargs)
     kwargs = _hf_kwargs(model, dict(kwargs or {}))
     t0 = time.perf_counter()
+    fallback = None
     with _mode(model, train), _hf_experts(model), warnings.catch_warnings():
         # "Exporting a model while it is in training mode": that is the point here
         warnings.simplefilter("ignore")
-        try:
-            prog = torch.onnx.export(model, args, kwargs=kwargs or None, dynamo=True,
-                                     optimize=False, verbose=False, report=False)
-        except Exception as e:  # the exporter raises many kinds; all mean "not captured"
-            raise CaptureError(
-                "flopmeter could not capture %s with PyTorch's exporter (torch.export, then "
-                "ONNX): %s. Make its forward traceable by torch.export for these inputs (no "
-                "Python branch on a tensor's value, no .item() or .tolist() feeding shapes, "
-                "outputs of tensors, tuples, lists or dicts), or export an ONNX file yourself "
-                "and count it: flopmeter.count('model.onnx')"
-                % (type(model).__name__, _why(e))) from e
+        prog = None
+        if path == "auto":
+            prog, fallback = _fast_export(model, args, kwargs)
+        if prog is None:
+            prog = _exporter(torch, model, args, kwargs)
     t1 = time.perf_counter()
     # the exporter names a parameter's initializer by its module path ("layer1.0.conv1.weight")
     inits = set(prog.model.graph.initializers)
@@ -270,4 +301,7 @@ def capture(model, args, kwargs=None, train=True, timings=None):
         timings["serialize_s"] = t2 - t1
         timings["onnx_bytes"] = len(data)
         timings["sdpa_scores_macs"] = scores
+        timings["path"] = "exporter" if path != "auto" or fallback else "fast"
+        if fallback:
+            timings["fallback"] = fallback
     return data, frozen
