@@ -233,7 +233,7 @@ def capture_module(model, args, kwargs=None, train=True, path="auto"):
     return Capture(data, frozen, timings, type(model).__name__, train)
 
 
-def _fast_export(model, args, kwargs):
+def _fast_export(model, args, kwargs, parts):
     """The fast capture (_fast.py): torch.export, the few ops the ONNX translation lacks
     rewritten in place, the exporter's translation. (program, None), or (None, why) when the
     graph has something it does not rewrite (then the exporter's full path runs: a debug
@@ -241,7 +241,7 @@ def _fast_export(model, args, kwargs):
     from . import _fast
 
     try:
-        return _fast.export(model, args, kwargs), None
+        return _fast.export(model, args, kwargs, parts), None
     except Exception as e:   # Unsupported, or torch.export's own failure: the exporter decides
         why = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
         logging.getLogger("flopmeter").debug(
@@ -284,8 +284,9 @@ def capture(model, args, kwargs=None, train=True, timings=None, path="auto"):
         # "Exporting a model while it is in training mode": that is the point here
         warnings.simplefilter("ignore")
         prog = None
+        parts = {}
         if path == "auto":
-            prog, fallback = _fast_export(model, args, kwargs)
+            prog, fallback = _fast_export(model, args, kwargs, parts)
         if prog is None:
             prog = _exporter(torch, model, args, kwargs)
     t1 = time.perf_counter()
@@ -304,4 +305,6 @@ def capture(model, args, kwargs=None, train=True, timings=None, path="auto"):
         timings["path"] = "exporter" if path != "auto" or fallback else "fast"
         if fallback:
             timings["fallback"] = fallback
+        else:
+            timings.update(parts)
     return data, frozen

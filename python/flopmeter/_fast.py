@@ -20,6 +20,7 @@ the translation lacks) is refused with the reason, and the caller falls back to 
 full path (flopmeter.capture notes it under timings["fallback"]).
 """
 
+import contextlib
 import operator
 
 _STATE = {}
@@ -423,12 +424,25 @@ def rewrite(ep):
     return ep
 
 
-def export(model, args, kwargs):
+@contextlib.contextmanager
+def _no_stack_traces(torch):
+    import torch.fx.config as cfg
+
+    saved = getattr(cfg, "do_not_emit_stack_traces", False)
+    cfg.do_not_emit_stack_traces = True
+    try:
+        yield
+    finally:
+        cfg.do_not_emit_stack_traces = saved
+
+
+def export(model, args, kwargs, timings=None):
     from torch.onnx._internal.exporter import _flags
-    return _flags.set_onnx_exporting_flag(_export)(model, args, kwargs)
+    return _flags.set_onnx_exporting_flag(_export)(model, args, kwargs,
+                                                   {} if timings is None else timings)
 
 
-def _export(model, args, kwargs):
+def _export(model, args, kwargs, timings):
     """The ONNXProgram of model(*args, **kwargs): torch.export as the exporter calls it, the
     local rewrite, the exporter's translation. Raises Unsupported (fall back) or what
     torch.export raised (the module cannot be traced at all)."""
@@ -436,12 +450,20 @@ def _export(model, args, kwargs):
     from torch.onnx import _flags
     from torch.onnx._internal.exporter import _core, _fx_passes
 
+    import time
+
     st = _tables()
-    with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+    t0 = time.perf_counter()
+    # no Python stack recorded per node (torch.fx.config.do_not_emit_stack_traces): a third of
+    # torch.export's time on GPT-2, and the counts never read it (the module path comes from
+    # nn_module_stack, which stays)
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True), \
+            _no_stack_traces(torch):
         ep = torch.export.export(
             model, args, kwargs=kwargs or None, strict=False,
             prefer_deferred_runtime_asserts_over_guards=(
                 _flags.PREFER_DEFERRED_RUNTIME_ASSERTS_OVER_GUARDS))
+        t1 = time.perf_counter()
         rewrite(ep)
         gm = ep.graph_module
         _fx_passes.insert_type_promotion_nodes(gm)
@@ -450,8 +472,13 @@ def _export(model, args, kwargs):
     try:
         from torch.onnx._internal._lazy_import import onnxscript_apis
 
+        t2 = time.perf_counter()
         prog = _core._exported_program_to_onnx_program(ep, registry=st["registry"])
+        t3 = time.perf_counter()
         prog.model = onnxscript_apis.convert_version(prog.model, st["opset"])
+        t4 = time.perf_counter()
+        timings.update(torch_export_s=t1 - t0, rewrite_s=t2 - t1, translate_s=t3 - t2,
+                       opset_s=t4 - t3)
         return prog
     except Exception as e:
         raise Unsupported("the ONNX translation failed: %s: %s"
