@@ -184,6 +184,73 @@ def _hf_kwargs(model, kwargs):
     return kwargs
 
 
+def _module_of(torch, fn):
+    """The module a checkpointed function runs: the module itself, a bound method of one
+    (layer.forward, layer.__call__), or either inside functools.partial (transformers'
+    GradientCheckpointingLayer passes partial(forward, self, **kwargs)); None for a plain
+    function."""
+    import functools
+
+    for _ in range(8):
+        if isinstance(fn, torch.nn.Module):
+            return fn
+        if isinstance(fn, functools.partial):
+            # transformers' layers checkpoint partial(forward, self, **kwargs)
+            if fn.args and isinstance(fn.args[0], torch.nn.Module) and \
+                    getattr(fn.func, "__self__", None) is None:
+                return fn.args[0]
+            fn = fn.func
+            continue
+        owner = getattr(fn, "__self__", None)
+        return owner if isinstance(owner, torch.nn.Module) else None
+    return None
+
+
+@contextlib.contextmanager
+def _checkpoints(torch, model, out):
+    """Records, while the module is captured, each torch.utils.checkpoint call it makes: the
+    module path of the function checkpointed (out["paths"]), or, for a function that is no
+    module's, a count (out["unattributed"]). torch.export inlines a checkpointed region like
+    any other code (no tag on its nodes), so the calls are seen where checkpoint hands the
+    function to its reentrant (CheckpointFunction.apply) or non-reentrant implementation;
+    both are looked up at call time, also by a checkpoint bound early (functools.partial)."""
+    import torch.utils.checkpoint as cp
+
+    names = {id(m): n for n, m in model.named_modules()}
+
+    def note(fn):
+        m = _module_of(torch, fn)
+        if m is not None and id(m) in names:
+            out["paths"].append(names[id(m)])
+        else:
+            out["unattributed"] += 1
+
+    saved = {}
+    impl = getattr(cp, "_checkpoint_without_reentrant_generator_impl", None)
+    if callable(impl):
+        def gen(fn, *a, **k):
+            note(fn)
+            return impl(fn, *a, **k)
+        saved["_checkpoint_without_reentrant_generator_impl"] = impl
+        cp._checkpoint_without_reentrant_generator_impl = gen
+    reentrant = getattr(cp, "CheckpointFunction", None)
+    if reentrant is not None:
+        class _Recorded:
+            # the forward alone, as the module's own call: torch.export records no module
+            # path inside an autograd.Function, and the capture needs no backward of its own
+            @staticmethod
+            def apply(fn, preserve, *args):
+                note(fn)
+                return fn(*args)
+        saved["CheckpointFunction"] = reentrant
+        cp.CheckpointFunction = _Recorded
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(cp, k, v)
+
+
 def _sdpa_scores_macs(prog):
     """The MACs of the score matrix Q K^T of every scaled_dot_product_attention call the module
     made (b x h_q x s_q x s_k x d), from the traced program's shapes: what FlashAttention's
@@ -280,7 +347,9 @@ def capture(model, args, kwargs=None, train=True, timings=None, path="auto"):
     kwargs = _hf_kwargs(model, dict(kwargs or {}))
     t0 = time.perf_counter()
     fallback = None
-    with _mode(model, train), _hf_experts(model), warnings.catch_warnings():
+    ckpt = {"paths": [], "unattributed": 0}
+    with _mode(model, train), _hf_experts(model), _checkpoints(torch, model, ckpt), \
+            warnings.catch_warnings():
         # "Exporting a model while it is in training mode": that is the point here
         warnings.simplefilter("ignore")
         prog = None
@@ -302,6 +371,9 @@ def capture(model, args, kwargs=None, train=True, timings=None, path="auto"):
         timings["serialize_s"] = t2 - t1
         timings["onnx_bytes"] = len(data)
         timings["sdpa_scores_macs"] = scores
+        # a region the fast path and the exporter's both traced is recorded twice: once each
+        timings["checkpointed"] = sorted(set(ckpt["paths"]))
+        timings["checkpoint_unattributed"] = ckpt["unattributed"]
         timings["path"] = "exporter" if path != "auto" or fallback else "fast"
         if fallback:
             timings["fallback"] = fallback
