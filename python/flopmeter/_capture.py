@@ -293,7 +293,7 @@ class Capture:
             self.name, len(self.data), "training" if self.train else "inference")
 
 
-def capture_module(model, args, kwargs=None, train=True, path="auto"):
+def capture_module(model, args, kwargs=None, train=True, path=None):
     """flopmeter.capture: model(*args, **kwargs) captured in training (or eval) mode."""
     timings = {}
     data, frozen = capture(model, args, kwargs, train=train, timings=timings, path=path)
@@ -332,14 +332,19 @@ def _exporter(torch, model, args, kwargs):
             % (type(model).__name__, _why(e))) from e
 
 
-def capture(model, args, kwargs=None, train=True, timings=None, path="auto"):
+def capture(model, args, kwargs=None, train=True, timings=None, path=None):
     """The ONNX model (bytes) PyTorch's exporter makes of model(*args, **kwargs) in training
     (train=True) or eval mode, and the names of its frozen parameters (requires_grad=False).
     timings, a dict, gets the seconds of each part. path: "auto" (the fast capture, falling
-    back to the exporter's full path) or "exporter" (torch.onnx.export alone)."""
+    back to the exporter's full path) or "exporter" (torch.onnx.export alone); None: the
+    environment's FLOPMETER_CAPTURE, else "auto"."""
     torch = _torch()
+    if path is None:
+        import os
+        path = os.environ.get("FLOPMETER_CAPTURE") or "auto"
     if path not in ("auto", "exporter"):
-        raise FlopmeterError("path=%r: 'auto' or 'exporter'" % (path,))
+        raise FlopmeterError("capture path %r (FLOPMETER_CAPTURE): 'auto' or 'exporter'"
+                             % (path,))
     if isinstance(args, torch.Tensor) or isinstance(args, dict) or not isinstance(args, (tuple, list)):
         args = (args,)
     args = tuple(args)

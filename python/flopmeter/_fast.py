@@ -88,6 +88,8 @@ _ASSERTS = ("aten._assert_tensor_metadata.default", "aten._assert_async.default"
 def _functional_of(op):
     """aten.relu_.default -> aten.relu.default (None when there is none)."""
     import torch
+    if str(op) == "aten.bernoulli_.float":   # the functional form has another overload name
+        return torch.ops.aten.bernoulli.p
     name = op._schema.name.split("::")[1]
     if not name.endswith("_"):
         return None
@@ -171,12 +173,22 @@ def _emit(gm, at, target, args, kwargs=None, name=None):
     mode = torch._guards.detect_fake_mode([a.meta["val"] for a in new.all_input_nodes])
     with mode:
         new.meta["val"] = target(*vals[0], **vals[1])
+    new.meta["flopmeter_new"] = True
     return new
 
 
 def _replace(gm, node, new):
+    """node's readers read new, and node goes. A program output is renamed in the program's
+    signature (rewrite), which only a node made here may take over."""
+    name = node.name
+    is_output = any(u.op == "output" for u in node.users)
+    if is_output and new.meta.get("flopmeter_new") is not True:
+        raise Unsupported("%s, an output of the program, would become another node"
+                          % node.target)
     node.replace_all_uses_with(new)
     gm.graph.erase_node(node)
+    if is_output:
+        gm.meta.setdefault("flopmeter_renamed", {})[name] = new
 
 
 def _first_of(gm, node, target, args, kwargs=None):
@@ -200,6 +212,16 @@ def _r_drop_or_identity(gm, node, aten):
         _first_of(gm, node, aten.native_dropout.default, (x, p, True))
     else:
         _replace(gm, node, x)
+
+
+def _r_inplace_dropout(gm, node, aten):
+    """dropout_ in eval mode (or p = 0) is the identity; in training it writes its input,
+    which run_decompositions turns into a mutation of the input's base: not rewritten here."""
+    x, p = node.args[0], node.args[1]
+    train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
+    if train and p != 0:
+        raise Unsupported("an in-place dropout in training")
+    _replace(gm, node, x)
 
 
 def _r_batch_norm(gm, node, aten):
@@ -277,6 +299,9 @@ def _r_to(gm, node, aten):
 def _r_adaptive_avg_pool2d(gm, node, aten):
     x, out = node.args[0], list(node.args[1])
     v = _val(x)
+    if v is None or not v.is_contiguous():
+        # run_decompositions then restores the input's strides after the pooling (as_strided)
+        raise Unsupported("an adaptive average pooling of a tensor that is not contiguous")
     h, w = int(v.shape[-2]), int(v.shape[-1])
     with gm.graph.inserting_before(node):
         if out == [1, 1]:
@@ -335,6 +360,7 @@ def _r_rename(target_name):
 # out (tests/python/test_fast_capture.py compares the counts with the exporter's own path)
 _RULES = {
     "aten.dropout.default": _r_drop_or_identity,
+    "aten.dropout_.default": _r_inplace_dropout,
     "aten.batch_norm.default": _r_batch_norm,
     "aten.contiguous.default": _r_contiguous,
     "aten.reshape.default": _r_reshape,
@@ -347,6 +373,8 @@ _RULES = {
     "aten.chunk.default": _r_chunk,
     "aten.__and__.Tensor": _r_rename("bitwise_and.Tensor"),
     "aten.__or__.Tensor": _r_rename("bitwise_or.Tensor"),
+    "aten.min.other": _r_rename("minimum.default"),
+    "aten.max.other": _r_rename("maximum.default"),
 }
 
 
@@ -379,6 +407,58 @@ def _resolve_sizes(n):
         n.args = (n.args[0], shape) + tuple(n.args[2:])
 
 
+def _outputs_of(node):
+    """How many values a tuple-returning op gives (its getitems), 0 for a single tensor."""
+    v = node.meta.get("val")
+    return len(v) if isinstance(v, (list, tuple)) else 0
+
+
+def _rename_like_retrace(gm, sig):
+    """Every op node renamed as run_decompositions' trace names it: in graph order, the op's
+    name (aten.view.default -> view, view_1 ...), a tuple-returning op's getitems right after it,
+    one per output whether read or not (BatchNorm's five, Dropout's two), through torch.fx's own
+    namer (which avoids builtins: slice_1 first). The ONNX values are named after the nodes, and
+    the report names an output by its value (the loss's "output"); the program's signature
+    follows the new names of its outputs."""
+    import torch
+    ns = torch.fx.graph._Namespace()
+    new = {}
+    for n in gm.graph.nodes:
+        if n.op in ("placeholder", "get_attr"):
+            new[n] = ns.create_name(n.name, n)
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target is operator.getitem:
+            continue
+        base = n.target.overloadpacket.__name__ if hasattr(n.target, "overloadpacket") \
+            else getattr(n.target, "__name__", "node")
+        new[n] = ns.create_name(gm.graph._target_to_str(base), n)
+        k = _outputs_of(n)
+        if k:
+            items = {u.args[1]: u for u in n.users
+                     if u.op == "call_function" and u.target is operator.getitem}
+            for i in range(k):
+                u = items.get(i)
+                new_name = ns.create_name("getitem", u)
+                if u is not None:
+                    new[u] = new_name
+    missed = [n for n in gm.graph.nodes
+              if n.op == "call_function" and n not in new]
+    if missed:
+        raise Unsupported("%s read outside its op's outputs" % missed[0].name)
+    old = {n: n.name for n in new}
+    for n, name in new.items():
+        object.__setattr__(n, "name", name)
+    out = [n for n in gm.graph.nodes if n.op == "output"]
+    for n in out:
+        new[n] = ns.create_name("output", n)
+    gm.graph._graph_namespace = ns
+    by_old = {old[n]: n.name for n in old}
+    for spec in sig.output_specs:
+        name = getattr(spec.arg, "name", None)
+        if name in by_old and by_old[name] != name:
+            spec.arg = type(spec.arg)(name=by_old[name])
+
+
 def rewrite(ep):
     """ep's graph rewritten in place to what run_decompositions would make of it for the ONNX
     translation; raises Unsupported with the reason when it cannot."""
@@ -405,6 +485,9 @@ def rewrite(ep):
         if str(t) in _ASSERTS:
             gm.graph.erase_node(n)
             continue
+        if str(t) in _RULES:
+            _RULES[str(t)](gm, n, torch.ops.aten)
+            continue
         if _mutated_arg(t) is not None:
             n = _inplace_to_functional(gm, n, placeholders)
             if n is None:
@@ -419,6 +502,16 @@ def rewrite(ep):
         if t not in st["impl"]:
             raise Unsupported("%s has no ONNX translation" % t)
         _resolve_sizes(n)
+    renamed = gm.meta.pop("flopmeter_renamed", {})
+    for spec in sig.output_specs:
+        name = getattr(spec.arg, "name", None)
+        seen = set()
+        while name in renamed and name not in seen:
+            seen.add(name)
+            new = renamed[name].name
+            spec.arg = type(spec.arg)(name=new)
+            name = new
+    _rename_like_retrace(gm, sig)
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return ep
