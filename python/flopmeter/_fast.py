@@ -283,6 +283,13 @@ def _r_flatten(gm, node, aten):
     _replace(gm, node, new)
 
 
+def _r_unflatten(gm, node, aten):
+    x = node.args[0]
+    with gm.graph.inserting_before(node):
+        new = _emit(gm, node, aten.view.default, (x, [int(d) for d in _val(node).shape]))
+    _replace(gm, node, new)
+
+
 def _r_to(gm, node, aten):
     x = node.args[0]
     a, b = _val(x), _val(node)
@@ -297,20 +304,26 @@ def _r_to(gm, node, aten):
 
 
 def _r_adaptive_avg_pool2d(gm, node, aten):
+    """A global pooling is mean over the last two dims, restrided (as_strided) to the strides
+    the op would give when they differ (a channels-last input); an even window avg_pool2d of a
+    contiguous input; anything else is not rewritten here."""
     x, out = node.args[0], list(node.args[1])
     v = _val(x)
-    if v is None or not v.is_contiguous():
-        # run_decompositions then restores the input's strides after the pooling (as_strided)
-        raise Unsupported("an adaptive average pooling of a tensor that is not contiguous")
+    if v is None:
+        raise Unsupported("an adaptive average pooling of a value without a shape")
     h, w = int(v.shape[-2]), int(v.shape[-1])
     with gm.graph.inserting_before(node):
         if out == [1, 1]:
             new = _emit(gm, node, aten.mean.dim, (x, [-1, -2], True))
-        elif h % out[0] == 0 and w % out[1] == 0:
+            want = _val(node)
+            if tuple(new.meta["val"].stride()) != tuple(want.stride()):
+                new = _emit(gm, node, aten.as_strided.default,
+                            (new, [int(d) for d in want.shape], [int(d) for d in want.stride()]))
+        elif v.is_contiguous() and h % out[0] == 0 and w % out[1] == 0:
             k = [h // out[0], w // out[1]]
             new = _emit(gm, node, aten.avg_pool2d.default, (x, k, k))
         else:
-            raise Unsupported("an adaptive average pooling with uneven windows")
+            raise Unsupported("an adaptive average pooling with uneven windows or strides")
     _replace(gm, node, new)
 
 
@@ -365,6 +378,7 @@ _RULES = {
     "aten.contiguous.default": _r_contiguous,
     "aten.reshape.default": _r_reshape,
     "aten.flatten.using_ints": _r_flatten,
+    "aten.unflatten.int": _r_unflatten,
     "aten.to.dtype": _r_to,
     "aten.to.dtype_layout": _r_to,
     "aten.to.device": _r_to,
