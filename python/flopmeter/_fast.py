@@ -387,6 +387,7 @@ _RULES = {
     "aten.chunk.default": _r_chunk,
     "aten.__and__.Tensor": _r_rename("bitwise_and.Tensor"),
     "aten.__or__.Tensor": _r_rename("bitwise_or.Tensor"),
+    "aten.swapaxes.default": _r_rename("transpose.int"),
     "aten.min.other": _r_rename("minimum.default"),
     "aten.max.other": _r_rename("maximum.default"),
 }

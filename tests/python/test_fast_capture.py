@@ -1,8 +1,8 @@
 """The fast capture (torch.export, the few ops the ONNX translation lacks rewritten node by node,
 the exporter's translation) against PyTorch's exporter's full path (torch.onnx.export with
 dynamo=True): the same report, every count an exact integer, on a CNN with BatchNorm and Dropout
-(training and inference, a frozen layer), GPT-2 (SDPA and eager attention), Llama, Mixtral's
-experts and a ResNet; a module with a node the fast path does not rewrite falls back to the
+(training and inference, a frozen layer; in bfloat16), GPT-2 (SDPA and eager attention; an
+attention mask), Llama, Mixtral's experts, a ResNet and a module of mixed ops with an LSTM; a module with a node the fast path does not rewrite falls back to the
 exporter, says why, and counts the same."""
 import pytest
 import torch
@@ -13,12 +13,12 @@ from flopmeter._capture import Capture, capture
 from models import CNN, gpt2, llama, mixtral
 
 
-def _both(m, args, train=True):
+def _both(m, args, train=True, kwargs=None):
     """The report of each path, and the fast capture's timings."""
     out = []
     for path in ("auto", "exporter"):
         timings = {}
-        data, frozen = capture(m, args, train=train, timings=timings, path=path)
+        data, frozen = capture(m, args, kwargs, train=train, timings=timings, path=path)
         cap = Capture(data, frozen, timings, type(m).__name__, train)
         out.append((flopmeter.count(cap, train=train), timings))
     (fast, ft), (slow, st) = out
@@ -39,7 +39,34 @@ def _resnet():
     return tv.models.resnet18(), (torch.randn(2, 3, 64, 64),)
 
 
+class _Mixed(nn.Module):
+    """GroupNorm, InstanceNorm, GELU, max pooling, bilinear upsampling, concatenation, a mean,
+    stacking, log-softmax: ops the rewrite leaves to the translation, and an LSTM."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 8, 3, padding=1)
+        self.g = nn.GroupNorm(2, 8)
+        self.i = nn.InstanceNorm2d(8, affine=True)
+        self.rnn = nn.LSTM(8, 8, batch_first=True)
+
+    def forward(self, x):
+        y = self.i(torch.nn.functional.gelu(self.g(self.c(x))))
+        z = torch.nn.functional.interpolate(torch.nn.functional.max_pool2d(y, 2),
+                                            scale_factor=2, mode="bilinear")
+        z = torch.cat([y, z], 1).mean((2, 3)).view(4, 2, 8)
+        z = self.rnn(z)[0][:, -1]
+        return torch.log_softmax(torch.stack([z, z.sigmoid()], 0).sum(0), -1)
+
+
+def _bf16():
+    torch.manual_seed(0)
+    return CNN().to(torch.bfloat16), (torch.randn(2, 3, 16, 16, dtype=torch.bfloat16),)
+
+
 CASES = {
+    "mixed-ops": lambda: (_Mixed(), (torch.randn(4, 3, 16, 16),)),
+    "cnn-bf16": _bf16,
     "cnn": _cnn,
     "gpt2-sdpa": lambda: (gpt2(), (torch.randint(0, 128, (2, 16)),)),
     "gpt2-eager": lambda: (gpt2("eager"), (torch.randint(0, 128, (2, 16)),)),
@@ -59,6 +86,15 @@ def test_fast_equals_exporter(name, train):
     assert str(fast) == str(slow)
     assert fast.flops() > 0 and fast.params == sum(p.numel() for p in m.parameters())
     assert timings["sdpa_scores_macs"] == slow.capture["sdpa_scores_macs"]
+
+
+def test_fast_equals_exporter_with_kwargs():
+    m = gpt2()
+    kw = {"input_ids": torch.randint(0, 128, (2, 16)),
+          "attention_mask": torch.ones(2, 16, dtype=torch.long)}
+    fast, slow, timings = _both(m, (), kwargs=kw)
+    assert timings["path"] == "fast", timings.get("fallback")
+    assert fast.to_dict() == slow.to_dict()
 
 
 class _InputWrite(nn.Module):
@@ -86,7 +122,8 @@ def test_unsupported_node_falls_back(caplog):
     assert 2 * 3 * 8 * 4 == fast["by_class"]["matmul"]["fwd"]["macs"] * 2
 
 
-def test_count_uses_the_fast_path():
+def test_count_uses_the_fast_path(monkeypatch):
+    monkeypatch.delenv("FLOPMETER_CAPTURE", raising=False)
     m, args = _cnn()
     r = flopmeter.count(m, *args)
     assert r.capture["path"] == "fast"
