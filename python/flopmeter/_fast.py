@@ -115,6 +115,18 @@ def _is_view(n):
         n.target.is_view
 
 
+def _readers_after(gm, node, target):
+    """The nodes after node that read target (they read the value node wrote)."""
+    later = []
+    seen = False
+    for n in gm.graph.nodes:
+        if n is node:
+            seen = True
+        elif seen and target in n.all_input_nodes:
+            later.append(n)
+    return later
+
+
 def _inplace_to_functional(gm, node, placeholders):
     """An in-place op made functional: on a buffer nothing reads after it (BatchNorm's
     num_batches_tracked += 1), the node goes (the exporter drops buffer updates from the ONNX
@@ -127,13 +139,7 @@ def _inplace_to_functional(gm, node, placeholders):
     if i != 0:
         raise Unsupported("%s writes an argument other than its first" % op)
     target = node.args[0]
-    later = []
-    seen = False
-    for n in gm.graph.nodes:
-        if n is node:
-            seen = True
-        elif seen and target in n.all_input_nodes:
-            later.append(n)
+    later = _readers_after(gm, node, target)
     if target.op == "placeholder":
         kind = placeholders.get(target.name)
         if kind == "buffer" and not node.users and not later:
@@ -215,13 +221,26 @@ def _r_drop_or_identity(gm, node, aten):
 
 
 def _r_inplace_dropout(gm, node, aten):
-    """dropout_ in eval mode (or p = 0) is the identity; in training it writes its input,
-    which run_decompositions turns into a mutation of the input's base: not rewritten here."""
+    """dropout_ in eval mode (or p = 0) is the identity. In training, on a fresh tensor no view
+    shares, it is what functionalization makes of it: a mask drawn like the tensor
+    (empty_like, bernoulli), scaled, multiplied in, and every later reader reads the product.
+    On a view or an input it writes the base as well: not rewritten here."""
     x, p = node.args[0], node.args[1]
     train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
-    if train and p != 0:
-        raise Unsupported("an in-place dropout in training")
-    _replace(gm, node, x)
+    if not train or p == 0:
+        _replace(gm, node, x)
+        return
+    if x.op != "call_function" or _is_view(x) or any(_is_view(u) for u in x.users):
+        raise Unsupported("an in-place dropout in training of an input or a view")
+    later = _readers_after(gm, node, x)
+    with gm.graph.inserting_before(node):
+        e = _emit(gm, node, aten.empty_like.default, (x,))
+        b = _emit(gm, node, aten.bernoulli.p, (e, 1 - p))
+        d = _emit(gm, node, aten.div.Scalar, (b, 1 - p))
+        new = _emit(gm, node, aten.mul.Tensor, (x, d))
+    _replace(gm, node, new)
+    for n in later:
+        n.replace_input_with(x, new)
 
 
 def _r_batch_norm(gm, node, aten):

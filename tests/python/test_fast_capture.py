@@ -59,6 +59,21 @@ class _Mixed(nn.Module):
         return torch.log_softmax(torch.stack([z, z.sigmoid()], 0).sum(0), -1)
 
 
+class _InplaceDropout(nn.Module):
+    """nn.Dropout(inplace=True) on a fresh tensor that is read again after it (MnasNet's
+    classifier), and ReLU(inplace=True)."""
+
+    def __init__(self):
+        super().__init__()
+        self.d = nn.Dropout(0.2, inplace=True)
+        self.r = nn.ReLU(inplace=True)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        y = self.r(x.mean([2, 3]) * 2)
+        return self.fc(self.d(y)) + y.sum()
+
+
 def _bf16():
     torch.manual_seed(0)
     return CNN().to(torch.bfloat16), (torch.randn(2, 3, 16, 16, dtype=torch.bfloat16),)
@@ -66,6 +81,7 @@ def _bf16():
 
 CASES = {
     "mixed-ops": lambda: (_Mixed(), (torch.randn(4, 3, 16, 16),)),
+    "inplace-dropout": lambda: (_InplaceDropout(), (torch.randn(2, 8, 4, 4),)),
     "cnn-bf16": _bf16,
     "cnn": _cnn,
     "gpt2-sdpa": lambda: (gpt2(), (torch.randint(0, 128, (2, 16)),)),
