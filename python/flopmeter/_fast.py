@@ -1,23 +1,27 @@
-"""The fast capture: torch.export's graph translated to ONNX without re-tracing the whole
-program.
+"""The fast capture: torch.export's graph translated to ONNX by PyTorch's exporter, without the
+exporter's second trace of the whole program.
 
 PyTorch's exporter (torch.onnx.export(dynamo=True)) spends most of its time in one step:
 ExportedProgram.run_decompositions, which traces the exported program a second time through
-AOTAutograd (functionalization, fake-tensor propagation of every op) only to rewrite the few
-ops the ONNX translation has no function for (for GPT-2 small at sequence 1024: about 1.6 s of
-the exporter's 2.4 s; torch.export's own trace is 0.45 s, the translation 0.3 s). Here the same
-rewrite is done node by node, on those nodes alone: each is traced by itself (make_fx over
-fake tensors, under the same decomposition table and the same CompositeImplicitAutograd rules
-run_decompositions applies, functionalized), the traced ops replace it, and the exporter's own
-translation (the torchlib functions, the same metadata: module paths, parameter names) turns the
-graph into ONNX. The ONNX model is then the one the exporter writes, op for op, and the C library
-counts it by the same rules; tests/python/test_fast_capture.py compares the two paths' counts.
+AOTAutograd (functionalization, fake-tensor propagation of every op) to rewrite the few kinds of
+op the ONNX translation has no function for (bench/capture_parts.py: GPT-2 small at sequence
+1024, 1.05 s of the exporter's 1.74 s; torch.export 0.45 s, the translation 0.19 s). Here only
+those nodes are rewritten, each by a rule (_RULES) that writes what run_decompositions writes for
+it (Dropout's native_dropout, BatchNorm's _native_batch_norm_legit_functional, reshape's view or
+clone + _unsafe_view ...); in-place ops on fresh tensors become functional, views get their
+sizes written out, the nodes are renamed as the trace names them, and the exporter's own passes,
+translation (the torchlib functions, the same metadata: module paths, parameter names) and opset
+conversion make the ONNX model. It is then the model the exporter writes, op for op, and the C
+library counts it by the same rules: tests/python/test_fast_capture.py and
+bench/capture_paths.py compare the two paths' reports.
 
 What it does not do: translate an op itself (the exporter's functions do), or guess. A graph with
-a node it has no rule for (an in-place op on a view, an input or a parameter; a mutation of a
-buffer that something reads; a higher-order op; an op whose local trace fails or produces ops
-the translation lacks) is refused with the reason, and the caller falls back to the exporter's
-full path (flopmeter.capture notes it under timings["fallback"]).
+a node it has no rule for (an op the translation lacks that run_decompositions would rewrite; an
+in-place op on a view, an input or a parameter; a mutation of a buffer that something reads; a
+higher-order op) or whose translation fails is refused with the reason (Unsupported), and the
+caller falls back to the exporter's full path (flopmeter's capture records why in its
+timings["fallback"]). It uses the exporter's internals (torch.onnx._internal): on a PyTorch
+whose internals differ it fails, and the caller falls back the same way.
 """
 
 import contextlib
@@ -67,17 +71,6 @@ def _needs_rewrite(op, st):
     if _is_cia(op):
         return True
     return op in st["py"]
-
-
-def _decomp_fn(op, st):
-    """The function run_decompositions replaces op with: the table's, else op itself (traced
-    through its CompositeImplicitAutograd kernel)."""
-    fn = st["py"].get(op)
-    if fn is None:
-        fn = st["cia"].get(op)
-    if fn is None or op in st["preserved"]:
-        return op
-    return fn
 
 
 _ASSERTS = ("aten._assert_tensor_metadata.default", "aten._assert_async.default",
@@ -207,10 +200,6 @@ def _first_of(gm, node, target, args, kwargs=None):
     _replace(gm, node, g)
 
 
-def _same_meta(a, b):
-    return a is not None and b is not None and a.dtype == b.dtype and a.device == b.device
-
-
 def _r_drop_or_identity(gm, node, aten):
     x, p = node.args[0], node.args[1]
     train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
@@ -287,7 +276,8 @@ def _r_reshape(gm, node, aten):
         if viewable:
             new = _emit(gm, node, aten.view.default, (x, size))
         else:
-            c = _emit(gm, node, aten.clone.default, (x,), {"memory_format": torch.contiguous_format})
+            c = _emit(gm, node, aten.clone.default, (x,),
+                      {"memory_format": torch.contiguous_format})
             new = _emit(gm, node, aten._unsafe_view.default, (c, out))
     _replace(gm, node, new)
 

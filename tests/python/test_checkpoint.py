@@ -116,3 +116,19 @@ def test_hf_gradient_checkpointing():
     assert layers > 0 and r.checkpoint_recompute_flops == layers
     assert r.hardware_flops == r.model_flops + r.attention_recompute_flops + layers
     assert base.hardware_flops == base.model_flops + base.attention_recompute_flops
+
+
+def test_meter_hardware_flops_include_checkpointing(plain):
+    """The Meter's hardware FLOPs per step (HFU's numerator) add the recomputation, and its
+    note says where it comes from."""
+    x, _ = plain
+    m = Stack("module")
+    r = flopmeter.count(m, x)
+    meter = flopmeter.Meter(m, (x,), peak=1e12, warmup=0, report=r)
+    for _ in range(2):
+        m(x).sum().backward()
+        meter.step()
+    f = meter.summary()["flops_per_step"]
+    assert f["hardware"] == f["model"] + r.checkpoint_recompute_flops
+    assert f["hardware"] > f["model"]
+    assert "blocks.0, blocks.1" in meter.summary()["hardware_flops_source"]

@@ -2,8 +2,9 @@
 the exporter's translation) against PyTorch's exporter's full path (torch.onnx.export with
 dynamo=True): the same report, every count an exact integer, on a CNN with BatchNorm and Dropout
 (training and inference, a frozen layer; in bfloat16), GPT-2 (SDPA and eager attention; an
-attention mask), Llama, Mixtral's experts, a ResNet and a module of mixed ops with an LSTM; a module with a node the fast path does not rewrite falls back to the
-exporter, says why, and counts the same."""
+attention mask), Llama, Mixtral's experts, a ResNet, a module of mixed ops with an LSTM and one
+with in-place Dropout and ReLU; a module with a node the fast path does not rewrite falls back
+to the exporter, says why, and counts the same."""
 import pytest
 import torch
 from torch import nn
