@@ -4,7 +4,7 @@ each path, in training and inference mode; the two reports must be equal (every 
 layer, the table); prints which path the fast capture took (or why it fell back) and the seconds
 of each capture.
 
-    python bench/capture_paths.py [MODEL ...]
+    python bench/capture_paths.py [MODEL ...]      (MODEL: the corpus's or torchvision's)
 
 Run it with the library on the path (make python-test's FLOPMETER_LIB, or the installed
 package). Exit status 1 when any report differs."""
@@ -30,6 +30,27 @@ def count(model, inputs, train, path):
     return flopmeter.count(Capture(data, frozen, t, "m", train), train=train), t, dt
 
 
+def torchvision_model(name):
+    """A torchvision classifier outside the corpus, at 64x64 (MaxViT at the 224x224 it needs)."""
+    def build():
+        import torchvision
+        kw = {"aux_logits": False, "init_weights": False} if name == "googlenet" else {}
+        side = 224 if name.startswith("maxvit") else 64
+        return getattr(torchvision.models, name)(**kw), {"x": torch.randn(2, 3, side, side)}
+    return build
+
+
+class _Positional(torch.nn.Module):
+    """A torchvision model called with its input as a keyword: capture passes kwargs."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        return self.m(x)
+
+
 def main():
     warnings.simplefilter("ignore")
     names = sys.argv[1:] or list(corpus.MODELS)
@@ -38,7 +59,11 @@ def main():
     bad = 0
     for name in names:
         torch.manual_seed(0)
-        model, inputs = corpus.MODELS[name]()
+        if name in corpus.MODELS:
+            model, inputs = corpus.MODELS[name]()
+        else:
+            model, inputs = torchvision_model(name)()
+            model = _Positional(model)
         for train in (True, False):
             try:
                 slow, _, ts = count(model, inputs, train, "exporter")
