@@ -9,8 +9,9 @@ library (libflopmeter, bundled with the package).
     report.to_dict()["totals"]         # the keys of `flopmeter count --format json`
     flopmeter.predict(model, torch.randn(8, 3, 224, 224), device="h100")
 
-The module is captured in memory with PyTorch's ONNX exporter (torch.export underneath) in
-training mode and counted by the library; a built-in model name ("resnet50") or an .onnx file
+The module is captured in memory in training mode (torch.export, then PyTorch's exporter's
+translation to ONNX: the exporter's model, made without its second trace of the program) and
+counted by the library; a built-in model name ("resnet50") or an .onnx file
 works too. docs/python.md says what capture keeps and loses.
 """
 

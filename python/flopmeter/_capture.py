@@ -15,6 +15,7 @@ to external data, which counting never opens (only its shape and type matter).
 """
 
 import contextlib
+import logging
 import re
 import time
 import warnings
@@ -183,6 +184,73 @@ def _hf_kwargs(model, kwargs):
     return kwargs
 
 
+def _module_of(torch, fn):
+    """The module a checkpointed function runs: the module itself, a bound method of one
+    (layer.forward, layer.__call__), or either inside functools.partial (transformers'
+    GradientCheckpointingLayer passes partial(forward, self, **kwargs)); None for a plain
+    function."""
+    import functools
+
+    for _ in range(8):
+        if isinstance(fn, torch.nn.Module):
+            return fn
+        if isinstance(fn, functools.partial):
+            # transformers' layers checkpoint partial(forward, self, **kwargs)
+            if fn.args and isinstance(fn.args[0], torch.nn.Module) and \
+                    getattr(fn.func, "__self__", None) is None:
+                return fn.args[0]
+            fn = fn.func
+            continue
+        owner = getattr(fn, "__self__", None)
+        return owner if isinstance(owner, torch.nn.Module) else None
+    return None
+
+
+@contextlib.contextmanager
+def _checkpoints(torch, model, out):
+    """Records, while the module is captured, each torch.utils.checkpoint call it makes: the
+    module path of the function checkpointed (out["paths"]), or, for a function that is no
+    module's, a count (out["unattributed"]). torch.export inlines a checkpointed region like
+    any other code (no tag on its nodes), so the calls are seen where checkpoint hands the
+    function to its reentrant (CheckpointFunction.apply) or non-reentrant implementation;
+    both are looked up at call time, also by a checkpoint bound early (functools.partial)."""
+    import torch.utils.checkpoint as cp
+
+    names = {id(m): n for n, m in model.named_modules()}
+
+    def note(fn):
+        m = _module_of(torch, fn)
+        if m is not None and id(m) in names:
+            out["paths"].append(names[id(m)])
+        else:
+            out["unattributed"] += 1
+
+    saved = {}
+    impl = getattr(cp, "_checkpoint_without_reentrant_generator_impl", None)
+    if callable(impl):
+        def gen(fn, *a, **k):
+            note(fn)
+            return impl(fn, *a, **k)
+        saved["_checkpoint_without_reentrant_generator_impl"] = impl
+        cp._checkpoint_without_reentrant_generator_impl = gen
+    reentrant = getattr(cp, "CheckpointFunction", None)
+    if reentrant is not None:
+        class _Recorded:
+            # the forward alone, as the module's own call: torch.export records no module
+            # path inside an autograd.Function, and the capture needs no backward of its own
+            @staticmethod
+            def apply(fn, preserve, *args):
+                note(fn)
+                return fn(*args)
+        saved["CheckpointFunction"] = reentrant
+        cp.CheckpointFunction = _Recorded
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(cp, k, v)
+
+
 def _sdpa_scores_macs(prog):
     """The MACs of the score matrix Q K^T of every scaled_dot_product_attention call the module
     made (b x h_q x s_q x s_k x d), from the traced program's shapes: what FlashAttention's
@@ -225,38 +293,76 @@ class Capture:
             self.name, len(self.data), "training" if self.train else "inference")
 
 
-def capture_module(model, args, kwargs=None, train=True):
+def capture_module(model, args, kwargs=None, train=True, path=None):
     """flopmeter.capture: model(*args, **kwargs) captured in training (or eval) mode."""
     timings = {}
-    data, frozen = capture(model, args, kwargs, train=train, timings=timings)
+    data, frozen = capture(model, args, kwargs, train=train, timings=timings, path=path)
     return Capture(data, frozen, timings, type(model).__name__, train)
 
 
-def capture(model, args, kwargs=None, train=True, timings=None):
+def _fast_export(model, args, kwargs, parts):
+    """The fast capture (_fast.py): torch.export, the few ops the ONNX translation lacks
+    rewritten in place, the exporter's translation. (program, None), or (None, why) when the
+    graph has something it does not rewrite (then the exporter's full path runs: a debug
+    note says why, and the capture's timings["fallback"])."""
+    from . import _fast
+
+    try:
+        return _fast.export(model, args, kwargs, parts), None
+    except Exception as e:   # Unsupported, or torch.export's own failure: the exporter decides
+        why = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
+        logging.getLogger("flopmeter").debug(
+            "flopmeter: the fast capture of %s fell back to PyTorch's exporter (%s)",
+            type(model).__name__, why)
+        return None, why
+
+
+def _exporter(torch, model, args, kwargs):
+    """torch.onnx.export(dynamo=True) of the module, its failure a CaptureError."""
+    try:
+        return torch.onnx.export(model, args, kwargs=kwargs or None, dynamo=True,
+                                 optimize=False, verbose=False, report=False)
+    except Exception as e:  # the exporter raises many kinds; all mean "not captured"
+        raise CaptureError(
+            "flopmeter could not capture %s with PyTorch's exporter (torch.export, then "
+            "ONNX): %s. Make its forward traceable by torch.export for these inputs (no "
+            "Python branch on a tensor's value, no .item() or .tolist() feeding shapes, "
+            "outputs of tensors, tuples, lists or dicts), or export an ONNX file yourself "
+            "and count it: flopmeter.count('model.onnx')"
+            % (type(model).__name__, _why(e))) from e
+
+
+def capture(model, args, kwargs=None, train=True, timings=None, path=None):
     """The ONNX model (bytes) PyTorch's exporter makes of model(*args, **kwargs) in training
     (train=True) or eval mode, and the names of its frozen parameters (requires_grad=False).
-    timings, a dict, gets the seconds of each part."""
+    timings, a dict, gets the seconds of each part. path: "auto" (the fast capture, falling
+    back to the exporter's full path) or "exporter" (torch.onnx.export alone); None: the
+    environment's FLOPMETER_CAPTURE, else "auto"."""
     torch = _torch()
+    if path is None:
+        import os
+        path = os.environ.get("FLOPMETER_CAPTURE") or "auto"
+    if path not in ("auto", "exporter"):
+        raise FlopmeterError("capture path %r (FLOPMETER_CAPTURE): 'auto' or 'exporter'"
+                             % (path,))
     if isinstance(args, torch.Tensor) or isinstance(args, dict) or not isinstance(args, (tuple, list)):
         args = (args,)
     args = tuple(args)
     check_inputs(model, args, kwargs)
     kwargs = _hf_kwargs(model, dict(kwargs or {}))
     t0 = time.perf_counter()
-    with _mode(model, train), _hf_experts(model), warnings.catch_warnings():
+    fallback = None
+    ckpt = {"paths": [], "unattributed": 0}
+    with _mode(model, train), _hf_experts(model), _checkpoints(torch, model, ckpt), \
+            warnings.catch_warnings():
         # "Exporting a model while it is in training mode": that is the point here
         warnings.simplefilter("ignore")
-        try:
-            prog = torch.onnx.export(model, args, kwargs=kwargs or None, dynamo=True,
-                                     optimize=False, verbose=False, report=False)
-        except Exception as e:  # the exporter raises many kinds; all mean "not captured"
-            raise CaptureError(
-                "flopmeter could not capture %s with PyTorch's exporter (torch.export, then "
-                "ONNX): %s. Make its forward traceable by torch.export for these inputs (no "
-                "Python branch on a tensor's value, no .item() or .tolist() feeding shapes, "
-                "outputs of tensors, tuples, lists or dicts), or export an ONNX file yourself "
-                "and count it: flopmeter.count('model.onnx')"
-                % (type(model).__name__, _why(e))) from e
+        prog = None
+        parts = {}
+        if path == "auto":
+            prog, fallback = _fast_export(model, args, kwargs, parts)
+        if prog is None:
+            prog = _exporter(torch, model, args, kwargs)
     t1 = time.perf_counter()
     # the exporter names a parameter's initializer by its module path ("layer1.0.conv1.weight")
     inits = set(prog.model.graph.initializers)
@@ -270,4 +376,12 @@ def capture(model, args, kwargs=None, train=True, timings=None):
         timings["serialize_s"] = t2 - t1
         timings["onnx_bytes"] = len(data)
         timings["sdpa_scores_macs"] = scores
+        # a region the fast path and the exporter's both traced is recorded twice: once each
+        timings["checkpointed"] = sorted(set(ckpt["paths"]))
+        timings["checkpoint_unattributed"] = ckpt["unattributed"]
+        timings["path"] = "exporter" if path != "auto" or fallback else "fast"
+        if fallback:
+            timings["fallback"] = fallback
+        else:
+            timings.update(parts)
     return data, frozen

@@ -232,15 +232,21 @@ def _report_dict(report: Any) -> Dict[str, Any]:
 
 def _recompute_flops(report: Any) -> Tuple[int, str]:
     """FLOPs the step computes again (hardware FLOPs - model FLOPs), and what they are."""
-    extra = getattr(report, "attention_recompute_flops", None)
-    if extra is None:
+    attn = getattr(report, "attention_recompute_flops", None)
+    if attn is None:
         return 0, ("none known (a count given as a dict): hardware FLOPs = model FLOPs")
-    if extra:
-        return int(extra), ("model FLOPs + FlashAttention's backward recomputing each "
-                            "attention's score matrix (flopmeter.Report.hardware_flops); "
-                            "activation checkpointing is not added")
-    return 0, ("no recomputation the count knows of (no attention; activation checkpointing "
-               "is not added): hardware FLOPs = model FLOPs")
+    ckpt = int(getattr(report, "checkpoint_recompute_flops", 0) or 0)
+    parts = []
+    if attn:
+        parts.append("FlashAttention's backward recomputing each attention's score matrix")
+    if ckpt:
+        parts.append("the forward again of the activation-checkpointed modules (%s)"
+                     % ", ".join(report.checkpointed))
+    if parts:
+        return int(attn) + ckpt, ("model FLOPs + " + " + ".join(parts) +
+                                  " (flopmeter.Report.hardware_flops)")
+    return 0, ("no recomputation the count knows of (no attention, no activation "
+               "checkpointing): hardware FLOPs = model FLOPs")
 
 
 def _optimizer_name(optimizer: Any) -> str:

@@ -111,10 +111,37 @@ class Report:
         return 2 * sum(self.capture.get("sdpa_scores_macs", []))
 
     @property
+    def checkpointed(self):
+        """The module paths the captured module ran through torch.utils.checkpoint (activation
+        checkpointing: their forward runs again in the backward); [] for names and files."""
+        return list((self.capture or {}).get("checkpointed", []))
+
+    @property
+    def checkpoint_recompute_flops(self):
+        """FLOPs activation checkpointing adds: the forward FLOPs, as this report counts them,
+        of every layer inside a module the step ran through torch.utils.checkpoint (its
+        forward runs a second time in the backward); 0 for inference, names and files. A
+        layer is inside module path P when its name is P or starts with "P." or "P/"."""
+        paths = self.checkpointed
+        if not paths or self._dict.get("mode") != "train":
+            return 0
+        total = 0
+        for layer in self._dict.get("layers", []):
+            name = layer.get("name", "")
+            if name == "loss":
+                continue
+            if any(p == "" or name == p or name.startswith(p + ".") or name.startswith(p + "/")
+                   for p in paths):
+                total += int(layer["fwd"]["flops"])
+        return total
+
+    @property
     def hardware_flops(self):
-        """The FLOPs the hardware executes for the step when attention runs as FlashAttention
-        (model FLOPs + its backward's recomputation): what HFU divides."""
-        return self.model_flops + self.attention_recompute_flops
+        """The FLOPs the hardware executes for the step: model FLOPs + FlashAttention's
+        backward recomputing the score matrices + the forward again of the layers the module
+        checkpoints (torch.utils.checkpoint): what HFU divides."""
+        return (self.model_flops + self.attention_recompute_flops +
+                self.checkpoint_recompute_flops)
 
     # ---- as a table of data ----
     def layers(self):
