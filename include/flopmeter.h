@@ -1292,6 +1292,34 @@ FM_API void fm_measured_free(struct fm_measured *m);
 FM_API size_t fm_measured_count(const struct fm_measured *m);
 FM_API const char *fm_measured_how(const struct fm_measured *m);
 
+
+/* ==== Parallel training plans (src/analysis/plan*.c; docs/plan.md, docs/clusters.md) ==== */
+enum fm_recompute { FM_RECOMPUTE_NONE = 0, FM_RECOMPUTE_SELECTIVE, FM_RECOMPUTE_FULL };
+/* 0 in a size means "the default" (docs/plan.md). */
+struct fm_plan_opts {
+    const char *model;            /* an LLM config by name */
+    const char *devices_file, *device, *cluster;   /* cluster: built-in name or file */
+    enum fm_precision precision;  /* bf16 (default) or fp8: the matmuls at the fp8 peak */
+    int64_t gpus, tp, pp, dp, cp, ep, interleave, micro_batch, global_batch, seq;
+    int zero;                     /* 0..3 (1: the distributed optimizer) */
+    bool fsdp, sequence_parallel, search, no_flash_attention, no_overlap;
+    enum fm_recompute recompute;
+    int grad_bytes;               /* 4: fp32 gradients (default), 2: bf16 */
+    double tokens;                /* training tokens for time and GPU-hours (0: none) */
+    double ppp_compute, ppp_memory, ppp_comm;   /* PALEO's fractions of the peaks */
+};
+FM_API void fm_plan_opts_init(struct fm_plan_opts *opts);
+struct fm_plan;
+FM_API enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *opts,
+                                  struct fm_plan **out);
+FM_API void fm_plan_free(struct fm_plan *plan);
+struct fm_plan_summary {
+    double step_s, mfu, hfu, tokens_per_s, memory_per_gpu_bytes;
+    bool fits;
+};
+FM_API void fm_plan_summary(const struct fm_plan *plan, struct fm_plan_summary *out);
+FM_API enum fm_status fm_report_plan(FILE *f, const struct fm_plan *plan, enum fm_format fmt);
+
 #ifdef __cplusplus
 }
 #endif

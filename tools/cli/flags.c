@@ -53,6 +53,23 @@ static const struct {
     {"fm_trace_opts.whole", "--whole"},
     {"fm_calibrate_opts.leave_out", "--leave-out"},
     {"fm_calib_samples_load", "flopmeter calibrate --samples"},
+    /* fm_plan_opts */
+    {"fm_plan_opts.model", "MODEL"},
+    {"fm_plan_opts.gpus", "--gpus"},
+    {"fm_plan_opts.device", "--device"},
+    {"fm_plan_opts.cluster", "--cluster"},
+    {"fm_plan_opts.precision", "--precision"},
+    {"fm_plan_opts.tp", "--tp"},
+    {"fm_plan_opts.pp", "--pp"},
+    {"fm_plan_opts.dp", "--dp"},
+    {"fm_plan_opts.cp", "--cp"},
+    {"fm_plan_opts.ep", "--ep"},
+    {"fm_plan_opts.interleave", "--interleave"},
+    {"fm_plan_opts.zero", "--zero"},
+    {"fm_plan_opts.micro_batch", "--micro-batch"},
+    {"fm_plan_opts.global_batch", "--global-batch"},
+    {"fm_plan_opts.sequence_parallel", "--sequence-parallel"},
+    {"fm_plan_opts.grad_bytes", "--grad-bytes"},
 };
 
 static bool word_char(char c)

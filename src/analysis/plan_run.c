@@ -1,0 +1,210 @@
+/* fm_plan_run: resolves the model, device, cluster and defaults of a plan, checks the plan
+ * against the model and the GPU count (every refusal names the constraint and the nearest valid
+ * value: nothing is rounded), evaluates it (plan.c) or searches (plan_search.c). */
+#include "plan.h"
+#include "../hw/hw.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *default_cluster(const char *device)
+{
+    static const struct { const char *dev, *cluster; } map[] = {
+        {"a100", "dgx-a100"}, {"h100", "dgx-h100"}, {"h200", "hgx-h200"},
+        {"b200", "dgx-b200"}, {"gb200", "gb200-nvl72"},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        if (strcasecmp(device, map[i].dev) == 0)
+            return map[i].cluster;
+    }
+    return NULL;
+}
+
+static enum fm_status range(struct fm_ctx *ctx, const char *field, int64_t v, int64_t hi)
+{
+    if (v < 0 || v > hi)
+        return fm_error(ctx, FM_ERR_INVALID, "fm_plan_opts.%s must be between 1 and %lld, got "
+                                             "%lld", field, (long long)hi, (long long)v);
+    return FM_OK;
+}
+
+enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, struct fm_plan **out)
+{
+    *out = NULL;
+    struct fm_plan *p = fm_alloc(ctx, sizeof(*p));
+    if (!p)
+        return FM_ERR_NOMEM;
+    p->ctx = ctx;
+    p->opts = *o;
+    enum fm_status st = FM_OK;
+    if (!o->model || !*o->model) {
+        st = fm_error(ctx, FM_ERR_INVALID, "a plan needs a model (fm_plan_opts.model)");
+        goto fail;
+    }
+    if ((st = fm_plan_model(ctx, o->model, &p->model)))
+        goto fail;
+    if (o->gpus < 1 || o->gpus > 1048576) {
+        st = fm_error(ctx, FM_ERR_INVALID,
+                      "fm_plan_opts.gpus must be between 1 and 1048576, got %lld",
+                      (long long)o->gpus);
+        goto fail;
+    }
+    if ((st = range(ctx, "tp", o->tp, o->gpus)) || (st = range(ctx, "pp", o->pp, o->gpus)) ||
+        (st = range(ctx, "cp", o->cp, o->gpus)) || (st = range(ctx, "dp", o->dp, o->gpus)) ||
+        (st = range(ctx, "ep", o->ep, o->gpus)) || (st = range(ctx, "interleave", o->interleave,
+                                                                 1024)))
+        goto fail;
+    if (o->zero < -1 || o->zero > 3) {
+        st = fm_error(ctx, FM_ERR_INVALID, "fm_plan_opts.zero must be 0, 1, 2 or 3, got %d",
+                      o->zero);
+        goto fail;
+    }
+    if (o->grad_bytes != 2 && o->grad_bytes != 4) {
+        st = fm_error(ctx, FM_ERR_INVALID, "fm_plan_opts.grad_bytes must be 2 or 4, got %d",
+                      o->grad_bytes);
+        goto fail;
+    }
+    /* cluster and device: either names the other */
+    const char *dev_name = o->device;
+    const char *cl = o->cluster;
+    if (!cl && dev_name)
+        cl = default_cluster(dev_name);
+    if (!cl) {
+        st = fm_error(ctx, FM_ERR_INVALID,
+                      dev_name ? "no built-in cluster of %s GPUs: give fm_plan_opts.cluster (a "
+                                 "cluster file, docs/clusters.md)"
+                               : "a plan needs fm_plan_opts.device or fm_plan_opts.cluster%s",
+                      dev_name ? dev_name : "");
+        goto fail;
+    }
+    if ((st = fm_cluster_load(ctx, cl, &p->cluster)))
+        goto fail;
+    if (!dev_name)
+        dev_name = p->cluster.device;
+    if (!dev_name || !*dev_name) {
+        st = fm_error(ctx, FM_ERR_INVALID, "cluster %s names no device; give "
+                                           "fm_plan_opts.device", p->cluster.name);
+        goto fail;
+    }
+    if ((st = fm_devices_load(ctx, o->devices_file, &p->devs)) ||
+        (st = fm_devices_find(ctx, p->devs, dev_name, &p->dev)))
+        goto fail;
+    if (o->precision != FM_PREC_BF16 && o->precision != FM_PREC_FP16 &&
+        o->precision != FM_PREC_FP8) {
+        st = fm_error(ctx, FM_ERR_INVALID,
+                      "fm_plan_opts.precision %s: a plan trains in bf16, fp16 or fp8",
+                      fm_precision_name(o->precision));
+        goto fail;
+    }
+    if (!(p->dev->peak_tensor[o->precision] > 0)) {
+        st = fm_error(ctx, FM_ERR_INVALID, "%s has no %s tensor-core peak in the device table",
+                      p->dev->name, fm_precision_name(o->precision));
+        goto fail;
+    }
+    if (!(o->ppp_compute > 0 && o->ppp_compute <= 1) || !(o->ppp_memory > 0 &&
+                                                          o->ppp_memory <= 1) ||
+        !(o->ppp_comm > 0 && o->ppp_comm <= 1)) {
+        st = fm_error(ctx, FM_ERR_INVALID, "PPP fractions must be in (0, 1]");
+        goto fail;
+    }
+
+    struct fm_plan_cfg c;
+    memset(&c, 0, sizeof(c));
+    c.tp = o->tp ? (int)o->tp : 1;
+    c.pp = o->pp ? (int)o->pp : 1;
+    c.cp = o->cp ? (int)o->cp : 1;
+    c.ep = o->ep ? (int)o->ep : 1;
+    c.v = o->interleave ? (int)o->interleave : 1;
+    c.zero = o->fsdp ? 3 : o->zero < 0 ? 1 : o->zero;
+    c.sp = o->sequence_parallel;
+    c.recompute = o->recompute;
+    c.mb = o->micro_batch ? o->micro_batch : 1;
+    c.seq = o->seq ? o->seq : (p->model.max_pos && p->model.max_pos < 2048 ? p->model.max_pos
+                                                                           : 2048);
+    int64_t tpc = (int64_t)c.tp * c.pp * c.cp;
+    if (o->dp) {
+        c.dp = (int)o->dp;
+    } else if (!o->search) {
+        if (o->gpus % tpc) {
+            int64_t lo = o->gpus / tpc * tpc, hi = lo + tpc;
+            st = fm_error(ctx, FM_ERR_INVALID,
+                          "fm_plan_opts.gpus (%lld) is not a multiple of tp x pp x cp = %lld; "
+                          "nearest valid: %lld or %lld GPUs",
+                          (long long)o->gpus, (long long)tpc, (long long)(lo ? lo : hi),
+                          (long long)(lo ? hi : hi + tpc));
+            goto fail;
+        }
+        c.dp = (int)(o->gpus / tpc);
+    }
+    p->env.cfg = &p->model;
+    p->env.dev = p->dev;
+    p->env.cluster = &p->cluster;
+    p->env.precision = o->precision;
+    p->env.gpus = (int)o->gpus;
+    p->env.grad_bytes = o->grad_bytes;
+    p->env.flash = !o->no_flash_attention;
+    p->env.overlap = !o->no_overlap;
+    p->env.ppp_compute = o->ppp_compute;
+    p->env.ppp_memory = o->ppp_memory;
+    p->env.ppp_comm = o->ppp_comm;
+    p->peak = fm_device_util_peak(p->dev, o->precision, false);
+
+    if (o->search) {
+        if (!o->global_batch) {
+            st = fm_error(ctx, FM_ERR_INVALID,
+                          "a search compares plans at one global batch: give "
+                          "fm_plan_opts.global_batch");
+            goto fail;
+        }
+        c.gb = o->global_batch;
+        if ((st = fm_plan_search_run(ctx, &p->env, &c, &p->search)))
+            goto fail;
+        p->searched = true;
+        p->eval = p->search.best[0];
+    } else {
+        if (o->global_batch) {
+            c.gb = o->global_batch;
+        } else {
+            c.gb = c.mb * c.dp * (c.pp > 1 ? 4 * c.pp : 1);
+            snprintf(p->note, sizeof(p->note),
+                     "global batch not given: %lld sequences (%s micro-batches of %lld per "
+                     "data-parallel rank)", (long long)c.gb, c.pp > 1 ? "4 x pp" : "one",
+                     (long long)c.mb);
+        }
+        c.m = c.gb / (c.mb * (c.dp ? c.dp : 1));
+        /* Megatron pads the vocabulary to a multiple of 128 x tp */
+        int64_t unit = 128 * (int64_t)c.tp;
+        p->env.vocab = (p->model.vocab + unit - 1) / unit * unit;
+        if ((st = fm_plan_check(ctx, &p->env, &c)))
+            goto fail;
+        fm_plan_eval(&p->env, &c, &p->eval);
+    }
+    if (o->tokens > 0) {
+        p->tokens_time_s = o->tokens / p->eval.tokens_per_s;
+        p->gpu_hours = p->tokens_time_s * (double)o->gpus / 3600.0;
+    }
+    *out = p;
+    return FM_OK;
+fail:
+    fm_plan_free(p);
+    return st;
+}
+
+void fm_plan_free(struct fm_plan *p)
+{
+    if (!p)
+        return;
+    fm_devices_free(p->devs);
+    fm_dealloc(p->ctx, p);
+}
+
+void fm_plan_summary(const struct fm_plan *p, struct fm_plan_summary *s)
+{
+    s->step_s = p->eval.step_s;
+    s->mfu = p->eval.mfu;
+    s->hfu = p->eval.hfu;
+    s->tokens_per_s = p->eval.tokens_per_s;
+    s->memory_per_gpu_bytes = p->eval.mem_total;
+    s->fits = p->eval.fits;
+}
