@@ -1,7 +1,7 @@
 /* The models `plan` knows by name: the GPT shapes that the Megatron-LM papers trained (Narayanan
  * et al. 2021, table 1; Korthikanti et al. 2022, table 3: vocabulary 51,200, sequence 2,048,
  * GELU MLP of 4h, learned positions, tied embeddings) and the Llama 3 family (Dubey et al. 2024,
- * table 3; the HF configs of meta-llama/Llama-3.1-*). The HF config reader and the built-in
+ * table 3; the HF configs of meta-llama/Llama-3.1-*) and Mixtral 8x7B. The HF config reader and the built-in
  * configs of src/frontend/llm serve every other model; these are the shapes the accuracy bench
  * (bench/plan_accuracy.py) reproduces. */
 #include "plan.h"
@@ -32,6 +32,9 @@ static const struct {
     {"llama-3.1-8b", 4096, 32, 32, 8, 14336},
     {"llama-3.1-70b", 8192, 80, 64, 8, 28672},
     {"llama-3.1-405b", 16384, 126, 128, 8, 53248},
+    /* Mixtral 8x7B (Jiang et al. 2024; mistralai/Mixtral-8x7B-v0.1's config): 8 experts of
+     * the intermediate size, top 2 */
+    {"mixtral-8x7b", 4096, 32, 32, 8, 14336},
 };
 
 #define N_GPT (sizeof(gpts) / sizeof(gpts[0]))
@@ -90,6 +93,16 @@ enum fm_status fm_plan_model(struct fm_ctx *ctx, const char *name, struct fm_llm
         out->norm_eps = 1e-5;
         out->pos = FM_LLM_POS_ROPE;
         out->rotary_pct = 1.0;
+        if (strcmp(llamas[i].name, "mixtral-8x7b") == 0) {
+            out->arch = FM_LLM_MIXTRAL;
+            snprintf(out->model_type, sizeof(out->model_type), "mixtral");
+            out->vocab = 32000;
+            out->max_pos = 32768;
+            out->experts = 8;
+            out->top_k = 2;
+            out->moe_ffn = llamas[i].ffn;
+            out->norm_topk = true;
+        }
         return FM_OK;
     }
     const char *names[N_GPT + N_LLAMA];
@@ -98,6 +111,6 @@ enum fm_status fm_plan_model(struct fm_ctx *ctx, const char *name, struct fm_llm
     const char *near = fm_nearest_name(name, names, fm_plan_model_count());
     return fm_error(ctx, FM_ERR_NOT_FOUND,
                     "unknown model '%s' for a plan%s%s%s (known: megatron-gpt-1.7b ... "
-                    "megatron-gpt-1t, llama-3.1-8b, llama-3.1-70b, llama-3.1-405b)",
+                    "megatron-gpt-1t, llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, mixtral-8x7b)",
                     name, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 }

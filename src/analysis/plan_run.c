@@ -80,6 +80,14 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
     }
     if ((st = fm_cluster_load(ctx, cl, &p->cluster)))
         goto fail;
+    if (p->cluster.max_nodes &&
+        o->gpus > (int64_t)p->cluster.max_nodes * p->cluster.gpus_per_node) {
+        st = fm_error(ctx, FM_ERR_INVALID,
+                      "fm_plan_opts.gpus = %lld is more than cluster %s has (%d nodes of %d)",
+                      (long long)o->gpus, p->cluster.name, p->cluster.max_nodes,
+                      p->cluster.gpus_per_node);
+        goto fail;
+    }
     if (!dev_name)
         dev_name = p->cluster.device;
     if (!dev_name || !*dev_name) {

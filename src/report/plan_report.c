@@ -57,9 +57,11 @@ static void table(FILE *f, const struct fm_plan *p)
         if (!(x->time_s > 0))
             continue;
         char cl[96];
-        snprintf(cl, sizeof(cl), "%s %s x%d %s", x->what, fm_coll_name(x->coll), x->group,
+        snprintf(cl, sizeof(cl), "%s %s x%d %s", x->what,
+                 k == FM_PLAN_COMM_TP && x->coll == FM_COLL_REDUCESCATTER
+                     ? "reduce-scatter + all-gather" : fm_coll_name(x->coll), x->group,
                  x->inter ? "inter-node" : "NVLink");
-        fprintf(f, "    %-46s %10s exposed of %s\n", cl, fm_format_time(x->exposed_s, a),
+        fprintf(f, "    %-54s %10s exposed of %s\n", cl, fm_format_time(x->exposed_s, a),
                 fm_format_time(x->time_s, b));
     }
     fprintf(f, "\nMFU %.1f%%  HFU %.1f%%  (of %s %s peak %s FLOP/s)\n", 100 * e->mfu,
