@@ -1303,6 +1303,7 @@ struct fm_plan_opts {
     int64_t gpus, tp, pp, dp, cp, ep, interleave, micro_batch, global_batch, seq;
     int zero;                     /* 0..3 (1: the distributed optimizer) */
     bool fsdp, sequence_parallel, search, no_flash_attention, no_overlap;
+    bool balance_embedding;       /* first and last stages one layer fewer (Llama 3) */
     enum fm_recompute recompute;
     int grad_bytes;               /* 4: fp32 gradients (default), 2: bf16 */
     double tokens;                /* training tokens for time and GPU-hours (0: none) */

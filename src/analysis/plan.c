@@ -108,11 +108,18 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
                         "heads", c->tp, (long long)m->kv_heads);
     if (m->ffn && m->ffn % c->tp)
         return not_divisor(ctx, "tp", c->tp, "the MLP's intermediate size", m->ffn);
-    if (m->layers % ((int64_t)c->pp * c->v)) {
-        if (c->v > 1)
+    int64_t slots = m->layers + (c->balance ? 2 : 0);
+    if (c->balance && c->pp < 2)
+        return fm_error(ctx, FM_ERR_INVALID,
+                        "fm_plan_opts.balance_embedding moves layers off the first and last "
+                        "pipeline stages; it needs pp > 1");
+    if (slots % ((int64_t)c->pp * c->v)) {
+        if (c->v > 1 || c->balance)
             return fm_error(ctx, FM_ERR_INVALID,
-                            "pp x interleave = %d x %d does not divide the %lld layers",
-                            c->pp, c->v, (long long)m->layers);
+                            "pp x interleave = %d x %d does not divide the %lld layers%s",
+                            c->pp, c->v, (long long)slots,
+                            c->balance ? " (the embedding and the head counted as one each)"
+                                       : "");
         return not_divisor(ctx, "pp", c->pp, "the layers", m->layers);
     }
     if (c->ep > 1 && m->experts <= 0)
@@ -248,9 +255,12 @@ static void stage_costs(const struct fm_plan_env *env, const struct fm_plan_cfg 
 {
     const struct fm_llm_config *m = env->cfg;
     memset(st, 0, sizeof(*st) * (size_t)c->pp);
-    int64_t chunk = m->layers / ((int64_t)c->pp * c->v);
+    /* balanced (Llama 3): the embedding and the head each take a layer's slot, so the first
+     * and last stages hold one layer fewer */
+    int64_t off = c->balance ? 1 : 0;
+    int64_t chunk = (m->layers + 2 * off) / ((int64_t)c->pp * c->v);
     for (int64_t i = 0; i < m->layers; i++) {
-        struct stage_cost *s = &st[(i / chunk) % c->pp];
+        struct stage_cost *s = &st[((i + off) / chunk) % c->pp];
         struct layer_cost l;
         layer_cost(env, i, c->tp, c->ep, c->sp, c->seq, &l);
         s->mm += l.mm;

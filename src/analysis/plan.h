@@ -40,6 +40,7 @@ struct fm_plan_cfg {
     int tp, pp, dp, cp, ep, v;          /* v: interleaved model chunks per stage */
     int zero;                           /* 0..3 (fsdp: 3) */
     bool sp;
+    bool balance;                       /* first and last stages one layer fewer (Llama 3) */
     enum fm_recompute recompute;
     int64_t mb, gb, m, seq;             /* micro-batch, global batch, micro-batches */
 };

@@ -126,6 +126,7 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
     c.v = o->interleave ? (int)o->interleave : 1;
     c.zero = o->fsdp ? 3 : o->zero < 0 ? 1 : o->zero;
     c.sp = o->sequence_parallel;
+    c.balance = o->balance_embedding;
     c.recompute = o->recompute;
     c.mb = o->micro_batch ? o->micro_batch : 1;
     c.seq = o->seq ? o->seq : (p->model.max_pos && p->model.max_pos < 2048 ? p->model.max_pos

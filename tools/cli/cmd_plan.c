@@ -75,6 +75,8 @@ int cmd_plan(struct cli_run *run, int argc, char **argv)
          "activation recomputation (default none)", NULL, NULL},
         {"sequence-parallel", CLI_FLAG, &o.sequence_parallel, NULL, NULL,
          "Megatron's sequence parallelism along tp", NULL, NULL},
+        {"balance-embedding", CLI_FLAG, &o.balance_embedding, NULL, NULL,
+         "first and last pipeline stages hold one layer fewer (Llama 3)", NULL, NULL},
         {"micro-batch", CLI_INT, &o.micro_batch, NULL, "B", "sequences per micro-batch (1)",
          NULL, NULL},
         {"global-batch", CLI_INT, &o.global_batch, NULL, "G", "sequences per step", NULL,

@@ -69,7 +69,8 @@ static const struct {
     {"fm_plan_opts.micro_batch", "--micro-batch"},
     {"fm_plan_opts.global_batch", "--global-batch"},
     {"fm_plan_opts.sequence_parallel", "--sequence-parallel"},
-    {"fm_plan_opts.grad_bytes", "--grad-bytes"},
+    {"fm_plan_opts.grad_bytes", "--bf16-grads"},
+    {"fm_plan_opts.balance_embedding", "--balance-embedding"},
 };
 
 static bool word_char(char c)
