@@ -14,7 +14,9 @@ This script
      safetensors index's total, or the paper), and
   2. writes src/frontend/llm/builtin_table.h, the table builtin.c includes.
 
-    /root/.cache/flopmeter/venv/bin/python tools/make_llm_builtins.py [--check]
+    /root/.cache/flopmeter/venv/bin/python tools/make_llm_builtins.py [--check] [--markdown]
+
+--check writes nothing; --markdown prints the built-ins' table of docs/zoo.md.
 """
 import json
 import os
@@ -149,7 +151,8 @@ BUILTINS = [
      dict(architectures=["GPT2LMHeadModel"], model_type="gpt2", vocab_size=50257, n_embd=1600,
           n_layer=48, n_head=25, n_positions=1024, n_ctx=1024, n_inner=None,
           activation_function="gelu_new", layer_norm_epsilon=1e-5)),
-    ("gpt3-175b", "Brown et al. 2020, Language Models are Few-Shot Learners, table 2.1 "
+    ("gpt3-175b", "Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165), "
+     "table 2.1 "
      "(GPT-3 175B: 96 layers, d_model 12288, 96 heads of 128, context 2048; GPT-2's "
      "vocabulary of 50257), as a GPT-2 config; dense attention in every layer (the paper's "
      "alternating locally banded sparse layers are not modelled)", 175e9, "approx",
@@ -250,15 +253,29 @@ def write_table(path):
         f.write("\n".join(lines) + "\n")
 
 
+def markdown(counts):
+    print("| name | architecture | parameters | source |")
+    print("|---|---|---|---|")
+    for (name, source, _, _, cfg), got in zip(BUILTINS, counts):
+        repo, _, rest = source.partition(" ")
+        if "/" in repo and not repo.endswith(","):   # a HuggingFace repository id: link it
+            source = f"[{repo}](https://huggingface.co/{repo}) {rest}".strip()
+        print(f"| {name} | {cfg['architectures'][0]} | {got:,d} | {source} |")
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bad = 0
+    counts = []
     for name, _, published, how, cfg in BUILTINS:
         got = hf_params(cfg)
+        counts.append(got)
         ok = got == published if how == "exact" else abs(got - published) / published < 0.01
         bad += not ok
         print(f"{name:16s} {got:>16,d}  published {int(published):>16,d} ({how})"
               f"{'' if ok else '  MISMATCH'}")
+    if "--markdown" in sys.argv:
+        markdown(counts)
     if "--check" not in sys.argv:
         write_table(os.path.join(root, "src", "frontend", "llm", "builtin_table.h"))
     return 1 if bad else 0

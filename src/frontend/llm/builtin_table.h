@@ -189,10 +189,10 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"n_positions\": 1024, \"n_ctx\": 1024, \"n_inner\": null,"
      " \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-05}"},
     {"gpt3-175b",
-     "Brown et al. 2020, Language Models are Few-Shot Learners, table 2.1 (GPT-3 175B: 96"
-     " layers, d_model 12288, 96 heads of 128, context 2048; GPT-2's vocabulary of 50257),"
-     " as a GPT-2 config; dense attention in every layer (the paper's alternating locally"
-     " banded sparse layers are not modelled)",
+     "Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165), table"
+     " 2.1 (GPT-3 175B: 96 layers, d_model 12288, 96 heads of 128, context 2048; GPT-2's"
+     " vocabulary of 50257), as a GPT-2 config; dense attention in every layer (the"
+     " paper's alternating locally banded sparse layers are not modelled)",
      "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\","
      " \"vocab_size\": 50257, \"n_embd\": 12288, \"n_layer\": 96, \"n_head\": 96,"
      " \"n_positions\": 2048, \"n_ctx\": 2048, \"n_inner\": null,"
