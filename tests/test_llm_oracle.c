@@ -126,6 +126,43 @@ static void test_deepseek_v3(void **state) { check_oracle("deepseek_v3", FM_LLM_
 static void test_bert(void **state) { check_oracle("bert", FM_LLM_BERT); }
 static void test_t5(void **state) { check_oracle("t5", FM_LLM_T5); }
 
+/* `--peers` on a mixture of experts says that FlopCounterMode's default in transformers 5
+ * counts the routed experts as 0; on a dense model it says nothing of experts. */
+static void peers_note(const char *arch_dir, bool moe)
+{
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_llm_config *cfg = calloc(1, sizeof(*cfg));
+    assert_non_null(cfg);
+    read_fixture_config(ctx, arch_dir, cfg);
+    struct fm_llm_build_opts o;
+    fm_llm_build_opts_init(&o);
+    o.seq = 32;
+    o.with_loss = true;
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_llm_build(ctx, cfg, &o, &g));
+    struct fm_counts *c = test_count(ctx, g, FM_MODE_TRAIN);
+    struct fm_peer_figures pf;
+    FM_ASSERT_OK(ctx, fm_peers(ctx, g, c, &pf));
+    for (int k = FM_PEER_FLOP_COUNTER_FWD; k <= FM_PEER_FLOP_COUNTER_BWD; k++) {
+        const char *note = pf.peer[k].note;
+        if (moe)
+            test_expect_in(note, "grouped_mm");
+        else
+            assert_null(strstr(note, "grouped_mm"));
+    }
+    fm_counts_free(c);
+    fm_graph_free(g);
+    free(cfg);
+    fm_ctx_free(ctx);
+}
+
+static void test_peers_moe_note(void **state)
+{
+    peers_note("mixtral", true);
+    peers_note("deepseek_v3", true);
+    peers_note("llama", false);
+}
+
 /* ---- the built-in configs ---- */
 
 /* Every built-in reads and builds; the sizes are the published ones (parameters as
@@ -339,6 +376,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_deepseek_v3),
         cmocka_unit_test(test_bert),
         cmocka_unit_test(test_t5),
+        cmocka_unit_test(test_peers_moe_note),
         cmocka_unit_test(test_builtins),
         cmocka_unit_test(test_bad_missing_field),
         cmocka_unit_test(test_bad_heads_divide_hidden),
