@@ -20,7 +20,8 @@ optimizer) at sequence 2048 and 8192, per token of the sequence:
              `model`
 
 The per-layer forward counts come from the CLI's `layers` (names are transformers' module
-paths) and `by_class`. A sequence beyond the model's max_position_embeddings is left out ("-").
+paths) and `by_class`. A sequence beyond the model's max_position_embeddings is left out; a
+model whose positions end below 2048 (GPT-2, BERT, T5) gets one row at its own maximum.
 
     /root/.cache/flopmeter/venv/bin/python tools/llm_flops_table.py [path/to/flopmeter]
 """
@@ -88,7 +89,8 @@ def max_pos(cfg):
 
 def count(cli, name, seq):
     out = subprocess.run([cli, "count", name, "--seq", str(seq), "--optimizer", "none",
-                          "--format", "json"], check=True, capture_output=True, text=True)
+                          "--by-module", "--format", "json"],
+                         check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 
@@ -122,11 +124,8 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     for name, _, _, _, cfg in BUILTINS:
         n = matmul_params(cfg)
-        for seq in SEQS:
-            if seq > max_pos(cfg):
-                print(f"| {name} | {seq} | - | - | - | - | - | - | beyond its "
-                      f"{max_pos(cfg)} positions |")
-                continue
+        seqs = [s for s in SEQS if s <= max_pos(cfg)] or [max_pos(cfg)]
+        for seq in seqs:
             r = per_token(cli, name, cfg, seq)
             six = 6 * n
             print(f"| {name} | {seq} | {g(r['model'])} | {g(r['products'])} | "
