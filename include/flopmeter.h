@@ -270,7 +270,8 @@ FM_API const char *fm_class_name(enum fm_class cls);
     X(RANDOM_UNIFORM_LIKE, random_uniform_like, "RandomUniformLike", ELEMENTWISE)               \
     X(RANDOM_NORMAL_LIKE, random_normal_like, "RandomNormalLike", ELEMENTWISE)                  \
     X(BERNOULLI, bernoulli, "Bernoulli", ELEMENTWISE)                                           \
-    X(MULTINOMIAL, multinomial, "Multinomial", OTHER)
+    X(MULTINOMIAL, multinomial, "Multinomial", OTHER)                                         \
+    X(GROUPED_MATMUL, grouped_matmul, "GroupedMatMul", MATMUL) /* matmul.c */
 #define FM_OP_ENUM_(ID, ...) FM_OP_##ID,
 enum fm_op { FM_OP_LIST(FM_OP_ENUM_) FM_OP_COUNT };
 #undef FM_OP_ENUM_
@@ -554,10 +555,19 @@ struct fm_load_opts {
     size_t n_values;
     const void *model_data;   /* an ONNX model in memory, read while loading; MODEL is then */
     size_t model_size;        /* only the graph's name. NULL: MODEL is a name or a file */
+    /* Language models (docs/zoo.md): a HuggingFace config.json at config, or MODEL naming a
+     * built-in config; zoo.batch sequences of seq tokens (0: 2048 or the model's maximum);
+     * T5's target length decoder_seq (0: seq); decode: one new token per sequence against a
+     * KV cache of seq tokens (inference) */
+    const char *config;
+    int64_t seq, decoder_seq;
+    bool decode;
 };
 FM_API void fm_load_opts_init(struct fm_load_opts *opts);
-/* Loads MODEL: with opts->model_data, the ONNX model in memory (MODEL names it); else a
- * path ending in .onnx (or an existing file) is read as ONNX, else a built-in is built. */
+/* Loads MODEL: with opts->model_data, the ONNX model in memory (MODEL names it); with
+ * opts->config, the language model of that config.json; else a path ending in .onnx (or an
+ * existing file) is read as ONNX, else a built-in (a language model's config or an
+ * architecture) is built. */
 FM_API enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model,
                                     const struct fm_load_opts *opts, struct fm_graph **out);
 /* The ONNX frontend (FM_ERR_UNSUPPORTED in a build without protobuf-c). */

@@ -312,6 +312,12 @@ def add_matmul_cases():
     v = Values("matmul_1d_lhs")
     case("matmul_1d_lhs", "MatMul", "train", lambda A, Bm: [torch.matmul(A, Bm)],
          [P("a", v.normal((4,))), P("b", v.normal((2, 4, 3)))])
+    # GroupedMatMul: each row against its expert's (M, K) matrix, Y[i] = X[i] W[idx[i]]^T
+    v = Values("grouped_matmul")
+    experts = torch.tensor([2, 0, 2, 1, 0, 2], dtype=torch.int64)
+    case("grouped_matmul", "GroupedMatMul", "train",
+         lambda X, W, ix: [torch.einsum("nk,nmk->nm", X, W[ix])],
+         [P("x", v.normal((6, 4))), P("w", v.normal((3, 5, 4), 0.3)), I("idx", experts)])
 
 
 # -- norm.c --

@@ -2,9 +2,54 @@
  * anything else is looked up among the built-in architectures. It only dispatches: both
  * frontends build the graph. */
 #include "flopmeter.h"
+#include "llm/llm.h"
+#include "../core/internal.h"
 
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+
+/* A language model: the config.json at opts->config, or the built-in config named model. */
+static enum fm_status load_llm(struct fm_ctx *ctx, const char *model,
+                               const struct fm_load_opts *opts, struct fm_graph **out)
+{
+    struct fm_llm_config *cfg = fm_alloc(ctx, sizeof(*cfg));
+    if (!cfg)
+        return fm_error(ctx, FM_ERR_NOMEM, "out of memory reading a language model's config");
+    enum fm_status st;
+    if (opts->config) {
+        char *text = NULL;
+        size_t len = 0;
+        st = fm_read_text(ctx, opts->config, "config file", 16, &text, &len);
+        if (!st)
+            st = fm_llm_config_parse(ctx, text, len, opts->config, cfg);
+        fm_dealloc(ctx, text);
+    } else {
+        st = fm_llm_config_builtin(ctx, model, cfg);
+    }
+    if (!st) {
+        struct fm_llm_build_opts bo;
+        fm_llm_build_opts_init(&bo);
+        bo.batch = opts->zoo.batch;
+        bo.seq = opts->seq;
+        bo.decoder_seq = opts->decoder_seq;
+        bo.dtype = opts->zoo.dtype;
+        bo.with_loss = opts->zoo.with_loss;
+        bo.decode = opts->decode;
+        st = fm_llm_build(ctx, cfg, &bo, out);
+    }
+    fm_dealloc(ctx, cfg);
+    return st;
+}
+
+static bool is_llm_builtin(const char *name)
+{
+    for (size_t i = 0; i < fm_llm_builtin_count(); i++) {
+        if (strcasecmp(fm_llm_builtin_name(i), name) == 0)
+            return true;
+    }
+    return false;
+}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -16,6 +61,11 @@ enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct
                              struct fm_graph **out)
 {
     *out = NULL;
+    struct fm_load_opts defaults;
+    if (!opts) {
+        fm_load_opts_init(&defaults);
+        opts = &defaults;
+    }
     /* in memory: no file to look for, and a name that happens to be a built-in's stays a name */
     if (opts && opts->model_data) {
         if (opts->model_size == 0)
@@ -24,6 +74,10 @@ enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct
         return fm_onnx_load_buffer(ctx, opts->model_data, opts->model_size,
                                    model && *model ? model : "model", opts, out);
     }
+    if (opts && opts->config)
+        return load_llm(ctx, model, opts, out);
+    if (model && is_llm_builtin(model))
+        return load_llm(ctx, model, opts, out);
     if (!model || !*model)
         return fm_error(ctx, FM_ERR_INVALID, "no model given: name a built-in model "
                                              "(flopmeter models) or an .onnx file");

@@ -233,6 +233,50 @@ static enum fm_status matmul_cost(struct fm_cost_call *call)
     return FM_OK;
 }
 
+/* ---- GroupedMatMul: X (N, K) rows already routed to their experts, W (E, M, K) the experts'
+ * weights stacked as HF stores them (MixtralExperts.gate_up_proj (E, 2F, H), down_proj
+ * (E, H, F)), idx (N) int: the expert of each row -> (N, M), Y[i] = X[i] W[idx[i]]^T. Each row meets one expert's (M, K) matrix, so the product is N*K*M MACs
+ * however many experts there are: the count of a mixture-of-experts layer follows the routed
+ * tokens (top-k x tokens), not experts x tokens. dX and dW are one such product each. ---- */
+
+static enum fm_status grouped_matmul_shape(struct fm_shape_call *call)
+{
+    const struct fm_node *n = call->node;
+    enum fm_status st = fm_shape_expect_rank(call, 0, 2, 2);
+    if (!st)
+        st = fm_shape_expect_rank(call, 1, 3, 3);
+    if (st)
+        return st;
+    const struct fm_shape *x = &call->in[0]->shape, *w = &call->in[1]->shape;
+    if (x->dims[1] != w->dims[2])
+        return fm_error(call->ctx, FM_ERR_SHAPE,
+                        "layer '%s' (GroupedMatMul): rows have %lld features but the experts' "
+                        "weights (E, M, K) expect %lld",
+                        n->name, (long long)x->dims[1], (long long)w->dims[2]);
+    if (n->n_in > 2 && call->in[2]) {
+        const struct fm_tensor *idx = call->in[2];
+        if (fm_dtype_is_float(idx->dtype) || idx->shape.rank != 1 ||
+            idx->shape.dims[0] != x->dims[0])
+            return fm_error(call->ctx, FM_ERR_SHAPE,
+                            "layer '%s' (GroupedMatMul): the expert indices must be %lld "
+                            "integers, one per row",
+                            n->name, (long long)x->dims[0]);
+    }
+    call->out_shape[0] = (struct fm_shape){2, {x->dims[0], w->dims[1]}};
+    return FM_OK;
+}
+
+static enum fm_status grouped_matmul_cost(struct fm_cost_call *call)
+{
+    const struct fm_shape *x = &call->in[0]->shape, *w = &call->in[1]->shape;
+    uint64_t macs = fm_cmul3(&call->ovf, (uint64_t)x->dims[0], (uint64_t)w->dims[2],
+                             (uint64_t)w->dims[1]);
+    product_cost(call, macs, 0, 1, -1, 0);
+    return FM_OK;
+}
+
 const struct fm_op_desc fm_op_linear_desc = {2, 3, 1, linear_shape, linear_cost};
 const struct fm_op_desc fm_op_gemm_desc = {2, 3, 1, gemm_shape, gemm_cost};
 const struct fm_op_desc fm_op_matmul_desc = {2, 2, 1, matmul_shape, matmul_cost};
+const struct fm_op_desc fm_op_grouped_matmul_desc = {2, 3, 1, grouped_matmul_shape,
+                                                     grouped_matmul_cost};

@@ -251,6 +251,23 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
                                 "output format (default table; csv and json print exact "
                                 "integers)",
                                 NULL, NULL};
+    out[n++] = (struct cli_opt){"config", CLI_STRING, &m->config, NULL, "FILE",
+                                "a language model from its HuggingFace config.json (MODEL is "
+                                "then only its name; docs/zoo.md): --batch sequences of --seq "
+                                "tokens",
+                                NULL, NULL};
+    out[n++] = (struct cli_opt){"seq", CLI_INT, &m->seq, NULL, "N",
+                                "language models: tokens per sequence (default 2048, or the "
+                                "model's maximum if smaller); with --decode the KV cache's length",
+                                NULL, NULL};
+    out[n++] = (struct cli_opt){"decoder-seq", CLI_INT, &m->decoder_seq, NULL, "N",
+                                "encoder-decoder language models (T5): target tokens (default "
+                                "--seq)",
+                                NULL, NULL};
+    out[n++] = (struct cli_opt){"decode", CLI_FLAG, &m->decode, NULL, NULL,
+                                "language models: one decoding step, a new token per sequence "
+                                "against a KV cache of --seq tokens (implies --infer)",
+                                NULL, NULL};
     return n;
 }
 
@@ -430,7 +447,15 @@ int cli_session_opts(struct fm_ctx *ctx, const struct cli_model_opts *m,
     lo->zoo.dtype = m->dtype;
     lo->batch_given = m->batch_given;
     lo->dtype_given = m->dtype_given;
-    o->count.mode = m->infer ? FM_MODE_INFER : FM_MODE_TRAIN;
+    lo->config = m->config;
+    lo->seq = m->seq;
+    lo->decoder_seq = m->decoder_seq;
+    lo->decode = m->decode;
+    if (m->decode && m->train) {
+        fprintf(stderr, "flopmeter: --decode counts an inference step: drop --train\n");
+        return FM_EXIT_USAGE;
+    }
+    o->count.mode = m->infer || m->decode ? FM_MODE_INFER : FM_MODE_TRAIN;
     o->count.optimizer = m->optimizer;
     o->loss_on = m->loss_on;
     if (m->infer && m->optimizer_given)

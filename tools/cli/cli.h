@@ -109,8 +109,11 @@ struct cli_model_opts {
     const char *loss_on;        /* --loss-on NAME: the output the loss is added to */
     const char *values[16];     /* --value NAME=V[,V...] (repeatable): an ONNX input's contents */
     int n_values;
+    const char *config;         /* --config FILE: a HuggingFace config.json */
+    int64_t seq, decoder_seq;   /* --seq N, --decoder-seq N: tokens per sequence */
+    bool decode;                /* --decode: one token against a KV cache of --seq tokens */
 };
-#define CLI_MODEL_OPTS_MAX 11
+#define CLI_MODEL_OPTS_MAX 15
 /* Fills out[] with the model options pointing into m (with defaults set); returns how many. */
 int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out);
 

@@ -56,10 +56,18 @@ int cmd_count(struct cli_run *run, int argc, char **argv)
                                  "what fvcore, ptflops, thop, pthflops, FlopCounterMode and "
                                  "torchvision would print",
                                  NULL, NULL};
-    const char *pos[1];
-    int r = cli_parse("count", "MODEL [options]", description, opts, argc, argv, pos, 1, 1);
+    const char *pos[1] = {NULL};
+    int r = cli_parse("count", "MODEL [options] | --config FILE [options]", description, opts,
+                      argc, argv, pos, 0, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
+    if (!pos[0] && !m.config) {
+        fprintf(stderr, "flopmeter count: name a MODEL (flopmeter models lists them), an .onnx "
+                        "file, or a language model's --config FILE\n");
+        return FM_EXIT_USAGE;
+    }
+    if (!pos[0])
+        pos[0] = m.config;
     if (peers && m.format == FM_FORMAT_CSV) {
         fprintf(stderr, "flopmeter count: --peers goes with the table or JSON, not CSV\n");
         return FM_EXIT_USAGE;

@@ -39,6 +39,12 @@ static const struct {
     {"fm_zoo_opts.dtype", "--dtype"},
     {"fm_load_opts.bindings", "--input"},
     {"fm_load_opts.values", "--value"},
+    {"fm_load_opts.config", "--config"},
+    {"fm_load_opts.seq", "--seq"},
+    {"fm_load_opts.decoder_seq", "--decoder-seq"},
+    {"fm_load_opts.decode", "--decode"},
+    {"fm_llm_build_opts.seq", "--seq"},
+    {"fm_llm_build_opts.batch", "--batch"},
     {"fm_measure_opts.steps", "--steps"},
     {"fm_measure_opts.warmup", "--warmup"},
     {"fm_measure_opts.threads", "--threads"},
@@ -84,8 +90,11 @@ static int field_at(const char *text, size_t i, size_t n)
     if (i > 0 && (word_char(text[i - 1]) || text[i - 1] == '.'))
         return -1;
     for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+        /* two characters before strlen and memcmp: this runs on every character written */
+        if (flags[k].field[0] != text[i] || i + 1 == n || flags[k].field[1] != text[i + 1])
+            continue;
         size_t len = strlen(flags[k].field);
-        if (flags[k].field[0] == text[i] && len <= n - i &&
+        if (len <= n - i &&
             memcmp(text + i, flags[k].field, len) == 0 &&
             (i + len == n || !word_char(text[i + len])))
             return (int)k;

@@ -1,0 +1,235 @@
+/* The encoder models: BertForMaskedLM (embeddings of words, positions and token types with a
+ * LayerNorm; post-norm layers; the MLM head's transform and the decoder tied to the word
+ * embeddings, with its own bias) and T5ForConditionalGeneration (shared embeddings, pre-norm
+ * T5LayerNorm blocks, the relative position bias of the first block's self-attention looked
+ * up once per stack and added to the scores of every layer, cross-attention in the decoder,
+ * the decoder output scaled by d_model^-0.5 before the tied lm_head), module paths as HF's.
+ *
+ * Not built: T5 decoding against a cache (the encoder output's cross-attention K/V and the
+ * decoder's self-attention cache) is refused by the caller; the relative-position bucket
+ * arithmetic (integer logs on an Sq x Sk grid) is an input, not counted. */
+#include "build_nn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static fm_tid heads_of(struct lm *m, const char *name, fm_tid x, int64_t s, int64_t n, int64_t d)
+{
+    int64_t dims[4] = {m->batch, s, n, d};
+    char nm[64];
+    snprintf(nm, sizeof(nm), "%s_view", name);
+    x = lm_reshape(m, nm, x, 4, dims);
+    snprintf(nm, sizeof(nm), "%s_transpose", name);
+    return lm_transpose(m, nm, x, 1, 2);
+}
+
+static fm_tid merge_heads(struct lm *m, fm_tid x, int64_t s)
+{
+    const struct fm_shape *sh = lm_shape(m, x);
+    int64_t n = sh->dims[1], d = sh->dims[3];
+    x = lm_transpose(m, "attn_output_transpose", x, 1, 2);
+    int64_t dims[3] = {m->batch, s, n * d};
+    return lm_reshape(m, "attn_output_reshape", x, 3, dims);
+}
+
+/* q from xq (sq tokens), k and v from xkv (sk tokens); bias: an additive score bias or none */
+static fm_tid mha(struct lm *m, fm_tid xq, fm_tid xkv, int64_t sq, int64_t sk, bool causal,
+                  fm_tid bias, const char *const names[4], bool proj_bias, double scale)
+{
+    const struct fm_llm_config *c = m->c;
+    int64_t inner = c->heads * c->head_dim;
+    fm_tid q = lm_linear(m, names[0], xq, inner, proj_bias);
+    fm_tid k = lm_linear(m, names[1], xkv, inner, proj_bias);
+    fm_tid v = lm_linear(m, names[2], xkv, inner, proj_bias);
+    q = heads_of(m, "query", q, sq, c->heads, c->head_dim);
+    k = heads_of(m, "key", k, sk, c->heads, c->head_dim);
+    v = heads_of(m, "value", v, sk, c->heads, c->head_dim);
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.scale = scale;
+    if (causal)
+        a.flags |= FM_ATTR_CAUSAL;
+    fm_tid in[4] = {q, k, v, bias};
+    fm_tid y = lm_node(m, FM_OP_ATTENTION, "attention", &a, in, bias == FM_NONE ? 3 : 4);
+    y = merge_heads(m, y, sq);
+    if (!names[3])
+        return y;
+    return lm_linear(m, names[3], y, c->hidden, proj_bias);
+}
+
+enum fm_status lm_build_bert(struct lm *m, fm_tid ids, fm_tid *logits)
+{
+    const struct fm_llm_config *c = m->c;
+    int64_t s = m->seq, h = c->hidden;
+    lm_push(m, "bert.embeddings");
+    int64_t wd[2] = {c->vocab, h}, pd[2] = {c->max_pos, h}, td[2] = {c->type_vocab, h};
+    lm_push(m, "word_embeddings");
+    fm_tid wte = lm_param(m, "weight", FM_ROLE_PARAM, 2, wd);
+    lm_pop(m);
+    lm_push(m, "position_embeddings");
+    fm_tid wpe = lm_param(m, "weight", FM_ROLE_PARAM, 2, pd);
+    lm_pop(m);
+    fm_tid in[2] = {ids, wte};
+    fm_tid x = lm_node(m, FM_OP_EMBEDDING, "word_embeddings", NULL, in, 2);
+    if (c->type_vocab > 0) {
+        lm_push(m, "token_type_embeddings");
+        fm_tid wtt = lm_param(m, "weight", FM_ROLE_PARAM, 2, td);
+        lm_pop(m);
+        int64_t idd[2] = {m->batch, s};
+        fm_tid tt = lm_input(m, "token_type_ids", FM_DTYPE_INT64, 2, idd);
+        fm_tid in2[2] = {tt, wtt};
+        fm_tid e = lm_node(m, FM_OP_EMBEDDING, "token_type_embeddings", NULL, in2, 2);
+        x = fm_nn_add(&m->nn, "add", x, e);
+    }
+    int64_t sd[2] = {1, s};
+    fm_tid pos = lm_input(m, "position_ids", FM_DTYPE_INT64, 2, sd);
+    fm_tid in3[2] = {pos, wpe};
+    fm_tid p = lm_node(m, FM_OP_EMBEDDING, "position_embeddings", NULL, in3, 2);
+    x = fm_nn_add(&m->nn, "add_1", x, p);
+    x = lm_norm(m, "LayerNorm", x, false, true);
+    lm_pop(m);
+    static const char *const qkv[4] = {"query", "key", "value", NULL};
+    for (int i = 0; i < c->layers && !m->nn.st; i++) {
+        lm_push(m, "bert.encoder.layer.%d", i);
+        lm_push(m, "attention");
+        lm_push(m, "self");
+        fm_tid y = mha(m, x, x, s, s, false, FM_NONE, qkv, true, 0.0);
+        lm_pop(m);
+        lm_push(m, "output");
+        y = lm_linear(m, "dense", y, h, true);
+        y = fm_nn_add(&m->nn, "add", y, x);
+        x = lm_norm(m, "LayerNorm", y, false, true);
+        lm_pop(m);
+        lm_pop(m);
+        lm_push(m, "intermediate");
+        y = lm_linear(m, "dense", x, c->ffn, true);
+        y = lm_act(m, "intermediate_act_fn", c->act, y);
+        lm_pop(m);
+        lm_push(m, "output");
+        y = lm_linear(m, "dense", y, h, true);
+        y = fm_nn_add(&m->nn, "add", y, x);
+        x = lm_norm(m, "LayerNorm", y, false, true);
+        lm_pop(m);
+        lm_pop(m);
+    }
+    lm_push(m, "cls.predictions");
+    lm_push(m, "transform");
+    x = lm_linear(m, "dense", x, h, true);
+    x = lm_act(m, "transform_act_fn", c->act, x);
+    x = lm_norm(m, "LayerNorm", x, false, true);
+    lm_pop(m);
+    int64_t vd = c->vocab;
+    fm_tid bias = lm_param(m, "bias", FM_ROLE_PARAM, 1, &vd);
+    fm_tid in4[3] = {x, wte, bias};
+    x = lm_node(m, FM_OP_LINEAR, "decoder", NULL, in4, 3);
+    lm_pop(m);
+    *logits = x;
+    return m->nn.st;
+}
+
+/* the relative position bias (1, heads, sq, sk): an embedding lookup of the bucket ids */
+static fm_tid position_bias(struct lm *m, const char *stack, int64_t sq, int64_t sk)
+{
+    const struct fm_llm_config *c = m->c;
+    char nm[96];
+    snprintf(nm, sizeof(nm), "%s.relative_position_bucket", stack);
+    int64_t bd[2] = {sq, sk};
+    fm_tid buckets = lm_input(m, nm, FM_DTYPE_INT64, 2, bd);
+    int64_t wd[2] = {c->rel_buckets, c->heads};
+    lm_push(m, "relative_attention_bias");
+    fm_tid w = lm_param(m, "weight", FM_ROLE_PARAM, 2, wd);
+    lm_pop(m);
+    fm_tid in[2] = {buckets, w};
+    fm_tid b = lm_node(m, FM_OP_EMBEDDING, "relative_attention_bias", NULL, in, 2);
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.nints = 3;
+    a.ints[0] = 2;
+    a.ints[1] = 0;
+    a.ints[2] = 1;
+    b = lm_node(m, FM_OP_TRANSPOSE, "position_bias_permute", &a, &b, 1);
+    int64_t d4[4] = {1, c->heads, sq, sk};
+    return lm_reshape(m, "position_bias", b, 4, d4);
+}
+
+static fm_tid t5_ff(struct lm *m, fm_tid x)
+{
+    const struct fm_llm_config *c = m->c;
+    fm_tid y = lm_norm(m, "layer_norm", x, true, false);
+    lm_push(m, "DenseReluDense");
+    if (c->gated_mlp) {
+        fm_tid g = lm_linear(m, "wi_0", y, c->ffn, false);
+        g = lm_act(m, "act", c->act, g);
+        fm_tid u = lm_linear(m, "wi_1", y, c->ffn, false);
+        y = fm_nn_mul(&m->nn, "mul", g, u);
+    } else {
+        y = lm_linear(m, "wi", y, c->ffn, false);
+        y = lm_act(m, "act", c->act, y);
+    }
+    y = lm_linear(m, "wo", y, c->hidden, false);
+    lm_pop(m);
+    return fm_nn_add(&m->nn, "add", x, y);
+}
+
+enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t dec_seq, fm_tid *logits)
+{
+    const struct fm_llm_config *c = m->c;
+    if (m->decode)
+        return fm_error(m->nn.ctx, FM_ERR_UNSUPPORTED,
+                        "%s: decoding T5 against a cache is not built; count the prefill "
+                        "(fm_llm_build_opts.decode false)",
+                        c->name);
+    int64_t s = m->seq, h = c->hidden;
+    static const char *const sa[4] = {"q", "k", "v", "o"};
+    int64_t wd[2] = {c->vocab, h};
+    fm_tid shared = lm_param(m, "shared.weight", FM_ROLE_PARAM, 2, wd);
+    fm_tid in[2] = {ids, shared};
+    fm_tid x = lm_node(m, FM_OP_EMBEDDING, "encoder.embed_tokens", NULL, in, 2);
+    fm_tid bias = FM_NONE;
+    for (int i = 0; i < c->layers && !m->nn.st; i++) {
+        lm_push(m, "encoder.block.%d.layer.0", i);
+        fm_tid y = lm_norm(m, "layer_norm", x, true, false);
+        lm_push(m, "SelfAttention");
+        if (i == 0)
+            bias = position_bias(m, "encoder", s, s);
+        y = mha(m, y, y, s, s, false, bias, sa, false, 1.0);   /* T5: no 1/sqrt(d) */
+        lm_pop(m);
+        x = fm_nn_add(&m->nn, "add", x, y);
+        lm_pop(m);
+        lm_push(m, "encoder.block.%d.layer.1", i);
+        x = t5_ff(m, x);
+        lm_pop(m);
+    }
+    fm_tid enc = lm_norm(m, "encoder.final_layer_norm", x, true, false);
+    int64_t dd[2] = {m->batch, dec_seq};
+    fm_tid dids = lm_input(m, "decoder_input_ids", FM_DTYPE_INT64, 2, dd);
+    fm_tid in2[2] = {dids, shared};
+    x = lm_node(m, FM_OP_EMBEDDING, "decoder.embed_tokens", NULL, in2, 2);
+    for (int i = 0; i < c->decoder_layers && !m->nn.st; i++) {
+        lm_push(m, "decoder.block.%d.layer.0", i);
+        fm_tid y = lm_norm(m, "layer_norm", x, true, false);
+        lm_push(m, "SelfAttention");
+        if (i == 0)
+            bias = position_bias(m, "decoder", dec_seq, dec_seq);
+        y = mha(m, y, y, dec_seq, dec_seq, true, bias, sa, false, 1.0);
+        lm_pop(m);
+        x = fm_nn_add(&m->nn, "add", x, y);
+        lm_pop(m);
+        lm_push(m, "decoder.block.%d.layer.1", i);
+        y = lm_norm(m, "layer_norm", x, true, false);
+        lm_push(m, "EncDecAttention");
+        y = mha(m, y, enc, dec_seq, s, false, FM_NONE, sa, false, 1.0);
+        lm_pop(m);
+        x = fm_nn_add(&m->nn, "add", x, y);
+        lm_pop(m);
+        lm_push(m, "decoder.block.%d.layer.2", i);
+        x = t5_ff(m, x);
+        lm_pop(m);
+    }
+    x = lm_norm(m, "decoder.final_layer_norm", x, true, false);
+    x = lm_scale(m, "decoder_output_scale", x, 1.0 / sqrt((double)h));
+    fm_tid in3[2] = {x, shared};
+    *logits = lm_node(m, FM_OP_LINEAR, "lm_head", NULL, in3, 2);
+    return m->nn.st;
+}
