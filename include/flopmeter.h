@@ -1307,7 +1307,8 @@ FM_API const char *fm_measured_how(const struct fm_measured *m);
 enum fm_recompute { FM_RECOMPUTE_NONE = 0, FM_RECOMPUTE_SELECTIVE, FM_RECOMPUTE_FULL };
 /* 0 in a size means "the default" (docs/plan.md). */
 struct fm_plan_opts {
-    const char *model;            /* an LLM config by name */
+    const char *model;            /* an LLM config by name, or: */
+    const char *config_path;      /* a HuggingFace config.json */
     const char *devices_file, *device, *cluster;   /* cluster: built-in name or file */
     enum fm_precision precision;  /* bf16 (default) or fp8: the matmuls at the fp8 peak */
     int64_t gpus, tp, pp, dp, cp, ep, interleave, micro_batch, global_batch, seq;

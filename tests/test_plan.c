@@ -6,6 +6,7 @@
  * 4,096 GPUs, and the CLI. */
 #include "support.h"
 #include "analysis/plan.h"
+#include "frontend/llm/llm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -330,6 +331,74 @@ static void test_search_speed(void **state)
     fm_ctx_free(ctx);
 }
 
+/* The plan's per-rank work against the graph of the config sharded as the plan shards it
+ * (heads, kv heads, MLP and vocabulary by tp), built by fm_llm_build and counted by fm_count:
+ * linear, attention-product and logits MACs and the parameters, exactly. */
+static void check_against_graph(const char *model, int tp)
+{
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_llm_config cfg, shard;
+    FM_ASSERT_OK(ctx, fm_llm_config_builtin(ctx, model, &cfg));
+    shard = cfg;
+    shard.heads /= tp;
+    shard.kv_heads = cfg.kv_heads >= tp ? cfg.kv_heads / tp : 1;
+    shard.ffn /= tp;
+    shard.moe_ffn /= tp;
+    shard.shared_ffn /= tp;
+    shard.vocab /= tp;
+    const int64_t seq = 128;
+    struct fm_llm_build_opts bo;
+    fm_llm_build_opts_init(&bo);
+    bo.seq = seq;
+    bo.dtype = FM_DTYPE_BF16;
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_llm_build(ctx, &shard, &bo, &g));
+    struct fm_counts *counts = test_count(ctx, g, FM_MODE_TRAIN);
+    double macs = (double)fm_work_macs(&counts->by_class[FM_CLASS_MATMUL][FM_PHASE_FWD]) +
+                  (double)fm_work_macs(&counts->by_class[FM_CLASS_ATTENTION][FM_PHASE_FWD]);
+
+    struct fm_devices *devs = NULL;
+    const struct fm_device *dev = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_builtin(ctx, &devs));
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
+    struct fm_cluster cl;
+    FM_ASSERT_OK(ctx, fm_cluster_builtin(ctx, "dgx-h100", &cl));
+    struct fm_plan_env env = {.cfg = &cfg, .dev = dev, .cluster = &cl,
+                              .precision = FM_PREC_BF16, .gpus = tp, .grad_bytes = 4,
+                              .flash = true, .ppp_compute = 0.6, .ppp_memory = 0.7,
+                              .ppp_comm = 0.7, .vocab = cfg.vocab};
+    struct fm_plan_cfg c = {.tp = tp, .pp = 1, .dp = 1, .cp = 1, .ep = 1, .v = 1, .mb = 1,
+                            .gb = 1, .m = 1, .seq = seq};
+    double flops, params;
+    fm_plan_rank_work(&env, &c, &flops, &params);
+    if (2.0 * macs != flops * (double)seq)
+        fail_msg("%s tp %d: graph %.0f FLOPs, plan %.0f", model, tp, 2.0 * macs,
+                 flops * (double)seq);
+    if ((double)counts->params != params)
+        fail_msg("%s tp %d: graph %llu parameters, plan %.0f", model, tp,
+                 (unsigned long long)counts->params, params);
+    if (tp == 1) {
+        uint64_t total, non_emb;
+        fm_llm_params(&cfg, &total, &non_emb);
+        assert_true((double)total == params);
+    }
+    fm_counts_free(counts);
+    fm_graph_free(g);
+    fm_devices_free(devs);
+    fm_ctx_free(ctx);
+}
+
+static void test_rank_work_matches_graph(void **state)
+{
+    (void)state;
+    check_against_graph("llama-3.1-8b", 1);
+    check_against_graph("llama-3.1-8b", 4);
+    check_against_graph("qwen2.5-7b", 1);
+    check_against_graph("gpt2", 1);
+    check_against_graph("mixtral-8x7b", 1);
+    check_against_graph("mixtral-8x7b", 2);
+}
+
 static void test_cli(void **state)
 {
     (void)state;
@@ -357,7 +426,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_memory_by_hand), cmocka_unit_test(test_activations_tp),
         cmocka_unit_test(test_in_flight),      cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_cluster_file),   cmocka_unit_test(test_search_speed),
-        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_rank_work_matches_graph), cmocka_unit_test(test_cli),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -289,6 +289,20 @@ static void stage_costs(const struct fm_plan_env *env, const struct fm_plan_cfg 
     s->logits_act = 8.0 * vr;   /* fp32 logits and their gradient, one micro-batch */
 }
 
+void fm_plan_rank_work(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
+                       double *fwd_flops_per_token, double *params)
+{
+    struct fm_plan_cfg one = *c;
+    struct stage_cost st[FM_LLM_MAX_LAYERS];
+    stage_costs(env, &one, st);
+    *fwd_flops_per_token = 0;
+    *params = 0;
+    for (int s = 0; s < c->pp; s++) {
+        *fwd_flops_per_token += st[s].mm + st[s].core + st[s].logits_mm;
+        *params += st[s].params + st[s].params_exp;
+    }
+}
+
 /* Forward time of one micro-batch's work on a stage, and its attention core's part. */
 static double compute_time(const struct fm_plan_env *env, double flops, double bytes)
 {

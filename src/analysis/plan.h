@@ -92,6 +92,11 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
 /* Evaluates a checked plan. */
 void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *cfg,
                   struct fm_plan_eval *out);
+/* What one rank of a pp = 1 plan holds and computes: forward FLOPs of its linear layers,
+ * attention products and logits per local token, and its parameters (the graph of the sharded
+ * config counts the same: tests/test_plan.c). */
+void fm_plan_rank_work(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
+                       double *fwd_flops_per_token, double *params);
 /* Pipeline bubble as a fraction of the ideal time: (p-1)/(v m) (Narayanan et al. 2021). */
 double fm_plan_bubble_fraction(int p, int v, int64_t m);
 /* Bytes of model state per parameter on one GPU: bf16 weights, grads of grad_bytes, fp32 master

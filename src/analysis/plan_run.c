@@ -38,12 +38,37 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
     p->ctx = ctx;
     p->opts = *o;
     enum fm_status st = FM_OK;
-    if (!o->model || !*o->model) {
-        st = fm_error(ctx, FM_ERR_INVALID, "a plan needs a model (fm_plan_opts.model)");
+    if (o->config_path) {
+        char *text = NULL;
+        size_t len = 0;
+        st = fm_read_text(ctx, o->config_path, "config", 16, &text, &len);
+        if (!st)
+            st = fm_llm_config_parse(ctx, text, len, o->config_path, &p->model);
+        fm_dealloc(ctx, text);
+        if (st)
+            goto fail;
+    } else if (!o->model || !*o->model) {
+        st = fm_error(ctx, FM_ERR_INVALID, "a plan needs a model (fm_plan_opts.model or "
+                                           "fm_plan_opts.config_path)");
+        goto fail;
+    } else if ((st = fm_plan_model(ctx, o->model, &p->model))) {
         goto fail;
     }
-    if ((st = fm_plan_model(ctx, o->model, &p->model)))
+    /* what the per-rank model below covers: decoders with multi-head (grouped) attention */
+    if (p->model.arch == FM_LLM_T5 || p->model.arch == FM_LLM_BERT ||
+        p->model.kv_lora_rank > 0) {
+        st = fm_error(ctx, FM_ERR_UNSUPPORTED,
+                      "a plan of %s (%s) is not modelled yet: plans cover decoder-only models "
+                      "with multi-head or grouped-query attention (no encoder-decoder, no "
+                      "masked LM, no multi-head latent attention)",
+                      p->model.name, fm_llm_arch_name(p->model.arch));
         goto fail;
+    }
+    if (p->model.layers > FM_LLM_MAX_LAYERS) {
+        st = fm_error(ctx, FM_ERR_INVALID, "%s has %lld layers, more than %d", p->model.name,
+                      (long long)p->model.layers, FM_LLM_MAX_LAYERS);
+        goto fail;
+    }
     if (o->gpus < 1 || o->gpus > 1048576) {
         st = fm_error(ctx, FM_ERR_INVALID,
                       "fm_plan_opts.gpus must be between 1 and 1048576, got %lld",

@@ -51,6 +51,8 @@ int cmd_plan(struct cli_run *run, int argc, char **argv)
     bool bf16_grads = false;
     double tokens = 0;
     struct cli_opt opts[] = {
+        {"config", CLI_STRING, &o.config_path, NULL, "FILE",
+         "a HuggingFace config.json instead of MODEL", NULL, NULL},
         {"gpus", CLI_INT, &o.gpus, NULL, "N", "GPUs in all (required)", NULL, NULL},
         {"device", CLI_STRING, &o.device, NULL, "NAME",
          "the GPU (a device-table name; default: the cluster's)", NULL, NULL},
@@ -102,12 +104,22 @@ int cmd_plan(struct cli_run *run, int argc, char **argv)
          "output format (default table)", NULL, NULL},
         {0},
     };
-    const char *pos[1];
-    int r = cli_parse("plan", "MODEL --gpus N (--device NAME | --cluster NAME|FILE) [options]",
-                      description, opts, argc, argv, pos, 1, 1);
+    const char *pos[1] = {NULL};
+    int r = cli_parse("plan", "MODEL|--config FILE --gpus N (--device NAME | --cluster NAME|FILE) "
+                             "[options]",
+                      description, opts, argc, argv, pos, 0, 1);
     if (r)
         return r < 0 ? FM_EXIT_OK : r;
     o.model = pos[0];
+    if (!o.model && !o.config_path) {
+        fprintf(stderr, "flopmeter plan: give MODEL or --config FILE\n(see flopmeter plan "
+                        "--help)\n");
+        return FM_EXIT_USAGE;
+    }
+    if (o.model && o.config_path) {
+        fprintf(stderr, "flopmeter plan: give MODEL or --config FILE, not both\n");
+        return FM_EXIT_USAGE;
+    }
     o.precision = prec.precision;
     o.grad_bytes = bf16_grads ? 2 : 4;
     o.tokens = tokens;

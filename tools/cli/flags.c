@@ -61,6 +61,7 @@ static const struct {
     {"fm_calib_samples_load", "flopmeter calibrate --samples"},
     /* fm_plan_opts */
     {"fm_plan_opts.model", "MODEL"},
+    {"fm_plan_opts.config_path", "--config"},
     {"fm_plan_opts.gpus", "--gpus"},
     {"fm_plan_opts.device", "--device"},
     {"fm_plan_opts.cluster", "--cluster"},
