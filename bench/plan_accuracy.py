@@ -3,7 +3,8 @@
 
 Each row is a configuration whose paper reports the parallel plan and the throughput it
 achieved. flopmeter predicts the step time from the plan alone, with ONE set of efficiency
-fractions for every row (PALEO's defaults unless --ppp-* are given here, the same for all rows);
+fractions for every row (plan's defaults: 75% of the tensor peak, 72% of memory and link
+bandwidth; --ppp-* here changes them for all rows at once);
 the predicted per-GPU throughput is then computed in the source's own FLOP convention and
 compared with the reported figure.
 
@@ -19,6 +20,15 @@ Sources:
   K22: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
        tables 3 and 5 (MFU): 72 B s l h^2 (1 + s/6h + V/12lh) model FLOPs per step, selective
        recomputation with sequence parallelism, data-parallel size 1, micro-batch 1.
+  L3:  Dubey et al. 2024, "The Llama 3 Herd of Models", table 4: Llama 3 405B on 8,192 and
+       16,384 H100s (TP 8, PP 16, CP 1 or 16), BF16 MFU. Not in the headline: the paper does not
+       give the interleaving depth v of its modified schedule, which moves the bubble by 2-3x,
+       so the rows are shown at v = 1 and at the deepest v the 128 stage slots allow (8), with
+       FSDP-style sharding of gradients and optimizer states (ZeRO-2), sequence parallelism,
+       no recomputation, the embedding and head each in a layer's slot (--balance-embedding).
+  ZeRO: Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+       Models", table 1: per-GPU model-state memory of a 7.5B model (K = 12, fp16 gradients)
+       at data-parallel size 64, for ZeRO stages 0-3 (here the 7.47B megatron-gpt-7.5b).
 """
 import argparse
 import json
@@ -105,6 +115,37 @@ def main():
                                      j["memory_per_gpu_bytes"] / 1e9))
     print("\n%d rows: median |error| %.1f%%, largest %.1f%%" % (
         len(errs), 100 * statistics.median(errs), 100 * max(errs)))
+
+    print("\nLlama 3 405B (Dubey et al. 2024, table 4), BF16 MFU:")
+    l3 = [(8192, 1, 2048, 8192, 0.43), (16384, 1, 2048, 8192, 0.41),
+          (16384, 16, 128, 131072, 0.38)]
+    for gpus, cp, gb, seq, mfu in l3:
+        preds = []
+        for v in (1, 8):
+            cmd = [a.flopmeter, "plan", "llama-3.1-405b", "--gpus", str(gpus), "--device", "h100",
+                   "--tp", "8", "--pp", "16", "--cp", str(cp), "--global-batch", str(gb),
+                   "--seq", str(seq), "--zero", "2", "--sequence-parallel",
+                   "--balance-embedding", "--interleave", str(v), "--format", "json"] + ppp
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode:
+                sys.exit("flopmeter failed: %s\n%s" % (" ".join(cmd), out.stderr))
+            j = json.loads(out.stdout)
+            preds.append((j["mfu"], j["memory_per_gpu_bytes"], j["fits"]))
+        print("  %5d GPUs cp %-2d seq %6d: reported %.0f%%; predicted %.1f%% at v=1 (%+.0f%%, "
+              "%.1f GB), %.1f%% at v=8 (%+.0f%%, %.1f GB)" % (
+                  gpus, cp, seq, 100 * mfu, 100 * preds[0][0], 100 * (preds[0][0] / mfu - 1),
+                  preds[0][1] / 1e9, 100 * preds[1][0], 100 * (preds[1][0] / mfu - 1),
+                  preds[1][1] / 1e9))
+
+    print("\nZeRO (Rajbhandari et al. 2020, table 1): 7.5B model, 64 GPUs, model states per GPU")
+    for zero, paper in ((0, 120.0), (1, 31.4), (2, 16.6), (3, 1.88)):
+        cmd = [a.flopmeter, "plan", "megatron-gpt-7.5b", "--gpus", "64", "--device", "a100",
+               "--global-batch", "64", "--bf16-grads", "--zero", str(zero), "--format", "json"]
+        j = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+        m = j["memory"]
+        states = (m["weights_bytes"] + m["gradients_bytes"] + m["optimizer_bytes"]) / 1e9
+        print("  ZeRO-%d: paper %.2f GB, flopmeter %.2f GB (%+.1f%%; %.3fB parameters)" % (
+            zero, paper, states, 100 * (states / paper - 1), j["params_per_gpu"] / 1e9))
 
 
 if __name__ == "__main__":

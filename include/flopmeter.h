@@ -1318,7 +1318,7 @@ struct fm_plan_opts {
     enum fm_recompute recompute;
     int grad_bytes;               /* 4: fp32 gradients (default), 2: bf16 */
     double tokens;                /* training tokens for time and GPU-hours (0: none) */
-    double ppp_compute, ppp_memory, ppp_comm;   /* PALEO's fractions of the peaks */
+    double ppp_compute, ppp_memory, ppp_comm;   /* fractions of the peaks (docs/plan.md) */
 };
 FM_API void fm_plan_opts_init(struct fm_plan_opts *opts);
 struct fm_plan;

@@ -95,7 +95,7 @@ int cmd_plan(struct cli_run *run, int argc, char **argv)
         {"no-overlap", CLI_FLAG, &o.no_overlap, NULL, NULL,
          "data-parallel communication not overlapped with compute", NULL, NULL},
         {"ppp-compute", CLI_DOUBLE, &o.ppp_compute, NULL, "F",
-         "fraction of the tensor peak sustained (0.62)", NULL, NULL},
+         "fraction of the tensor peak sustained (0.75)", NULL, NULL},
         {"ppp-memory", CLI_DOUBLE, &o.ppp_memory, NULL, "F",
          "fraction of memory bandwidth sustained (0.72)", NULL, NULL},
         {"ppp-comm", CLI_DOUBLE, &o.ppp_comm, NULL, "F",
