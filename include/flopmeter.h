@@ -1331,6 +1331,20 @@ struct fm_plan_summary {
 };
 FM_API void fm_plan_summary(const struct fm_plan *plan, struct fm_plan_summary *out);
 FM_API enum fm_status fm_report_plan(FILE *f, const struct fm_plan *plan, enum fm_format fmt);
+/* NCCL's all-reduce, all-gather, reduce-scatter and all-to-all timed across the visible GPUs
+ * (probe --nccl; NCCL opened at run time): bus bandwidth at the largest message, time of the
+ * smallest. Index by collective in that order. */
+struct fm_nccl_probe {
+    int gpus;
+    char gpu_name[96];
+    double large_bytes, small_bytes;
+    double busbw[4], small_s[4];
+};
+FM_API enum fm_status fm_probe_nccl(struct fm_ctx *ctx, struct fm_nccl_probe *out);
+FM_API enum fm_status fm_report_nccl(FILE *f, const struct fm_nccl_probe *p);
+/* Writes the probe as a cluster file (the all-reduce's figures inside the node). */
+FM_API enum fm_status fm_nccl_save_cluster(struct fm_ctx *ctx, const struct fm_nccl_probe *p,
+                                           const char *path);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void test_busbw_factors(void **state)
 {
@@ -418,6 +419,68 @@ static void test_cli(void **state)
     free(err);
 }
 
+/* A probe's figures saved as a cluster file load back as the plan reads them. */
+static void test_nccl_save_cluster(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_nccl_probe np;
+    memset(&np, 0, sizeof(np));
+    np.gpus = 8;
+    snprintf(np.gpu_name, sizeof(np.gpu_name), "NVIDIA H100 80GB HBM3");
+    np.busbw[0] = 360e9;
+    np.small_s[0] = 30e-6;
+    char path[] = "/tmp/fm_nccl_cluster_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    FM_ASSERT_OK(ctx, fm_nccl_save_cluster(ctx, &np, path));
+    struct fm_cluster c;
+    FM_ASSERT_OK(ctx, fm_cluster_load(ctx, path, &c));
+    assert_int_equal(c.gpus_per_node, 8);
+    assert_true(fabs(c.intra_bw - 360e9) < 1e-3);
+    assert_true(fabs(c.intra_lat_s - 30e-6 / 6.0) < 1e-15);   /* 6 tree steps over 8 */
+    assert_string_equal(c.device, "NVIDIA H100 80GB HBM3");
+    /* the plan takes it, the GPU found by its own name */
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 8;
+    o.cluster = path;
+    o.ppp_comm = 1.0;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_string_equal(p->dev->name, "H100 SXM5 80GB");
+    fm_plan_free(p);
+    unlink(path);
+    np.gpus = 1;
+    assert_int_equal(fm_nccl_save_cluster(ctx, &np, path), FM_ERR_INVALID);
+    fm_ctx_free(ctx);
+}
+
+/* probe --nccl on this machine: measured figures where there are GPUs and NCCL, a skip with
+ * the reason where not (a build without CUDA, no GPU, one GPU, no libnccl). */
+static void test_probe_nccl(void **state)
+{
+    (void)state;
+    char *out = NULL, *err = NULL;
+    int rc = test_run_cli("probe --nccl", &out, &err);
+    if (rc != 0) {
+        bool known = strstr(err, "without the CUDA backend") || strstr(err, "no CUDA GPU") ||
+                     strstr(err, "one GPU is visible") || strstr(err, "could not be opened");
+        if (!known)
+            fail_msg("probe --nccl failed: %s", err);
+        fprintf(stderr, "skipped: %s", err);
+        free(out);
+        free(err);
+        skip();
+    }
+    test_expect_in(out, "all-reduce");
+    test_expect_in(out, "all-to-all");
+    assert_null(strstr(out, " 0.0 GB/s"));
+    free(out);
+    free(err);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +490,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_in_flight),      cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_cluster_file),   cmocka_unit_test(test_search_speed),
         cmocka_unit_test(test_rank_work_matches_graph), cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_nccl_save_cluster), cmocka_unit_test(test_probe_nccl),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

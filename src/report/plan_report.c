@@ -193,3 +193,20 @@ enum fm_status fm_report_plan(FILE *f, const struct fm_plan *p, enum fm_format f
                         fm_format_name(fmt));
     return ferror(f) ? fm_error(p->ctx, FM_ERR_IO, "writing the plan failed") : FM_OK;
 }
+
+enum fm_status fm_report_nccl(FILE *f, const struct fm_nccl_probe *p)
+{
+    static const char *const names[4] = {"all-reduce", "all-gather", "reduce-scatter",
+                                         "all-to-all"};
+    char a[FM_FORMAT_SIZE], b[FM_FORMAT_SIZE], c[FM_FORMAT_SIZE];
+    fprintf(f, "NCCL across %d x %s (one process; bus bandwidth as nccl-tests)\n", p->gpus,
+            p->gpu_name);
+    fprintf(f, "  %-16s %14s at %-10s %12s at %s\n", "collective", "bus bandwidth",
+            fm_format_bytes(p->large_bytes, a), "time", fm_format_bytes(p->small_bytes, b));
+    for (int i = 0; i < 4; i++) {
+        snprintf(c, sizeof(c), "%.1f GB/s", p->busbw[i] / 1e9);
+        fprintf(f, "  %-16s %14s    %-10s %12s\n", names[i], c, "",
+                fm_format_time(p->small_s[i], a));
+    }
+    return ferror(f) ? FM_ERR_IO : FM_OK;
+}
