@@ -481,6 +481,47 @@ static void test_probe_nccl(void **state)
     free(err);
 }
 
+/* Any counted model takes data and pipeline parallelism: ResNet-18's model states are its
+ * counted parameters under the plan's recipe, and its step with pp = 1 is the session's
+ * predicted forward + backward (PALEO's sum) plus exposed communication and the optimizer. */
+static void test_counted_graph(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "resnet18";
+    o.gpus = 8;
+    o.device = "a100";
+    o.micro_batch = 32;
+    o.global_batch = 256;
+    o.zero = 0;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->generic);
+    double params = 11689512;   /* torchvision's resnet18 */
+    assert_true(p->eval.params_per_gpu == params);
+    assert_true(p->eval.mem_weights == 2 * params);
+    assert_true(p->eval.mem_grads == 4 * params);
+    assert_true(p->eval.mem_optimizer == 12 * params);
+    assert_true(p->eval.step_s == p->eval.t_compute + p->eval.t_comm_exposed +
+                                      p->eval.t_optimizer);
+    assert_true(p->eval.t_bubble == 0);
+    fm_plan_free(p);
+    /* pipeline: the bubble is (p - 1) micro-batch slots of the slowest stage */
+    o.gpus = 8;
+    o.pp = 2;
+    o.global_batch = 256;
+    p = run_ok(ctx, &o);
+    assert_int_equal(p->eval.cfg.m, 2);
+    assert_true(p->eval.t_bubble > 0);
+    assert_true(p->eval.params_per_gpu < params);
+    fm_plan_free(p);
+    o.pp = 0;
+    o.tp = 2;
+    expect_refusal(&o, "resnet18 is not a language model's config", "fm_plan_opts.tp");
+    fm_ctx_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +532,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cluster_file),   cmocka_unit_test(test_search_speed),
         cmocka_unit_test(test_rank_work_matches_graph), cmocka_unit_test(test_cli),
         cmocka_unit_test(test_nccl_save_cluster), cmocka_unit_test(test_probe_nccl),
+        cmocka_unit_test(test_counted_graph),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

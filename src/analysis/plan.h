@@ -134,7 +134,11 @@ struct fm_plan {
     double tokens_time_s, gpu_hours;
     char note[320];
     bool searched;
+    bool generic;              /* a counted graph (CNN, ONNX), not an LLM config */
     struct fm_plan_search search;
 };
+
+/* Data and pipeline parallelism of any counted model (plan_graph.c): fills p->eval. */
+enum fm_status fm_plan_graph_eval(struct fm_plan *p, struct fm_plan_cfg *c);
 
 #endif

@@ -51,12 +51,17 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
         st = fm_error(ctx, FM_ERR_INVALID, "a plan needs a model (fm_plan_opts.model or "
                                            "fm_plan_opts.config_path)");
         goto fail;
+    } else if (fm_zoo_find(o->model) || (strlen(o->model) > 5 &&
+                                         strcasecmp(o->model + strlen(o->model) - 5, ".onnx") ==
+                                             0)) {
+        p->generic = true;   /* a counted graph: plan_graph.c */
+        snprintf(p->model.name, sizeof(p->model.name), "%s", o->model);
     } else if ((st = fm_plan_model(ctx, o->model, &p->model))) {
         goto fail;
     }
     /* what the per-rank model below covers: decoders with multi-head (grouped) attention */
-    if (p->model.arch == FM_LLM_T5 || p->model.arch == FM_LLM_BERT ||
-        p->model.kv_lora_rank > 0) {
+    if (!p->generic && (p->model.arch == FM_LLM_T5 || p->model.arch == FM_LLM_BERT ||
+        p->model.kv_lora_rank > 0)) {
         st = fm_error(ctx, FM_ERR_UNSUPPORTED,
                       "a plan of %s (%s) is not modelled yet: plans cover decoder-only models "
                       "with multi-head or grouped-query attention (no encoder-decoder, no "
@@ -184,7 +189,34 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
     p->env.ppp_comm = o->ppp_comm;
     p->peak = fm_device_util_peak(p->dev, o->precision, false);
 
-    if (o->search) {
+    if (p->generic) {
+        if (o->search) {
+            st = fm_error(ctx, FM_ERR_INVALID, "a search needs a language model's config; %s "
+                                               "takes data and pipeline parallelism as given",
+                          o->model);
+            goto fail;
+        }
+        c.seq = 0;
+        c.gb = o->global_batch ? o->global_batch : c.mb * c.dp * (c.pp > 1 ? 4 * c.pp : 1);
+        if ((int64_t)c.tp * c.pp * c.cp * c.dp != o->gpus) {
+            st = fm_error(ctx, FM_ERR_INVALID, "tp x pp x cp x dp = %lld, not fm_plan_opts.gpus "
+                                               "(%lld)",
+                          (long long)c.tp * c.pp * c.cp * c.dp, (long long)o->gpus);
+            goto fail;
+        }
+        if (c.gb % (c.mb * c.dp)) {
+            int64_t unit = c.mb * c.dp, lo = c.gb / unit * unit;
+            st = fm_error(ctx, FM_ERR_INVALID,
+                          "fm_plan_opts.global_batch = %lld is not a multiple of micro_batch x "
+                          "dp = %lld x %d; nearest valid: %lld or %lld",
+                          (long long)c.gb, (long long)c.mb, c.dp, (long long)(lo ? lo : unit),
+                          (long long)(lo ? lo + unit : 2 * unit));
+            goto fail;
+        }
+        c.m = c.gb / (c.mb * c.dp);
+        if ((st = fm_plan_graph_eval(p, &c)))
+            goto fail;
+    } else if (o->search) {
         if (!o->global_batch) {
             st = fm_error(ctx, FM_ERR_INVALID,
                           "a search compares plans at one global batch: give "

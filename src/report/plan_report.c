@@ -31,9 +31,13 @@ static void table(FILE *f, const struct fm_plan *p)
             p->cluster.intra_link, p->cluster.inter_link);
     fprintf(f, "  ");
     plan_line(f, &e->cfg);
-    fprintf(f, "\n  global batch %lld x %lld tokens, %s, %s attention\n", (long long)e->cfg.gb,
-            (long long)e->cfg.seq, fm_precision_name(p->env.precision),
-            p->env.flash ? "flash" : "unfused");
+    if (p->generic)
+        fprintf(f, "\n  global batch %lld samples, %s\n", (long long)e->cfg.gb,
+                fm_precision_name(p->env.precision));
+    else
+        fprintf(f, "\n  global batch %lld x %lld tokens, %s, %s attention\n",
+                (long long)e->cfg.gb, (long long)e->cfg.seq,
+                fm_precision_name(p->env.precision), p->env.flash ? "flash" : "unfused");
     if (p->note[0])
         fprintf(f, "  note: %s\n", p->note);
     fprintf(f, "\nmemory per GPU (the stage that needs the most)\n");
@@ -67,7 +71,8 @@ static void table(FILE *f, const struct fm_plan *p)
     fprintf(f, "\nMFU %.1f%%  HFU %.1f%%  (of %s %s peak %s FLOP/s)\n", 100 * e->mfu,
             100 * e->hfu, p->dev->name, fm_precision_name(p->env.precision),
             fm_format_si(p->peak, a));
-    fprintf(f, "tokens/s %s  (%s per GPU)\n", fm_format_si(e->tokens_per_s, a),
+    fprintf(f, "%s/s %s  (%s per GPU)\n", p->generic ? "samples" : "tokens",
+            fm_format_si(e->tokens_per_s, a),
             fm_format_si(e->tokens_per_s / p->env.gpus, b));
     if (p->opts.tokens > 0) {
         fprintf(f, "%s tokens: %s, ", fm_format_si(p->opts.tokens, a),
