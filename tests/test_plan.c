@@ -506,6 +506,7 @@ static void test_counted_graph(void **state)
     assert_true(p->eval.step_s == p->eval.t_compute + p->eval.t_comm_exposed +
                                       p->eval.t_optimizer);
     assert_true(p->eval.t_bubble == 0);
+    assert_true(p->eval.t_compute > 0);
     fm_plan_free(p);
     /* pipeline: the bubble is (p - 1) micro-batch slots of the slowest stage */
     o.gpus = 8;

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #define MAX_STAGES 512
+/* a node-phase's time: the calibration's when one is given, else PALEO's sum */
+#define T(pt) (o->calibration ? (pt).t_calibrated : (pt).t_paleo)
 
 enum fm_status fm_plan_graph_eval(struct fm_plan *p, struct fm_plan_cfg *c)
 {
@@ -44,6 +46,8 @@ enum fm_status fm_plan_graph_eval(struct fm_plan *p, struct fm_plan_cfg *c)
     so.predict.ppp_compute = o->ppp_compute;
     so.predict.ppp_memory = o->ppp_memory;
     so.predict.ppp_comm = o->ppp_comm;
+    so.predict.calibration = o->calibration;
+    so.force_calibration = o->force_calibration;
     struct fm_session *s = NULL;
     enum fm_status st = fm_session_run(ctx, &so, &s);
     if (st)
@@ -63,8 +67,8 @@ enum fm_status fm_plan_graph_eval(struct fm_plan *p, struct fm_plan_cfg *c)
     double total = 0;
     for (size_t i = 0; i < n; i++) {
         fm_nid id = order[i];
-        total += pr->nodes[id][FM_PHASE_FWD].t_paleo + pr->nodes[id][FM_PHASE_BWD_DATA].t_paleo +
-                 pr->nodes[id][FM_PHASE_BWD_WEIGHT].t_paleo;
+        total += T(pr->nodes[id][FM_PHASE_FWD]) + T(pr->nodes[id][FM_PHASE_BWD_DATA]) +
+                 T(pr->nodes[id][FM_PHASE_BWD_WEIGHT]);
     }
     int *stage_of = fm_alloc(ctx, sizeof(int) * (n ? n : 1));
     if (!stage_of) {
@@ -77,9 +81,9 @@ enum fm_status fm_plan_graph_eval(struct fm_plan *p, struct fm_plan_cfg *c)
     int cur = 0;
     for (size_t i = 0; i < n; i++) {
         fm_nid id = order[i];
-        double t = pr->nodes[id][FM_PHASE_FWD].t_paleo +
-                   pr->nodes[id][FM_PHASE_BWD_DATA].t_paleo +
-                   pr->nodes[id][FM_PHASE_BWD_WEIGHT].t_paleo;
+        double t = T(pr->nodes[id][FM_PHASE_FWD]) +
+                   T(pr->nodes[id][FM_PHASE_BWD_DATA]) +
+                   T(pr->nodes[id][FM_PHASE_BWD_WEIGHT]);
         /* the next stage starts once this one has its share, or when only as many nodes are
          * left as stages after this one */
         if (cur < c->pp - 1 && i > 0 &&
@@ -87,9 +91,9 @@ enum fm_status fm_plan_graph_eval(struct fm_plan *p, struct fm_plan_cfg *c)
             cur++;
         acc += t;
         stage_of[id] = cur;
-        f[cur] += pr->nodes[id][FM_PHASE_FWD].t_paleo;
-        b[cur] += pr->nodes[id][FM_PHASE_BWD_DATA].t_paleo +
-                  pr->nodes[id][FM_PHASE_BWD_WEIGHT].t_paleo;
+        f[cur] += T(pr->nodes[id][FM_PHASE_FWD]);
+        b[cur] += T(pr->nodes[id][FM_PHASE_BWD_DATA]) +
+                  T(pr->nodes[id][FM_PHASE_BWD_WEIGHT]);
         par[cur] += (double)k->nodes[id].trainable_params;
         saved[cur] += (double)k->nodes[id].saved_bytes;
     }

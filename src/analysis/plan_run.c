@@ -189,6 +189,13 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
     p->env.ppp_comm = o->ppp_comm;
     p->peak = fm_device_util_peak(p->dev, o->precision, false);
 
+    if (o->calibration && !p->generic) {
+        st = fm_error(ctx, FM_ERR_INVALID,
+                      "a calibration times the nodes of a counted graph (a built-in model or an "
+                      "ONNX file); the plan of a language model's config is timed by the "
+                      "roofline with fm_plan_opts.ppp_compute and fm_plan_opts.ppp_memory");
+        goto fail;
+    }
     if (p->generic) {
         if (o->search) {
             st = fm_error(ctx, FM_ERR_INVALID, "a search needs a language model's config; %s "

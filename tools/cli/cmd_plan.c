@@ -49,6 +49,7 @@ int cmd_plan(struct cli_run *run, int argc, char **argv)
     struct cli_precision prec = {FM_PREC_BF16, false, false};
     enum fm_format format = FM_FORMAT_TABLE;
     bool bf16_grads = false;
+    struct cli_calibration_opts cal = {0};
     double tokens = 0;
     struct cli_opt opts[] = {
         {"config", CLI_STRING, &o.config_path, NULL, "FILE",
@@ -102,8 +103,11 @@ int cmd_plan(struct cli_run *run, int argc, char **argv)
          "fraction of link bandwidth sustained (0.72)", NULL, NULL},
         {"format", CLI_PARSED, &format, cli_parse_format, "table|json",
          "output format (default table)", NULL, NULL},
-        {0},
+        {0}, {0}, {0},
     };
+    size_t n_opts = sizeof(opts) / sizeof(opts[0]) - 3;
+    cli_calibration_opts_declare(&cal, opts + n_opts,
+                                 "time a CNN's or ONNX model's nodes by this calibration");
     const char *pos[1] = {NULL};
     int r = cli_parse("plan", "MODEL|--config FILE --gpus N (--device NAME | --cluster NAME|FILE) "
                              "[options]",
@@ -123,12 +127,23 @@ int cmd_plan(struct cli_run *run, int argc, char **argv)
     o.precision = prec.precision;
     o.grad_bytes = bf16_grads ? 2 : 4;
     o.tokens = tokens;
+    struct fm_session_opts so;
+    fm_session_opts_init(&so, FM_TASK_PREDICT);
+    r = cli_calibration_load(run->ctx, &cal, &so);
+    if (r)
+        return r;
+    o.calibration = cal.cal;
+    o.force_calibration = cal.force;
     struct fm_plan *plan = NULL;
     enum fm_status st = fm_plan_run(run->ctx, &o, &plan);
-    if (st)
-        return st == FM_ERR_NOT_FOUND ? (cli_fail(run->ctx, st), FM_EXIT_USAGE)
-                                      : cli_fail(run->ctx, st);
-    run->status = fm_report_plan(cli_out(run), plan, format);
+    if (st) {
+        r = st == FM_ERR_NOT_FOUND ? (cli_fail(run->ctx, st), FM_EXIT_USAGE)
+                                   : cli_fail(run->ctx, st);
+    } else {
+        run->status = fm_report_plan(cli_out(run), plan, format);
+        r = FM_EXIT_OK;
+    }
     fm_plan_free(plan);
-    return FM_EXIT_OK;
+    cli_calibration_free(&cal);
+    return r;
 }
