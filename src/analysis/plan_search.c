@@ -1,5 +1,6 @@
 /* The plan search: every valid combination of tensor (powers of two up to a node), pipeline
- * (divisors of the layers), context (powers of two dividing the sequence) and expert
+ * (divisors of the layers, or of the layers + 2 with the embedding and the head each in a
+ * layer's slot), context (powers of two dividing the sequence) and expert
  * parallelism, micro-batch (1, 2, 4), interleaving (1, 2) and recompute (none, selective, full),
  * data parallelism taking the rest of the GPUs, at the global batch given and the ZeRO stage
  * given. Each is evaluated analytically (plan.c: a pass over the layers), so thousands of plans
@@ -78,9 +79,11 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
     for (int tp = 1; tp <= max_tp; tp *= 2) {
         int64_t unit = 128 * (int64_t)tp;
         env.vocab = (m->vocab + unit - 1) / unit * unit;
-        for (int pp = 1; pp <= env.gpus / tp && pp <= m->layers; pp++) {
-            if (m->layers % pp || (env.gpus / tp) % pp)
+        for (int pp = 1; pp <= env.gpus / tp && pp <= m->layers + 2; pp++) {
+            if ((m->layers % pp && (pp < 2 || (m->layers + 2) % pp)) || (env.gpus / tp) % pp)
                 continue;
+            /* the embedding and the head in a layer's slot each, where that divides */
+            bool balance = m->layers % pp != 0;
             for (int cp = 1; cp <= env.gpus / (tp * pp) && cp <= 64; cp *= 2) {
                 if (env.gpus % (tp * pp * cp))
                     continue;
@@ -100,6 +103,7 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
                                     c.mb = mbs[a];
                                     c.recompute = rcs[r];
                                     c.sp = sp;
+                                    c.balance = balance;
                                     if (c.gb % (c.mb * dp))
                                         continue;
                                     c.m = c.gb / (c.mb * dp);
@@ -124,8 +128,8 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
     if (!out->n_best)
         return fm_error(ctx, FM_ERR_INVALID,
                         "no plan of %s on %d GPUs fits %s's memory at global batch %lld (%ld "
-                        "plans valid of %ld tried); more GPUs, a smaller batch or "
-                        "fm_plan_opts.zero = 3 may",
+                        "plans valid of %ld tried); more GPUs, a smaller batch or ZeRO-3 "
+                        "(fm_plan_opts.zero) may",
                         m->name, env.gpus, env.dev->name, (long long)base->gb, out->valid,
                         out->evaluated);
     for (int i = 0; i < out->n_best; i++)
