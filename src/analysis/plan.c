@@ -114,6 +114,9 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
                         "heads", c->tp, (long long)m->kv_heads);
     if (m->ffn && m->ffn % c->tp)
         return not_divisor(ctx, "tp", c->tp, "the MLP's intermediate size", m->ffn);
+    if (c->pp > FM_LLM_MAX_LAYERS)
+        return fm_error(ctx, FM_ERR_INVALID, "fm_plan_opts.pp = %d is more than %d stages",
+                        c->pp, FM_LLM_MAX_LAYERS);
     int64_t slots = m->layers + (c->balance ? 2 : 0);
     if (c->balance && c->pp < 2)
         return fm_error(ctx, FM_ERR_INVALID,
