@@ -20,6 +20,12 @@ Sources:
   K22: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
        tables 3 and 5 (MFU): 72 B s l h^2 (1 + s/6h + V/12lh) model FLOPs per step, selective
        recomputation with sequence parallelism, data-parallel size 1, micro-batch 1.
+  S22: Smith et al. 2022, "Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B",
+       section 2.4: global batch 1920 on 280, 350 and 420 DGX A100 servers (TP 8, PP 35, DP 8,
+       10, 12): 60.1, 50.2 and 44.4 s an iteration, 126, 121 and 113 TFLOP/s per GPU (their
+       figures match Narayanan et al.'s FLOP formula, recomputation counted). DeepSpeed's
+       pipeline engine with ZeRO-1, activation checkpointing, gradients reduced after the
+       pipeline flush; micro-batch 1 assumed.
   L3:  Dubey et al. 2024, "The Llama 3 Herd of Models", table 4: Llama 3 405B on 8,192 and
        16,384 H100s (TP 8, PP 16, CP 1 or 16), BF16 MFU. Not in the headline: the paper does not
        give the interleaving depth v of its modified schedule, which moves the bubble by 2-3x,
@@ -53,6 +59,12 @@ N21 = [
     ("megatron-gpt-1t", 25600, 128, 3072, 8, 64, 3072, 163),
 ]
 # (model, hidden, layers, gpus, tp, pp, global batch, reported MFU)
+# (model, gpus, dp, reported TFLOP/s per GPU)
+S22 = [
+    ("megatron-gpt-530b", 2240, 126),
+    ("megatron-gpt-530b", 2800, 121),
+    ("megatron-gpt-530b", 3360, 113),
+]
 K22 = [
     ("megatron-gpt-22b", 6144, 48, 8, 8, 1, 4, 0.415),
     ("megatron-gpt-175b", 12288, 96, 64, 8, 8, 64, 0.514),
@@ -91,6 +103,13 @@ def main():
         flops = 96 * gb * S * l * h * h * (1 + S / (6 * h) + V / (16 * l * h))
         pred = flops / (j["step_s"] * gpus) / 1e12
         rows.append(("N21", model, gpus, tp, pp, gb, tf, pred, j))
+    for model, gpus, tf in S22:
+        h, l, gb = 20480, 105, 1920
+        j = plan(a.flopmeter, model, gpus, 8, 35, gb,
+                 ["--recompute", "full", "--zero", "1", "--no-overlap"], ppp)
+        flops = 96 * gb * S * l * h * h * (1 + S / (6 * h) + V / (16 * l * h))
+        pred = flops / (j["step_s"] * gpus) / 1e12
+        rows.append(("S22", model, gpus, 8, 35, gb, tf, pred, j))
     for model, h, l, gpus, tp, pp, gb, mfu in K22:
         j = plan(a.flopmeter, model, gpus, tp, pp, gb,
                  ["--recompute", "selective", "--sequence-parallel", "--zero", "0"], ppp)
@@ -115,6 +134,10 @@ def main():
                                      j["memory_per_gpu_bytes"] / 1e9))
     print("\n%d rows: median |error| %.1f%%, largest %.1f%%" % (
         len(errs), 100 * statistics.median(errs), 100 * max(errs)))
+    for src in ("N21", "S22", "K22"):
+        e = [abs(r[7] - r[6]) / r[6] for r in rows if r[0] == src]
+        print("  %s: %d rows, median |error| %.1f%%, largest %.1f%%" % (
+            src, len(e), 100 * statistics.median(e), 100 * max(e)))
 
     print("\nLlama 3 405B (Dubey et al. 2024, table 4), BF16 MFU:")
     l3 = [(8192, 1, 2048, 8192, 0.43), (16384, 1, 2048, 8192, 0.41),
