@@ -381,13 +381,15 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
         double t_tp = c->tp > 1 ? n_tp * fm_coll_time(FM_COLL_ALLREDUCE, b_tp, c->tp,
                                                       tp_l.busbw, tp_l.lat)
                                 : 0.0;
-        /* context parallel: K and V of every chunk go round the ring (an all-gather's volume)
-         * forward, and again with their gradients backward, hidden behind attention's core */
-        double b_cp = sc.kv * tokens * c->cp;
-        double t_cp1 = c->cp > 1 ? fm_coll_time(FM_COLL_ALLGATHER, b_cp, c->cp, cp_l.busbw,
-                                                cp_l.lat)
+        /* context parallel: K and V of every chunk go round the ring (an all-gather's volume,
+         * one per layer) forward; backward, K and V again and their gradients (twice that);
+         * each hidden behind attention's core as far as it lasts */
+        double b_cp = sc.kv * tokens * c->cp;   /* the stage's layers summed */
+        double nl = sc.layers > 0 ? sc.layers : 1;
+        double t_cp1 = c->cp > 1 ? nl * fm_coll_time(FM_COLL_ALLGATHER, b_cp / nl, c->cp,
+                                                     cp_l.busbw, cp_l.lat)
                                  : 0.0;
-        double t_cp = pos(t_cp1 - t_core) + pos(3.0 * t_cp1 - 2.0 * t_core);
+        double t_cp = pos(t_cp1 - t_core) + pos(2.0 * t_cp1 - 2.0 * t_core);
         /* expert parallel: dispatch and combine forward, their gradients backward */
         double n_ep = 4.0 + (c->recompute == FM_RECOMPUTE_FULL ? 2.0 : 0.0);
         double b_ep = sc.a2a * tokens;   /* summed over the stage's MoE layers */
@@ -408,10 +410,10 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
             st_ep = t_ep;
             st_pp = t_pp;
             tp_bytes = n_tp * b_tp;
-            cp_bytes = 4.0 * sc.layers * b_cp;
+            cp_bytes = 3.0 * b_cp;
             ep_bytes = n_ep * b_ep;
             t_tp_all = t_tp;
-            t_cp_all = 4.0 * t_cp1;
+            t_cp_all = 3.0 * t_cp1;
             t_ep_all = t_ep;
         }
         /* memory of this stage */
