@@ -113,6 +113,7 @@ static void test_memory_by_hand(void **state)
     o.no_flash_attention = true;
     o.global_batch = 1;
     struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->graph_equal);   /* the formulas against fm_llm_build + fm_count */
     double h = 2304, L = 24, V = 51200, s = 2048, a = 24;
     double params = L * (12 * h * h + 13 * h) + V * h + 2048 * h + 2 * h;
     assert_true(p->eval.params_per_gpu == params);
@@ -190,6 +191,7 @@ static void test_in_flight(void **state)
     o.sequence_parallel = true;
     o.recompute = FM_RECOMPUTE_SELECTIVE;
     struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->graph_equal);
     assert_true(p->eval.in_flight == 8.0);
     assert_int_equal(p->eval.cfg.m, 64);
     /* bubble: (p - 1) of m + p - 1 micro-batch slots */

@@ -227,6 +227,10 @@ static void layer_cost(const struct fm_plan_env *env, int64_t i, int T, int E, b
         o->mm += 2.0 * h * f * nm;
     }
     o->params += m->rms_norm ? 2 * h : 4 * h;
+    if (m->arch == FM_LLM_GEMMA2)
+        o->params += 2 * h;            /* post-attention and post-MLP norms too */
+    if (m->qk_norm)
+        o->params += 2 * dh;           /* Qwen3: q and k RMSNorm over a head (replicated) */
     /* the other ops, elements read + written per token: two norms (2h each), two residual adds
      * (3h each), dropouts (2.5h each, with the mask), rotary on q and k, the activation */
     double repl = 10.0 * h + (dropout ? 5.0 * h : 0.0);

@@ -135,6 +135,10 @@ struct fm_plan {
     char note[320];
     bool searched;
     bool generic;              /* a counted graph (CNN, ONNX), not an LLM config */
+    /* the per-rank formulas against the counted graph of the sharded config (plan_run.c) */
+    char graph_note[256];
+    double graph_flops, graph_params;
+    bool graph_equal;
     struct fm_plan_search search;
 };
 

@@ -8,6 +8,73 @@
 #include <string.h>
 #include <strings.h>
 
+
+/* The per-rank work of the plan (plan.c's formulas) against the graph of the config sharded by
+ * tp, built by fm_llm_build and counted by fm_count at batch 1: linear, attention-product and
+ * logits MACs and the parameters. The plan says which, in its report. */
+static void graph_check(struct fm_plan *p, const struct fm_plan_cfg *c, int tp)
+{
+    struct fm_ctx *ctx = p->ctx;
+    struct fm_llm_config shard = p->model;
+    shard.heads /= tp;
+    shard.kv_heads = p->model.kv_heads >= tp ? p->model.kv_heads / tp : 1;
+    shard.ffn /= tp;
+    shard.moe_ffn /= tp;
+    shard.shared_ffn /= tp;
+    shard.vocab = p->env.vocab / tp;
+    struct fm_llm_build_opts bo;
+    fm_llm_build_opts_init(&bo);
+    bo.seq = c->seq;
+    bo.dtype = FM_DTYPE_BF16;
+    struct fm_graph *g = NULL;
+    struct fm_counts *k = NULL;
+    struct fm_count_opts co;
+    fm_count_opts_init(&co);
+    co.mode = FM_MODE_INFER;   /* the forward is what is compared */
+    if (fm_llm_build(ctx, &shard, &bo, &g) || fm_count(ctx, g, &co, &k)) {
+        if (tp > 1) {
+            /* GPT-2 and GPT-NeoX fuse q, k and v by the hidden size: their config cannot be
+             * sharded by heads, so the check runs on the whole model */
+            fm_counts_free(k);
+            fm_graph_free(g);
+            graph_check(p, c, 1);
+            return;
+        }
+        snprintf(p->graph_note, sizeof(p->graph_note),
+                 "the sharded config's graph could not be built: %s", fm_ctx_error(ctx));
+        goto out;
+    }
+    double macs = (double)fm_work_macs(&k->by_class[FM_CLASS_MATMUL][FM_PHASE_FWD]) +
+                  (double)fm_work_macs(&k->by_class[FM_CLASS_ATTENTION][FM_PHASE_FWD]);
+    struct fm_plan_cfg one = *c;
+    one.tp = tp;
+    one.pp = 1;
+    one.v = 1;
+    one.ep = 1;
+    one.cp = 1;
+    one.balance = false;
+    double flops, params;
+    fm_plan_rank_work(&p->env, &one, &flops, &params);
+    flops *= (double)c->seq;
+    p->graph_flops = 2.0 * macs;
+    p->graph_params = (double)k->params;
+    p->graph_equal = p->graph_flops == flops && p->graph_params == params;
+    const char *what = tp == c->tp ? "the config sharded by tp"
+                                   : "the whole config: fused q, k, v cannot be sharded by "
+                                     "heads in a config";
+    if (p->graph_equal)
+        snprintf(p->graph_note, sizeof(p->graph_note),
+                 "matmul FLOPs and parameters equal the counted graph (%s)", what);
+    else
+        snprintf(p->graph_note, sizeof(p->graph_note),
+                 "the counted graph of %s differs: %.6g FLOPs and %.6g parameters a "
+                 "sequence, the plan's formulas %.6g and %.6g",
+                 what, p->graph_flops, p->graph_params, flops, params);
+out:
+    fm_counts_free(k);
+    fm_graph_free(g);
+}
+
 static const char *default_cluster(const char *device)
 {
     static const struct { const char *dev, *cluster; } map[] = {
@@ -252,6 +319,7 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
         if ((st = fm_plan_check(ctx, &p->env, &c)))
             goto fail;
         fm_plan_eval(&p->env, &c, &p->eval);
+        graph_check(p, &c, c.tp);
     }
     if (o->tokens > 0) {
         p->tokens_time_s = o->tokens / p->eval.tokens_per_s;

@@ -40,6 +40,8 @@ static void table(FILE *f, const struct fm_plan *p)
                 fm_precision_name(p->env.precision), p->env.flash ? "flash" : "unfused");
     if (p->note[0])
         fprintf(f, "  note: %s\n", p->note);
+    if (p->graph_note[0])
+        fprintf(f, "  check: %s\n", p->graph_note);
     fprintf(f, "\nmemory per GPU (the stage that needs the most)\n");
     fprintf(f, "  %-34s %12s\n", "weights", fm_format_bytes(e->mem_weights, a));
     fprintf(f, "  %-34s %12s\n", "gradients", fm_format_bytes(e->mem_grads, a));
@@ -136,6 +138,13 @@ static void json(FILE *f, const struct fm_plan *p)
     fm_jw_double(&w, "model_flops_per_step", e->model_flops);
     fm_jw_double(&w, "hardware_flops_per_step", e->hardware_flops);
     fm_jw_double(&w, "params_per_gpu", e->params_per_gpu);
+    if (p->graph_note[0]) {
+        fm_jw_object(&w, "graph_check", true);
+        fm_jw_bool(&w, "equal", p->graph_equal);
+        fm_jw_double(&w, "graph_flops_per_sequence", p->graph_flops);
+        fm_jw_double(&w, "graph_params", p->graph_params);
+        fm_jw_end(&w);
+    }
     fm_jw_object(&w, "memory", false);
     fm_jw_double(&w, "weights_bytes", e->mem_weights);
     fm_jw_double(&w, "gradients_bytes", e->mem_grads);
