@@ -9,6 +9,20 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+enum fm_status fm_llm_config_load(struct fm_ctx *ctx, const char *model,
+                                  const struct fm_load_opts *opts, struct fm_llm_config *cfg)
+{
+    if (!opts || !opts->config)
+        return fm_llm_config_builtin(ctx, model, cfg);
+    char *text = NULL;
+    size_t len = 0;
+    enum fm_status st = fm_read_text(ctx, opts->config, "config file", 16, &text, &len);
+    if (!st)
+        st = fm_llm_config_parse(ctx, text, len, opts->config, cfg);
+    fm_dealloc(ctx, text);
+    return st;
+}
+
 /* A language model: the config.json at opts->config, or the built-in config named model. */
 static enum fm_status load_llm(struct fm_ctx *ctx, const char *model,
                                const struct fm_load_opts *opts, struct fm_graph **out)
@@ -16,17 +30,7 @@ static enum fm_status load_llm(struct fm_ctx *ctx, const char *model,
     struct fm_llm_config *cfg = fm_alloc(ctx, sizeof(*cfg));
     if (!cfg)
         return fm_error(ctx, FM_ERR_NOMEM, "out of memory reading a language model's config");
-    enum fm_status st;
-    if (opts->config) {
-        char *text = NULL;
-        size_t len = 0;
-        st = fm_read_text(ctx, opts->config, "config file", 16, &text, &len);
-        if (!st)
-            st = fm_llm_config_parse(ctx, text, len, opts->config, cfg);
-        fm_dealloc(ctx, text);
-    } else {
-        st = fm_llm_config_builtin(ctx, model, cfg);
-    }
+    enum fm_status st = fm_llm_config_load(ctx, model, opts, cfg);
     if (!st) {
         struct fm_llm_build_opts bo;
         fm_llm_build_opts_init(&bo);
@@ -44,11 +48,16 @@ static enum fm_status load_llm(struct fm_ctx *ctx, const char *model,
 
 static bool is_llm_builtin(const char *name)
 {
-    for (size_t i = 0; i < fm_llm_builtin_count(); i++) {
+    for (size_t i = 0; name && i < fm_llm_builtin_count(); i++) {
         if (strcasecmp(fm_llm_builtin_name(i), name) == 0)
             return true;
     }
     return false;
+}
+
+bool fm_model_is_llm(const char *model, const struct fm_load_opts *load)
+{
+    return (load && load->config && !load->model_data) || is_llm_builtin(model);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -74,9 +83,7 @@ enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct
         return fm_onnx_load_buffer(ctx, opts->model_data, opts->model_size,
                                    model && *model ? model : "model", opts, out);
     }
-    if (opts && opts->config)
-        return load_llm(ctx, model, opts, out);
-    if (model && is_llm_builtin(model))
+    if (fm_model_is_llm(model, opts))
         return load_llm(ctx, model, opts, out);
     if (!model || !*model)
         return fm_error(ctx, FM_ERR_INVALID, "no model given: name a built-in model "
