@@ -5,7 +5,9 @@
  * equal transformers' own count exactly, and the MACs of what FlopCounterMode counts (matrix
  * products: flopmeter's matmul, conv and attention classes) must equal its FLOPs / 2 exactly,
  * forward and forward + backward (expected.json, made by tools/make_llm_oracle.py with eager
- * attention and eager experts; docs/counting.md, "Language models vs FlopCounterMode").
+ * attention and eager experts; docs/counting.md, "Language models vs FlopCounterMode"), and
+ * so must every module's forward products, FlopCounterMode's per-module breakdown against
+ * flopmeter's nodes named under the same transformers module path.
  * No PyTorch is needed: the fixtures are committed.
  *
  * Also: the built-in configs (every one read and built, the published sizes), and the config
@@ -58,6 +60,60 @@ static void read_fixture_config(struct fm_ctx *ctx, const char *arch_dir,
     free(text);
 }
 
+/* 2 x the forward product MACs of the nodes at a module path (the node of that name, or under
+ * it: "model.layers.0.mlp" holds "model.layers.0.mlp.up_proj"). */
+static uint64_t module_fwd_flops(const struct fm_graph *g, const struct fm_counts *c,
+                                 const char *path, size_t len)
+{
+    uint64_t macs = 0;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        enum fm_class k = fm_op_class(n->op);
+        if (k != FM_CLASS_MATMUL && k != FM_CLASS_CONV && k != FM_CLASS_ATTENTION)
+            continue;
+        if (strncmp(n->name, path, len) == 0 && (n->name[len] == '\0' || n->name[len] == '.'))
+            macs += c->nodes[i].phase[FM_PHASE_FWD].prim[FM_PRIM_MAC];
+    }
+    return 2 * macs;
+}
+
+/* Every module of FlopCounterMode's forward breakdown ("LlamaForCausalLM.model.layers.0.mlp":
+ * the class, then the module path) against flopmeter's nodes named under the same path: the
+ * layers are named as transformers' modules, and each module's products agree, not only the
+ * totals. Returns how many modules were compared. */
+static size_t check_modules(const char *exp, const struct fm_graph *g, const struct fm_counts *c)
+{
+    const char *p = strstr(exp, "\n  \"forward_by_module\": {");
+    assert_non_null(p);
+    p = strchr(p, '{') + 1;
+    const char *end = strchr(p, '}');
+    assert_non_null(end);
+    size_t compared = 0;
+    while (p < end) {
+        const char *k = strchr(p, '"');
+        if (!k || k > end)
+            break;
+        const char *ke = strchr(k + 1, '"');
+        assert_non_null(ke);
+        unsigned long long want = strtoull(ke + 2, NULL, 10);
+        p = ke + 1;
+        const char *dot = memchr(k + 1, '.', (size_t)(ke - k - 1));
+        if (!dot)
+            continue;   /* the whole model: the totals above */
+        char path[256];
+        size_t len = (size_t)(ke - dot - 1);
+        assert_true(len < sizeof(path));
+        memcpy(path, dot + 1, len);
+        path[len] = '\0';
+        uint64_t got = module_fwd_flops(g, c, path, len);
+        if (got != want)
+            fail_msg("module %s: flopmeter %llu forward FLOPs of products, FlopCounterMode %llu",
+                     path, (unsigned long long)got, want);
+        compared++;
+    }
+    return compared;
+}
+
 /* Reads, builds and counts one fixture and compares it with transformers and FlopCounterMode. */
 static void check_oracle(const char *arch_dir, enum fm_llm_arch arch)
 {
@@ -102,6 +158,7 @@ static void check_oracle(const char *arch_dir, enum fm_llm_arch arch)
     uint64_t train = product_macs(c, FM_PHASE_FWD, FM_PHASE_BWD_WEIGHT);
     assert_int_equal(2 * fwd, expected_u64(exp, "forward_flops"));
     assert_int_equal(2 * train, expected_u64(exp, "train_flops"));
+    assert_true(check_modules(exp, g, c) >= 10);
 
     fm_counts_free(c);
     fm_graph_free(g);
