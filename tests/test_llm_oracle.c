@@ -7,7 +7,8 @@
  * forward and forward + backward (expected.json, made by tools/make_llm_oracle.py with eager
  * attention and eager experts; docs/counting.md, "Language models vs FlopCounterMode"), and
  * so must every module's forward products, FlopCounterMode's per-module breakdown against
- * flopmeter's nodes named under the same transformers module path.
+ * flopmeter's nodes named under the same transformers module path; for causal LMs also one
+ * decoding step against a KV cache (forward FLOPs).
  * No PyTorch is needed: the fixtures are committed.
  *
  * Also: the built-in configs (every one read and built, the published sizes), and the config
@@ -162,6 +163,21 @@ static void check_oracle(const char *arch_dir, enum fm_llm_arch arch)
 
     fm_counts_free(c);
     fm_graph_free(g);
+
+    /* one decoding step (causal LMs): a new token per sequence against a cache of seq tokens;
+     * a sliding layer's cache keeps window - 1 of them, as transformers' does */
+    if (!strstr(exp, "\n  \"decode_forward_flops\": null")) {
+        fm_llm_build_opts_init(&o);
+        o.batch = (int64_t)expected_u64(exp, "batch");
+        o.seq = (int64_t)expected_u64(exp, "decode_cache");
+        o.decode = true;
+        FM_ASSERT_OK(ctx, fm_llm_build(ctx, cfg, &o, &g));
+        c = test_count(ctx, g, FM_MODE_INFER);
+        assert_int_equal(2 * product_macs(c, FM_PHASE_FWD, FM_PHASE_FWD),
+                         expected_u64(exp, "decode_forward_flops"));
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
     free(exp);
     free(cfg);
     fm_ctx_free(ctx);

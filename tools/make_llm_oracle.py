@@ -18,6 +18,9 @@ tests/data/llm/<arch>/:
                    forward_by_module     the forward total by module (FlopCounterMode's
                                          hierarchy; its backward attribution to modules is
                                          not reliable, so none is recorded)
+                   decode_forward_flops  FlopCounterMode's forward FLOPs of one decoding step
+                                         (causal LMs): a new token per sequence against a KV
+                                         cache of decode_cache = seq tokens
                    default               the same totals with transformers' DEFAULT attention
                                          and experts implementations (what a user gets)
 
@@ -193,6 +196,18 @@ def count(name, model):
                 loss=float(out.loss.detach()))
 
 
+def count_decode(name, model):
+    """FlopCounterMode's forward FLOPs of one decoding step: a new token per sequence against
+    the KV cache of SEQ tokens (the cache filled by a forward outside the counter)."""
+    x = inputs(name)["input_ids"]
+    with torch.no_grad():
+        past = model(input_ids=x, use_cache=True).past_key_values
+        new = torch.full((BATCH, 1), 5, dtype=torch.long)
+        with FlopCounterMode(display=False) as fc:
+            model(input_ids=new, past_key_values=past, use_cache=True)
+    return int(fc.get_total_flops())
+
+
 LOSS = {
     "bert": "masked-LM cross-entropy over every position (labels = input_ids, none ignored): "
             "batch * seq tokens",
@@ -217,6 +232,7 @@ def main():
         _, dmodel = build(name, cls, kw, None, None)
         dflt = count(name, dmodel)
         d_experts = getattr(dmodel.config, "_experts_implementation", None)
+        decode = count_decode(name, model) if name not in ("bert", "t5") else None
         exp = dict(
             architecture=type(model).__name__,
             transformers=transformers.__version__,
@@ -231,6 +247,8 @@ def main():
             forward_flops=eager["forward_flops"], train_flops=eager["train_flops"],
             forward_by_op=eager["forward_by_op"], train_by_op=eager["train_by_op"],
             forward_by_module=eager["forward_by_module"],
+            decode_cache=SEQ if decode is not None else None,
+            decode_forward_flops=decode,
             default=dict(
                 attn_implementation=dmodel.config._attn_implementation,
                 experts_implementation=(d_experts if name in MOE else None),
