@@ -39,6 +39,18 @@ static uint64_t expected_u64(const char *text, const char *key)
     return (uint64_t)v;
 }
 
+/* An integer of expected.json's "default" block (what FlopCounterMode reports with
+ * transformers' default implementations): key with its indentation; 0 when absent. */
+static uint64_t default_u64(const char *text, const char *indent, const char *key)
+{
+    const char *blk = strstr(text, "\n  \"default\": {");
+    assert_non_null(blk);
+    char pat[128];
+    snprintf(pat, sizeof(pat), "\n%s\"%s\": ", indent, key);
+    const char *p = strstr(blk, pat);
+    return p ? (uint64_t)strtoull(p + strlen(pat), NULL, 10) : 0;
+}
+
 /* MACs of the classes FlopCounterMode counts (matrix products) in the phases [from, to]. */
 static uint64_t product_macs(const struct fm_counts *c, enum fm_phase from, enum fm_phase to)
 {
@@ -160,6 +172,31 @@ static void check_oracle(const char *arch_dir, enum fm_llm_arch arch)
     assert_int_equal(2 * fwd, expected_u64(exp, "forward_flops"));
     assert_int_equal(2 * train, expected_u64(exp, "train_flops"));
     assert_true(check_modules(exp, g, c) >= 10);
+
+    /* FlopCounterMode with transformers' defaults, from flopmeter's counts: the routed experts
+     * (grouped_mm) count 0, and attention run as SDPA counts 2.5x its forward in the backward
+     * instead of 2x (the SDPA share is the fixture's: which attentions PyTorch's CPU SDPA runs
+     * fused depends on their shapes and masks) */
+    uint64_t routed_fwd = 0, routed_all = 0, attn_fwd = 0;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        const struct fm_work *w = c->nodes[i].phase;
+        if (fm_op_class(n->op) == FM_CLASS_ATTENTION)
+            attn_fwd += 2 * fm_work_macs(&w[FM_PHASE_FWD]);
+        if (fm_op_class(n->op) != FM_CLASS_MATMUL || !strstr(n->name, ".experts"))
+            continue;
+        routed_fwd += 2 * fm_work_macs(&w[FM_PHASE_FWD]);
+        for (int ph = FM_PHASE_FWD; ph <= FM_PHASE_BWD_WEIGHT; ph++)
+            routed_all += 2 * fm_work_macs(&w[ph]);
+    }
+    bool grouped = strstr(exp, "\n    \"experts_implementation\": \"grouped_mm\"") != NULL;
+    assert_true(grouped == (routed_fwd > 0));
+    uint64_t sdpa = default_u64(exp, "      ", "aten._scaled_dot_product_flash_attention_for_cpu");
+    assert_true(sdpa <= attn_fwd);
+    if (sdpa && arch != FM_LLM_T5)   /* T5's position bias sends some to the math path */
+        assert_int_equal(sdpa, attn_fwd);
+    assert_int_equal(default_u64(exp, "    ", "forward_flops"), 2 * fwd - routed_fwd);
+    assert_int_equal(default_u64(exp, "    ", "train_flops"), 2 * train - routed_all + sdpa / 2);
 
     fm_counts_free(c);
     fm_graph_free(g);
