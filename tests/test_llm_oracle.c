@@ -328,6 +328,17 @@ static void test_builtins(void **state)
     assert_int_equal(fm_llm_config_builtin(ctx, "llama-3-9b", cfg), FM_ERR_NOT_FOUND);
     EXPECT_MESSAGE(ctx, "llama-3-9b", "llama-3-8b");
     assert_int_equal(fm_llm_config_builtin(ctx, NULL, cfg), FM_ERR_NOT_FOUND);
+    /* the CLI: a name near a language model's gets the language models' suggestions, a name
+     * near an image classifier's keeps the classifiers' */
+    char *out = NULL, *err = NULL;
+    assert_int_not_equal(test_run_cli("count llama-3-9b", &out, &err), 0);
+    test_expect_in(err, "did you mean llama-3-8b");
+    free(out);
+    free(err);
+    assert_int_not_equal(test_run_cli("count resnet5", &out, &err), 0);
+    test_expect_in(err, "did you mean resnet50");
+    free(out);
+    free(err);
     /* what the reader made of a few published fields */
     FM_ASSERT_OK(ctx, fm_llm_config_builtin(ctx, "deepseek-v3", cfg));
     assert_int_equal(cfg->arch, FM_LLM_DEEPSEEK_V3);
