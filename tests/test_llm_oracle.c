@@ -8,8 +8,9 @@
  * attention and eager experts; docs/counting.md, "Language models vs FlopCounterMode"), and
  * so must every module's forward products, FlopCounterMode's per-module breakdown against
  * flopmeter's nodes named under the same transformers module path; for causal LMs also one
- * decoding step against a KV cache (forward FLOPs).
- * No PyTorch is needed: the fixtures are committed.
+ * decoding step against a KV cache (forward FLOPs). What FlopCounterMode reports with
+ * transformers' default implementations (SDPA, grouped_mm experts) is reproduced from
+ * flopmeter's counts too. No PyTorch is needed: the fixtures are committed.
  *
  * Also: the built-in configs (every one read and built, the published sizes), and the config
  * reader's messages on bad input (each names the field and its value). */
