@@ -344,12 +344,16 @@ static void table_llm(FILE *f, const struct fm_counts *c, const struct fm_llm_su
     fprintf(f, "  model FLOPs    %sFLOP (%s, counted)   %sFLOP per token\n",
             si((double)l->model_flops, b[0]), train ? "forward + backward" : "forward",
             si(l->tokens ? (double)l->model_flops / (double)l->tokens : 0.0, b[1]));
-    if (train)
+    if (train && l->recompute != FM_RECOMPUTE_NONE)
         fprintf(f, "  hardware FLOPs %sFLOP with recompute %s (+%sFLOP); FlashAttention's "
                    "backward recomputing QK^T adds %sFLOP\n",
                 si((double)l->model_flops + (double)l->recompute_flops, b[0]),
                 fm_recompute_name(l->recompute), si((double)l->recompute_flops, b[1]),
                 si((double)l->flash_flops, b[2]));
+    else if (train)
+        fprintf(f, "  hardware FLOPs = model FLOPs (no recomputation); "
+                   "FlashAttention's backward recomputing QK^T adds %sFLOP\n",
+                si((double)l->flash_flops, b[0]));
     fprintf(f, "  %s            %sFLOP with N = non-embedding parameters per token (Kaplan et "
                "al. 2020), %+.1f%% vs counted; %sFLOP with all parameters, %+.1f%%\n",
             train ? "6ND" : "2ND", si(l->six_nd, b[0]),
