@@ -7,7 +7,8 @@
  * forward and forward + backward (expected.json, made by tools/make_llm_oracle.py with eager
  * attention and eager experts; docs/counting.md, "Language models vs FlopCounterMode"), and
  * so must every module's forward products, FlopCounterMode's per-module breakdown against
- * flopmeter's nodes named under the same transformers module path; for causal LMs also one
+ * flopmeter's nodes named under the same transformers module path; the totals again at a
+ * second shape (one sequence of an odd length); for causal LMs also one
  * decoding step against a KV cache (forward FLOPs). What FlopCounterMode reports with
  * transformers' default implementations (SDPA, grouped_mm experts) is reproduced from
  * flopmeter's counts too. No PyTorch is needed: the fixtures are committed.
@@ -40,16 +41,25 @@ static uint64_t expected_u64(const char *text, const char *key)
     return (uint64_t)v;
 }
 
-/* An integer of expected.json's "default" block (what FlopCounterMode reports with
- * transformers' default implementations): key with its indentation; 0 when absent. */
-static uint64_t default_u64(const char *text, const char *indent, const char *key)
+/* An integer inside a top-level block of expected.json ("default": what FlopCounterMode
+ * reports with transformers' default implementations; "odd_shape"): key with its indentation;
+ * 0 when absent. */
+static uint64_t block_u64(const char *text, const char *block, const char *indent,
+                          const char *key)
 {
-    const char *blk = strstr(text, "\n  \"default\": {");
-    assert_non_null(blk);
     char pat[128];
+    snprintf(pat, sizeof(pat), "\n  \"%s\": {", block);
+    const char *blk = strstr(text, pat);
+    if (!blk)
+        fail_msg("expected.json has no block \"%s\"", block);
     snprintf(pat, sizeof(pat), "\n%s\"%s\": ", indent, key);
     const char *p = strstr(blk, pat);
     return p ? (uint64_t)strtoull(p + strlen(pat), NULL, 10) : 0;
+}
+
+static uint64_t default_u64(const char *text, const char *indent, const char *key)
+{
+    return block_u64(text, "default", indent, key);
 }
 
 /* MACs of the classes FlopCounterMode counts (matrix products) in the phases [from, to]. */
@@ -199,6 +209,21 @@ static void check_oracle(const char *arch_dir, enum fm_llm_arch arch)
     assert_int_equal(default_u64(exp, "    ", "forward_flops"), 2 * fwd - routed_fwd);
     assert_int_equal(default_u64(exp, "    ", "train_flops"), 2 * train - routed_all + sdpa / 2);
 
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* another shape: one sequence of an odd length (T5: a target longer than the source) */
+    fm_llm_build_opts_init(&o);
+    o.batch = (int64_t)block_u64(exp, "odd_shape", "    ", "batch");
+    o.seq = (int64_t)block_u64(exp, "odd_shape", "    ", "seq");
+    o.decoder_seq = (int64_t)block_u64(exp, "odd_shape", "    ", "decoder_seq");
+    o.with_loss = true;
+    FM_ASSERT_OK(ctx, fm_llm_build(ctx, cfg, &o, &g));
+    c = test_count(ctx, g, FM_MODE_TRAIN);
+    assert_int_equal(2 * product_macs(c, FM_PHASE_FWD, FM_PHASE_FWD),
+                     block_u64(exp, "odd_shape", "    ", "forward_flops"));
+    assert_int_equal(2 * product_macs(c, FM_PHASE_FWD, FM_PHASE_BWD_WEIGHT),
+                     block_u64(exp, "odd_shape", "    ", "train_flops"));
     fm_counts_free(c);
     fm_graph_free(g);
 
