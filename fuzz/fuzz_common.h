@@ -46,6 +46,7 @@ int fm_fuzz_device_json(const uint8_t *data, size_t size);
 int fm_fuzz_args(const uint8_t *data, size_t size);
 int fm_fuzz_trace(const uint8_t *data, size_t size);
 int fm_fuzz_ncu(const uint8_t *data, size_t size);
+int fm_fuzz_llm_config(const uint8_t *data, size_t size);
 int fm_fuzz_cluster(const uint8_t *data, size_t size);
 
 #endif

@@ -612,6 +612,36 @@ struct fm_loss_info {
 FM_API enum fm_status fm_graph_add_loss(struct fm_graph *graph, fm_tid output,
                                         struct fm_loss_info *info);
 
+/* ==== Language models: the figures beside a count (src/report/llm_summary.c, docs/zoo.md) ==== */
+/* Activation recomputation: none; selective = the attention core (scores, softmax, AV) of every
+ * layer, Korthikanti et al. 2022; full = the forward of every layer again. */
+enum fm_recompute { FM_RECOMPUTE_NONE = 0, FM_RECOMPUTE_SELECTIVE, FM_RECOMPUTE_FULL,
+                    FM_RECOMPUTE_COUNT };
+FM_API bool fm_recompute_parse(const char *s, enum fm_recompute *out);   /* "none" ... */
+FM_API const char *fm_recompute_name(enum fm_recompute r);
+struct fm_llm_summary {
+    enum fm_recompute recompute;
+    uint64_t tokens;                 /* the step's tokens: batch x seq (decoding: batch) */
+    uint64_t params, non_embedding, active;  /* by the config: all; without the embeddings and
+                                                the lm_head; non-embedding active per token */
+    uint64_t model_flops;            /* counted forward (+ backward in training), no optimizer */
+    uint64_t recompute_flops;        /* forward FLOPs the recompute runs again (training) */
+    uint64_t flash_flops;            /* FlashAttention's backward recomputing the scores QK^T */
+    uint64_t attn_full, attn_causal, attn_window;   /* forward FLOPs of the attention cores:
+                                        every score (as counted), causal half, and windows */
+    double six_nd, six_nd_all;       /* 6 N D (2 N D inference), N = active / all parameters */
+    uint64_t act_bytes[FM_RECOMPUTE_COUNT];   /* activations kept for the backward, by recompute */
+    uint64_t kv_cache_bytes;         /* inference: K and V of every layer after this pass */
+};
+/* Whether MODEL under load is a language model (load->config, or a built-in config's name). */
+FM_API bool fm_model_is_llm(const char *model, const struct fm_load_opts *load);
+/* The figures of a language model's count (graph and counts from fm_model_load, fm_count). */
+FM_API enum fm_status fm_llm_summarize(struct fm_ctx *ctx, const char *model,
+                                       const struct fm_load_opts *load,
+                                       const struct fm_graph *graph,
+                                       const struct fm_counts *counts,
+                                       enum fm_recompute recompute, struct fm_llm_summary *out);
+
 /* ==== Numbers as people type them (src/core/format.c): false for anything else ==== */
 FM_API bool fm_duration_parse(const char *text, double *seconds);   /* "250ms", "3.5min", "2" */
 FM_API bool fm_flops_parse(const char *text, double *flops);   /* "312T", "19.5 TFLOPS", "9e11" */
@@ -635,6 +665,7 @@ struct fm_report_opts {
     const struct fm_memory_check *memory;   /* count: whether it fits a device (may be NULL) */
     const char *export_note;   /* count: the file looks exported for inference (NULL or "") */
     const struct fm_peer_figures *peers;   /* count: the other counters' figures (fm_peers) */
+    const struct fm_llm_summary *llm;      /* count: a language model's figures (may be NULL) */
 };
 FM_API void fm_report_opts_init(struct fm_report_opts *opts);
 /* A table with SI suffixes, or CSV / JSON with exact integers. */
@@ -1304,7 +1335,6 @@ FM_API const char *fm_measured_how(const struct fm_measured *m);
 
 
 /* ==== Parallel training plans (src/analysis/plan*.c; docs/plan.md, docs/clusters.md) ==== */
-enum fm_recompute { FM_RECOMPUTE_NONE = 0, FM_RECOMPUTE_SELECTIVE, FM_RECOMPUTE_FULL };
 /* 0 in a size means "the default" (docs/plan.md). */
 struct fm_plan_opts {
     const char *model;            /* an LLM config by name, or: */

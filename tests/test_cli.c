@@ -6,6 +6,7 @@
  * that names what was wrong; a mistyped command or option gets the nearest name; options that do
  * nothing are said to be ignored; --by-class says the optimizer's share. */
 #include "support.h"
+#include "frontend/llm/llm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,7 +418,7 @@ static void test_models_csv_json_counts(void **state)
     size_t rows = 0;
     for (const char *p = out; (p = strchr(p, '\n')); p++)
         rows++;
-    assert_int_equal(rows, fm_zoo_count() + 1);
+    assert_int_equal(rows, fm_zoo_count() + fm_llm_builtin_count() + 1);
     /* every row's figures are the count of that model's forward pass at batch 1 */
     for (size_t i = 0; i < fm_zoo_count(); i++) {
         const char *name = fm_zoo_get(i)->name;
@@ -449,7 +450,8 @@ static void test_models_csv_json_counts(void **state)
     cJSON *j = cJSON_Parse(out);
     assert_non_null(j);
     const cJSON *models = cJSON_GetObjectItem(j, "models");
-    assert_int_equal(cJSON_GetArraySize(models), (int)fm_zoo_count());
+    /* the torchvision architectures, then the built-in language models */
+    assert_int_equal(cJSON_GetArraySize(models), (int)(fm_zoo_count() + fm_llm_builtin_count()));
     const cJSON *first = cJSON_GetArrayItem(models, 0);
     assert_string_equal(cJSON_GetObjectItem(first, "name")->valuestring, fm_zoo_get(0)->name);
     assert_true(cJSON_GetObjectItem(first, "fwd_macs")->valuedouble > 0);

@@ -5,8 +5,13 @@
  * equal transformers' own count exactly, and the MACs of what FlopCounterMode counts (matrix
  * products: flopmeter's matmul, conv and attention classes) must equal its FLOPs / 2 exactly,
  * forward and forward + backward (expected.json, made by tools/make_llm_oracle.py with eager
- * attention and eager experts; docs/counting.md, "Language models vs FlopCounterMode").
- * No PyTorch is needed: the fixtures are committed.
+ * attention and eager experts; docs/counting.md, "Language models vs FlopCounterMode"), and
+ * so must every module's forward products, FlopCounterMode's per-module breakdown against
+ * flopmeter's nodes named under the same transformers module path; the totals again at a
+ * second shape (one sequence of an odd length); for causal LMs also one
+ * decoding step against a KV cache (forward FLOPs). What FlopCounterMode reports with
+ * transformers' default implementations (SDPA, grouped_mm experts) is reproduced from
+ * flopmeter's counts too. No PyTorch is needed: the fixtures are committed.
  *
  * Also: the built-in configs (every one read and built, the published sizes), and the config
  * reader's messages on bad input (each names the field and its value). */
@@ -36,6 +41,27 @@ static uint64_t expected_u64(const char *text, const char *key)
     return (uint64_t)v;
 }
 
+/* An integer inside a top-level block of expected.json ("default": what FlopCounterMode
+ * reports with transformers' default implementations; "odd_shape"): key with its indentation;
+ * 0 when absent. */
+static uint64_t block_u64(const char *text, const char *block, const char *indent,
+                          const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof(pat), "\n  \"%s\": {", block);
+    const char *blk = strstr(text, pat);
+    if (!blk)
+        fail_msg("expected.json has no block \"%s\"", block);
+    snprintf(pat, sizeof(pat), "\n%s\"%s\": ", indent, key);
+    const char *p = strstr(blk, pat);
+    return p ? (uint64_t)strtoull(p + strlen(pat), NULL, 10) : 0;
+}
+
+static uint64_t default_u64(const char *text, const char *indent, const char *key)
+{
+    return block_u64(text, "default", indent, key);
+}
+
 /* MACs of the classes FlopCounterMode counts (matrix products) in the phases [from, to]. */
 static uint64_t product_macs(const struct fm_counts *c, enum fm_phase from, enum fm_phase to)
 {
@@ -56,6 +82,60 @@ static void read_fixture_config(struct fm_ctx *ctx, const char *arch_dir,
     char *text = test_read_file(path, &n);
     FM_ASSERT_OK(ctx, fm_llm_config_parse(ctx, text, n, path, cfg));
     free(text);
+}
+
+/* 2 x the forward product MACs of the nodes at a module path (the node of that name, or under
+ * it: "model.layers.0.mlp" holds "model.layers.0.mlp.up_proj"). */
+static uint64_t module_fwd_flops(const struct fm_graph *g, const struct fm_counts *c,
+                                 const char *path, size_t len)
+{
+    uint64_t macs = 0;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        enum fm_class k = fm_op_class(n->op);
+        if (k != FM_CLASS_MATMUL && k != FM_CLASS_CONV && k != FM_CLASS_ATTENTION)
+            continue;
+        if (strncmp(n->name, path, len) == 0 && (n->name[len] == '\0' || n->name[len] == '.'))
+            macs += c->nodes[i].phase[FM_PHASE_FWD].prim[FM_PRIM_MAC];
+    }
+    return 2 * macs;
+}
+
+/* Every module of FlopCounterMode's forward breakdown ("LlamaForCausalLM.model.layers.0.mlp":
+ * the class, then the module path) against flopmeter's nodes named under the same path: the
+ * layers are named as transformers' modules, and each module's products agree, not only the
+ * totals. Returns how many modules were compared. */
+static size_t check_modules(const char *exp, const struct fm_graph *g, const struct fm_counts *c)
+{
+    const char *p = strstr(exp, "\n  \"forward_by_module\": {");
+    assert_non_null(p);
+    p = strchr(p, '{') + 1;
+    const char *end = strchr(p, '}');
+    assert_non_null(end);
+    size_t compared = 0;
+    while (p < end) {
+        const char *k = strchr(p, '"');
+        if (!k || k > end)
+            break;
+        const char *ke = strchr(k + 1, '"');
+        assert_non_null(ke);
+        unsigned long long want = strtoull(ke + 2, NULL, 10);
+        p = ke + 1;
+        const char *dot = memchr(k + 1, '.', (size_t)(ke - k - 1));
+        if (!dot)
+            continue;   /* the whole model: the totals above */
+        char path[256];
+        size_t len = (size_t)(ke - dot - 1);
+        assert_true(len < sizeof(path));
+        memcpy(path, dot + 1, len);
+        path[len] = '\0';
+        uint64_t got = module_fwd_flops(g, c, path, len);
+        if (got != want)
+            fail_msg("module %s: flopmeter %llu forward FLOPs of products, FlopCounterMode %llu",
+                     path, (unsigned long long)got, want);
+        compared++;
+    }
+    return compared;
 }
 
 /* Reads, builds and counts one fixture and compares it with transformers and FlopCounterMode. */
@@ -102,9 +182,65 @@ static void check_oracle(const char *arch_dir, enum fm_llm_arch arch)
     uint64_t train = product_macs(c, FM_PHASE_FWD, FM_PHASE_BWD_WEIGHT);
     assert_int_equal(2 * fwd, expected_u64(exp, "forward_flops"));
     assert_int_equal(2 * train, expected_u64(exp, "train_flops"));
+    assert_true(check_modules(exp, g, c) >= 10);
+
+    /* FlopCounterMode with transformers' defaults, from flopmeter's counts: the routed experts
+     * (grouped_mm) count 0, and attention run as SDPA counts 2.5x its forward in the backward
+     * instead of 2x (the SDPA share is the fixture's: which attentions PyTorch's CPU SDPA runs
+     * fused depends on their shapes and masks) */
+    uint64_t routed_fwd = 0, routed_all = 0, attn_fwd = 0;
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const struct fm_node *n = fm_graph_node(g, (fm_nid)i);
+        const struct fm_work *w = c->nodes[i].phase;
+        if (fm_op_class(n->op) == FM_CLASS_ATTENTION)
+            attn_fwd += 2 * fm_work_macs(&w[FM_PHASE_FWD]);
+        if (fm_op_class(n->op) != FM_CLASS_MATMUL || !strstr(n->name, ".experts"))
+            continue;
+        routed_fwd += 2 * fm_work_macs(&w[FM_PHASE_FWD]);
+        for (int ph = FM_PHASE_FWD; ph <= FM_PHASE_BWD_WEIGHT; ph++)
+            routed_all += 2 * fm_work_macs(&w[ph]);
+    }
+    bool grouped = strstr(exp, "\n    \"experts_implementation\": \"grouped_mm\"") != NULL;
+    assert_true(grouped == (routed_fwd > 0));
+    uint64_t sdpa = default_u64(exp, "      ", "aten._scaled_dot_product_flash_attention_for_cpu");
+    assert_true(sdpa <= attn_fwd);
+    if (sdpa && arch != FM_LLM_T5)   /* T5's position bias sends some to the math path */
+        assert_int_equal(sdpa, attn_fwd);
+    assert_int_equal(default_u64(exp, "    ", "forward_flops"), 2 * fwd - routed_fwd);
+    assert_int_equal(default_u64(exp, "    ", "train_flops"), 2 * train - routed_all + sdpa / 2);
 
     fm_counts_free(c);
     fm_graph_free(g);
+
+    /* another shape: one sequence of an odd length (T5: a target longer than the source) */
+    fm_llm_build_opts_init(&o);
+    o.batch = (int64_t)block_u64(exp, "odd_shape", "    ", "batch");
+    o.seq = (int64_t)block_u64(exp, "odd_shape", "    ", "seq");
+    o.decoder_seq = (int64_t)block_u64(exp, "odd_shape", "    ", "decoder_seq");
+    o.with_loss = true;
+    FM_ASSERT_OK(ctx, fm_llm_build(ctx, cfg, &o, &g));
+    c = test_count(ctx, g, FM_MODE_TRAIN);
+    assert_int_equal(2 * product_macs(c, FM_PHASE_FWD, FM_PHASE_FWD),
+                     block_u64(exp, "odd_shape", "    ", "forward_flops"));
+    assert_int_equal(2 * product_macs(c, FM_PHASE_FWD, FM_PHASE_BWD_WEIGHT),
+                     block_u64(exp, "odd_shape", "    ", "train_flops"));
+    fm_counts_free(c);
+    fm_graph_free(g);
+
+    /* one decoding step (causal LMs): a new token per sequence against a cache of seq tokens;
+     * a sliding layer's cache keeps window - 1 of them, as transformers' does */
+    if (!strstr(exp, "\n  \"decode_forward_flops\": null")) {
+        fm_llm_build_opts_init(&o);
+        o.batch = (int64_t)expected_u64(exp, "batch");
+        o.seq = (int64_t)expected_u64(exp, "decode_cache");
+        o.decode = true;
+        FM_ASSERT_OK(ctx, fm_llm_build(ctx, cfg, &o, &g));
+        c = test_count(ctx, g, FM_MODE_INFER);
+        assert_int_equal(2 * product_macs(c, FM_PHASE_FWD, FM_PHASE_FWD),
+                         expected_u64(exp, "decode_forward_flops"));
+        fm_counts_free(c);
+        fm_graph_free(g);
+    }
     free(exp);
     free(cfg);
     fm_ctx_free(ctx);
@@ -165,26 +301,49 @@ static void test_peers_moe_note(void **state)
 
 /* ---- the built-in configs ---- */
 
-/* Every built-in reads and builds; the sizes are the published ones (parameters as
- * transformers' model of the published config counts them: tools/make_llm_builtins.py). */
+/* Every built-in reads and builds, with the parameters that transformers' model of the same
+ * config has (tools/make_llm_builtins.py --check, which also checks them against the published
+ * sizes). */
 static void test_builtins(void **state)
 {
     static const struct {
         const char *name;
         uint64_t params;
     } sizes[] = {
-        {"llama-2-7b", 6738415616ULL},       {"llama-3-8b", 8030261248ULL},
-        {"llama-3.1-405b", 405853388800ULL}, {"mistral-7b", 7241732096ULL},
-        {"mixtral-8x7b", 46702792704ULL},    {"qwen3-30b-a3b", 30532122624ULL},
-        {"deepseek-v3", 671026404352ULL},    {"gemma-2-9b", 9241705984ULL},
-        {"gpt2", 124439808ULL},              {"bert-base", 109514298ULL},
-        {"t5-base", 222903552ULL},           {"pythia-6.9b", 6857302016ULL},
+        {"llama-2-7b", 6738415616ULL},
+        {"llama-2-13b", 13015864320ULL},
+        {"llama-2-70b", 68976648192ULL},
+        {"llama-3-8b", 8030261248ULL},
+        {"llama-3-70b", 70553706496ULL},
+        {"llama-3.1-8b", 8030261248ULL},
+        {"llama-3.1-70b", 70553706496ULL},
+        {"llama-3.1-405b", 405853388800ULL},
+        {"mistral-7b", 7241732096ULL},
+        {"mixtral-8x7b", 46702792704ULL},
+        {"mixtral-8x22b", 140620634112ULL},
+        {"qwen2.5-7b", 7615616512ULL},
+        {"qwen2.5-72b", 72706203648ULL},
+        {"qwen3-8b", 8190735360ULL},
+        {"qwen3-30b-a3b", 30532122624ULL},
+        {"qwen3-235b-a22b", 235093634560ULL},
+        {"gemma-2-9b", 9241705984ULL},
+        {"gemma-2-27b", 27227128320ULL},
+        {"phi-3-mini", 3821079552ULL},
+        {"gpt2", 124439808ULL},
+        {"gpt2-xl", 1557611200ULL},
+        {"gpt3-175b", 174604259328ULL},
+        {"pythia-6.9b", 6857302016ULL},
+        {"deepseek-v3", 671026404352ULL},
+        {"bert-base", 109514298ULL},
+        {"bert-large", 335174458ULL},
+        {"t5-base", 222903552ULL},
+        {"t5-11b", 11307321344ULL},
     };
     struct fm_ctx *ctx = test_ctx();
     struct fm_llm_config *cfg = calloc(1, sizeof(*cfg));
     assert_non_null(cfg);
     size_t n = fm_llm_builtin_count();
-    assert_true(n >= 28);
+    assert_int_equal(n, sizeof(sizes) / sizeof(sizes[0]));
     assert_null(fm_llm_builtin_name(n));
     assert_null(fm_llm_builtin_source(n));
     for (size_t i = 0; i < n; i++) {
@@ -204,9 +363,12 @@ static void test_builtins(void **state)
         uint64_t total = 0, non_embedding = 0;
         fm_llm_params(cfg, &total, &non_embedding);
         assert_int_equal(c->params, total);
-        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
-            if (strcmp(sizes[k].name, name) == 0)
-                assert_int_equal(total, sizes[k].params);
+        size_t k = 0;
+        while (k < sizeof(sizes) / sizeof(sizes[0]) && strcmp(sizes[k].name, name) != 0)
+            k++;
+        if (k == sizeof(sizes) / sizeof(sizes[0]))
+            fail_msg("built-in %s has no reference size here", name);
+        assert_int_equal(total, sizes[k].params);
         fm_counts_free(c);
         fm_graph_free(g);
     }
@@ -218,6 +380,17 @@ static void test_builtins(void **state)
     assert_int_equal(fm_llm_config_builtin(ctx, "llama-3-9b", cfg), FM_ERR_NOT_FOUND);
     EXPECT_MESSAGE(ctx, "llama-3-9b", "llama-3-8b");
     assert_int_equal(fm_llm_config_builtin(ctx, NULL, cfg), FM_ERR_NOT_FOUND);
+    /* the CLI: a name near a language model's gets the language models' suggestions, a name
+     * near an image classifier's keeps the classifiers' */
+    char *out = NULL, *err = NULL;
+    assert_int_not_equal(test_run_cli("count llama-3-9b", &out, &err), 0);
+    test_expect_in(err, "did you mean llama-3-8b");
+    free(out);
+    free(err);
+    assert_int_not_equal(test_run_cli("count resnet5", &out, &err), 0);
+    test_expect_in(err, "did you mean resnet50");
+    free(out);
+    free(err);
     /* what the reader made of a few published fields */
     FM_ASSERT_OK(ctx, fm_llm_config_builtin(ctx, "deepseek-v3", cfg));
     assert_int_equal(cfg->arch, FM_LLM_DEEPSEEK_V3);

@@ -18,6 +18,11 @@ tests/data/llm/<arch>/:
                    forward_by_module     the forward total by module (FlopCounterMode's
                                          hierarchy; its backward attribution to modules is
                                          not reliable, so none is recorded)
+                   odd_shape             the forward and forward + backward totals at batch 1
+                                         and an odd sequence (17; T5's target 23)
+                   decode_forward_flops  FlopCounterMode's forward FLOPs of one decoding step
+                                         (causal LMs): a new token per sequence against a KV
+                                         cache of decode_cache = seq tokens
                    default               the same totals with transformers' DEFAULT attention
                                          and experts implementations (what a user gets)
 
@@ -154,13 +159,28 @@ def build(name, cls, kw, attn, experts):
     return cfg, model
 
 
-def inputs(name):
+def inputs(name, batch=BATCH, seq=SEQ, decoder_seq=T5_DECODER_SEQ):
     g = torch.Generator().manual_seed(1)
-    ids = torch.randint(3, VOCAB, (BATCH, SEQ), generator=g)
+    ids = torch.randint(3, VOCAB, (batch, seq), generator=g)
     if name == "t5":
-        labels = torch.randint(3, VOCAB, (BATCH, T5_DECODER_SEQ), generator=g)
+        labels = torch.randint(3, VOCAB, (batch, decoder_seq), generator=g)
         return dict(input_ids=ids, labels=labels)
     return dict(input_ids=ids, labels=ids.clone())
+
+
+# a second shape: one sequence of an odd length (T5: a longer target than source)
+ODD = dict(batch=1, seq=17, decoder_seq=23)
+
+
+def count_totals(name, model, **shape):
+    """FlopCounterMode's forward and forward + backward totals at another shape."""
+    x = inputs(name, **shape)
+    model.zero_grad(set_to_none=True)
+    with FlopCounterMode(display=False) as fc:
+        out = model(**x)
+        fwd = fc.get_total_flops()
+        out.loss.backward()
+    return dict(shape, forward_flops=int(fwd), train_flops=int(fc.get_total_flops()))
 
 
 def totals(counts):
@@ -193,6 +213,18 @@ def count(name, model):
                 loss=float(out.loss.detach()))
 
 
+def count_decode(name, model):
+    """FlopCounterMode's forward FLOPs of one decoding step: a new token per sequence against
+    the KV cache of SEQ tokens (the cache filled by a forward outside the counter)."""
+    x = inputs(name)["input_ids"]
+    with torch.no_grad():
+        past = model(input_ids=x, use_cache=True).past_key_values
+        new = torch.full((BATCH, 1), 5, dtype=torch.long)
+        with FlopCounterMode(display=False) as fc:
+            model(input_ids=new, past_key_values=past, use_cache=True)
+    return int(fc.get_total_flops())
+
+
 LOSS = {
     "bert": "masked-LM cross-entropy over every position (labels = input_ids, none ignored): "
             "batch * seq tokens",
@@ -217,6 +249,10 @@ def main():
         _, dmodel = build(name, cls, kw, None, None)
         dflt = count(name, dmodel)
         d_experts = getattr(dmodel.config, "_experts_implementation", None)
+        decode = count_decode(name, model) if name not in ("bert", "t5") else None
+        odd = count_totals(name, model, **ODD)
+        if name != "t5":
+            odd["decoder_seq"] = odd["seq"]
         exp = dict(
             architecture=type(model).__name__,
             transformers=transformers.__version__,
@@ -231,6 +267,9 @@ def main():
             forward_flops=eager["forward_flops"], train_flops=eager["train_flops"],
             forward_by_op=eager["forward_by_op"], train_by_op=eager["train_by_op"],
             forward_by_module=eager["forward_by_module"],
+            odd_shape=odd,
+            decode_cache=SEQ if decode is not None else None,
+            decode_forward_flops=decode,
             default=dict(
                 attn_implementation=dmodel.config._attn_implementation,
                 experts_implementation=(d_experts if name in MOE else None),

@@ -85,7 +85,9 @@ class LoadOpts(ctypes.Structure):
     _fields_ = [("zoo", ZooOpts), ("bindings", ctypes.c_void_p), ("n_bindings", ctypes.c_size_t),
                 ("batch_given", ctypes.c_bool), ("dtype_given", ctypes.c_bool),
                 ("values", ctypes.c_void_p), ("n_values", ctypes.c_size_t),
-                ("model_data", ctypes.c_void_p), ("model_size", ctypes.c_size_t)]
+                ("model_data", ctypes.c_void_p), ("model_size", ctypes.c_size_t),
+                ("config", ctypes.c_char_p), ("seq", ctypes.c_int64),
+                ("decoder_seq", ctypes.c_int64), ("decode", ctypes.c_bool)]
 
 
 class CountOpts(ctypes.Structure):
@@ -133,7 +135,7 @@ class ReportOpts(ctypes.Structure):
                 ("layers", ctypes.c_bool),
                 ("summary", ctypes.c_bool), ("loss", ctypes.c_void_p),
                 ("memory", ctypes.c_void_p), ("export_note", ctypes.c_char_p),
-                ("peers", ctypes.c_void_p)]
+                ("peers", ctypes.c_void_p), ("llm", ctypes.c_void_p)]
 
 
 # the structs the layout test checks, by their C names

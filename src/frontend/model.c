@@ -5,9 +5,24 @@
 #include "llm/llm.h"
 #include "../core/internal.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+
+enum fm_status fm_llm_config_load(struct fm_ctx *ctx, const char *model,
+                                  const struct fm_load_opts *opts, struct fm_llm_config *cfg)
+{
+    if (!opts || !opts->config)
+        return fm_llm_config_builtin(ctx, model, cfg);
+    char *text = NULL;
+    size_t len = 0;
+    enum fm_status st = fm_read_text(ctx, opts->config, "config file", 16, &text, &len);
+    if (!st)
+        st = fm_llm_config_parse(ctx, text, len, opts->config, cfg);
+    fm_dealloc(ctx, text);
+    return st;
+}
 
 /* A language model: the config.json at opts->config, or the built-in config named model. */
 static enum fm_status load_llm(struct fm_ctx *ctx, const char *model,
@@ -16,17 +31,7 @@ static enum fm_status load_llm(struct fm_ctx *ctx, const char *model,
     struct fm_llm_config *cfg = fm_alloc(ctx, sizeof(*cfg));
     if (!cfg)
         return fm_error(ctx, FM_ERR_NOMEM, "out of memory reading a language model's config");
-    enum fm_status st;
-    if (opts->config) {
-        char *text = NULL;
-        size_t len = 0;
-        st = fm_read_text(ctx, opts->config, "config file", 16, &text, &len);
-        if (!st)
-            st = fm_llm_config_parse(ctx, text, len, opts->config, cfg);
-        fm_dealloc(ctx, text);
-    } else {
-        st = fm_llm_config_builtin(ctx, model, cfg);
-    }
+    enum fm_status st = fm_llm_config_load(ctx, model, opts, cfg);
     if (!st) {
         struct fm_llm_build_opts bo;
         fm_llm_build_opts_init(&bo);
@@ -44,11 +49,16 @@ static enum fm_status load_llm(struct fm_ctx *ctx, const char *model,
 
 static bool is_llm_builtin(const char *name)
 {
-    for (size_t i = 0; i < fm_llm_builtin_count(); i++) {
+    for (size_t i = 0; name && i < fm_llm_builtin_count(); i++) {
         if (strcasecmp(fm_llm_builtin_name(i), name) == 0)
             return true;
     }
     return false;
+}
+
+bool fm_model_is_llm(const char *model, const struct fm_load_opts *load)
+{
+    return (load && load->config && !load->model_data) || is_llm_builtin(model);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -74,9 +84,7 @@ enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct
         return fm_onnx_load_buffer(ctx, opts->model_data, opts->model_size,
                                    model && *model ? model : "model", opts, out);
     }
-    if (opts && opts->config)
-        return load_llm(ctx, model, opts, out);
-    if (model && is_llm_builtin(model))
+    if (fm_model_is_llm(model, opts))
         return load_llm(ctx, model, opts, out);
     if (!model || !*model)
         return fm_error(ctx, FM_ERR_INVALID, "no model given: name a built-in model "
@@ -98,5 +106,25 @@ enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct
         return fm_error(ctx, FM_ERR_INVALID,
                         "fm_load_opts.bindings NAME=DIMS binds inputs of ONNX files; for a "
                         "built-in model use fm_zoo_opts.input CxHxW");
+    /* an unknown name within two edits of a language model's ("llama-3-9b"): its suggestions,
+     * not the image classifiers' */
+    if (!fm_zoo_find(model)) {
+        size_t llm_d = SIZE_MAX, zoo_d = SIZE_MAX;
+        for (size_t i = 0; i < fm_llm_builtin_count(); i++) {
+            size_t d = fm_edit_distance(model, fm_llm_builtin_name(i));
+            llm_d = d < llm_d ? d : llm_d;
+        }
+        const char *near = NULL;
+        if (fm_zoo_suggest(model, &near, 1))
+            zoo_d = fm_edit_distance(model, near);
+        if (llm_d <= 2 && llm_d < zoo_d) {
+            struct fm_llm_config *cfg = fm_alloc(ctx, sizeof(*cfg));
+            if (!cfg)
+                return fm_error(ctx, FM_ERR_NOMEM, "out of memory");
+            enum fm_status st = fm_llm_config_builtin(ctx, model, cfg);
+            fm_dealloc(ctx, cfg);
+            return st;
+        }
+    }
     return fm_zoo_build(ctx, model, &opts->zoo, out);
 }

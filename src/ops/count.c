@@ -143,6 +143,18 @@ enum fm_status fm_node_cost(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid
     return node_cost(ctx, g, node, opts, out, NULL, NULL);
 }
 
+enum fm_status fm_node_cost_kept(struct fm_ctx *ctx, const struct fm_graph *g, fm_nid node,
+                                 const struct fm_count_opts *opts, struct fm_node_cost *out,
+                                 uint64_t *saved_in, uint64_t *saved_out)
+{
+    if (!fm_graph_topo_order(g))
+        return fm_error(ctx, FM_ERR_GRAPH, "graph '%s' must be finalized before counting",
+                        fm_graph_name(g));
+    if (node < 0 || (size_t)node >= fm_graph_node_count(g))
+        return fm_error(ctx, FM_ERR_INVALID, "no node with id %d", (int)node);
+    return node_cost(ctx, g, node, opts, out, saved_in, saved_out);
+}
+
 void fm_counts_free(struct fm_counts *c)
 {
     if (!c)

@@ -55,6 +55,11 @@ bool fm_op_is_random(enum fm_op op);
 /* The cost of one node on its own, as fm_count counts it (tests check rules one by one). */
 enum fm_status fm_node_cost(struct fm_ctx *ctx, const struct fm_graph *graph, fm_nid node,
                             const struct fm_count_opts *opts, struct fm_node_cost *out);
+/* The same with its keep masks (bit i: input i, or output i, is kept for the backward), for
+ * analyses that attribute the kept activations to layers (the language-model summary). */
+enum fm_status fm_node_cost_kept(struct fm_ctx *ctx, const struct fm_graph *graph, fm_nid node,
+                                 const struct fm_count_opts *opts, struct fm_node_cost *out,
+                                 uint64_t *saved_in, uint64_t *saved_out);
 
 /* ---- helpers for rules ---- */
 

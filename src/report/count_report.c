@@ -319,6 +319,91 @@ static void table_peers(FILE *f, const struct fm_peer_figures *pf)
     }
 }
 
+/* The language model's figures (fm_llm_summarize): attention conventions, model and hardware
+ * FLOPs, 6ND, activations by recompute, the KV cache. */
+static double rel_err(double est, double counted)
+{
+    return counted > 0 ? (est - counted) / counted * 100.0 : 0.0;
+}
+
+static void table_llm(FILE *f, const struct fm_counts *c, const struct fm_llm_summary *l)
+{
+    char b[6][32];
+    bool train = c->mode == FM_MODE_TRAIN;
+    fprintf(f, "language model (docs/zoo.md)\n");
+    fprintf(f, "  parameters     %s by the config, %s without embeddings and lm_head, %s of "
+               "them per token\n",
+            si((double)l->params, b[0]), si((double)l->non_embedding, b[1]),
+            si((double)l->active, b[2]));
+    fprintf(f, "  tokens         %s\n", si((double)l->tokens, b[0]));
+    fprintf(f, "  attention      forward %sFLOP as counted (every score of S x S, as SDPA with "
+               "a mask runs it); causal half %sFLOP; causal with sliding windows %sFLOP (what a "
+               "block-skipping FlashAttention kernel computes)\n",
+            si((double)l->attn_full, b[0]), si((double)l->attn_causal, b[1]),
+            si((double)l->attn_window, b[2]));
+    fprintf(f, "  model FLOPs    %sFLOP (%s, counted)   %sFLOP per token\n",
+            si((double)l->model_flops, b[0]), train ? "forward + backward" : "forward",
+            si(l->tokens ? (double)l->model_flops / (double)l->tokens : 0.0, b[1]));
+    if (train && l->recompute != FM_RECOMPUTE_NONE)
+        fprintf(f, "  hardware FLOPs %sFLOP with recompute %s (+%sFLOP); FlashAttention's "
+                   "backward recomputing QK^T adds %sFLOP\n",
+                si((double)l->model_flops + (double)l->recompute_flops, b[0]),
+                fm_recompute_name(l->recompute), si((double)l->recompute_flops, b[1]),
+                si((double)l->flash_flops, b[2]));
+    else if (train)
+        fprintf(f, "  hardware FLOPs = model FLOPs (no recomputation); "
+                   "FlashAttention's backward recomputing QK^T adds %sFLOP\n",
+                si((double)l->flash_flops, b[0]));
+    fprintf(f, "  %s            %sFLOP with N = non-embedding parameters per token (Kaplan et "
+               "al. 2020), %+.1f%% vs counted; %sFLOP with all parameters, %+.1f%%\n",
+            train ? "6ND" : "2ND", si(l->six_nd, b[0]),
+            rel_err(l->six_nd, (double)l->model_flops), si(l->six_nd_all, b[1]),
+            rel_err(l->six_nd_all, (double)l->model_flops));
+    if (train) {
+        fprintf(f, "  weights        %sB + grads %sB + optimizer state %sB = %.1f bytes per "
+                   "parameter\n",
+                si((double)c->param_bytes, b[0]), si((double)c->grad_bytes, b[1]),
+                si((double)c->optimizer_state_bytes, b[2]),
+                c->params ? (double)(c->param_bytes + c->grad_bytes + c->optimizer_state_bytes) /
+                                (double)c->params
+                          : 0.0);
+        fprintf(f, "  activations    kept for the backward: %sB without recompute, %sB "
+                   "selective, %sB full\n",
+                si((double)l->act_bytes[0], b[0]), si((double)l->act_bytes[1], b[1]),
+                si((double)l->act_bytes[2], b[2]));
+    } else {
+        fprintf(f, "  KV cache       %sB after this pass (every layer's K and V)\n",
+                si((double)l->kv_cache_bytes, b[0]));
+    }
+}
+
+static void json_llm(struct fm_jw *w, const struct fm_counts *c, const struct fm_llm_summary *l)
+{
+    fm_jw_object(w, "llm", false);
+    fm_jw_u64(w, "params", l->params);
+    fm_jw_u64(w, "non_embedding_params", l->non_embedding);
+    fm_jw_u64(w, "active_params", l->active);
+    fm_jw_u64(w, "tokens", l->tokens);
+    fm_jw_u64(w, "attention_full_flops", l->attn_full);
+    fm_jw_u64(w, "attention_causal_flops", l->attn_causal);
+    fm_jw_u64(w, "attention_window_flops", l->attn_window);
+    fm_jw_u64(w, "model_flops", l->model_flops);
+    if (c->mode == FM_MODE_TRAIN) {
+        fm_jw_string(w, "recompute", fm_recompute_name(l->recompute));
+        fm_jw_u64(w, "recompute_flops", l->recompute_flops);
+        fm_jw_u64(w, "hardware_flops", l->model_flops + l->recompute_flops);
+        fm_jw_u64(w, "flash_backward_flops", l->flash_flops);
+        fm_jw_u64(w, "activation_bytes_none", l->act_bytes[FM_RECOMPUTE_NONE]);
+        fm_jw_u64(w, "activation_bytes_selective", l->act_bytes[FM_RECOMPUTE_SELECTIVE]);
+        fm_jw_u64(w, "activation_bytes_full", l->act_bytes[FM_RECOMPUTE_FULL]);
+    } else {
+        fm_jw_u64(w, "kv_cache_bytes", l->kv_cache_bytes);
+    }
+    fm_jw_double(w, "nd_estimate", l->six_nd);
+    fm_jw_double(w, "nd_estimate_all_params", l->six_nd_all);
+    fm_jw_end(w);
+}
+
 static void render_table(FILE *f, const struct fm_graph *g, const struct fm_counts *c,
                          const struct fm_report_opts *o)
 {
@@ -420,6 +505,8 @@ static void render_table(FILE *f, const struct fm_graph *g, const struct fm_coun
                    "input)\n");
     fprintf(f, "convention: %s; bytes = each input read once, each output written once\n",
             convention);
+    if (o->llm)
+        table_llm(f, c, o->llm);
     if (o->peers)
         table_peers(f, o->peers);
 }
@@ -661,6 +748,8 @@ static void render_json(FILE *f, const struct fm_graph *g, const struct fm_count
         fm_jw_end(&w);
         fm_dealloc(c->ctx, rows);
     }
+    if (o->llm)
+        json_llm(&w, c, o->llm);
     if (o->peers)
         json_peers(&w, o->peers);
     fm_jw_end(&w);

@@ -2,12 +2,15 @@
  * MACs and FLOPs at batch 1 (counted, not copied from a table) and a description, as a table,
  * CSV or JSON. */
 #include "report.h"
+#include "../frontend/llm/llm.h"
 
 #include <inttypes.h>
 #include <string.h>
 
 struct model_row {
     const struct fm_zoo_entry *e;
+    struct fm_zoo_entry llm;   /* a built-in language model's row (e points to it) */
+    char family[48], description[192];
     char input[32];
     bool counted;
     uint64_t params, macs, flops;
@@ -43,6 +46,47 @@ static enum fm_status count_model(struct fm_ctx *ctx, const struct fm_zoo_entry 
     return st == FM_ERR_NOMEM ? st : FM_OK;
 }
 
+/* A built-in language model: one sequence of 2048 tokens (or its maximum), forward. */
+static enum fm_status count_llm(struct fm_ctx *ctx, size_t i, struct model_row *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->e = &r->llm;
+    r->llm.name = fm_llm_builtin_name(i);
+    r->llm.family = r->family;
+    r->llm.description = r->description;
+    struct fm_llm_config *cfg = fm_alloc(ctx, sizeof(*cfg));
+    if (!cfg)
+        return fm_error(ctx, FM_ERR_NOMEM, "out of memory listing the language models");
+    enum fm_status st = fm_llm_config_builtin(ctx, r->llm.name, cfg);
+    struct fm_graph *g = NULL;
+    struct fm_counts *c = NULL;
+    if (!st) {
+        struct fm_llm_build_opts bo;
+        fm_llm_build_opts_init(&bo);
+        bo.seq = cfg->max_pos > 0 && cfg->max_pos < 2048 ? cfg->max_pos : 2048;
+        snprintf(r->input, sizeof(r->input), "%lld tokens", (long long)bo.seq);
+        snprintf(r->family, sizeof(r->family), "%s", cfg->model_type);
+        snprintf(r->description, sizeof(r->description), "%s (%s)",
+                 fm_llm_arch_name(cfg->arch), fm_llm_builtin_source(i));
+        st = fm_llm_build(ctx, cfg, &bo, &g);
+    }
+    struct fm_count_opts co;
+    fm_count_opts_init(&co);
+    co.mode = FM_MODE_INFER;
+    if (!st)
+        st = fm_count(ctx, g, &co, &c);
+    if (!st) {
+        r->counted = true;
+        r->params = c->params;
+        r->macs = fm_work_macs(&c->total[FM_PHASE_FWD]);
+        r->flops = fm_work_flops(&c->total[FM_PHASE_FWD]);
+    }
+    fm_counts_free(c);
+    fm_graph_free(g);
+    fm_dealloc(ctx, cfg);
+    return st == FM_ERR_NOMEM ? st : FM_OK;
+}
+
 static void csv_text(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -70,9 +114,11 @@ enum fm_status fm_report_models(FILE *f, struct fm_ctx *ctx, const struct fm_rep
         fm_jw_string(&w, "counted", "forward pass (inference) at batch 1 and the input shown");
         fm_jw_array(&w, "models", false);
     }
-    for (size_t i = 0; i < fm_zoo_count(); i++) {
+    size_t n_zoo = fm_zoo_count(), n_llm = fm_llm_builtin_count();
+    for (size_t i = 0; i < n_zoo + n_llm; i++) {
         struct model_row r;
-        enum fm_status st = count_model(ctx, fm_zoo_get(i), &r);
+        enum fm_status st = i < n_zoo ? count_model(ctx, fm_zoo_get(i), &r)
+                                      : count_llm(ctx, i - n_zoo, &r);
         if (st)
             return st;
         if (format == FM_FORMAT_TABLE) {

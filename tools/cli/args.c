@@ -180,6 +180,11 @@ bool cli_parse_flops(const char *text, void *dest)
     return fm_flops_parse(text, dest);
 }
 
+bool cli_parse_recompute(const char *text, void *dest)
+{
+    return fm_recompute_parse(text, dest);
+}
+
 bool cli_parse_bytes(const char *text, void *dest)
 {
     double b;

@@ -85,6 +85,7 @@ bool cli_parse_precision(const char *text, void *dest);   /* struct cli_precisio
 bool cli_parse_time(const char *text, void *dest);        /* double seconds, > 0 */
 bool cli_parse_flops(const char *text, void *dest);       /* double FLOP/s, >= 0 */
 bool cli_parse_bytes(const char *text, void *dest);       /* double bytes, > 0 */
+bool cli_parse_recompute(const char *text, void *dest);   /* enum fm_recompute */
 
 struct cli_precision {
     enum fm_precision precision;

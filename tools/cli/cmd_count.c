@@ -40,10 +40,16 @@ int cmd_count(struct cli_run *run, int argc, char **argv)
 {
     struct cli_model_opts m;
     struct cli_device_opts d;
-    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 6] = {0};
+    struct cli_opt opts[CLI_MODEL_OPTS_MAX + CLI_DEVICE_OPTS_MAX + 7] = {0};
     int n = cli_model_opts_declare(&m, opts);
     n += cli_device_opts_declare(&d, opts + n, CLI_DEV_DEVICE | CLI_DEV_PRECISION);
     bool per_layer = false, by_class = false, by_module = false, peers = false;
+    enum fm_recompute recompute = FM_RECOMPUTE_NONE;
+    opts[n++] = (struct cli_opt){"recompute", CLI_PARSED, &recompute, cli_parse_recompute,
+                                 "none|selective|full",
+                                 "language models: the activation recomputation of the hardware "
+                                 "FLOPs and activation figures (default none)",
+                                 NULL, NULL};
     opts[n++] = (struct cli_opt){"per-layer", CLI_FLAG, &per_layer, NULL, NULL,
                                  "table: each layer's primitive counts per phase", NULL, NULL};
     opts[n++] = (struct cli_opt){"by-class", CLI_FLAG, &by_class, NULL, NULL,
@@ -95,6 +101,15 @@ int cmd_count(struct cli_run *run, int argc, char **argv)
     ro.loss = fm_session_loss(s);
     ro.memory = fm_session_memory(s);
     ro.export_note = fm_session_export_note(s);
+    struct fm_llm_summary llm;
+    if (fm_model_is_llm(so.model, &so.load)) {
+        if ((st = fm_llm_summarize(ctx, so.model, &so.load, fm_session_graph(s),
+                                   fm_session_counts(s), recompute, &llm))) {
+            r = cli_fail(ctx, st);
+            goto out;
+        }
+        ro.llm = &llm;
+    }
     struct fm_peer_figures pf;
     if (peers) {
         /* from the counted graph as it is: the peers read only what a training count and an

@@ -10,10 +10,10 @@ int cmd_models(struct cli_run *run, int argc, char **argv)
          "output format (default table; csv and json print exact integers)", NULL, NULL},
         {0}};
     int r = cli_parse("models", "[--format table|csv|json]",
-                      "Lists the built-in architectures (torchvision definitions) with their\n"
-                      "default input, parameters, and the forward pass's MACs and FLOPs at batch "
-                      "1\n"
-                      "(counted; FLOPs = 2 x MACs + other ops). Any of them is a MODEL for count,\n"
+                      "Lists the built-in architectures (torchvision definitions) and language\n"
+                      "models (HuggingFace configs, docs/zoo.md) with their default input,\n"
+                      "parameters, and the forward pass's MACs and FLOPs at batch 1 (counted;\n"
+                      "FLOPs = 2 x MACs + other ops). Any of them is a MODEL for count,\n"
                       "roofline, predict and measure.",
                       opts, argc, argv, pos, 0, 0);
     if (r)

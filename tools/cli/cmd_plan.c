@@ -22,16 +22,7 @@ static const char description[] =
 
 static bool parse_recompute(const char *text, void *dest)
 {
-    enum fm_recompute *r = dest;
-    if (strcmp(text, "none") == 0)
-        *r = FM_RECOMPUTE_NONE;
-    else if (strcmp(text, "selective") == 0)
-        *r = FM_RECOMPUTE_SELECTIVE;
-    else if (strcmp(text, "full") == 0)
-        *r = FM_RECOMPUTE_FULL;
-    else
-        return false;
-    return true;
+    return fm_recompute_parse(text, dest);
 }
 
 static bool parse_zero(const char *text, void *dest)

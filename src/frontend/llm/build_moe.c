@@ -89,7 +89,7 @@ fm_tid lm_moe(struct lm *m, fm_tid h)
     fm_tid gu_w = lm_param(m, "gate_up_proj", FM_ROLE_PARAM, 3, gu_d);
     fm_tid dn_w = lm_param(m, "down_proj", FM_ROLE_PARAM, 3, dn_d);
     fm_tid in3[3] = {xr, gu_w, idx};
-    fm_tid gu = lm_node(m, FM_OP_GROUPED_MATMUL, "gate_up_proj", NULL, in3, 3);
+    fm_tid gu = lm_node(m, FM_OP_GROUPED_MATMUL, "gate_up_matmul", NULL, in3, 3);
     int64_t sz[2] = {f, f};
     fm_tid o[2];
     lm_split(m, "chunk", gu, -1, 2, sz, o);
@@ -97,7 +97,7 @@ fm_tid lm_moe(struct lm *m, fm_tid h)
     fm_tid in4[2] = {g, o[1]};
     fm_tid y = lm_node(m, FM_OP_MUL, "mul", NULL, in4, 2);
     fm_tid in5[3] = {y, dn_w, idx};
-    y = lm_node(m, FM_OP_GROUPED_MATMUL, "down_proj", NULL, in5, 3);
+    y = lm_node(m, FM_OP_GROUPED_MATMUL, "down_matmul", NULL, in5, 3);
     fm_tid in6[2] = {y, wf};
     y = lm_node(m, FM_OP_MUL, "weighted", NULL, in6, 2);
     if (rows < routed) {   /* dropped rows contribute zeros */

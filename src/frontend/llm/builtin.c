@@ -85,6 +85,7 @@ enum fm_status fm_llm_config_builtin(struct fm_ctx *ctx, const char *name,
     size_t len = 0;
     for (size_t i = 0; i < k && len < sizeof(hint); i++)
         len += (size_t)snprintf(hint + len, sizeof(hint) - len, "%s%s", i ? ", " : "", near[i]);
-    return fm_error(ctx, FM_ERR_NOT_FOUND, "unknown language model '%s'%s%s%s (%zu built in)", q,
+    return fm_error(ctx, FM_ERR_NOT_FOUND,
+                    "unknown language model '%s'%s%s%s (docs/zoo.md lists the %zu built in)", q,
                     k ? ": did you mean " : "", hint, k ? "?" : "", (size_t)LLM_BUILTIN_COUNT);
 }

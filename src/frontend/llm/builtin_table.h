@@ -6,7 +6,7 @@ struct llm_builtin_row {
 };
 static const struct llm_builtin_row llm_builtins[] = {
     {"llama-2-7b",
-     "meta-llama/Llama-2-7b-hf (config.json)",
+     "meta-llama/Llama-2-7b-hf config.json",
      "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\","
      " \"hidden_act\": \"silu\", \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false,"
      " \"attention_bias\": false, \"mlp_bias\": false, \"vocab_size\": 32000,"
@@ -14,7 +14,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"intermediate_size\": 11008, \"num_hidden_layers\": 32,"
      " \"num_attention_heads\": 32, \"num_key_value_heads\": 32}"},
     {"llama-2-13b",
-     "meta-llama/Llama-2-13b-hf (config.json)",
+     "meta-llama/Llama-2-13b-hf config.json",
      "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\","
      " \"hidden_act\": \"silu\", \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false,"
      " \"attention_bias\": false, \"mlp_bias\": false, \"vocab_size\": 32000,"
@@ -22,7 +22,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"intermediate_size\": 13824, \"num_hidden_layers\": 40,"
      " \"num_attention_heads\": 40, \"num_key_value_heads\": 40}"},
     {"llama-2-70b",
-     "meta-llama/Llama-2-70b-hf (config.json)",
+     "meta-llama/Llama-2-70b-hf config.json",
      "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\","
      " \"hidden_act\": \"silu\", \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false,"
      " \"attention_bias\": false, \"mlp_bias\": false, \"vocab_size\": 32000,"
@@ -30,7 +30,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"intermediate_size\": 28672, \"num_hidden_layers\": 80,"
      " \"num_attention_heads\": 64, \"num_key_value_heads\": 8}"},
     {"llama-3-8b",
-     "meta-llama/Meta-Llama-3-8B (config.json)",
+     "meta-llama/Meta-Llama-3-8B config.json",
      "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\","
      " \"hidden_act\": \"silu\", \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false,"
      " \"attention_bias\": false, \"mlp_bias\": false, \"vocab_size\": 128256,"
@@ -38,7 +38,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"intermediate_size\": 14336, \"num_hidden_layers\": 32,"
      " \"num_attention_heads\": 32, \"num_key_value_heads\": 8}"},
     {"llama-3-70b",
-     "meta-llama/Meta-Llama-3-70B (config.json)",
+     "meta-llama/Meta-Llama-3-70B config.json",
      "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\","
      " \"hidden_act\": \"silu\", \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false,"
      " \"attention_bias\": false, \"mlp_bias\": false, \"vocab_size\": 128256,"
@@ -46,7 +46,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"intermediate_size\": 28672, \"num_hidden_layers\": 80,"
      " \"num_attention_heads\": 64, \"num_key_value_heads\": 8}"},
     {"llama-3.1-8b",
-     "meta-llama/Llama-3.1-8B (config.json)",
+     "meta-llama/Llama-3.1-8B config.json",
      "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\","
      " \"hidden_act\": \"silu\", \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false,"
      " \"attention_bias\": false, \"mlp_bias\": false, \"vocab_size\": 128256,"
@@ -54,7 +54,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"hidden_size\": 4096, \"intermediate_size\": 14336, \"num_hidden_layers\": 32,"
      " \"num_attention_heads\": 32, \"num_key_value_heads\": 8}"},
     {"llama-3.1-70b",
-     "meta-llama/Llama-3.1-70B (config.json)",
+     "meta-llama/Llama-3.1-70B config.json",
      "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\","
      " \"hidden_act\": \"silu\", \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false,"
      " \"attention_bias\": false, \"mlp_bias\": false, \"vocab_size\": 128256,"
@@ -62,7 +62,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"hidden_size\": 8192, \"intermediate_size\": 28672, \"num_hidden_layers\": 80,"
      " \"num_attention_heads\": 64, \"num_key_value_heads\": 8}"},
     {"llama-3.1-405b",
-     "meta-llama/Llama-3.1-405B (config.json)",
+     "meta-llama/Llama-3.1-405B config.json",
      "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\","
      " \"hidden_act\": \"silu\", \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false,"
      " \"attention_bias\": false, \"mlp_bias\": false, \"vocab_size\": 128256,"
@@ -70,7 +70,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"hidden_size\": 16384, \"intermediate_size\": 53248, \"num_hidden_layers\": 126,"
      " \"num_attention_heads\": 128, \"num_key_value_heads\": 8}"},
     {"mistral-7b",
-     "mistralai/Mistral-7B-v0.1 (config.json)",
+     "mistralai/Mistral-7B-v0.1 config.json",
      "{\"architectures\": [\"MistralForCausalLM\"], \"model_type\": \"mistral\","
      " \"vocab_size\": 32000, \"hidden_size\": 4096, \"intermediate_size\": 14336,"
      " \"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
@@ -78,7 +78,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"rms_norm_eps\": 1e-05, \"rope_theta\": 10000.0, \"sliding_window\": 4096,"
      " \"tie_word_embeddings\": false}"},
     {"mixtral-8x7b",
-     "mistralai/Mixtral-8x7B-v0.1 (config.json)",
+     "mistralai/Mixtral-8x7B-v0.1 config.json",
      "{\"architectures\": [\"MixtralForCausalLM\"], \"model_type\": \"mixtral\","
      " \"vocab_size\": 32000, \"hidden_size\": 4096, \"intermediate_size\": 14336,"
      " \"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
@@ -87,7 +87,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"num_local_experts\": 8, \"num_experts_per_tok\": 2,"
      " \"tie_word_embeddings\": false}"},
     {"mixtral-8x22b",
-     "mistralai/Mixtral-8x22B-v0.1 (config.json)",
+     "mistralai/Mixtral-8x22B-v0.1 config.json",
      "{\"architectures\": [\"MixtralForCausalLM\"], \"model_type\": \"mixtral\","
      " \"vocab_size\": 32000, \"hidden_size\": 6144, \"intermediate_size\": 16384,"
      " \"num_hidden_layers\": 56, \"num_attention_heads\": 48, \"num_key_value_heads\": 8,"
@@ -96,7 +96,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"num_local_experts\": 8, \"num_experts_per_tok\": 2,"
      " \"tie_word_embeddings\": false}"},
     {"qwen2.5-7b",
-     "Qwen/Qwen2.5-7B (config.json)",
+     "Qwen/Qwen2.5-7B config.json",
      "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\","
      " \"vocab_size\": 152064, \"hidden_size\": 3584, \"intermediate_size\": 18944,"
      " \"num_hidden_layers\": 28, \"num_attention_heads\": 28, \"num_key_value_heads\": 4,"
@@ -105,7 +105,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"sliding_window\": 131072, \"max_window_layers\": 28,"
      " \"tie_word_embeddings\": false}"},
     {"qwen2.5-72b",
-     "Qwen/Qwen2.5-72B (config.json)",
+     "Qwen/Qwen2.5-72B config.json",
      "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\","
      " \"vocab_size\": 152064, \"hidden_size\": 8192, \"intermediate_size\": 29568,"
      " \"num_hidden_layers\": 80, \"num_attention_heads\": 64, \"num_key_value_heads\": 8,"
@@ -114,7 +114,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"sliding_window\": 131072, \"max_window_layers\": 80,"
      " \"tie_word_embeddings\": false}"},
     {"qwen3-8b",
-     "Qwen/Qwen3-8B (config.json)",
+     "Qwen/Qwen3-8B config.json",
      "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\","
      " \"vocab_size\": 151936, \"hidden_size\": 4096, \"intermediate_size\": 12288,"
      " \"num_hidden_layers\": 36, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
@@ -123,7 +123,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"use_sliding_window\": false, \"sliding_window\": null, \"max_window_layers\": 36,"
      " \"tie_word_embeddings\": false}"},
     {"qwen3-30b-a3b",
-     "Qwen/Qwen3-30B-A3B (config.json)",
+     "Qwen/Qwen3-30B-A3B config.json",
      "{\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3_moe\","
      " \"vocab_size\": 151936, \"hidden_size\": 2048, \"intermediate_size\": 6144,"
      " \"moe_intermediate_size\": 768, \"num_hidden_layers\": 48,"
@@ -135,7 +135,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"sliding_window\": null, \"max_window_layers\": 48,"
      " \"tie_word_embeddings\": false}"},
     {"qwen3-235b-a22b",
-     "Qwen/Qwen3-235B-A22B (config.json)",
+     "Qwen/Qwen3-235B-A22B config.json",
      "{\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3_moe\","
      " \"vocab_size\": 151936, \"hidden_size\": 4096, \"intermediate_size\": 12288,"
      " \"moe_intermediate_size\": 1536, \"num_hidden_layers\": 94,"
@@ -147,7 +147,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"sliding_window\": null, \"max_window_layers\": 94,"
      " \"tie_word_embeddings\": false}"},
     {"gemma-2-9b",
-     "google/gemma-2-9b (config.json)",
+     "google/gemma-2-9b config.json",
      "{\"architectures\": [\"Gemma2ForCausalLM\"], \"model_type\": \"gemma2\","
      " \"vocab_size\": 256000, \"hidden_size\": 3584, \"intermediate_size\": 14336,"
      " \"num_hidden_layers\": 42, \"num_attention_heads\": 16, \"num_key_value_heads\": 8,"
@@ -158,7 +158,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"final_logit_softcapping\": 30.0, \"attention_bias\": false,"
      " \"tie_word_embeddings\": true}"},
     {"gemma-2-27b",
-     "google/gemma-2-27b (config.json)",
+     "google/gemma-2-27b config.json",
      "{\"architectures\": [\"Gemma2ForCausalLM\"], \"model_type\": \"gemma2\","
      " \"vocab_size\": 256000, \"hidden_size\": 4608, \"intermediate_size\": 36864,"
      " \"num_hidden_layers\": 46, \"num_attention_heads\": 32, \"num_key_value_heads\": 16,"
@@ -169,7 +169,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"final_logit_softcapping\": 30.0, \"attention_bias\": false,"
      " \"tie_word_embeddings\": true}"},
     {"phi-3-mini",
-     "microsoft/Phi-3-mini-4k-instruct (config.json)",
+     "microsoft/Phi-3-mini-4k-instruct config.json",
      "{\"architectures\": [\"Phi3ForCausalLM\"], \"model_type\": \"phi3\","
      " \"vocab_size\": 32064, \"hidden_size\": 3072, \"intermediate_size\": 8192,"
      " \"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"num_key_value_heads\": 32,"
@@ -177,28 +177,27 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"original_max_position_embeddings\": 4096, \"rms_norm_eps\": 1e-05,"
      " \"rope_theta\": 10000.0, \"sliding_window\": 2047, \"tie_word_embeddings\": false}"},
     {"gpt2",
-     "openai-community/gpt2 (config.json): GPT-2 small, 124M",
+     "openai-community/gpt2 config.json (GPT-2 small, 124M)",
      "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\","
      " \"vocab_size\": 50257, \"n_embd\": 768, \"n_layer\": 12, \"n_head\": 12,"
      " \"n_positions\": 1024, \"n_ctx\": 1024, \"n_inner\": null,"
      " \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-05}"},
     {"gpt2-xl",
-     "openai-community/gpt2-xl (config.json): 1.5B",
+     "openai-community/gpt2-xl config.json (1.5B)",
      "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\","
      " \"vocab_size\": 50257, \"n_embd\": 1600, \"n_layer\": 48, \"n_head\": 25,"
      " \"n_positions\": 1024, \"n_ctx\": 1024, \"n_inner\": null,"
      " \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-05}"},
     {"gpt3-175b",
-     "Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165), table"
-     " 2.1 (GPT-3 175B: 96 layers, d_model 12288, 96 heads of 128, context 2048; GPT-2's"
-     " vocabulary of 50257), as a GPT-2 config; dense attention in every layer (the"
-     " paper's alternating locally banded sparse layers are not modelled)",
+     "Brown et al. 2020 (arXiv:2005.14165), table 2.1, as a GPT-2 config: 96 layers,"
+     " d_model 12288, 96 heads, context 2048, vocabulary 50257; dense attention in every"
+     " layer",
      "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\","
      " \"vocab_size\": 50257, \"n_embd\": 12288, \"n_layer\": 96, \"n_head\": 96,"
      " \"n_positions\": 2048, \"n_ctx\": 2048, \"n_inner\": null,"
      " \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-05}"},
     {"pythia-6.9b",
-     "EleutherAI/pythia-6.9b (config.json)",
+     "EleutherAI/pythia-6.9b config.json",
      "{\"architectures\": [\"GPTNeoXForCausalLM\"], \"model_type\": \"gpt_neox\","
      " \"vocab_size\": 50432, \"hidden_size\": 4096, \"intermediate_size\": 16384,"
      " \"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"hidden_act\": \"gelu\","
@@ -206,8 +205,8 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"use_parallel_residual\": true, \"layer_norm_eps\": 1e-05,"
      " \"tie_word_embeddings\": false}"},
     {"deepseek-v3",
-     "deepseek-ai/DeepSeek-V3 (config.json), without the multi-token prediction module"
-     " (num_nextn_predict_layers, 14B more parameters, not part of the 671B)",
+     "deepseek-ai/DeepSeek-V3 config.json, without the multi-token prediction module (14B"
+     " more parameters, not part of the 671B)",
      "{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"model_type\": \"deepseek_v3\","
      " \"vocab_size\": 129280, \"hidden_size\": 7168, \"intermediate_size\": 18432,"
      " \"moe_intermediate_size\": 2048, \"num_hidden_layers\": 61,"
@@ -221,21 +220,21 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, \"attention_bias\": false,"
      " \"tie_word_embeddings\": false}"},
     {"bert-base",
-     "google-bert/bert-base-uncased (config.json), as BertForMaskedLM",
+     "google-bert/bert-base-uncased config.json",
      "{\"architectures\": [\"BertForMaskedLM\"], \"model_type\": \"bert\","
      " \"vocab_size\": 30522, \"hidden_size\": 768, \"num_hidden_layers\": 12,"
      " \"num_attention_heads\": 12, \"intermediate_size\": 3072, \"hidden_act\": \"gelu\","
      " \"max_position_embeddings\": 512, \"type_vocab_size\": 2, \"layer_norm_eps\": 1e-12,"
      " \"position_embedding_type\": \"absolute\"}"},
     {"bert-large",
-     "google-bert/bert-large-uncased (config.json), as BertForMaskedLM",
+     "google-bert/bert-large-uncased config.json",
      "{\"architectures\": [\"BertForMaskedLM\"], \"model_type\": \"bert\","
      " \"vocab_size\": 30522, \"hidden_size\": 1024, \"num_hidden_layers\": 24,"
      " \"num_attention_heads\": 16, \"intermediate_size\": 4096, \"hidden_act\": \"gelu\","
      " \"max_position_embeddings\": 512, \"type_vocab_size\": 2, \"layer_norm_eps\": 1e-12,"
      " \"position_embedding_type\": \"absolute\"}"},
     {"t5-base",
-     "google-t5/t5-base (config.json)",
+     "google-t5/t5-base config.json",
      "{\"architectures\": [\"T5ForConditionalGeneration\"], \"model_type\": \"t5\","
      " \"vocab_size\": 32128, \"d_model\": 768, \"d_kv\": 64, \"d_ff\": 3072,"
      " \"num_layers\": 12, \"num_decoder_layers\": 12, \"num_heads\": 12,"
@@ -243,7 +242,7 @@ static const struct llm_builtin_row llm_builtins[] = {
      " \"feed_forward_proj\": \"relu\", \"layer_norm_epsilon\": 1e-06,"
      " \"n_positions\": 512, \"tie_word_embeddings\": true, \"is_encoder_decoder\": true}"},
     {"t5-11b",
-     "google-t5/t5-11b (config.json)",
+     "google-t5/t5-11b config.json",
      "{\"architectures\": [\"T5ForConditionalGeneration\"], \"model_type\": \"t5\","
      " \"vocab_size\": 32128, \"d_model\": 1024, \"d_kv\": 128, \"d_ff\": 65536,"
      " \"num_layers\": 24, \"num_decoder_layers\": 24, \"num_heads\": 128,"

@@ -79,6 +79,10 @@ enum fm_status fm_llm_config_parse(struct fm_ctx *ctx, const char *text, size_t 
 /* A built-in config by name ("llama-3-8b"); FM_ERR_NOT_FOUND suggesting the nearest. */
 enum fm_status fm_llm_config_builtin(struct fm_ctx *ctx, const char *name,
                                      struct fm_llm_config *out);
+/* The config of MODEL under opts: the config.json at opts->config, else the built-in named
+ * MODEL (src/frontend/model.c). */
+enum fm_status fm_llm_config_load(struct fm_ctx *ctx, const char *model,
+                                  const struct fm_load_opts *opts, struct fm_llm_config *out);
 size_t fm_llm_builtin_count(void);
 const char *fm_llm_builtin_name(size_t i);
 const char *fm_llm_builtin_source(size_t i);   /* where its numbers come from */
