@@ -47,5 +47,6 @@ int fm_fuzz_args(const uint8_t *data, size_t size);
 int fm_fuzz_trace(const uint8_t *data, size_t size);
 int fm_fuzz_ncu(const uint8_t *data, size_t size);
 int fm_fuzz_llm_config(const uint8_t *data, size_t size);
+int fm_fuzz_cluster(const uint8_t *data, size_t size);
 
 #endif

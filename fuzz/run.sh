@@ -5,12 +5,12 @@
 # ONNX, the fixtures in tests/data/onnx). A finding is saved as BUILD/artifacts/<target>-*;
 # the script prints how to replay it and exits 1. One summary line per target goes to stdout
 # and to BUILD/fuzz-summary.txt (the totals docs/robustness.md records).
-# usage: fuzz/run.sh BUILD SECONDS [TARGET...]   (targets: onnx device_json args trace ncu llm_config; default all)
+# usage: fuzz/run.sh BUILD SECONDS [TARGET...]   (targets: onnx device_json args trace ncu llm_config cluster; default all)
 set -u
 build=${1:?usage: fuzz/run.sh BUILD SECONDS [TARGET...]}
 seconds=${2:?usage: fuzz/run.sh BUILD SECONDS [TARGET...]}
 shift 2
-targets=${*:-onnx device_json args trace ncu llm_config}
+targets=${*:-onnx device_json args trace ncu llm_config cluster}
 src=$(cd "$(dirname "$0")/.." && pwd)
 status=0
 mkdir -p "$build/artifacts"

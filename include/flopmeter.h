@@ -1333,6 +1333,51 @@ FM_API void fm_measured_free(struct fm_measured *m);
 FM_API size_t fm_measured_count(const struct fm_measured *m);
 FM_API const char *fm_measured_how(const struct fm_measured *m);
 
+
+/* ==== Parallel training plans (src/analysis/plan*.c; docs/plan.md, docs/clusters.md) ==== */
+/* 0 in a size means "the default" (docs/plan.md). */
+struct fm_plan_opts {
+    const char *model;            /* an LLM config by name, or: */
+    const char *config_path;      /* a HuggingFace config.json */
+    const char *devices_file, *device, *cluster;   /* cluster: built-in name or file */
+    enum fm_precision precision;  /* bf16 (default) or fp8: the matmuls at the fp8 peak */
+    int64_t gpus, tp, pp, dp, cp, ep, interleave, micro_batch, global_batch, seq;
+    int zero;                     /* 0..3 (1: the distributed optimizer) */
+    bool fsdp, sequence_parallel, search, no_flash_attention, no_overlap;
+    bool balance_embedding;       /* first and last stages one layer fewer (Llama 3) */
+    enum fm_recompute recompute;
+    int grad_bytes;               /* 4: fp32 gradients (default), 2: bf16 */
+    double tokens;                /* training tokens for time and GPU-hours (0: none) */
+    double ppp_compute, ppp_memory, ppp_comm;   /* fractions of the peaks (docs/plan.md) */
+    const struct fm_calibration *calibration;  /* times a counted graph's nodes (not LLMs) */
+    bool force_calibration;
+};
+FM_API void fm_plan_opts_init(struct fm_plan_opts *opts);
+struct fm_plan;
+FM_API enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *opts,
+                                  struct fm_plan **out);
+FM_API void fm_plan_free(struct fm_plan *plan);
+struct fm_plan_summary {
+    double step_s, mfu, hfu, tokens_per_s, memory_per_gpu_bytes;
+    bool fits;
+};
+FM_API void fm_plan_summary(const struct fm_plan *plan, struct fm_plan_summary *out);
+FM_API enum fm_status fm_report_plan(FILE *f, const struct fm_plan *plan, enum fm_format fmt);
+/* NCCL's all-reduce, all-gather, reduce-scatter and all-to-all timed across the visible GPUs
+ * (probe --nccl; NCCL opened at run time): bus bandwidth at the largest message, time of the
+ * smallest. Index by collective in that order. */
+struct fm_nccl_probe {
+    int gpus;
+    char gpu_name[96];
+    double large_bytes, small_bytes;
+    double busbw[4], small_s[4];
+};
+FM_API enum fm_status fm_probe_nccl(struct fm_ctx *ctx, struct fm_nccl_probe *out);
+FM_API enum fm_status fm_report_nccl(FILE *f, const struct fm_nccl_probe *p);
+/* Writes the probe as a cluster file (the all-reduce's figures inside the node). */
+FM_API enum fm_status fm_nccl_save_cluster(struct fm_ctx *ctx, const struct fm_nccl_probe *p,
+                                           const char *path);
+
 #ifdef __cplusplus
 }
 #endif

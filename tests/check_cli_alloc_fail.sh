@@ -47,6 +47,7 @@ check "models --format json" 3 models --format json
 # renders that allocate nothing: the hook must leave their output as it is
 check "count resnet18 --format json" 3 count resnet18 --format json
 check "device h100" 3 device h100
+check "plan llama-3.1-8b" 3 plan llama-3.1-8b --gpus 8 --device h100 --format json
 # the message as the user reads it
 FM_TEST_FAIL_ALLOC=1 "$cli" devices --format json > "$tmp/out" 2> "$tmp/err"
 if ! grep -q '^flopmeter: out of memory' "$tmp/err"; then

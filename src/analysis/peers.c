@@ -951,6 +951,19 @@ enum fm_status fm_peers(struct fm_ctx *ctx, const struct fm_graph *graph,
                 snprintf(r.published, sizeof(r.published), "%s", published[i].gflops);
         }
     }
+    /* routed experts (named as transformers' modules: "mlp.experts.3.up_proj"): transformers 5
+     * runs them by default through torch._grouped_mm, which FlopCounterMode has no formula for */
+    for (size_t i = 0; i < n; i++) {
+        if (!strstr(fm_graph_node(graph, (fm_nid)i)->name, ".experts"))
+            continue;
+        for (int k = FM_PEER_FLOP_COUNTER_FWD; k <= FM_PEER_FLOP_COUNTER_BWD; k++) {
+            struct fm_peer_figure *f = &r.peer[k];
+            size_t len = strlen(f->note);
+            snprintf(f->note + len, sizeof(f->note) - len, "; MoE: with transformers 5's default "
+                     "experts (grouped_mm) it counts the routed experts as 0");
+        }
+        break;
+    }
     struct fm_peer_figure *tv = &r.peer[FM_PEER_TORCHVISION];
     if (tv->computable && !r.published[0])
         snprintf(tv->note, sizeof(tv->note), "%s (torchvision publishes none for this %s)",

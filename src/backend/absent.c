@@ -2,6 +2,8 @@
  * #ifdef of their own: a build with oneDNN or CUDA compiles its backend instead of these. */
 #include "backend.h"
 
+#include <string.h>
+
 #ifndef FM_HAVE_DNNL
 const struct fm_backend *fm_backend_cpu(void)
 {
@@ -22,5 +24,12 @@ enum fm_status fm_probe_cuda(struct fm_ctx *ctx, const struct fm_probe_opts *opt
     (void)out;
     return fm_error(ctx, FM_ERR_UNSUPPORTED,
                     "this flopmeter was built without the CUDA backend: no GPU probe");
+}
+
+enum fm_status fm_probe_nccl(struct fm_ctx *ctx, struct fm_nccl_probe *out)
+{
+    memset(out, 0, sizeof(*out));
+    return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                    "this flopmeter was built without the CUDA backend: no NCCL probe");
 }
 #endif

@@ -5,6 +5,7 @@
 #include "llm/llm.h"
 #include "../core/internal.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -105,5 +106,25 @@ enum fm_status fm_model_load(struct fm_ctx *ctx, const char *model, const struct
         return fm_error(ctx, FM_ERR_INVALID,
                         "fm_load_opts.bindings NAME=DIMS binds inputs of ONNX files; for a "
                         "built-in model use fm_zoo_opts.input CxHxW");
+    /* an unknown name within two edits of a language model's ("llama-3-9b"): its suggestions,
+     * not the image classifiers' */
+    if (!fm_zoo_find(model)) {
+        size_t llm_d = SIZE_MAX, zoo_d = SIZE_MAX;
+        for (size_t i = 0; i < fm_llm_builtin_count(); i++) {
+            size_t d = fm_edit_distance(model, fm_llm_builtin_name(i));
+            llm_d = d < llm_d ? d : llm_d;
+        }
+        const char *near = NULL;
+        if (fm_zoo_suggest(model, &near, 1))
+            zoo_d = fm_edit_distance(model, near);
+        if (llm_d <= 2 && llm_d < zoo_d) {
+            struct fm_llm_config *cfg = fm_alloc(ctx, sizeof(*cfg));
+            if (!cfg)
+                return fm_error(ctx, FM_ERR_NOMEM, "out of memory");
+            enum fm_status st = fm_llm_config_builtin(ctx, model, cfg);
+            fm_dealloc(ctx, cfg);
+            return st;
+        }
+    }
     return fm_zoo_build(ctx, model, &opts->zoo, out);
 }

@@ -185,6 +185,7 @@ int cmd_devices(struct cli_run *run, int argc, char **argv);
 int cmd_device(struct cli_run *run, int argc, char **argv);
 int cmd_roofline(struct cli_run *run, int argc, char **argv);
 int cmd_predict(struct cli_run *run, int argc, char **argv);
+int cmd_plan(struct cli_run *run, int argc, char **argv);
 int cmd_utilization(struct cli_run *run, int argc, char **argv);
 int cmd_probe(struct cli_run *run, int argc, char **argv);
 int cmd_measure(struct cli_run *run, int argc, char **argv);

@@ -27,7 +27,10 @@ int cmd_probe(struct cli_run *run, int argc, char **argv)
     int64_t threads = 0, reps = 5;
     double seconds = 0.2;
     enum fm_format format = FM_FORMAT_TABLE;
+    bool nccl = false;
     struct cli_opt opts[] = {
+        {"nccl", CLI_FLAG, &nccl, NULL, NULL, "time NCCL's collectives across the visible GPUs "
+         "(--save FILE: a cluster file for flopmeter plan)", NULL, NULL},
         {"device", CLI_STRING, &device, NULL, "cpu|cuda[:N]", "what to probe (default cpu)", NULL,
          NULL},
         {"threads", CLI_UINT, &threads, NULL, "T", "CPU threads for the all-thread figures "
@@ -58,6 +61,21 @@ int cmd_probe(struct cli_run *run, int argc, char **argv)
         return FM_EXIT_USAGE;
     }
     struct fm_ctx *ctx = run->ctx;
+    if (nccl) {
+        struct fm_nccl_probe np;
+        enum fm_status nst = fm_probe_nccl(ctx, &np);
+        if (nst)
+            return cli_fail(ctx, nst);
+        run->status = fm_report_nccl(cli_out(run), &np);
+        if (save) {
+            nst = fm_nccl_save_cluster(ctx, &np, save);
+            if (nst)
+                return cli_fail(ctx, nst);
+            fprintf(stderr, "saved cluster to %s (use flopmeter plan --cluster %s)\n", save,
+                    save);
+        }
+        return r;
+    }
     struct fm_probe_opts po;
     fm_probe_opts_init(&po);
     po.device = device;

@@ -59,6 +59,29 @@ static const struct {
     {"fm_trace_opts.whole", "--whole"},
     {"fm_calibrate_opts.leave_out", "--leave-out"},
     {"fm_calib_samples_load", "flopmeter calibrate --samples"},
+    /* fm_plan_opts */
+    {"fm_plan_opts.model", "MODEL"},
+    {"fm_plan_opts.config_path", "--config"},
+    {"fm_plan_opts.gpus", "--gpus"},
+    {"fm_plan_opts.device", "--device"},
+    {"fm_plan_opts.cluster", "--cluster"},
+    {"fm_plan_opts.precision", "--precision"},
+    {"fm_plan_opts.tp", "--tp"},
+    {"fm_plan_opts.pp", "--pp"},
+    {"fm_plan_opts.dp", "--dp"},
+    {"fm_plan_opts.cp", "--cp"},
+    {"fm_plan_opts.recompute", "--recompute"},
+    {"fm_plan_opts.ep", "--ep"},
+    {"fm_plan_opts.interleave", "--interleave"},
+    {"fm_plan_opts.zero", "--zero"},
+    {"fm_plan_opts.micro_batch", "--micro-batch"},
+    {"fm_plan_opts.global_batch", "--global-batch"},
+    {"fm_plan_opts.sequence_parallel", "--sequence-parallel"},
+    {"fm_plan_opts.search", "--search"},
+    {"fm_plan_opts.ppp_compute", "--ppp-compute"},
+    {"fm_plan_opts.ppp_memory", "--ppp-memory"},
+    {"fm_plan_opts.grad_bytes", "--bf16-grads"},
+    {"fm_plan_opts.balance_embedding", "--balance-embedding"},
 };
 
 static bool word_char(char c)
@@ -72,8 +95,11 @@ static int field_at(const char *text, size_t i, size_t n)
     if (i > 0 && (word_char(text[i - 1]) || text[i - 1] == '.'))
         return -1;
     for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+        /* two characters before strlen and memcmp: this runs on every character written */
+        if (flags[k].field[0] != text[i] || i + 1 == n || flags[k].field[1] != text[i + 1])
+            continue;
         size_t len = strlen(flags[k].field);
-        if (flags[k].field[0] == text[i] && len <= n - i &&
+        if (len <= n - i &&
             memcmp(text + i, flags[k].field, len) == 0 &&
             (i + len == n || !word_char(text[i + len])))
             return (int)k;

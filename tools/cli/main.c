@@ -11,6 +11,7 @@ static const struct cli_cmd commands[] = {
     {"device", cmd_device, "show one device's figures and their sources"},
     {"roofline", cmd_roofline, "place each layer and the network on a device's roofline"},
     {"predict", cmd_predict, "predict step, epoch and training time on a device (PALEO)"},
+    {"plan", cmd_plan, "a parallel training plan on a GPU cluster: memory, step time, MFU"},
     {"utilization", cmd_utilization, "utilization from a measured step or epoch time"},
     {"probe", cmd_probe, "measure this machine's (or a GPU's) peak FLOP/s and bandwidth"},
     {"measure", cmd_measure, "run and time real training or inference steps (CPU or CUDA)"},

@@ -133,7 +133,7 @@ static enum fm_status build_decoder(struct lm *m, fm_tid ids, fm_tid *logits)
     x = lm_norm(m, gpt2 ? "ln_f" : neox ? "final_layer_norm" : "norm", x, c->rms_norm,
                 !c->rms_norm);
     lm_pop(m);
-    const char *head = neox ? "embed_out" : "lm_head";
+    const char *head = "lm_head";   /* GPT-NeoX too: transformers 5 renamed embed_out */
     if (c->tied_embeddings) {
         fm_tid in3[2] = {x, wte};
         x = lm_module_node(m, FM_OP_LINEAR, head, NULL, in3, 2);

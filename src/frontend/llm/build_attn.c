@@ -38,7 +38,13 @@ static fm_tid with_cache(struct lm *m, int layer, const char *what, fm_tid x)
     if (!m->decode)
         return x;
     const struct fm_shape *s = lm_shape(m, x);
-    int64_t dims[4] = {s->dims[0], s->dims[1], m->past, s->dims[3]};
+    int64_t kept = m->past;
+    /* a sliding layer's cache keeps the last window - 1 positions (Mistral's rolling buffer,
+     * transformers' DynamicSlidingWindowLayer): the new token attends to window keys */
+    if (layer >= 0 && layer < FM_LLM_MAX_LAYERS && m->c->layer_sliding[layer] && m->c->window &&
+        kept > m->c->window - 1)
+        kept = m->c->window - 1;
+    int64_t dims[4] = {s->dims[0], s->dims[1], kept, s->dims[3]};
     char nm[96];
     snprintf(nm, sizeof(nm), "past_key_values.%d.%s", layer, what);
     fm_tid past = lm_input(m, nm, m->nn.dtype, 4, dims);

@@ -320,10 +320,14 @@ static void all_sliding(struct fm_llm_config *c)
         c->layer_sliding[i] = c->window > 0;
 }
 
-static enum fm_status moe_fields(struct rd *r, const char *experts_key, int64_t experts_def,
-                                 int64_t topk_def, int64_t moe_ffn_def)
+static enum fm_status moe_fields(struct rd *r, const char *experts_key, const char *alias,
+                                 int64_t experts_def, int64_t topk_def, int64_t moe_ffn_def)
 {
     struct fm_llm_config *c = r->c;
+    /* transformers' attribute_map: Qwen3-MoE's published configs say num_experts, and
+     * transformers 5 writes the same count as num_local_experts */
+    if (alias && !get(r, experts_key) && get(r, alias))
+        experts_key = alias;
     TRY(int_field(r, experts_key, false, experts_def, 1, &c->experts));
     TRY(int_field(r, "num_experts_per_tok", false, topk_def, 1, &c->top_k));
     if (moe_ffn_def >= 0)
@@ -391,7 +395,7 @@ static enum fm_status parse_arch(struct rd *r)
         if (!present)
             all_sliding(c);
         if (mix) {
-            TRY(moe_fields(r, "num_local_experts", 8, 2, -1));
+            TRY(moe_fields(r, "num_local_experts", "num_experts", 8, 2, -1));
             c->norm_topk = true;
             for (int64_t i = 0; i < c->layers; i++)
                 c->layer_moe[i] = 1;
@@ -420,7 +424,8 @@ static enum fm_status parse_arch(struct rd *r)
         TRY(decoder_common(r, 151936, 32768, false));
         TRY(int_field(r, "intermediate_size", true, 0, 1, &c->ffn));
         TRY(act_field(r, "hidden_act", "silu", &c->act));
-        TRY(moe_fields(r, "num_experts", q2 ? 60 : 128, q2 ? 4 : 8, q2 ? 1408 : 768));
+        TRY(moe_fields(r, "num_experts", "num_local_experts", q2 ? 60 : 128, q2 ? 4 : 8,
+                       q2 ? 1408 : 768));
         TRY(bool_field(r, "norm_topk_prob", false, &c->norm_topk));
         TRY(qwen_moe_layers(r));
         if (q2) {
@@ -530,7 +535,7 @@ static enum fm_status parse_arch(struct rd *r)
         TRY(decoder_common(r, 129280, 4096, false));
         TRY(int_field(r, "intermediate_size", true, 0, 1, &c->ffn));
         TRY(act_field(r, "hidden_act", "silu", &c->act));
-        TRY(moe_fields(r, "n_routed_experts", 256, 8, 2048));
+        TRY(moe_fields(r, "n_routed_experts", "num_local_experts", 256, 8, 2048));
         TRY(int_field(r, "n_shared_experts", false, 1, 0, &c->shared_experts));
         c->shared_ffn = c->shared_experts * c->moe_ffn;
         TRY(int_field(r, "first_k_dense_replace", false, 3, 0, &c->first_dense));

@@ -1,0 +1,148 @@
+/* The parallel training plan's internals (src/analysis/plan*.c): the resolved plan, the
+ * per-GPU figures it predicts, NCCL's collective formulas, the model table the plan reads, and
+ * the search. Internal to the library; the public face is fm_plan_* in flopmeter.h. */
+#ifndef FM_ANALYSIS_PLAN_H
+#define FM_ANALYSIS_PLAN_H
+
+#include "../core/internal.h"
+#include "../frontend/llm/llm.h"
+#include "../hw/cluster.h"
+
+/* ---- NCCL's collectives (plan_comm.c; NCCL's doc/PERFORMANCE.md) ---- */
+
+enum fm_coll { FM_COLL_ALLREDUCE = 0, FM_COLL_ALLGATHER, FM_COLL_REDUCESCATTER, FM_COLL_ALLTOALL,
+               FM_COLL_P2P, FM_COLL_COUNT };
+const char *fm_coll_name(enum fm_coll c);
+/* The factor between algorithm bandwidth (size / time) and bus bandwidth for n ranks:
+ * 2(n-1)/n all-reduce, (n-1)/n all-gather, reduce-scatter and all-to-all, 1 point-to-point. */
+double fm_coll_busbw_factor(enum fm_coll c, int n);
+/* Message steps a collective waits on: ring 2(n-1) for all-reduce (NCCL's tree: 2 log2 n, the
+ * smaller taken), n-1 for all-gather, reduce-scatter and all-to-all, 1 for point-to-point. */
+double fm_coll_steps(enum fm_coll c, int n);
+/* Time of collective c of `bytes` (the whole buffer: all-reduce's input, all-gather's output,
+ * reduce-scatter's input, all-to-all's send buffer) over n ranks at bus bandwidth busbw
+ * (bytes/s) with latency lat per step. */
+double fm_coll_time(enum fm_coll c, double bytes, int n, double busbw, double lat);
+
+/* Where a group of n ranks with stride `stride` in the rank order sits on a cluster: inside one
+ * node, or across nodes with `per_node` of its ranks in each. */
+struct fm_group_link {
+    bool inter;             /* spans nodes */
+    int per_node;           /* the group's ranks in one node */
+    double busbw, lat;      /* what its collectives see */
+};
+void fm_group_link(const struct fm_cluster *c, int n, int64_t stride, double ppp_comm,
+                   struct fm_group_link *out);
+
+/* ---- one plan ---- */
+
+struct fm_plan_cfg {
+    int tp, pp, dp, cp, ep, v;          /* v: interleaved model chunks per stage */
+    int zero;                           /* 0..3 (fsdp: 3) */
+    bool sp;
+    bool balance;                       /* first and last stages one layer fewer (Llama 3) */
+    enum fm_recompute recompute;
+    int64_t mb, gb, m, seq;             /* micro-batch, global batch, micro-batches */
+};
+
+enum { FM_PLAN_COMM_TP = 0, FM_PLAN_COMM_CP, FM_PLAN_COMM_EP, FM_PLAN_COMM_PP, FM_PLAN_COMM_DP,
+       FM_PLAN_COMM_DP_GATHER, FM_PLAN_COMM_ZERO3, FM_PLAN_COMM_COUNT };
+
+struct fm_plan_comm {
+    const char *what;          /* "tensor parallel" */
+    enum fm_coll coll;
+    int group;                 /* ranks */
+    bool inter;                /* over the inter-node network */
+    double bytes;              /* per GPU per step, the collectives' buffers summed */
+    double time_s;             /* per step, if nothing overlapped */
+    double exposed_s;          /* per step, on the critical path */
+};
+
+struct fm_plan_eval {
+    struct fm_plan_cfg cfg;
+    /* memory per GPU (the stage that needs the most), bytes */
+    double mem_weights, mem_grads, mem_optimizer, mem_activations, mem_buffers, mem_total;
+    double params_per_gpu, in_flight;    /* micro-batches of activations the stage holds */
+    bool fits;
+    /* time per step, s */
+    double t_compute, t_recompute, t_bubble, t_optimizer, t_comm_exposed, step_s;
+    struct fm_plan_comm comm[FM_PLAN_COMM_COUNT];
+    /* throughput */
+    double model_flops, hardware_flops;  /* per step, the whole cluster */
+    double mfu, hfu, tokens_per_s;
+};
+
+/* What a plan is evaluated with. */
+struct fm_plan_env {
+    const struct fm_llm_config *cfg;
+    const struct fm_device *dev;
+    const struct fm_cluster *cluster;
+    enum fm_precision precision;
+    int gpus;
+    int grad_bytes;
+    bool flash, overlap;
+    double ppp_compute, ppp_memory, ppp_comm;
+    int64_t vocab;             /* padded to a multiple of 128 x tp, as Megatron does */
+};
+
+/* Checks cfg against the model and the GPU count: FM_ERR_INVALID naming the constraint and the
+ * nearest valid value. */
+enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
+                             const struct fm_plan_cfg *cfg);
+/* Evaluates a checked plan. */
+void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *cfg,
+                  struct fm_plan_eval *out);
+/* What one rank of a pp = 1 plan holds and computes: forward FLOPs of its linear layers,
+ * attention products and logits per local token, and its parameters (the graph of the sharded
+ * config counts the same: tests/test_plan.c). */
+void fm_plan_rank_work(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
+                       double *fwd_flops_per_token, double *params);
+/* Pipeline bubble as a fraction of the ideal time: (p-1)/(v m) (Narayanan et al. 2021). */
+double fm_plan_bubble_fraction(int p, int v, int64_t m);
+/* Bytes of model state per parameter on one GPU: bf16 weights, grads of grad_bytes, fp32 master
+ * and Adam's two moments, sharded over dp by ZeRO stage `zero`. */
+void fm_plan_state_bytes(double params, int grad_bytes, int zero, int dp, double *weights,
+                         double *grads, double *optimizer);
+
+/* The models the plan knows by name besides the LLM configs (plan_models.c): the GPT shapes of
+ * the Megatron-LM papers, and the Llama 3 family. */
+enum fm_status fm_plan_model(struct fm_ctx *ctx, const char *name, struct fm_llm_config *out);
+size_t fm_plan_model_count(void);
+const char *fm_plan_model_name(size_t i);
+
+/* The best few plans (plan_search.c). */
+#define FM_PLAN_SEARCH_KEEP 5
+struct fm_plan_search {
+    struct fm_plan_eval best[FM_PLAN_SEARCH_KEEP];
+    char why[FM_PLAN_SEARCH_KEEP][160];
+    int n_best;
+    long evaluated, valid, fitting;
+};
+enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *env,
+                                  const struct fm_plan_cfg *base, struct fm_plan_search *out);
+
+struct fm_plan {
+    struct fm_ctx *ctx;
+    struct fm_plan_opts opts;
+    struct fm_llm_config model;
+    struct fm_devices *devs;
+    const struct fm_device *dev;
+    struct fm_cluster cluster;
+    struct fm_plan_env env;
+    struct fm_plan_eval eval;
+    double peak;               /* MFU's peak per GPU */
+    double tokens_time_s, gpu_hours;
+    char note[320];
+    bool searched;
+    bool generic;              /* a counted graph (CNN, ONNX), not an LLM config */
+    /* the per-rank formulas against the counted graph of the sharded config (plan_run.c) */
+    char graph_note[256];
+    double graph_flops, graph_params;
+    bool graph_equal;
+    struct fm_plan_search search;
+};
+
+/* Data and pipeline parallelism of any counted model (plan_graph.c): fills p->eval. */
+enum fm_status fm_plan_graph_eval(struct fm_plan *p, struct fm_plan_cfg *c);
+
+#endif
