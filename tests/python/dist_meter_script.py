@@ -3,7 +3,8 @@ each rank trains a tiny MLP on its own batch (rank r: batch 8 + 8 r, so the rank
 times differ), meters its steps with flopmeter.Meter, and the job prints one summary. Under
 tensor parallelism ("tp": parallelize_module, the first linear column-parallel, the second
 row-parallel) every rank runs the same batch of 8 and each prints
-`FLOPMETER_TP_LAYERS <rank> <layers>`: the layers its Meter counted.
+`FLOPMETER_TP_LAYERS <rank> <layers>`: the layers its Meter counted; then a causal attention
+block split by heads (q, k, v column-parallel, o row-parallel) prints its counts the same way.
 
     torchrun --standalone --nproc_per_node 2 tests/python/dist_meter_script.py ddp fsdp tp
 
@@ -21,6 +22,45 @@ import torch
 import torch.distributed as dist
 
 import flopmeter
+
+
+class Attention(torch.nn.Module):
+    """A causal self-attention block written for tensor parallelism: its head count is the
+    rank's (set to heads / ranks once q, k, v are split by columns), as PyTorch's tutorial
+    does."""
+
+    def __init__(self, dim=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(dim, dim) for _ in range(4))
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = (m(x).view(b, t, self.heads, -1).transpose(1, 2)
+                   for m in (self.q, self.k, self.v))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.o(y.transpose(1, 2).reshape(b, t, -1))
+
+
+def run_attention(rank):
+    """Tensor-parallel attention: rank 0 prints `FLOPMETER_TPA_FULL <layers>` (the unsharded
+    block's count) and each rank `FLOPMETER_TPA <rank> <layers>` (its Meter's)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                   parallelize_module)
+    torch.manual_seed(0)
+    block = Attention()
+    x = torch.randn(2, 16, 32, generator=torch.Generator().manual_seed(0))
+    if rank == 0:
+        print("FLOPMETER_TPA_FULL %s" % json.dumps(flopmeter.count(block, (x,)).to_dict()
+                                                   ["layers"]), flush=True)
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    parallelize_module(block, mesh, {"q": ColwiseParallel(), "k": ColwiseParallel(),
+                                     "v": ColwiseParallel(), "o": RowwiseParallel()})
+    block.heads //= dist.get_world_size()
+    block(x).sum().backward()   # it trains as split
+    meter = flopmeter.Meter(block, (x,), peak=1e12)
+    print("FLOPMETER_TPA %d %s" % (rank, json.dumps(meter._count["layers"])), flush=True)
 
 
 def run(mode, rank, x, y):
@@ -90,6 +130,7 @@ def main():
             g = torch.Generator().manual_seed(0)
             run(mode, rank, torch.randn(8, 32, generator=g),
                 torch.randint(0, 8, (8,), generator=g))
+            run_attention(rank)
         else:
             run(mode, rank, x, y)
     if rank == 0:

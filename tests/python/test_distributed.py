@@ -52,6 +52,11 @@ def job():
         tag, _, rest = line.partition(" ")
         if tag == "FLOPMETER_LAYERS":
             out["layers"] = json.loads(rest.partition(" ")[2])
+        elif tag == "FLOPMETER_TPA_FULL":
+            out["tpa_full"] = json.loads(rest)
+        elif tag == "FLOPMETER_TPA":
+            r, _, text = rest.partition(" ")
+            out.setdefault("tpa", {})[int(r)] = json.loads(text)
         elif tag == "FLOPMETER_TP_LAYERS":
             r, _, text = rest.partition(" ")
             out["tp_layers"][int(r)] = json.loads(text)
@@ -171,6 +176,30 @@ def test_tensor_parallel_two_ranks(job):
     assert s["samples_per_s"] == pytest.approx(8 / med, rel=1e-12)
     assert s["mfu"] == pytest.approx(2 * share / med / 2e12, rel=1e-12)
     assert first["flops_per_step"] == s["flops_per_step"]
+
+
+def test_tensor_parallel_attention_two_ranks(job):
+    """A causal attention block split by heads over 2 ranks (q, k, v column-parallel, o
+    row-parallel, 2 of 4 heads each): every op of the rank's count is exactly half the
+    unsharded block's, but what each rank computes in full: the causal mask (built from the
+    sequence length), o's bias (added after the all-reduce) and the loss."""
+    if "tp" not in job["modes"]:
+        pytest.skip("torch.distributed.tensor.parallel is not in this PyTorch")
+    full = {l["name"]: _phases(l) for l in job["tpa_full"]}
+    replicated = {n for n in full if n.startswith("scaled_dot_product_attention/")
+                  and n.split("/")[1] in ("Trilu", "Equal", "Where")} | {"o/Add", "loss"}
+    assert len(replicated) == 5, sorted(full)
+    # the split ops are there and not zero: the matmuls of q, k, v, o and attention
+    assert full["q/MatMul"][0] == 2 * 2 * 16 * 32 * 32
+    assert full["o/Add"][0] == 2 * 16 * 32
+    assert sorted(job["tpa"]) == [0, 1]
+    for rank in (0, 1):
+        mine = {l["name"]: _phases(l) for l in job["tpa"][rank]}
+        assert sorted(mine) == sorted(full)
+        for name, f in full.items():
+            want = f if name in replicated else [v // 2 for v in f]
+            assert all(v % 2 == 0 for v in f) or name in replicated, (name, f)
+            assert mine[name] == want, (name, f, mine[name])
 
 
 def test_job_summary_of_ranks():
