@@ -270,6 +270,7 @@ def _has_dtensor_params(model: Any) -> bool:
 def _count(model: Any, args: Sequence[Any], kwargs: Dict[str, Any], optimizer: str,
            loss: Any, dtype: Any) -> Any:
     from . import count  # the package's binding over libflopmeter
+
     def run() -> Any:
         return count(model, tuple(args), kwargs or None, train=True, optimizer=optimizer,
                      loss=loss, dtype=dtype)
