@@ -5,7 +5,8 @@
 #               UndefinedBehaviorSanitizer (`sanitize`), then each libFuzzer target for
 #               FUZZ_CI_TIME seconds (`fuzz`)
 # Other targets: build, install, clean, check (ctest of BUILD only), sanitize, fuzz (each target
-# for FUZZ_TIME seconds; FUZZ_TARGETS="onnx args" picks some; docs/robustness.md), bench.
+# for FUZZ_TIME seconds; FUZZ_TARGETS="onnx args" picks some; docs/robustness.md), bench,
+# wheel (a manylinux wheel of the Python package in dist/, docs/python.md).
 BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -22,7 +23,7 @@ FUZZ_TIME ?= 300
 FUZZ_CI_TIME ?= 20
 FUZZ_TARGETS ?=
 
-.PHONY: all deps configure build run test check install clean sanitize fuzz python-test
+.PHONY: all deps configure build run test check install clean sanitize fuzz python-test wheel
 
 all: build
 
@@ -82,6 +83,24 @@ python-test: build
 	  PYTHONPATH=$(CURDIR)/python $(VENV)/bin/python -m pytest tests/python -q -p no:cacheprovider || st=$$?; \
 	  if [ $$st -eq 5 ]; then echo "python-test: pytest collected no test"; fi; exit $$st
 	sh tests/check_pip_install.sh $(CURDIR)
+
+# A wheel that runs on another Linux: `pip wheel .` bundles libflopmeter and the CLI, linked
+# against Debian's oneDNN, protobuf-c and cJSON; `auditwheel repair` copies those (and what they
+# need but glibc, libstdc++ and libgcc_s) into the wheel's flopmeter.libs/, points the RPATHs
+# there and tags the wheel with the oldest manylinux policy its symbols allow (WHEEL_PLAT:
+# auto). tests/check_wheel.sh then installs it into a new virtual environment and counts with
+# the system's copies hidden. Not part of `make test`: a second build of the library.
+WHEEL_VENV ?= $(HOME)/.cache/flopmeter/wheel-venv
+WHEEL_REQS = tools/requirements-wheel.txt
+WHEEL_PLAT ?= auto
+wheel: deps
+	@[ -x $(WHEEL_VENV)/bin/python ] || python3 -m venv $(WHEEL_VENV)
+	@$(WHEEL_VENV)/bin/python tools/python_pins.py $(WHEEL_REQS) || $(WHEEL_VENV)/bin/pip install -q -r $(WHEEL_REQS)
+	rm -rf dist/raw; rm -f dist/flopmeter-*.whl
+	$(WHEEL_VENV)/bin/pip wheel --no-deps -w dist/raw .
+	PATH=$(WHEEL_VENV)/bin:$$PATH $(WHEEL_VENV)/bin/auditwheel repair --plat $(WHEEL_PLAT) -w dist dist/raw/flopmeter-*.whl
+	rm -rf dist/raw
+	sh tests/check_wheel.sh dist/flopmeter-*-manylinux_*.whl
 
 # LeakSanitizer is on (ASan's default on Linux); any UB aborts the test (-fno-sanitize-recover).
 sanitize: deps

@@ -14,6 +14,9 @@ for line in open(sys.argv[1]):
         have = md.version(name)
     except md.PackageNotFoundError:
         have = None
+    # a local version label (torch's 2.6.0+cpu) is the same release as the pin's 2.6.0
+    if have is not None and "+" not in want:
+        have = have.split("+", 1)[0]
     if have != want:
         missing.append("%s==%s (have %s)" % (name, want, have or "none"))
 if missing:

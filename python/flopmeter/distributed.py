@@ -6,14 +6,25 @@ derives the job's figures. A data-parallel step ends when the slowest rank ends 
 job's step time is the slowest rank's median, and the job's MFU is the work of every rank over
 that time and every rank's peak.
 
-Deliberately not here: any process-group set-up (the job's own group is used, never a new one)
-and any collective outside ``summary()`` (so ``Meter.step()`` stays local and cheap).
+Tensor parallelism (``parallelize_module``: DTensor parameters sharded over a 1-D mesh) gives
+each rank a share of every sharded layer: ``count_tensor_parallel`` counts the module with each
+DTensor parameter replaced by its local shard (``to_local()``, the same storage) and the parallel
+styles' input/output hooks set aside, so the capture runs the rank's own matmuls at their local
+shapes; what every rank computes in full (a replicated bias, a norm, the loss) is counted in full
+on each. The job's samples are the ranks' over the tensor-parallel degree (a group of ranks
+shares each sample).
+
+Deliberately not here: any process-group set-up (the job's own group is used, never a new one),
+any collective outside ``summary()`` (so ``Meter.step()`` stays local and cheap), and sequence
+parallelism (a norm run on a sequence shard is counted on the whole sequence it is given).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+import os
+from typing import Any, Callable, Dict, List, Optional
 
-__all__ = ["is_distributed", "gather_summary", "format_summary"]
+__all__ = ["is_distributed", "gather_summary", "format_summary", "tensor_parallel_size",
+           "count_tensor_parallel"]
 
 # A rank's entry in "ranks": the figures that differ between ranks.
 _RANK_KEYS = ("steps", "step_s", "samples_per_step", "tokens_per_step", "samples_per_s",
@@ -29,6 +40,118 @@ def is_distributed(group: Any = None) -> bool:
     return bool(dist.is_available() and dist.is_initialized())
 
 
+def _dtensor_params(model: Any) -> List[Any]:
+    try:
+        from torch.distributed.tensor import DTensor
+    except Exception:
+        return []
+    return [p for p in list(model.parameters()) + list(model.buffers())
+            if isinstance(p, DTensor)]
+
+
+def _is_fsdp2(model: Any) -> bool:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except Exception:
+        return False
+    return any(isinstance(m, FSDPModule) for m in model.modules())
+
+
+def _tp_mesh(model: Any) -> Any:
+    """The one 1-D device mesh the module's DTensor parameters live on (None without any);
+    anything else (FSDP2, a 2-D mesh, several meshes) raises with what to pass instead."""
+    from . import FlopmeterError
+    ps = _dtensor_params(model)
+    if not ps:
+        return None
+    if _is_fsdp2(model):
+        raise FlopmeterError(
+            "the model's parameters are sharded by FSDP2 (fully_shard), and a Meter counts the "
+            "step of the module as written: create the Meter before fully_shard(...) (the count "
+            "is the full model's FLOPs for this rank's batch), or pass "
+            "report=flopmeter.count(unsharded_model, args) yourself (with tensor parallelism "
+            "too: a count of this rank's share)")
+    meshes: List[Any] = []
+    for p in ps:   # equal meshes may be distinct objects
+        if not any(p.device_mesh == m for m in meshes):
+            meshes.append(p.device_mesh)
+    mesh = meshes[0]
+    if len(meshes) > 1 or mesh.ndim != 1:
+        raise FlopmeterError(
+            "the model's DTensor parameters are on %s: a Meter counts tensor parallelism over "
+            "one 1-D device mesh; pass report= a count of this rank's share (flopmeter.count "
+            "of a module built with the local shapes)"
+            % ("several device meshes" if len(meshes) > 1 else "a %d-D mesh" % mesh.ndim))
+    return mesh
+
+
+def tensor_parallel_size(model: Any) -> int:
+    """The tensor-parallel degree: the size of the mesh the DTensor parameters are on; 1
+    without DTensor parameters (and under FSDP2, which shards storage, not compute)."""
+    from . import FlopmeterError
+    if not _dtensor_params(model) or _is_fsdp2(model):
+        return 1
+    try:
+        mesh = _tp_mesh(model)
+    except FlopmeterError:   # a mesh it cannot read: the count came as report=
+        return 1
+    return int(mesh.size()) if mesh is not None else 1
+
+
+def _is_dtensor_hook(fn: Any) -> bool:
+    """A hook that torch.distributed.tensor registered (parallelize_module's styles,
+    distribute_module): its code lives in that package."""
+    for f in (fn, getattr(fn, "func", None)):
+        code = getattr(f, "__code__", None)
+        if code is not None:
+            name = code.co_filename.replace(os.sep, "/")
+            return "/torch/distributed/tensor/" in name
+    return False
+
+
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
+
+
+def count_tensor_parallel(model: Any, count: Callable[[], Any]) -> Any:
+    """``count()`` of this rank's share of a tensor-parallel module.
+
+    For the call, every DTensor parameter (and buffer) is replaced by a plain parameter over its
+    local shard, and the forward hooks torch.distributed.tensor put on the modules (which turn
+    inputs into DTensors and outputs back) are set aside: the module then runs exactly the
+    local computation the rank runs, a column-parallel linear on the whole input with its
+    output columns, a row-parallel one on its input columns, with no collective (the
+    all-reduce that adds the row-parallel partial sums moves data, it computes no model FLOP).
+    Everything is put back afterwards, even when the count fails.
+    """
+    import torch
+    _tp_mesh(model)   # refuses FSDP2 and meshes it cannot read
+    from torch.distributed.tensor import DTensor
+    swapped: List[Any] = []
+    hooks: List[Any] = []
+    try:
+        for mod in model.modules():
+            for kind in ("_parameters", "_buffers"):
+                table = getattr(mod, kind)
+                for name, t in list(table.items()):
+                    if isinstance(t, DTensor):
+                        local = t.to_local().detach()
+                        table[name] = (torch.nn.Parameter(local, requires_grad=t.requires_grad)
+                                       if kind == "_parameters" else local)
+                        swapped.append((table, name, t))
+            for attr in _HOOK_DICTS:
+                d = getattr(mod, attr)
+                keep = type(d)((k, h) for k, h in d.items() if not _is_dtensor_hook(h))
+                if len(keep) != len(d):
+                    setattr(mod, attr, keep)
+                    hooks.append((mod, attr, d))
+        return count()
+    finally:
+        for table, name, t in reversed(swapped):
+            table[name] = t
+        for mod, attr, d in reversed(hooks):
+            setattr(mod, attr, d)
+
+
 def _sum(xs: List[Optional[float]]) -> Optional[float]:
     if any(x is None for x in xs):
         return None
@@ -39,6 +162,12 @@ def _div(a: Optional[float], b: Optional[float]) -> Optional[float]:
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+def _per_group(x: Optional[float], tp: int) -> Optional[float]:
+    if x is None or tp == 1:
+        return x
+    return x // tp if x % tp == 0 else x / tp
 
 
 def job_summary(ranks: List[Dict[str, Any]], rank: int) -> Dict[str, Any]:
@@ -64,8 +193,10 @@ def job_summary(ranks: List[Dict[str, Any]], rank: int) -> Dict[str, Any]:
     flops = {k: sum(int(r["flops_per_step"][k]) for r in ranks)
              for k in ranks[0]["flops_per_step"]}
     peak = _sum([r["peak"]["flops"] for r in ranks])
-    samples = _sum([r["samples_per_step"] for r in ranks])
-    tokens = _sum([r["tokens_per_step"] for r in ranks])
+    # under tensor parallelism a group of tp ranks works on the same samples
+    tp = max(int(r.get("tensor_parallel", 1) or 1) for r in ranks)
+    samples = _per_group(_sum([r["samples_per_step"] for r in ranks]), tp)
+    tokens = _per_group(_sum([r["tokens_per_step"] for r in ranks]), tp)
 
     def util(f: int) -> Optional[float]:
         return _div(_div(f, med), peak)

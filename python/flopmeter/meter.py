@@ -275,15 +275,15 @@ def _has_dtensor_params(model: Any) -> bool:
 
 def _count(model: Any, args: Sequence[Any], kwargs: Dict[str, Any], optimizer: str,
            loss: Any, dtype: Any) -> Any:
-    from . import FlopmeterError, count  # the package's binding over libflopmeter
-    if _has_dtensor_params(model):
-        raise FlopmeterError(
-            "the model's parameters are sharded (DTensor: FSDP2's fully_shard or tensor "
-            "parallel), and a Meter counts the step of the module as written: create the Meter "
-            "before fully_shard(...) (the count is the full model's FLOPs for this rank's "
-            "batch), or pass report=flopmeter.count(unsharded_model, args) yourself")
-    return count(model, tuple(args), kwargs or None, train=True, optimizer=optimizer,
-                 loss=loss, dtype=dtype)
+    from . import count  # the package's binding over libflopmeter
+
+    def run() -> Any:
+        return count(model, tuple(args), kwargs or None, train=True, optimizer=optimizer,
+                     loss=loss, dtype=dtype)
+    if _has_dtensor_params(model):   # tensor parallel: this rank's share; FSDP2 refused
+        from .distributed import count_tensor_parallel
+        return count_tensor_parallel(model, run)
+    return run()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -461,7 +461,8 @@ class Meter:
 
     Args:
         model: the ``nn.Module`` being trained (a DDP / ``torch.compile`` wrapper is unwrapped).
-            Under FSDP2, create the Meter before ``fully_shard``.
+            Under FSDP2, create the Meter before ``fully_shard``; under tensor parallelism
+            (DTensor parameters) the count is this rank's share.
         args, kwargs: one micro-batch's inputs, as the model is called (counted once, now).
         device: a name from flopmeter's device table (``"h100"``, ``"a100"``): the peak is the
             table's dense peak for ``precision``.
@@ -550,6 +551,8 @@ class Meter:
             "backward": bwd * m, "optimizer": opt, "theory": 3 * fwd * m}
         self._hardware_note = hw_note
         self._lower_bound = bool(tot.get("lower_bound", False))
+        from .distributed import tensor_parallel_size
+        self.tensor_parallel = tensor_parallel_size(self.model)
 
         self._times: List[float] = []
         self._dropped = 0
@@ -623,6 +626,7 @@ class Meter:
             "steps": len(times),
             "step_s": st,
             "micro_batches": self.micro_batches,
+            "tensor_parallel": self.tensor_parallel,
             "samples_per_step": self.samples_per_step,
             "tokens_per_step": self.tokens_per_step,
             "samples_per_s": _div(self.samples_per_step, med),

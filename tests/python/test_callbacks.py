@@ -1,7 +1,9 @@
 """flopmeter.callbacks: the HuggingFace TrainerCallback logs MFU in a 2-step Trainer.train() of a
 tiny model built from its config (no network, no weights), where every logging callback sees
-it; the Lightning callback imports only where Lightning is installed."""
+it; the Lightning callback logs to the logger of a real 2-step Trainer.fit() under gradient
+accumulation."""
 import importlib.util
+import math
 import subprocess
 import sys
 
@@ -108,71 +110,109 @@ def test_callbacks_module_imports_no_framework():
     assert out == ["False", "False", "False"]
 
 
-def test_lightning_callback_needs_lightning():
+def test_lightning_callback_needs_lightning(monkeypatch):
     import flopmeter.callbacks as c
     if importlib.util.find_spec("lightning") or importlib.util.find_spec("pytorch_lightning"):
         cls = c.FlopmeterLightningCallback
         assert cls.__name__ == "FlopmeterLightningCallback"
         assert cls(peak=1e12).meter is None
-    else:
-        with pytest.raises(ImportError, match=r"pip install lightning"):
-            c.FlopmeterLightningCallback
+    # without either package (None in sys.modules: `import` raises ImportError)
+    for name in ("lightning", "lightning.pytorch", "pytorch_lightning"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(c, "_MADE", {})
+    with pytest.raises(ImportError, match=r"pip install lightning"):
+        c.FlopmeterLightningCallback
     with pytest.raises(AttributeError):
         c.NoSuchCallback
     with pytest.raises(ValueError, match=r"every_n_steps"):
         c.FlopmeterCallback(every_n_steps=0)
 
 
-def test_lightning_callback_logic_against_a_stand_in(monkeypatch):
-    """Lightning is not installed here: its Callback base is replaced by a stand-in to check the
-    callback's own logic (the Meter built from the first forward's inputs, stepped once per
-    optimizer step under gradient accumulation, figures through pl_module.log_dict every N
-    steps). That it works inside a real Lightning Trainer is not tested."""
-    import types
-    import flopmeter.callbacks as c
+def test_lightning_callback_logs_mfu_in_a_real_trainer():
+    """A 2-step Trainer.fit() of a tiny LightningModule on the CPU, 2 micro-batches per step:
+    the callback builds its Meter from the first forward's token ids, times step 2 and logs
+    MFU, HFU, tokens/s, samples/s and step time to the trainer's logger, consistent with one
+    another and with the Meter's count."""
+    L = pytest.importorskip("lightning.pytorch", reason="tools/requirements-test.txt pins "
+                            "lightning")
+    from lightning.pytorch.loggers import Logger
+    from flopmeter.callbacks import FlopmeterLightningCallback
 
-    pkg = types.ModuleType("lightning")
-    sub = types.ModuleType("lightning.pytorch")
-    sub.Callback = type("Callback", (), {})
-    pkg.pytorch = sub
-    monkeypatch.setitem(sys.modules, "lightning", pkg)
-    monkeypatch.setitem(sys.modules, "lightning.pytorch", sub)
-    monkeypatch.setattr(c, "_MADE", {})
-    cls = c.FlopmeterLightningCallback
-
-    class Module(torch.nn.Module):         # a LightningModule's part the callback uses
+    class Memory(Logger):                    # what a CSV or TensorBoard logger is given
         def __init__(self):
             super().__init__()
-            self.net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
-                                           torch.nn.Linear(32, 4))
-            self.logged = []
+            self.rows = []
 
-        def forward(self, x):
-            return self.net(x)
+        @property
+        def name(self):
+            return "memory"
 
-        def log_dict(self, d, on_step=True, on_epoch=False):
-            self.logged.append((trainer.global_step, dict(d)))
+        @property
+        def version(self):
+            return 0
 
-    trainer = types.SimpleNamespace(log_every_n_steps=2, accumulate_grad_batches=2,
-                                    global_step=0)
-    module = Module()
-    cb = cls(peak=1e12, warmup=0)
-    cb.on_train_start(trainer, module)
-    opt = torch.optim.SGD(module.parameters(), lr=0.01)
-    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
-    for batch_idx in range(12):            # 6 optimizer steps of 2 micro-batches
-        torch.nn.functional.cross_entropy(module(x), y).backward()
-        if batch_idx % 2:
-            opt.step()
-            opt.zero_grad()
-            trainer.global_step += 1
-        cb.on_train_batch_end(trainer, module, None, (x, y), batch_idx)
-    cb.on_train_end(trainer, module)
+        def log_hyperparams(self, params, *args, **kwargs):
+            pass
 
+        def log_metrics(self, metrics, step=None):
+            self.rows.append(dict(metrics))
+
+    V, D, B, S = 50, 16, 4, 12
+
+    class Tiny(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(V, D)
+            self.head = torch.nn.Linear(D, V)
+
+        def forward(self, ids):
+            return self.head(self.emb(ids))
+
+        def training_step(self, batch, batch_idx):
+            (ids,) = batch
+            logits = self(ids)
+            return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, V),
+                                                     ids[:, 1:].reshape(-1))
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    data = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.randint(0, V, (4 * B, S))), batch_size=B)
+    logger = Memory()
+    cb = FlopmeterLightningCallback(peak=1e12, warmup=0)   # every_n_steps: log_every_n_steps
+    trainer = L.Trainer(max_steps=2, accelerator="cpu", devices=1, logger=logger,
+                        log_every_n_steps=1, accumulate_grad_batches=2,
+                        enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, callbacks=[cb])
+    module = Tiny()
+    trainer.fit(module, data)
+
+    assert trainer.global_step == 2
     m = cb.meter
-    assert m is not None and m.micro_batches == 2 and m.samples_per_step == 16
-    assert len(m.step_times) == 5          # built after step 1, then 5 steps timed
-    assert [step for step, _ in module.logged] == [2, 4, 6]
-    last = module.logged[-1][1]
-    assert last["flopmeter/mfu"] == pytest.approx(m.summary()["mfu"], rel=1e-12)
+    assert m is not None and cb.feed.failed is None
+    assert m.micro_batches == 2 and m.samples_per_step == 2 * B
+    assert m.tokens_per_step == 2 * B * S
+    # the count: 2 micro-batches of the module's own forward (the head's matmul at least)
+    assert m.flops_per_step["forward"] >= 2 * (2 * B * S * D * V)
+    assert len(m.step_times) == 1          # built after step 1, step 2 timed
     assert not module._forward_pre_hooks   # the capture hook is gone
+
+    rows = [r for r in logger.rows if any(k.startswith("flopmeter/") for k in r)]
+    assert len(rows) == 1, logger.rows     # step 1 has no timed step yet: nothing logged
+    row = rows[0]
+    keys = {"flopmeter/mfu", "flopmeter/hfu", "flopmeter/tokens_per_s",
+            "flopmeter/samples_per_s", "flopmeter/step_s", "flopmeter/tflops"}
+    assert keys <= set(row), row
+    for k in keys:
+        assert math.isfinite(row[k]) and row[k] > 0, (k, row[k])
+    step_s = row["flopmeter/step_s"]
+    # Lightning keeps logged values as float32 tensors: 1e-6
+    assert step_s == pytest.approx(m.step_times[0], rel=1e-6)
+    assert row["flopmeter/mfu"] == pytest.approx(m.flops_per_step["model"] / (step_s * 1e12),
+                                                 rel=1e-6)
+    assert row["flopmeter/tokens_per_s"] == pytest.approx(2 * B * S / step_s, rel=1e-6)
+    assert row["flopmeter/samples_per_s"] == pytest.approx(2 * B / step_s, rel=1e-6)
+    assert row["flopmeter/tflops"] == pytest.approx(row["flopmeter/mfu"], rel=1e-6)  # 1e12

@@ -1,6 +1,8 @@
-"""flopmeter.Meter across ranks: `torchrun --nproc_per_node 2` on the CPU (gloo) for DDP and FSDP2
-(tests/python/dist_meter_script.py), each printing one summary with both ranks, whose counts are
-the full model's FLOPs for each rank's own batch and never accumulate across steps."""
+"""flopmeter.Meter across ranks: `torchrun --nproc_per_node 2` on the CPU (gloo) for DDP, FSDP2
+and tensor parallelism (tests/python/dist_meter_script.py), each printing one summary with both
+ranks. Under DDP and FSDP2 the counts are the full model's FLOPs for each rank's own batch; under
+tensor parallelism each rank's share of the model (half of each split matmul, the replicated
+parts in full), against formulas; no count accumulates across steps."""
 import json
 import os
 import subprocess
@@ -21,12 +23,18 @@ pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_avai
 
 @pytest.fixture(scope="module")
 def job():
-    """One torchrun job that runs DDP and then FSDP2 (one start-up for both):
-    {"stdout", "ddp": (summary, first), "fsdp": ..., "counts": [rank 0's, rank 1's]}."""
+    """One torchrun job that runs DDP, FSDP2 and tensor parallelism (one start-up for all):
+    {"stdout", "modes", "ddp": (summary, first), "fsdp": ..., "tp": ..., "counts": [rank 0's,
+    rank 1's], "layers": the unsharded model's layers at batch 8, "tp_layers": [rank 0's, ...]}."""
     modes = ["ddp"]
     try:
         from torch.distributed.fsdp import fully_shard  # noqa: F401
         modes.append("fsdp")
+    except ImportError:
+        pass
+    try:
+        from torch.distributed.tensor.parallel import parallelize_module  # noqa: F401
+        modes.append("tp")
     except ImportError:
         pass
     env = dict(os.environ)
@@ -39,10 +47,20 @@ def job():
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, "torchrun failed (%d):\n%s\n%s" % (p.returncode, p.stdout[-3000:],
                                                                   p.stderr[-5000:])
-    out = {"stdout": p.stdout, "counts": []}
+    out = {"stdout": p.stdout, "modes": modes, "counts": [], "tp_layers": {}}
     for line in p.stdout.splitlines():
         tag, _, rest = line.partition(" ")
-        if tag in ("FLOPMETER_JSON", "FLOPMETER_FIRST"):
+        if tag == "FLOPMETER_LAYERS":
+            out["layers"] = json.loads(rest.partition(" ")[2])
+        elif tag == "FLOPMETER_TPA_FULL":
+            out["tpa_full"] = json.loads(rest)
+        elif tag == "FLOPMETER_TPA":
+            r, _, text = rest.partition(" ")
+            out.setdefault("tpa", {})[int(r)] = json.loads(text)
+        elif tag == "FLOPMETER_TP_LAYERS":
+            r, _, text = rest.partition(" ")
+            out["tp_layers"][int(r)] = json.loads(text)
+        elif tag in ("FLOPMETER_JSON", "FLOPMETER_FIRST"):
             mode, _, text = rest.partition(" ")
             out.setdefault(mode, {})[tag] = json.loads(text)
         elif tag == "FLOPMETER_COUNT":
@@ -52,16 +70,20 @@ def job():
     return out
 
 
-def _check(job, mode):
+def _check_printed(job, mode):
     stdout = job["stdout"]
     # one summary per mode, printed by rank 0 only, each with a row per rank and one for the job
     heads = [i for i, l in enumerate(stdout.splitlines()) if l.startswith("flopmeter meter:")]
     lines = stdout.splitlines()
-    assert len(heads) == len([m for m in ("ddp", "fsdp") if m in job]), stdout
-    head = heads[["ddp", "fsdp"].index(mode)] if "fsdp" in job else heads[0]
+    assert len(heads) == len(job["modes"]), stdout
+    head = heads[job["modes"].index(mode)]
     assert "2 ranks" in lines[head], lines[head]
     rows = [l.split()[0] for l in lines[head + 4:head + 7]]
     assert rows == ["0", "1", "job"], "\n".join(lines[head:head + 9])
+
+
+def _check(job, mode):
+    _check_printed(job, mode)
 
     s, first = job[mode]["FLOPMETER_JSON"], job[mode]["FLOPMETER_FIRST"]
     counts = job["counts"]
@@ -102,6 +124,82 @@ def test_fsdp2_two_ranks(job):
     if "fsdp" not in job:
         pytest.skip("torch.distributed.fsdp.fully_shard (FSDP2) is not in this PyTorch")
     _check(job, "fsdp")
+
+
+def _phases(layer):
+    return [int(layer[p]["flops"]) for p in ("fwd", "bwd_data", "bwd_weight")]
+
+
+def test_tensor_parallel_two_ranks(job):
+    """Linear(32, 64) column-parallel, ReLU, Linear(64, 8) row-parallel over 2 ranks, batch 8
+    on both: each rank counts half of each matmul, the row-parallel bias and the loss (on the
+    all-reduced, replicated output) in full."""
+    if "tp" not in job["modes"]:
+        pytest.skip("torch.distributed.tensor.parallel is not in this PyTorch")
+    _check_printed(job, "tp")
+    s, first = job["tp"]["FLOPMETER_JSON"], job["tp"]["FLOPMETER_FIRST"]
+    B, mm0, mm2 = 8, 2 * 8 * 32 * 64, 2 * 8 * 64 * 8   # batch; each linear's matmul FLOPs
+    full = {l["name"]: _phases(l) for l in job["layers"]}
+    # the unsharded model at batch 8, from the formulas (matmul + bias; no input gradient of
+    # the first layer, whose input needs none)
+    assert full["0"] == [mm0 + B * 64, 0, mm0 + B * 64]
+    assert full["1"] == [B * 64, B * 64, 0]
+    assert full["2"] == [mm2 + B * 8, mm2, mm2 + B * 8]
+    assert sorted(full) == ["0", "1", "2", "loss"]
+    replicated = 2 * B * 8 + sum(full["loss"])   # the row-parallel bias (fwd, grad); the loss
+    unsharded = sum(sum(v) for v in full.values())
+    share = (unsharded - replicated) // 2 + replicated
+    assert (unsharded - replicated) % 2 == 0
+
+    assert sorted(job["tp_layers"]) == [0, 1]
+    for rank in (0, 1):
+        mine = {l["name"]: _phases(l) for l in job["tp_layers"][rank]}
+        assert sorted(mine) == sorted(full)
+        assert mine["0"] == [x // 2 for x in full["0"]]     # half the output columns
+        assert mine["1"] == [x // 2 for x in full["1"]]     # ReLU on them
+        assert mine["2"] == [mm2 // 2 + B * 8, mm2 // 2, mm2 // 2 + B * 8]  # half the inputs
+        assert mine["loss"] == full["loss"]
+        assert sum(sum(v) for v in mine.values()) == share
+        r = s["ranks"][rank]
+        assert r["flops_per_step"]["model"] == share
+        assert r["samples_per_step"] == 8
+        assert r["steps"] == 7
+        assert r["mfu"] == pytest.approx(share / r["step_s"]["median"] / 1e12, rel=1e-12)
+
+    # the job: both shares (the whole model once, the replicated parts twice); the two ranks
+    # run the same 8 samples
+    assert s["world_size"] == 2 and s["tensor_parallel"] == 2
+    assert s["flops_per_step"]["model"] == 2 * share == unsharded + replicated
+    assert s["samples_per_step"] == 8
+    med = s["step_s"]["median"]
+    assert med == max(r["step_s"]["median"] for r in s["ranks"])
+    assert s["samples_per_s"] == pytest.approx(8 / med, rel=1e-12)
+    assert s["mfu"] == pytest.approx(2 * share / med / 2e12, rel=1e-12)
+    assert first["flops_per_step"] == s["flops_per_step"]
+
+
+def test_tensor_parallel_attention_two_ranks(job):
+    """A causal attention block split by heads over 2 ranks (q, k, v column-parallel, o
+    row-parallel, 2 of 4 heads each): every op of the rank's count is exactly half the
+    unsharded block's, but what each rank computes in full: the causal mask (built from the
+    sequence length), o's bias (added after the all-reduce) and the loss."""
+    if "tp" not in job["modes"]:
+        pytest.skip("torch.distributed.tensor.parallel is not in this PyTorch")
+    full = {l["name"]: _phases(l) for l in job["tpa_full"]}
+    replicated = {n for n in full if n.startswith("scaled_dot_product_attention/")
+                  and n.split("/")[1] in ("Trilu", "Equal", "Where")} | {"o/Add", "loss"}
+    assert len(replicated) == 5, sorted(full)
+    # the split ops are there and not zero: the matmuls of q, k, v, o and attention
+    assert full["q/MatMul"][0] == 2 * 2 * 16 * 32 * 32
+    assert full["o/Add"][0] == 2 * 16 * 32
+    assert sorted(job["tpa"]) == [0, 1]
+    for rank in (0, 1):
+        mine = {l["name"]: _phases(l) for l in job["tpa"][rank]}
+        assert sorted(mine) == sorted(full)
+        for name, f in full.items():
+            want = f if name in replicated else [v // 2 for v in f]
+            assert all(v % 2 == 0 for v in f) or name in replicated, (name, f)
+            assert mine[name] == want, (name, f, mine[name])
 
 
 def test_job_summary_of_ranks():
