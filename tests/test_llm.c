@@ -177,7 +177,7 @@ static void test_builtin_llama3_8b(void **unused)
     assert_int_equal(total, 8030261248ull);
     assert_int_equal(non_emb, 32 * layer + 4096);
     assert_int_equal(fm_llm_config_builtin(ctx, "llama-3-8", &c), FM_ERR_NOT_FOUND);
-    EXPECT_MESSAGE(ctx, "llama-3-8", "llama-3-8b");
+    EXPECT_MESSAGE(ctx, "llama-3-8");
     fm_ctx_free(ctx);
 }
 
@@ -199,7 +199,7 @@ static void test_projection_macs_and_gqa(void **unused)
     assert_int_equal(fwd_macs(g, k, "model.layers.1.mlp.down_proj"), t * 688 * 256);
     assert_int_equal(fwd_macs(g, k, "lm_head"), t * 256 * 1000);
     /* the attention core: Q K^T and A V over all S x S scores, 8 heads */
-    assert_int_equal(fwd_macs(g, k, "model.layers.0.self_attn.attention"),
+    assert_int_equal(fwd_macs(g, k, "model.layers.0.self_attn/attention"),
                      2ull * 8 * 16 * 16 * (32 + 32));
     /* the backward of a projection is twice its forward */
     const struct fm_node_cost *q = node_cost(g, k, "model.layers.2.self_attn.q_proj");
@@ -221,8 +221,8 @@ static void test_moe_routed_macs(void **unused)
     struct fm_counts *k = test_count(ctx, g, FM_MODE_TRAIN);
     uint64_t t = 32, topk = 2, h = 128, f = 320, e = 8;
     /* top_k x tokens rows, each through one expert: not experts x tokens */
-    uint64_t gu = fwd_macs(g, k, "model.layers.0.mlp.experts.gate_up_matmul");
-    uint64_t dn = fwd_macs(g, k, "model.layers.0.mlp.experts.down_matmul");
+    uint64_t gu = fwd_macs(g, k, "model.layers.0.mlp.experts/gate_up_matmul");
+    uint64_t dn = fwd_macs(g, k, "model.layers.0.mlp.experts/down_matmul");
     uint64_t router = fwd_macs(g, k, "model.layers.0.mlp.gate");
     assert_int_equal(gu, topk * t * h * 2 * f);
     assert_int_equal(dn, topk * t * f * h);
@@ -241,9 +241,9 @@ static void test_moe_routed_macs(void **unused)
     c.capacity_factor = 0.5;
     g = build(ctx, &c, 2, 16, true, false);
     k = test_count(ctx, g, FM_MODE_TRAIN);
-    assert_int_equal(fwd_macs(g, k, "model.layers.0.mlp.experts.gate_up_matmul"),
+    assert_int_equal(fwd_macs(g, k, "model.layers.0.mlp.experts/gate_up_matmul"),
                      32 * h * 2 * f);
-    assert_int_equal(fwd_macs(g, k, "model.layers.0.mlp.experts.down_matmul"), 32 * f * h);
+    assert_int_equal(fwd_macs(g, k, "model.layers.0.mlp.experts/down_matmul"), 32 * f * h);
     fm_counts_free(k);
     fm_graph_free(g);
     fm_ctx_free(ctx);
@@ -266,10 +266,10 @@ static void test_mla_and_shared_experts(void **unused)
                      t * 128 * (64 + 16));
     assert_int_equal(fwd_macs(g, k, "model.layers.0.self_attn.kv_b_proj"), t * 64 * 4 * 64);
     /* scores over the 48-dim q/k heads, values of 32 */
-    assert_int_equal(fwd_macs(g, k, "model.layers.0.self_attn.attention"),
+    assert_int_equal(fwd_macs(g, k, "model.layers.0.self_attn/attention"),
                      4ull * 16 * 16 * (48 + 32));
     assert_int_equal(fwd_macs(g, k, "model.layers.0.mlp.gate_proj"), t * 128 * 384);
-    assert_int_equal(fwd_macs(g, k, "model.layers.1.mlp.experts.gate_up_matmul"),
+    assert_int_equal(fwd_macs(g, k, "model.layers.1.mlp.experts/gate_up_matmul"),
                      4 * t * 128 * 2 * 64);
     assert_int_equal(fwd_macs(g, k, "model.layers.2.mlp.shared_experts.up_proj"), t * 128 * 64);
     fm_counts_free(k);
@@ -301,7 +301,7 @@ static void test_causal_and_window_figures(void **unused)
     struct fm_llm_summary s;
     FM_ASSERT_OK(ctx, fm_llm_summarize(ctx, "gemma2", &lo, g, k, FM_RECOMPUTE_NONE, &s));
     uint64_t per = fm_work_flops(
-        &node_cost(g, k, "model.layers.0.self_attn.attention")->phase[FM_PHASE_FWD]);
+        &node_cost(g, k, "model.layers.0.self_attn/attention")->phase[FM_PHASE_FWD]);
     assert_int_equal(s.attn_full, 4 * per);
     /* causal: 64 x 65 / 2 = 2080 of 4096 pairs; window 32: 32 x 33 / 2 + 32 x 32 = 1552 */
     uint64_t causal = (uint64_t)((double)per * 2080.0 / 4096.0);
@@ -342,7 +342,7 @@ static void test_decode_against_kv_cache(void **unused)
     struct fm_counts *k = test_count(ctx, g, FM_MODE_INFER);
     /* one token per sequence through the projections, 101 keys in the scores */
     assert_int_equal(fwd_macs(g, k, "model.layers.0.self_attn.q_proj"), 3 * 256 * 256);
-    assert_int_equal(fwd_macs(g, k, "model.layers.0.self_attn.attention"),
+    assert_int_equal(fwd_macs(g, k, "model.layers.0.self_attn/attention"),
                      3ull * 8 * 1 * 101 * (32 + 32));
     fm_counts_free(k);
     fm_graph_free(g);
@@ -414,7 +414,7 @@ static void test_encoders(void **unused)
     FM_ASSERT_OK(ctx, fm_llm_build(ctx, &c, &o, &g));
     struct fm_counts *k = test_count(ctx, g, FM_MODE_INFER);
     /* cross-attention: 5 target queries against 12 source keys */
-    assert_int_equal(fwd_macs(g, k, "decoder.block.1.layer.1.EncDecAttention.attention"),
+    assert_int_equal(fwd_macs(g, k, "decoder.block.1.layer.1.EncDecAttention/attention"),
                      4ull * 5 * 12 * (32 + 32));
     assert_int_equal(fwd_macs(g, k, "encoder.block.0.layer.1.DenseReluDense.wi_0"),
                      12ull * 128 * 256);

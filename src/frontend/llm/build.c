@@ -43,14 +43,14 @@ static fm_tid decoder_layer(struct lm *m, int i, fm_tid x)
         lm_push(m, "attn");
         h = lm_self_attention(m, i, h);
         lm_pop(m);
-        x = fm_nn_add(&m->nn, "add", x, h);
+        x = lm_add(m, "add", x, h);
         h = lm_norm(m, "ln_2", x, false, true);
         lm_push(m, "mlp");
         h = lm_conv1d(m, "c_fc", h, c->ffn);
         h = lm_act(m, "act", c->act, h);
         h = lm_conv1d(m, "c_proj", h, c->hidden);
         lm_pop(m);
-        x = fm_nn_add(&m->nn, "add_1", x, h);
+        x = lm_add(m, "add_1", x, h);
         lm_pop(m);
         return x;
     }
@@ -59,7 +59,7 @@ static fm_tid decoder_layer(struct lm *m, int i, fm_tid x)
         lm_push(m, "attention");
         fm_tid at = lm_self_attention(m, i, h);
         lm_pop(m);
-        fm_tid x2 = c->parallel_residual ? x : fm_nn_add(&m->nn, "add", x, at);
+        fm_tid x2 = c->parallel_residual ? x : lm_add(m, "add", x, at);
         h = lm_norm(m, "post_attention_layernorm", x2, false, true);
         lm_push(m, "mlp");
         h = lm_linear(m, "dense_h_to_4h", h, c->ffn, true);
@@ -67,10 +67,10 @@ static fm_tid decoder_layer(struct lm *m, int i, fm_tid x)
         h = lm_linear(m, "dense_4h_to_h", h, c->hidden, true);
         lm_pop(m);
         if (c->parallel_residual) {   /* x + attn(ln1(x)) + mlp(ln2(x)) */
-            fm_tid s = fm_nn_add(&m->nn, "add", h, at);
-            x = fm_nn_add(&m->nn, "add_1", s, x);
+            fm_tid s = lm_add(m, "add", h, at);
+            x = lm_add(m, "add_1", s, x);
         } else {
-            x = fm_nn_add(&m->nn, "add_1", h, x2);
+            x = lm_add(m, "add_1", h, x2);
         }
         lm_pop(m);
         return x;
@@ -81,7 +81,7 @@ static fm_tid decoder_layer(struct lm *m, int i, fm_tid x)
     lm_pop(m);
     if (gemma2)
         h = lm_norm(m, "post_attention_layernorm", h, true, false);
-    x = fm_nn_add(&m->nn, "add", x, h);
+    x = lm_add(m, "add", x, h);
     h = lm_norm(m, gemma2 ? "pre_feedforward_layernorm" : "post_attention_layernorm", x,
                 c->rms_norm, ln_bias);
     if (c->experts && c->layer_moe[i])
@@ -90,7 +90,7 @@ static fm_tid decoder_layer(struct lm *m, int i, fm_tid x)
         h = lm_gated_mlp(m, "mlp", h, c->ffn, c->mlp_bias);
     if (gemma2)
         h = lm_norm(m, "post_feedforward_layernorm", h, true, false);
-    x = fm_nn_add(&m->nn, "add_1", x, h);
+    x = lm_add(m, "add_1", x, h);
     lm_pop(m);
     return x;
 }
@@ -107,7 +107,7 @@ static enum fm_status build_decoder(struct lm *m, fm_tid ids, fm_tid *logits)
     fm_tid wte = lm_param(m, "weight", FM_ROLE_PARAM, 2, ed);
     lm_pop(m);
     fm_tid in[2] = {ids, wte};
-    fm_tid x = lm_node(m, FM_OP_EMBEDDING, emb_name, NULL, in, 2);
+    fm_tid x = lm_module_node(m, FM_OP_EMBEDDING, emb_name, NULL, in, 2);
     if (gpt2) {
         int64_t pd[2] = {c->max_pos, c->hidden};
         lm_push(m, "wpe");
@@ -116,8 +116,8 @@ static enum fm_status build_decoder(struct lm *m, fm_tid ids, fm_tid *logits)
         int64_t sd[2] = {1, m->seq};
         fm_tid pos = lm_input(m, "position_ids", FM_DTYPE_INT64, 2, sd);
         fm_tid in2[2] = {pos, wpe};
-        fm_tid p = lm_node(m, FM_OP_EMBEDDING, "wpe", NULL, in2, 2);
-        x = fm_nn_add(&m->nn, "add", x, p);
+        fm_tid p = lm_module_node(m, FM_OP_EMBEDDING, "wpe", NULL, in2, 2);
+        x = lm_add(m, "add", x, p);
     }
     if (c->arch == FM_LLM_GEMMA || c->arch == FM_LLM_GEMMA2)   /* x * sqrt(hidden) */
         x = lm_scale(m, "normalizer", x, sqrt((double)c->hidden));
@@ -136,7 +136,7 @@ static enum fm_status build_decoder(struct lm *m, fm_tid ids, fm_tid *logits)
     const char *head = "lm_head";   /* GPT-NeoX too: transformers 5 renamed embed_out */
     if (c->tied_embeddings) {
         fm_tid in3[2] = {x, wte};
-        x = lm_node(m, FM_OP_LINEAR, head, NULL, in3, 2);
+        x = lm_module_node(m, FM_OP_LINEAR, head, NULL, in3, 2);
     } else {
         x = lm_linear(m, head, x, c->vocab, false);
     }

@@ -37,8 +37,12 @@ static void full_name(struct lm *m, const char *name, char *buf, size_t size)
     snprintf(buf, size, "%s%s%s", p, p[0] && name[0] ? "." : "", name);
 }
 
-enum fm_status lm_node_n(struct lm *m, enum fm_op op, const char *name, const struct fm_attrs *a,
-                         const fm_tid *in, int n_in, fm_tid *out, int n_out)
+/* A module (q_proj, act_fn, input_layernorm) is named by its path; an op inside the current
+ * module by the path, '/' and the op, as a PyTorch 2 export names it, so that --by-module
+ * sums a module's ops (docs/pytorch.md). */
+static enum fm_status add_node(struct lm *m, enum fm_op op, const char *name, bool module,
+                               const struct fm_attrs *a, const fm_tid *in, int n_in, fm_tid *out,
+                               int n_out)
 {
     if (m->nn.st)
         return m->nn.st;
@@ -47,7 +51,12 @@ enum fm_status lm_node_n(struct lm *m, enum fm_op op, const char *name, const st
             return m->nn.st = FM_ERR_GRAPH;
     }
     char full[512];
-    full_name(m, name, full, sizeof(full));
+    if (module) {
+        full_name(m, name, full, sizeof(full));
+    } else {
+        const char *p = m->nn.prefix;
+        snprintf(full, sizeof(full), "%s%s%s", p, p[0] && name[0] ? "/" : "", name);
+    }
     /* a name used twice (a module applied twice) gets _1, _2 as torch.fx numbers the calls */
     char uniq[560];
     snprintf(uniq, sizeof(uniq), "%s", full);
@@ -57,11 +66,24 @@ enum fm_status lm_node_n(struct lm *m, enum fm_op op, const char *name, const st
     return m->nn.st;
 }
 
+enum fm_status lm_node_n(struct lm *m, enum fm_op op, const char *name, const struct fm_attrs *a,
+                         const fm_tid *in, int n_in, fm_tid *out, int n_out)
+{
+    return add_node(m, op, name, false, a, in, n_in, out, n_out);
+}
+
 fm_tid lm_node(struct lm *m, enum fm_op op, const char *name, const struct fm_attrs *a,
                const fm_tid *in, int n_in)
 {
     fm_tid out = FM_NONE;
-    return lm_node_n(m, op, name, a, in, n_in, &out, 1) ? FM_NONE : out;
+    return add_node(m, op, name, false, a, in, n_in, &out, 1) ? FM_NONE : out;
+}
+
+fm_tid lm_module_node(struct lm *m, enum fm_op op, const char *name, const struct fm_attrs *a,
+                      const fm_tid *in, int n_in)
+{
+    fm_tid out = FM_NONE;
+    return add_node(m, op, name, true, a, in, n_in, &out, 1) ? FM_NONE : out;
 }
 
 static fm_tid add_tensor(struct lm *m, const char *full, enum fm_role role, enum fm_dtype dtype,
@@ -146,6 +168,18 @@ fm_tid lm_slice_last(struct lm *m, const char *name, fm_tid x, int64_t start, in
     return lm_node(m, FM_OP_SLICE, name, &a, &x, 1);
 }
 
+fm_tid lm_add(struct lm *m, const char *name, fm_tid a, fm_tid b)
+{
+    fm_tid in[2] = {a, b};
+    return lm_node(m, FM_OP_ADD, name, NULL, in, 2);
+}
+
+fm_tid lm_mul(struct lm *m, const char *name, fm_tid a, fm_tid b)
+{
+    fm_tid in[2] = {a, b};
+    return lm_node(m, FM_OP_MUL, name, NULL, in, 2);
+}
+
 fm_tid lm_concat2(struct lm *m, const char *name, fm_tid a0, fm_tid b0, int axis)
 {
     fm_tid in[2] = {a0, b0};
@@ -169,15 +203,15 @@ fm_tid lm_act(struct lm *m, const char *name, enum fm_llm_act act, fm_tid x)
     fm_attrs_init(&a);
     switch (act) {
     case FM_LLM_ACT_SILU:
-        return lm_node(m, FM_OP_SILU, name, &a, &x, 1);
+        return lm_module_node(m, FM_OP_SILU, name, &a, &x, 1);
     case FM_LLM_ACT_GELU_TANH:
         a.flags |= FM_ATTR_GELU_TANH;
-        return lm_node(m, FM_OP_GELU, name, &a, &x, 1);
+        return lm_module_node(m, FM_OP_GELU, name, &a, &x, 1);
     case FM_LLM_ACT_GELU:
-        return lm_node(m, FM_OP_GELU, name, &a, &x, 1);
+        return lm_module_node(m, FM_OP_GELU, name, &a, &x, 1);
     case FM_LLM_ACT_RELU:
     default:
-        return lm_node(m, FM_OP_RELU, name, &a, &x, 1);
+        return lm_module_node(m, FM_OP_RELU, name, &a, &x, 1);
     }
 }
 
@@ -229,7 +263,7 @@ fm_tid lm_norm(struct lm *m, const char *name, fm_tid x, bool rms, bool bias)
     if (!rms) {
         lm_pop(m);
         fm_tid in[3] = {x, w, b};
-        return lm_node(m, FM_OP_LAYERNORM, name, &a, in, b == FM_NONE ? 2 : 3);
+        return lm_module_node(m, FM_OP_LAYERNORM, name, &a, in, b == FM_NONE ? 2 : 3);
     }
     fm_tid in[2] = {x, scalar(m, "pow", "exponent", 2.0)};
     fm_tid v = lm_node(m, FM_OP_POW, "pow", NULL, in, 2);
@@ -267,7 +301,7 @@ fm_tid lm_conv1d(struct lm *m, const char *name, fm_tid x, int64_t nout)
     fm_tid b = lm_param(m, "bias", FM_ROLE_PARAM, 1, &nout);
     lm_pop(m);
     fm_tid in[2] = {x, w};
-    fm_tid y = lm_node(m, FM_OP_MATMUL, name, NULL, in, 2);
+    fm_tid y = lm_module_node(m, FM_OP_MATMUL, name, NULL, in, 2);
     /* torch.addmm(bias, x, weight): the bias add is part of the same module */
     lm_push(m, "%s", name);
     fm_tid in2[2] = {y, b};
@@ -278,28 +312,36 @@ fm_tid lm_conv1d(struct lm *m, const char *name, fm_tid x, int64_t nout)
 
 fm_tid lm_rotary(struct lm *m, const char *name, fm_tid x, fm_tid cos, fm_tid sin, int64_t rot)
 {
+    /* ops of the attention module (apply_rotary_pos_emb is a function, not a module): named
+     * <module>/<name>.<op> */
     const struct fm_shape *s = lm_shape(m, x);
     int64_t d = s->rank ? s->dims[s->rank - 1] : 0;
-    lm_push(m, "%s", name);
+    char nm[8][96];
+    static const char *const ops[8] = {"rot", "pass", "mul_cos", "x1", "x2", "neg", "mul_sin",
+                                       "add"};
+    for (int i = 0; i < 8; i++)
+        snprintf(nm[i], sizeof(nm[i]), "%s.%s", name, ops[i]);
     fm_tid pass = FM_NONE, r = x;
     if (rot < d) {
-        r = lm_slice_last(m, "rot", x, 0, rot);
-        pass = lm_slice_last(m, "pass", x, rot, d);
+        r = lm_slice_last(m, nm[0], x, 0, rot);
+        pass = lm_slice_last(m, nm[1], x, rot, d);
     }
     fm_tid in[2] = {r, cos};
-    fm_tid a = lm_node(m, FM_OP_MUL, "mul_cos", NULL, in, 2);
+    fm_tid a = lm_node(m, FM_OP_MUL, nm[2], NULL, in, 2);
     /* rotate_half: cat(-x2, x1) */
-    fm_tid x1 = lm_slice_last(m, "x1", r, 0, rot / 2);
-    fm_tid x2 = lm_slice_last(m, "x2", r, rot / 2, rot);
-    fm_tid n2 = lm_unary(m, FM_OP_NEG, "neg", x2);
-    fm_tid rh = lm_concat2(m, "rotate_half", n2, x1, -1);
+    fm_tid x1 = lm_slice_last(m, nm[3], r, 0, rot / 2);
+    fm_tid x2 = lm_slice_last(m, nm[4], r, rot / 2, rot);
+    fm_tid n2 = lm_unary(m, FM_OP_NEG, nm[5], x2);
+    char rh_name[96], cat_name[96];
+    snprintf(rh_name, sizeof(rh_name), "%s.rotate_half", name);
+    snprintf(cat_name, sizeof(cat_name), "%s.cat", name);
+    fm_tid rh = lm_concat2(m, rh_name, n2, x1, -1);
     fm_tid in2[2] = {rh, sin};
-    fm_tid b = lm_node(m, FM_OP_MUL, "mul_sin", NULL, in2, 2);
+    fm_tid b = lm_node(m, FM_OP_MUL, nm[6], NULL, in2, 2);
     fm_tid in3[2] = {a, b};
-    fm_tid y = lm_node(m, FM_OP_ADD, "add", NULL, in3, 2);
+    fm_tid y = lm_node(m, FM_OP_ADD, nm[7], NULL, in3, 2);
     if (pass != FM_NONE)
-        y = lm_concat2(m, "cat", y, pass, -1);
-    lm_pop(m);
+        y = lm_concat2(m, cat_name, y, pass, -1);
     return y;
 }
 
@@ -309,17 +351,18 @@ fm_tid lm_repeat_kv(struct lm *m, const char *name, fm_tid x, int64_t rep)
         return x;
     const struct fm_shape *s = lm_shape(m, x);
     int64_t b = s->dims[0], kv = s->dims[1], sq = s->dims[2], d = s->dims[3];
-    lm_push(m, "%s", name);
+    char nm[3][96];
+    snprintf(nm[0], sizeof(nm[0]), "%s.unsqueeze", name);
+    snprintf(nm[1], sizeof(nm[1]), "%s.expand", name);
+    snprintf(nm[2], sizeof(nm[2]), "%s.reshape", name);
     int64_t d5[5] = {b, kv, 1, sq, d};
-    fm_tid y = lm_reshape(m, "unsqueeze", x, 5, d5);
+    fm_tid y = lm_reshape(m, nm[0], x, 5, d5);
     d5[2] = rep;
     struct fm_attrs a;
     fm_attrs_init(&a);
     a.nints = 5;
     memcpy(a.ints, d5, sizeof(d5));
-    y = lm_node(m, FM_OP_EXPAND, "expand", &a, &y, 1);
+    y = lm_node(m, FM_OP_EXPAND, nm[1], &a, &y, 1);
     int64_t d4[4] = {b, kv * rep, sq, d};
-    y = lm_reshape(m, "reshape", y, 4, d4);
-    lm_pop(m);
-    return y;
+    return lm_reshape(m, nm[2], y, 4, d4);
 }

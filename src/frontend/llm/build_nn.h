@@ -27,9 +27,13 @@ void lm_push(struct lm *m, const char *fmt, ...)
     ;
 void lm_pop(struct lm *m);
 
-/* A node of op with attrs (NULL: defaults) named prefix.name; out[0..n_out). */
+/* A node of op with attrs (NULL: defaults): an op inside the current module, named
+ * prefix/name (lm_node, lm_node_n: out[0..n_out)), or a module of its own, prefix.name
+ * (lm_module_node: an activation, a LayerNorm, an embedding, an lm_head). */
 fm_tid lm_node(struct lm *m, enum fm_op op, const char *name, const struct fm_attrs *a,
                const fm_tid *in, int n_in);
+fm_tid lm_module_node(struct lm *m, enum fm_op op, const char *name, const struct fm_attrs *a,
+                      const fm_tid *in, int n_in);
 enum fm_status lm_node_n(struct lm *m, enum fm_op op, const char *name, const struct fm_attrs *a,
                          const fm_tid *in, int n_in, fm_tid *out, int n_out);
 fm_tid lm_param(struct lm *m, const char *name, enum fm_role role, int rank, const int64_t *dims);
@@ -42,6 +46,8 @@ fm_tid lm_transpose(struct lm *m, const char *name, fm_tid x, int a, int b);
 fm_tid lm_split(struct lm *m, const char *name, fm_tid x, int axis, int n, const int64_t *sizes,
                 fm_tid *outs);
 fm_tid lm_slice_last(struct lm *m, const char *name, fm_tid x, int64_t start, int64_t end);
+fm_tid lm_add(struct lm *m, const char *name, fm_tid a, fm_tid b);   /* a + b, an op */
+fm_tid lm_mul(struct lm *m, const char *name, fm_tid a, fm_tid b);   /* a * b, an op */
 fm_tid lm_concat2(struct lm *m, const char *name, fm_tid a, fm_tid b, int axis);
 fm_tid lm_unary(struct lm *m, enum fm_op op, const char *name, fm_tid x);
 fm_tid lm_act(struct lm *m, const char *name, enum fm_llm_act act, fm_tid x);

@@ -71,7 +71,7 @@ enum fm_status lm_build_bert(struct lm *m, fm_tid ids, fm_tid *logits)
     fm_tid wpe = lm_param(m, "weight", FM_ROLE_PARAM, 2, pd);
     lm_pop(m);
     fm_tid in[2] = {ids, wte};
-    fm_tid x = lm_node(m, FM_OP_EMBEDDING, "word_embeddings", NULL, in, 2);
+    fm_tid x = lm_module_node(m, FM_OP_EMBEDDING, "word_embeddings", NULL, in, 2);
     if (c->type_vocab > 0) {
         lm_push(m, "token_type_embeddings");
         fm_tid wtt = lm_param(m, "weight", FM_ROLE_PARAM, 2, td);
@@ -79,14 +79,14 @@ enum fm_status lm_build_bert(struct lm *m, fm_tid ids, fm_tid *logits)
         int64_t idd[2] = {m->batch, s};
         fm_tid tt = lm_input(m, "token_type_ids", FM_DTYPE_INT64, 2, idd);
         fm_tid in2[2] = {tt, wtt};
-        fm_tid e = lm_node(m, FM_OP_EMBEDDING, "token_type_embeddings", NULL, in2, 2);
-        x = fm_nn_add(&m->nn, "add", x, e);
+        fm_tid e = lm_module_node(m, FM_OP_EMBEDDING, "token_type_embeddings", NULL, in2, 2);
+        x = lm_add(m, "add", x, e);
     }
     int64_t sd[2] = {1, s};
     fm_tid pos = lm_input(m, "position_ids", FM_DTYPE_INT64, 2, sd);
     fm_tid in3[2] = {pos, wpe};
-    fm_tid p = lm_node(m, FM_OP_EMBEDDING, "position_embeddings", NULL, in3, 2);
-    x = fm_nn_add(&m->nn, "add_1", x, p);
+    fm_tid p = lm_module_node(m, FM_OP_EMBEDDING, "position_embeddings", NULL, in3, 2);
+    x = lm_add(m, "add_1", x, p);
     x = lm_norm(m, "LayerNorm", x, false, true);
     lm_pop(m);
     static const char *const qkv[4] = {"query", "key", "value", NULL};
@@ -98,7 +98,7 @@ enum fm_status lm_build_bert(struct lm *m, fm_tid ids, fm_tid *logits)
         lm_pop(m);
         lm_push(m, "output");
         y = lm_linear(m, "dense", y, h, true);
-        y = fm_nn_add(&m->nn, "add", y, x);
+        y = lm_add(m, "add", y, x);
         x = lm_norm(m, "LayerNorm", y, false, true);
         lm_pop(m);
         lm_pop(m);
@@ -108,7 +108,7 @@ enum fm_status lm_build_bert(struct lm *m, fm_tid ids, fm_tid *logits)
         lm_pop(m);
         lm_push(m, "output");
         y = lm_linear(m, "dense", y, h, true);
-        y = fm_nn_add(&m->nn, "add", y, x);
+        y = lm_add(m, "add", y, x);
         x = lm_norm(m, "LayerNorm", y, false, true);
         lm_pop(m);
         lm_pop(m);
@@ -122,7 +122,7 @@ enum fm_status lm_build_bert(struct lm *m, fm_tid ids, fm_tid *logits)
     int64_t vd = c->vocab;
     fm_tid bias = lm_param(m, "bias", FM_ROLE_PARAM, 1, &vd);
     fm_tid in4[3] = {x, wte, bias};
-    x = lm_node(m, FM_OP_LINEAR, "decoder", NULL, in4, 3);
+    x = lm_module_node(m, FM_OP_LINEAR, "decoder", NULL, in4, 3);
     lm_pop(m);
     *logits = x;
     return m->nn.st;
@@ -141,7 +141,7 @@ static fm_tid position_bias(struct lm *m, const char *stack, int64_t sq, int64_t
     fm_tid w = lm_param(m, "weight", FM_ROLE_PARAM, 2, wd);
     lm_pop(m);
     fm_tid in[2] = {buckets, w};
-    fm_tid b = lm_node(m, FM_OP_EMBEDDING, "relative_attention_bias", NULL, in, 2);
+    fm_tid b = lm_module_node(m, FM_OP_EMBEDDING, "relative_attention_bias", NULL, in, 2);
     struct fm_attrs a;
     fm_attrs_init(&a);
     a.nints = 3;
@@ -162,14 +162,14 @@ static fm_tid t5_ff(struct lm *m, fm_tid x)
         fm_tid g = lm_linear(m, "wi_0", y, c->ffn, false);
         g = lm_act(m, "act", c->act, g);
         fm_tid u = lm_linear(m, "wi_1", y, c->ffn, false);
-        y = fm_nn_mul(&m->nn, "mul", g, u);
+        y = lm_mul(m, "mul", g, u);
     } else {
         y = lm_linear(m, "wi", y, c->ffn, false);
         y = lm_act(m, "act", c->act, y);
     }
     y = lm_linear(m, "wo", y, c->hidden, false);
     lm_pop(m);
-    return fm_nn_add(&m->nn, "add", x, y);
+    return lm_add(m, "add", x, y);
 }
 
 enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t dec_seq, fm_tid *logits)
@@ -185,7 +185,7 @@ enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t dec_seq, fm_tid *lo
     int64_t wd[2] = {c->vocab, h};
     fm_tid shared = lm_param(m, "shared.weight", FM_ROLE_PARAM, 2, wd);
     fm_tid in[2] = {ids, shared};
-    fm_tid x = lm_node(m, FM_OP_EMBEDDING, "encoder.embed_tokens", NULL, in, 2);
+    fm_tid x = lm_module_node(m, FM_OP_EMBEDDING, "encoder.embed_tokens", NULL, in, 2);
     fm_tid bias = FM_NONE;
     for (int i = 0; i < c->layers && !m->nn.st; i++) {
         lm_push(m, "encoder.block.%d.layer.0", i);
@@ -195,7 +195,7 @@ enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t dec_seq, fm_tid *lo
             bias = position_bias(m, "encoder", s, s);
         y = mha(m, y, y, s, s, false, bias, sa, false, 1.0);   /* T5: no 1/sqrt(d) */
         lm_pop(m);
-        x = fm_nn_add(&m->nn, "add", x, y);
+        x = lm_add(m, "add", x, y);
         lm_pop(m);
         lm_push(m, "encoder.block.%d.layer.1", i);
         x = t5_ff(m, x);
@@ -205,7 +205,7 @@ enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t dec_seq, fm_tid *lo
     int64_t dd[2] = {m->batch, dec_seq};
     fm_tid dids = lm_input(m, "decoder_input_ids", FM_DTYPE_INT64, 2, dd);
     fm_tid in2[2] = {dids, shared};
-    x = lm_node(m, FM_OP_EMBEDDING, "decoder.embed_tokens", NULL, in2, 2);
+    x = lm_module_node(m, FM_OP_EMBEDDING, "decoder.embed_tokens", NULL, in2, 2);
     for (int i = 0; i < c->decoder_layers && !m->nn.st; i++) {
         lm_push(m, "decoder.block.%d.layer.0", i);
         fm_tid y = lm_norm(m, "layer_norm", x, true, false);
@@ -214,14 +214,14 @@ enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t dec_seq, fm_tid *lo
             bias = position_bias(m, "decoder", dec_seq, dec_seq);
         y = mha(m, y, y, dec_seq, dec_seq, true, bias, sa, false, 1.0);
         lm_pop(m);
-        x = fm_nn_add(&m->nn, "add", x, y);
+        x = lm_add(m, "add", x, y);
         lm_pop(m);
         lm_push(m, "decoder.block.%d.layer.1", i);
         y = lm_norm(m, "layer_norm", x, true, false);
         lm_push(m, "EncDecAttention");
         y = mha(m, y, enc, dec_seq, s, false, FM_NONE, sa, false, 1.0);
         lm_pop(m);
-        x = fm_nn_add(&m->nn, "add", x, y);
+        x = lm_add(m, "add", x, y);
         lm_pop(m);
         lm_push(m, "decoder.block.%d.layer.2", i);
         x = t5_ff(m, x);
@@ -230,6 +230,6 @@ enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t dec_seq, fm_tid *lo
     x = lm_norm(m, "decoder.final_layer_norm", x, true, false);
     x = lm_scale(m, "decoder_output_scale", x, 1.0 / sqrt((double)h));
     fm_tid in3[2] = {x, shared};
-    *logits = lm_node(m, FM_OP_LINEAR, "lm_head", NULL, in3, 2);
+    *logits = lm_module_node(m, FM_OP_LINEAR, "lm_head", NULL, in3, 2);
     return m->nn.st;
 }

@@ -104,10 +104,12 @@ static enum fm_status int_field(const struct rd *r, const char *key, bool requir
         *out = def;
         return FM_OK;
     }
+    if (!cJSON_IsNumber(v))
+        return bad(r, "'%s' must be a whole number >= %lld, got %s", key, (long long)lo,
+                   fm_json_type_name(v));
     double d = v->valuedouble;
-    if (!cJSON_IsNumber(v) || d != floor(d) || d < (double)lo || d > 1e15)
-        return bad(r, "'%s' must be a whole number >= %lld, got %s%.17g%s", key, (long long)lo,
-                   cJSON_IsNumber(v) ? "" : "a non-number ", cJSON_IsNumber(v) ? d : 0.0, "");
+    if (d != floor(d) || d < (double)lo || d > 1e15)
+        return bad(r, "'%s' must be a whole number >= %lld, got %.17g", key, (long long)lo, d);
     *out = (int64_t)d;
     return FM_OK;
 }
@@ -120,7 +122,8 @@ static enum fm_status num_field(const struct rd *r, const char *key, double def,
         return FM_OK;
     }
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0)
-        return bad(r, "'%s' must be a number >= 0", key);
+        return bad(r, "'%s' must be a number >= 0, got %s", key,
+                   cJSON_IsNumber(v) ? "a negative number" : fm_json_type_name(v));
     *out = v->valuedouble;
     return FM_OK;
 }
@@ -133,7 +136,7 @@ static enum fm_status bool_field(const struct rd *r, const char *key, bool def, 
         return FM_OK;
     }
     if (!cJSON_IsBool(v))
-        return bad(r, "'%s' must be true or false", key);
+        return bad(r, "'%s' must be true or false, got %s", key, fm_json_type_name(v));
     *out = cJSON_IsTrue(v);
     return FM_OK;
 }
