@@ -308,8 +308,9 @@ static void test_causal_and_window_figures(void **unused)
     uint64_t window = (uint64_t)((double)per * 1552.0 / 4096.0);
     assert_int_equal(s.attn_causal, 4 * causal);
     assert_int_equal(s.attn_window, 2 * window + 2 * causal);
-    /* the KV cache: 4 layers x K and V x 2 KV heads x 64 tokens x 64 dims x 4 bytes */
-    assert_int_equal(s.kv_cache_bytes, 4ull * 2 * 2 * 64 * 64 * 4);
+    /* the KV cache: K and V x 2 KV heads x 64 dims x 4 bytes, for 64 tokens in the 2 global
+     * layers and window - 1 = 31 in the 2 sliding ones (transformers' sliding-window cache) */
+    assert_int_equal(s.kv_cache_bytes, 2ull * 2 * 64 * 4 * (2 * 64 + 2 * 31));
     assert_int_equal(s.tokens, 64);
     fm_counts_free(k);
     fm_graph_free(g);

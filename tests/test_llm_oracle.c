@@ -95,7 +95,8 @@ static uint64_t module_fwd_flops(const struct fm_graph *g, const struct fm_count
         enum fm_class k = fm_op_class(n->op);
         if (k != FM_CLASS_MATMUL && k != FM_CLASS_CONV && k != FM_CLASS_ATTENTION)
             continue;
-        if (strncmp(n->name, path, len) == 0 && (n->name[len] == '\0' || n->name[len] == '.'))
+        if (strncmp(n->name, path, len) == 0 &&
+            (n->name[len] == '\0' || n->name[len] == '.' || n->name[len] == '/'))
             macs += c->nodes[i].phase[FM_PHASE_FWD].prim[FM_PRIM_MAC];
     }
     return 2 * macs;

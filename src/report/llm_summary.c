@@ -105,8 +105,16 @@ static uint64_t kv_cache(const struct fm_llm_config *c, int64_t batch, int64_t s
                (s + (uint64_t)enc) * bytes;
     case FM_LLM_DEEPSEEK_V3:
         return (uint64_t)c->layers * b * s * (uint64_t)(c->kv_lora_rank + c->qk_rope_dim) * bytes;
-    default:
-        return (uint64_t)c->layers * 2 * b * s * (uint64_t)(c->kv_heads * c->head_dim) * bytes;
+    default: {   /* a sliding layer keeps its last window - 1 positions, as the graph reads */
+        uint64_t total = 0;
+        for (int64_t l = 0; l < c->layers && l < FM_LLM_MAX_LAYERS; l++) {
+            uint64_t kept = s;
+            if (c->layer_sliding[l] && c->window > 0 && kept > (uint64_t)(c->window - 1))
+                kept = (uint64_t)(c->window - 1);
+            total += 2 * b * kept * (uint64_t)(c->kv_heads * c->head_dim) * bytes;
+        }
+        return total;
+    }
     }
 }
 
