@@ -312,6 +312,7 @@ struct fm_attrs {
     double lo, hi;              /* clip bounds */
     double ratio;               /* dropout probability */
     double scale;               /* attention scale (0 = 1/sqrt(D)) */
+    double softcap;             /* attention: scores capped to c*tanh(s/c) (Gemma 2); 0 = none */
     unsigned flags;             /* FM_ATTR_* */
 };
 FM_API void fm_attrs_init(struct fm_attrs *attrs);

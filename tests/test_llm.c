@@ -326,6 +326,54 @@ static void test_causal_and_window_figures(void **unused)
     fm_ctx_free(ctx);
 }
 
+/* Gemma 2's soft-capped scores: c * tanh(S / c) costs, per score, a div, a tanh and a mul
+ * forward, a div, 3 muls and an add backward, and keeps tanh's output: against the same
+ * config without the cap, exactly that and nothing else */
+static void test_attention_softcap(void **unused)
+{
+    (void)unused;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_llm_config c, plain;
+    parse_file(ctx, "gemma2_tiny.json", &c);
+    assert_true(c.attn_softcap > 0);
+    plain = c;
+    plain.attn_softcap = 0;
+    struct fm_graph *g = build(ctx, &c, 2, 16, true, false);
+    struct fm_graph *h = build(ctx, &plain, 2, 16, true, false);
+    struct fm_counts *k = test_count(ctx, g, FM_MODE_TRAIN);
+    struct fm_counts *l = test_count(ctx, h, FM_MODE_TRAIN);
+    const char *name = "model.layers.1.self_attn/attention";
+    const struct fm_node_cost *a = node_cost(g, k, name), *b = node_cost(h, l, name);
+    /* scores: batch 2 x heads x 16 x 16 */
+    uint64_t p = 2ull * (uint64_t)c.heads * 16 * 16;
+    const struct fm_work *af = &a->phase[FM_PHASE_FWD], *bf = &b->phase[FM_PHASE_FWD];
+    assert_int_equal(af->prim[FM_PRIM_DIV] - bf->prim[FM_PRIM_DIV], p);
+    assert_int_equal(af->prim[FM_PRIM_SPECIAL] - bf->prim[FM_PRIM_SPECIAL], p);
+    assert_int_equal(af->prim[FM_PRIM_MUL] - bf->prim[FM_PRIM_MUL], p);
+    assert_int_equal(af->prim[FM_PRIM_MAC], bf->prim[FM_PRIM_MAC]);
+    const struct fm_work *ad = &a->phase[FM_PHASE_BWD_DATA], *bd = &b->phase[FM_PHASE_BWD_DATA];
+    assert_int_equal(ad->prim[FM_PRIM_DIV] - bd->prim[FM_PRIM_DIV], p);
+    assert_int_equal(ad->prim[FM_PRIM_MUL] - bd->prim[FM_PRIM_MUL], 3 * p);
+    assert_int_equal(ad->prim[FM_PRIM_ADD] - bd->prim[FM_PRIM_ADD], p);
+    assert_int_equal(a->saved_bytes, 2 * b->saved_bytes);
+    /* the CPU backend refuses the cap by name rather than running without it */
+    struct fm_backend_check chk, chk_plain;
+    FM_ASSERT_OK(ctx, fm_measure_check(ctx, g, "cpu", &chk));
+    FM_ASSERT_OK(ctx, fm_measure_check(ctx, h, "cpu", &chk_plain));
+    bool refused = false;
+    for (size_t i = 0; i < chk.n_gaps; i++)
+        if (strcmp(chk.gaps[i].op, "Attention") == 0 && strstr(chk.gaps[i].reason, "soft-cap"))
+            refused = true;
+    assert_true(refused);
+    for (size_t i = 0; i < chk_plain.n_gaps; i++)
+        assert_string_not_equal(chk_plain.gaps[i].op, "Attention");
+    fm_counts_free(k);
+    fm_counts_free(l);
+    fm_graph_free(g);
+    fm_graph_free(h);
+    fm_ctx_free(ctx);
+}
+
 static void test_decode_against_kv_cache(void **unused)
 {
     (void)unused;
@@ -533,6 +581,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_moe_routed_macs),
         cmocka_unit_test(test_mla_and_shared_experts),
         cmocka_unit_test(test_causal_and_window_figures),
+        cmocka_unit_test(test_attention_softcap),
         cmocka_unit_test(test_decode_against_kv_cache),
         cmocka_unit_test(test_recompute_figures),
         cmocka_unit_test(test_encoders),

@@ -10,6 +10,9 @@
  * The causal mask does not halve the count: dense kernels compute the masked half. An optional
  * fourth input, a mask broadcast to the scores, costs P adds (float, additive) or P selects
  * (bool); a learned one (a position bias) gets its gradient by summing dS to its shape.
+ * A soft-cap c (Gemma 2: S = c * tanh(S / c), before the mask) costs P div, P special, P mul
+ * forward, keeps tanh's output (P elements) and costs P div, 3P mul and P add backward, as
+ * PyTorch's autograd runs the three ops (mul's, tanh's 1 - t*t, div's gradients).
  * Bytes: Q, K, V read and O written; in training also A (P elements) written, to be read by
  * the backward. */
 #include "ops.h"
@@ -58,6 +61,12 @@ static enum fm_status attention_cost(struct fm_cost_call *call)
 
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MAC, fm_cadd(o, mac_qk, mac_av));
     fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, p);
+    double cap = call->node->attrs.softcap;
+    if (cap > 0) {   /* c * tanh(S / c) */
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_DIV, p);
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_SPECIAL, p);
+        fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_MUL, p);
+    }
     if (causal)
         fm_cost_add(call, FM_PHASE_FWD, FM_PRIM_CMP, p);
     const struct fm_tensor *mask = call->node->n_in > 3 ? call->in[3] : NULL;
@@ -82,8 +91,10 @@ static enum fm_status attention_cost(struct fm_cost_call *call)
     uint64_t bo = fm_cost_bytes(call, call->out[0]);
     uint64_t ba = fm_cmul(o, p, fm_dtype_size(call->out[0]->dtype));
     call->saved_in_mask |= 7u;
-    call->cost->saved_bytes = ba;   /* the attention matrix A, written for the backward */
-    fm_cost_write(call, FM_PHASE_FWD, ba);
+    /* the attention matrix A (and a soft-cap's tanh), written for the backward */
+    uint64_t kept = cap > 0 ? fm_cmul(o, ba, 2) : ba;
+    call->cost->saved_bytes = kept;
+    fm_cost_write(call, FM_PHASE_FWD, kept);
     if (gv) {
         enum fm_phase ph = fm_cost_grad_phase(call, 2);
         fm_cost_add(call, ph, FM_PRIM_MAC, mac_av);
@@ -96,6 +107,12 @@ static enum fm_status attention_cost(struct fm_cost_call *call)
         fm_cost_add(call, ph, FM_PRIM_MAC, mac_av);             /* dA = dO V^T */
         fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 3, p));   /* softmax backward + scale */
         fm_cost_add(call, ph, FM_PRIM_ADD, fm_cadd(o, p, p - rows));
+        if (cap > 0) {   /* through * c, tanh (1 - t*t) and / c */
+            fm_cost_add(call, ph, FM_PRIM_MUL, fm_cmul(o, 3, p));
+            fm_cost_add(call, ph, FM_PRIM_ADD, p);
+            fm_cost_add(call, ph, FM_PRIM_DIV, p);
+            fm_cost_read(call, ph, ba);
+        }
         fm_cost_read(call, ph, bo);
         fm_cost_read(call, ph, fm_cost_bytes(call, call->in[2]));
         fm_cost_read(call, ph, ba);

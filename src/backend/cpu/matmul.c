@@ -622,6 +622,11 @@ enum fm_status fm_cpu_matmul_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                    const struct fm_node *n)
 {
     (void)g;
+    if (n->op == FM_OP_ATTENTION && n->attrs.softcap > 0)
+        return fm_error(ctx, FM_ERR_UNSUPPORTED,
+                        "layer '%s' (Attention): soft-capped scores (Gemma 2's "
+                        "attn_logit_softcapping) are not implemented on the CPU backend",
+                        n->name);
     if (n->op == FM_OP_EINSUM) {
         int lab[3][MM_MAXD], rank[3];
         int nops = einsum_labels(n, lab, rank);

@@ -9,8 +9,8 @@
  * the compressed kv latent (kv_a_proj_with_mqa, kv_a_layernorm), the cache holding the latent
  * and the rope key, and kv_b_proj expanding every cached position at each step, as HF does.
  *
- * Not counted: Gemma2's soft-capping of the attention scores (tanh(s/c)*c: 3 ops per score)
- * happens inside the Attention op, which has no soft-cap; the rotary tables (cos, sin: one
+ * Gemma 2's soft-capping of the scores (c * tanh(s / c)) is the Attention node's softcap
+ * attribute, counted by the op. Not counted: the rotary tables (cos, sin: one
  * outer product per sequence) are graph inputs. */
 #include "build_nn.h"
 
@@ -57,6 +57,7 @@ static fm_tid attention(struct lm *m, int layer, fm_tid q, fm_tid k, fm_tid v, d
     struct fm_attrs a;
     fm_attrs_init(&a);
     a.scale = scale;
+    a.softcap = m->c->attn_softcap;   /* Gemma 2; 0 elsewhere */
     if (!m->decode && m->c->arch != FM_LLM_BERT)
         a.flags |= FM_ATTR_CAUSAL;
     /* ints[0]: the sliding window, for the reports' block-skipping figure (counts unchanged) */
