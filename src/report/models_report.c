@@ -16,23 +16,16 @@ struct model_row {
     uint64_t params, macs, flops;
 };
 
-/* A model that cannot be built or counted shows '?' (null in JSON); running out of memory is no
- * property of the model: it fails the report (FM_ERR_NOMEM, the message on ctx). */
-static enum fm_status count_model(struct fm_ctx *ctx, const struct fm_zoo_entry *e,
+/* The forward pass of a built graph (st: how building it went; g is freed here). A model that
+ * cannot be built or counted shows '?' (null in JSON); running out of memory is no property of
+ * the model: it fails the report (FM_ERR_NOMEM, the message on ctx). */
+static enum fm_status count_graph(struct fm_ctx *ctx, enum fm_status st, struct fm_graph *g,
                                   struct model_row *r)
 {
-    memset(r, 0, sizeof(*r));
-    r->e = e;
-    snprintf(r->input, sizeof(r->input), "3x%lldx%lld", (long long)e->default_hw,
-             (long long)e->default_hw);
-    struct fm_zoo_opts zo;
-    fm_zoo_opts_init(&zo);
-    struct fm_graph *g = NULL;
     struct fm_counts *c = NULL;
     struct fm_count_opts co;
     fm_count_opts_init(&co);
     co.mode = FM_MODE_INFER;
-    enum fm_status st = fm_zoo_build(ctx, e->name, &zo, &g);
     if (!st)
         st = fm_count(ctx, g, &co, &c);
     if (!st) {
@@ -44,6 +37,21 @@ static enum fm_status count_model(struct fm_ctx *ctx, const struct fm_zoo_entry 
     fm_counts_free(c);
     fm_graph_free(g);
     return st == FM_ERR_NOMEM ? st : FM_OK;
+}
+
+/* A built-in architecture at its default input, batch 1. */
+static enum fm_status count_model(struct fm_ctx *ctx, const struct fm_zoo_entry *e,
+                                  struct model_row *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->e = e;
+    snprintf(r->input, sizeof(r->input), "3x%lldx%lld", (long long)e->default_hw,
+             (long long)e->default_hw);
+    struct fm_zoo_opts zo;
+    fm_zoo_opts_init(&zo);
+    struct fm_graph *g = NULL;
+    enum fm_status st = fm_zoo_build(ctx, e->name, &zo, &g);
+    return count_graph(ctx, st, g, r);
 }
 
 /* A built-in language model: one sequence of 2048 tokens (or its maximum), forward. */
@@ -59,7 +67,6 @@ static enum fm_status count_llm(struct fm_ctx *ctx, size_t i, struct model_row *
         return fm_error(ctx, FM_ERR_NOMEM, "out of memory listing the language models");
     enum fm_status st = fm_llm_config_builtin(ctx, r->llm.name, cfg);
     struct fm_graph *g = NULL;
-    struct fm_counts *c = NULL;
     if (!st) {
         struct fm_llm_build_opts bo;
         fm_llm_build_opts_init(&bo);
@@ -70,21 +77,8 @@ static enum fm_status count_llm(struct fm_ctx *ctx, size_t i, struct model_row *
                  fm_llm_arch_name(cfg->arch), fm_llm_builtin_source(i));
         st = fm_llm_build(ctx, cfg, &bo, &g);
     }
-    struct fm_count_opts co;
-    fm_count_opts_init(&co);
-    co.mode = FM_MODE_INFER;
-    if (!st)
-        st = fm_count(ctx, g, &co, &c);
-    if (!st) {
-        r->counted = true;
-        r->params = c->params;
-        r->macs = fm_work_macs(&c->total[FM_PHASE_FWD]);
-        r->flops = fm_work_flops(&c->total[FM_PHASE_FWD]);
-    }
-    fm_counts_free(c);
-    fm_graph_free(g);
     fm_dealloc(ctx, cfg);
-    return st == FM_ERR_NOMEM ? st : FM_OK;
+    return count_graph(ctx, st, g, r);
 }
 
 static void csv_text(FILE *f, const char *s)
