@@ -228,12 +228,18 @@ static void check_oracle(const char *arch_dir, enum fm_llm_arch arch)
     fm_counts_free(c);
     fm_graph_free(g);
 
-    /* one decoding step (causal LMs): a new token per sequence against a cache of seq tokens;
-     * a sliding layer's cache keeps window - 1 of them, as transformers' does */
+    /* one decoding step: a new token per sequence against a cache of seq tokens; a sliding
+     * layer's cache keeps window - 1 of them, as transformers' does. T5: the decoder alone,
+     * its self-attention against decode_cache target tokens, its cross-attention against the
+     * cached K/V of the encoder output (decode_encoder_seq tokens) */
     if (!strstr(exp, "\n  \"decode_forward_flops\": null")) {
         fm_llm_build_opts_init(&o);
         o.batch = (int64_t)expected_u64(exp, "batch");
         o.seq = (int64_t)expected_u64(exp, "decode_cache");
+        if (arch == FM_LLM_T5) {
+            o.decoder_seq = o.seq;
+            o.seq = (int64_t)expected_u64(exp, "decode_encoder_seq");
+        }
         o.decode = true;
         FM_ASSERT_OK(ctx, fm_llm_build(ctx, cfg, &o, &g));
         c = test_count(ctx, g, FM_MODE_INFER);
