@@ -632,6 +632,8 @@ struct fm_llm_summary {
     double six_nd, six_nd_all;       /* 6 N D (2 N D inference), N = active / all parameters */
     uint64_t act_bytes[FM_RECOMPUTE_COUNT];   /* activations kept for the backward, by recompute */
     uint64_t kv_cache_bytes;         /* inference: K and V of every layer after this pass */
+    uint64_t kv_target, kv_source;   /* T5 inference: positions per sequence in that cache, the
+                                        self-attention's (target) and cross-attention's (source) */
 };
 /* Whether MODEL under load is a language model (load->config, or a built-in config's name). */
 FM_API bool fm_model_is_llm(const char *model, const struct fm_load_opts *load);

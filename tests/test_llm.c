@@ -457,6 +457,8 @@ static void test_encoders(void **unused)
     struct fm_llm_summary s;
     FM_ASSERT_OK(ctx, fm_llm_summarize(ctx, "t5", &lo, g, k, FM_RECOMPUTE_NONE, &s));
     assert_int_equal(s.kv_cache_bytes, 3ull * 2 * 4 * 32 * 4 * (6 + 12));
+    assert_int_equal(s.kv_target, 6);
+    assert_int_equal(s.kv_source, 12);
     assert_int_equal(s.tokens, 1);
     fm_counts_free(k);
     fm_graph_free(g);

@@ -257,6 +257,10 @@ enum fm_status fm_llm_summarize(struct fm_ctx *ctx, const char *model,
         int64_t sk = decode ? seq + 1 : seq;
         /* T5 decoding: seq is the encoder's length, decoder_seq the target cached before */
         int64_t target = decode ? dec_seq + 1 : dec_seq;
+        if (cfg->arch == FM_LLM_T5) {
+            out->kv_target = (uint64_t)target;
+            out->kv_source = (uint64_t)seq;
+        }
         out->kv_cache_bytes = kv_cache(cfg, batch, cfg->arch == FM_LLM_T5 ? target : sk, seq,
                                        act_size);
     }
