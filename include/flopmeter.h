@@ -558,7 +558,8 @@ struct fm_load_opts {
     /* Language models (docs/zoo.md): a HuggingFace config.json at config, or MODEL naming a
      * built-in config; zoo.batch sequences of seq tokens (0: 2048 or the model's maximum);
      * T5's target length decoder_seq (0: seq); decode: one new token per sequence against a
-     * KV cache of seq tokens (inference) */
+     * KV cache of seq tokens (inference; T5: the decoder alone, decoder_seq target tokens
+     * cached and the K/V of seq source tokens) */
     const char *config;
     int64_t seq, decoder_seq;
     bool decode;
