@@ -8,8 +8,9 @@
  * attention and eager experts; docs/counting.md, "Language models vs FlopCounterMode"), and
  * so must every module's forward products, FlopCounterMode's per-module breakdown against
  * flopmeter's nodes named under the same transformers module path; the totals again at a
- * second shape (one sequence of an odd length); for causal LMs also one
- * decoding step against a KV cache (forward FLOPs). What FlopCounterMode reports with
+ * second shape (one sequence of an odd length); for causal LMs and T5 also one
+ * decoding step against a KV cache (forward FLOPs; T5: the decoder alone, against its
+ * self-attention cache and the cached cross-attention K/V of the encoder output). What FlopCounterMode reports with
  * transformers' default implementations (SDPA, grouped_mm experts) is reproduced from
  * flopmeter's counts too. No PyTorch is needed: the fixtures are committed.
  *
