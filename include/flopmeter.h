@@ -559,7 +559,8 @@ struct fm_load_opts {
     /* Language models (docs/zoo.md): a HuggingFace config.json at config, or MODEL naming a
      * built-in config; zoo.batch sequences of seq tokens (0: 2048 or the model's maximum);
      * T5's target length decoder_seq (0: seq); decode: one new token per sequence against a
-     * KV cache of seq tokens (inference) */
+     * KV cache of seq tokens (inference; T5: the decoder alone, decoder_seq target tokens
+     * cached and the K/V of seq source tokens) */
     const char *config;
     int64_t seq, decoder_seq;
     bool decode;
@@ -633,6 +634,8 @@ struct fm_llm_summary {
     double six_nd, six_nd_all;       /* 6 N D (2 N D inference), N = active / all parameters */
     uint64_t act_bytes[FM_RECOMPUTE_COUNT];   /* activations kept for the backward, by recompute */
     uint64_t kv_cache_bytes;         /* inference: K and V of every layer after this pass */
+    uint64_t kv_target, kv_source;   /* T5 inference: positions per sequence in that cache, the
+                                        self-attention's (target) and cross-attention's (source) */
 };
 /* Whether MODEL under load is a language model (load->config, or a built-in config's name). */
 FM_API bool fm_model_is_llm(const char *model, const struct fm_load_opts *load);

@@ -470,8 +470,46 @@ static void test_encoders(void **unused)
     assert_int_equal(fwd_macs(g, k, "lm_head"), 5ull * 128 * 1000);
     fm_counts_free(k);
     fm_graph_free(g);
+    /* one decoding step: the decoder alone, 1 new target token against 5 cached ones and the
+     * cached K/V of the 12-token encoder output (no encoder, no cross-attention k or v) */
     o.decode = true;
-    assert_int_equal(fm_llm_build(ctx, &c, &o, &g), FM_ERR_UNSUPPORTED);
+    FM_ASSERT_OK(ctx, fm_llm_build(ctx, &c, &o, &g));
+    k = test_count(ctx, g, FM_MODE_INFER);
+    assert_int_equal(fwd_macs(g, k, "decoder.block.1.layer.1.EncDecAttention/attention"),
+                     4ull * 1 * 12 * (32 + 32));
+    assert_int_equal(fwd_macs(g, k, "decoder.block.2.layer.0.SelfAttention/attention"),
+                     4ull * 1 * 6 * (32 + 32));
+    assert_int_equal(fwd_macs(g, k, "decoder.block.0.layer.1.EncDecAttention.q"), 128ull * 128);
+    assert_int_equal(fwd_macs(g, k, "decoder.block.0.layer.0.SelfAttention.k"), 128ull * 128);
+    assert_int_equal(fwd_macs(g, k, "lm_head"), 128ull * 1000);
+    for (size_t i = 0; i < fm_graph_node_count(g); i++) {
+        const char *name = fm_graph_node(g, (fm_nid)i)->name;
+        assert_null(strstr(name, "encoder."));
+        assert_null(strstr(name, "EncDecAttention.k"));
+        assert_null(strstr(name, "EncDecAttention.v"));
+    }
+    fm_counts_free(k);
+    fm_graph_free(g);
+    /* its KV cache after the step: K and V x 4 heads x 32 dims x 4 bytes x 3 decoder layers,
+     * for the 5 + 1 target tokens and the 12 source tokens */
+    char path[512];
+    snprintf(path, sizeof(path), FM_TEST_DATA "/llm/t5_tiny.json");
+    struct fm_load_opts lo;
+    fm_load_opts_init(&lo);
+    lo.config = path;
+    lo.seq = 12;
+    lo.decoder_seq = 5;
+    lo.decode = true;
+    FM_ASSERT_OK(ctx, fm_model_load(ctx, "t5", &lo, &g));
+    k = test_count(ctx, g, FM_MODE_INFER);
+    struct fm_llm_summary s;
+    FM_ASSERT_OK(ctx, fm_llm_summarize(ctx, "t5", &lo, g, k, FM_RECOMPUTE_NONE, &s));
+    assert_int_equal(s.kv_cache_bytes, 3ull * 2 * 4 * 32 * 4 * (6 + 12));
+    assert_int_equal(s.kv_target, 6);
+    assert_int_equal(s.kv_source, 12);
+    assert_int_equal(s.tokens, 1);
+    fm_counts_free(k);
+    fm_graph_free(g);
 
     parse_file(ctx, "bert_tiny.json", &c);
     g = build(ctx, &c, 2, 16, true, false);

@@ -8,8 +8,9 @@
  * attention and eager experts; docs/counting.md, "Language models vs FlopCounterMode"), and
  * so must every module's forward products, FlopCounterMode's per-module breakdown against
  * flopmeter's nodes named under the same transformers module path; the totals again at a
- * second shape (one sequence of an odd length); for causal LMs also one
- * decoding step against a KV cache (forward FLOPs). What FlopCounterMode reports with
+ * second shape (one sequence of an odd length); for causal LMs and T5 also one
+ * decoding step against a KV cache (forward FLOPs; T5: the decoder alone, against its
+ * self-attention cache and the cached cross-attention K/V of the encoder output). What FlopCounterMode reports with
  * transformers' default implementations (SDPA, grouped_mm experts) is reproduced from
  * flopmeter's counts too. No PyTorch is needed: the fixtures are committed.
  *
@@ -228,12 +229,18 @@ static void check_oracle(const char *arch_dir, enum fm_llm_arch arch)
     fm_counts_free(c);
     fm_graph_free(g);
 
-    /* one decoding step (causal LMs): a new token per sequence against a cache of seq tokens;
-     * a sliding layer's cache keeps window - 1 of them, as transformers' does */
+    /* one decoding step: a new token per sequence against a cache of seq tokens; a sliding
+     * layer's cache keeps window - 1 of them, as transformers' does. T5: the decoder alone,
+     * its self-attention against decode_cache target tokens, its cross-attention against the
+     * cached K/V of the encoder output (decode_encoder_seq tokens) */
     if (!strstr(exp, "\n  \"decode_forward_flops\": null")) {
         fm_llm_build_opts_init(&o);
         o.batch = (int64_t)expected_u64(exp, "batch");
         o.seq = (int64_t)expected_u64(exp, "decode_cache");
+        if (arch == FM_LLM_T5) {
+            o.decoder_seq = o.seq;
+            o.seq = (int64_t)expected_u64(exp, "decode_encoder_seq");
+        }
         o.decode = true;
         FM_ASSERT_OK(ctx, fm_llm_build(ctx, cfg, &o, &g));
         c = test_count(ctx, g, FM_MODE_INFER);

@@ -20,9 +20,14 @@ tests/data/llm/<arch>/:
                                          not reliable, so none is recorded)
                    odd_shape             the forward and forward + backward totals at batch 1
                                          and an odd sequence (17; T5's target 23)
-                   decode_forward_flops  FlopCounterMode's forward FLOPs of one decoding step
-                                         (causal LMs): a new token per sequence against a KV
-                                         cache of decode_cache = seq tokens
+                   decode_forward_flops  FlopCounterMode's forward FLOPs of one decoding step:
+                                         a new token per sequence against a KV cache of
+                                         decode_cache tokens (causal LMs: seq; T5: the
+                                         decoder_seq target tokens of the self-attention cache,
+                                         beside the cross-attention K/V of the encoder output
+                                         of decode_encoder_seq = seq tokens, both cached by the
+                                         prefill as transformers' EncoderDecoderCache keeps
+                                         them: the step runs the decoder only)
                    default               the same totals with transformers' DEFAULT attention
                                          and experts implementations (what a user gets)
 
@@ -225,6 +230,27 @@ def count_decode(name, model):
     return int(fc.get_total_flops())
 
 
+def count_decode_t5(model):
+    """The same for T5: the prefill (outside the counter) runs the encoder over SEQ source
+    tokens and the decoder over T5_DECODER_SEQ target tokens, filling the EncoderDecoderCache
+    (self-attention K/V of the target, cross-attention K/V of the encoder output); the counted
+    step feeds one new target token per sequence with the encoder output and that cache, so
+    only the decoder runs and the cross-attention reuses its cached K/V."""
+    x = inputs("t5")
+    with torch.no_grad():
+        dec = model._shift_right(x["labels"])
+        out = model(input_ids=x["input_ids"], decoder_input_ids=dec, use_cache=True)
+        past = out.past_key_values
+        enc = transformers.modeling_outputs.BaseModelOutput(
+            last_hidden_state=out.encoder_last_hidden_state)
+        assert past.get_seq_length() == T5_DECODER_SEQ
+        new = torch.full((BATCH, 1), 5, dtype=torch.long)
+        with FlopCounterMode(display=False) as fc:
+            model(decoder_input_ids=new, encoder_outputs=enc, past_key_values=past,
+                  use_cache=True)
+    return int(fc.get_total_flops())
+
+
 LOSS = {
     "bert": "masked-LM cross-entropy over every position (labels = input_ids, none ignored): "
             "batch * seq tokens",
@@ -249,7 +275,8 @@ def main():
         _, dmodel = build(name, cls, kw, None, None)
         dflt = count(name, dmodel)
         d_experts = getattr(dmodel.config, "_experts_implementation", None)
-        decode = count_decode(name, model) if name not in ("bert", "t5") else None
+        decode = (count_decode_t5(model) if name == "t5" else
+                  count_decode(name, model) if name != "bert" else None)
         odd = count_totals(name, model, **ODD)
         if name != "t5":
             odd["decoder_seq"] = odd["seq"]
@@ -268,7 +295,9 @@ def main():
             forward_by_op=eager["forward_by_op"], train_by_op=eager["train_by_op"],
             forward_by_module=eager["forward_by_module"],
             odd_shape=odd,
-            decode_cache=SEQ if decode is not None else None,
+            decode_cache=(T5_DECODER_SEQ if name == "t5" else
+                          SEQ if decode is not None else None),
+            **(dict(decode_encoder_seq=SEQ) if name == "t5" else {}),
             decode_forward_flops=decode,
             default=dict(
                 attn_implementation=dmodel.config._attn_implementation,

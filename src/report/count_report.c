@@ -371,6 +371,12 @@ static void table_llm(FILE *f, const struct fm_counts *c, const struct fm_llm_su
                    "selective, %sB full\n",
                 si((double)l->act_bytes[0], b[0]), si((double)l->act_bytes[1], b[1]),
                 si((double)l->act_bytes[2], b[2]));
+    } else if (l->kv_source) {   /* encoder-decoder: which positions each attention caches */
+        fprintf(f, "  KV cache       %sB after this pass (every decoder layer's K and V: "
+                   "self-attention of %llu target tokens, cross-attention of %llu source "
+                   "tokens)\n",
+                si((double)l->kv_cache_bytes, b[0]), (unsigned long long)l->kv_target,
+                (unsigned long long)l->kv_source);
     } else {
         fprintf(f, "  KV cache       %sB after this pass (every layer's K and V)\n",
                 si((double)l->kv_cache_bytes, b[0]));

@@ -19,7 +19,9 @@
  *    the layers (embeddings, final norm, logits, loss), each kept tensor attributed to the
  *    layer of the node that keeps it;
  *  - the KV cache (inference): K and V of every layer for the tokens seen after this pass
- *    (DeepSeek's MLA: the latent and the rope key; T5: self- and cross-attention).
+ *    (DeepSeek's MLA: the latent and the rope key; T5: the decoder's self-attention K and V of
+ *    the target, decoder_seq tokens after the prefill and decoder_seq + 1 after a decoding
+ *    step, and its cross-attention K and V of the encoder output, seq tokens).
  * Weights, gradients and optimizer state are the count's own (the storage dtypes of the
  * precision recipe: fp32 master weights and Adam moments under mixed precision). */
 #include "../frontend/llm/llm.h"
@@ -253,7 +255,13 @@ enum fm_status fm_llm_summarize(struct fm_ctx *ctx, const char *model,
         out->act_bytes[FM_RECOMPUTE_FULL] = nonlayer_kept + layers * stream + biggest;
     } else {
         int64_t sk = decode ? seq + 1 : seq;
-        out->kv_cache_bytes = kv_cache(cfg, batch, cfg->arch == FM_LLM_T5 ? dec_seq : sk, seq,
+        /* T5 decoding: seq is the encoder's length, decoder_seq the target cached before */
+        int64_t target = decode ? dec_seq + 1 : dec_seq;
+        if (cfg->arch == FM_LLM_T5) {
+            out->kv_target = (uint64_t)target;
+            out->kv_source = (uint64_t)seq;
+        }
+        out->kv_cache_bytes = kv_cache(cfg, batch, cfg->arch == FM_LLM_T5 ? target : sk, seq,
                                        act_size);
     }
 done:

@@ -202,14 +202,18 @@ enum fm_status fm_llm_build(struct fm_ctx *ctx, const struct fm_llm_config *cfg,
     m.decode = o.decode;
     m.seq = o.decode ? 1 : o.seq;
     m.past = o.decode ? o.seq : 0;
+    bool t5_decode = cfg->arch == FM_LLM_T5 && o.decode;
+    if (t5_decode)   /* the target positions in the self-attention cache (seq: the encoder's) */
+        m.past = o.decoder_seq;
     m.cos = m.sin = FM_NONE;
     int64_t idd[2] = {m.batch, m.seq};
-    fm_tid ids = lm_input(&m, "input_ids", FM_DTYPE_INT64, 2, idd);
+    fm_tid ids = lm_input(&m, t5_decode ? "decoder_input_ids" : "input_ids", FM_DTYPE_INT64, 2,
+                          idd);
     fm_tid logits = FM_NONE;
     if (cfg->arch == FM_LLM_BERT)
         st = lm_build_bert(&m, ids, &logits);
     else if (cfg->arch == FM_LLM_T5)
-        st = lm_build_t5(&m, ids, o.decode ? 1 : o.decoder_seq, &logits);
+        st = lm_build_t5(&m, ids, o.seq, o.decoder_seq, &logits);
     else
         st = build_decoder(&m, ids, &logits);
     if (!st && m.nn.st)

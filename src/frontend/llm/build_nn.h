@@ -69,6 +69,7 @@ fm_tid lm_mla(struct lm *m, int layer, fm_tid h);
 fm_tid lm_gated_mlp(struct lm *m, const char *name, fm_tid h, int64_t ffn, bool bias);
 fm_tid lm_moe(struct lm *m, fm_tid h);
 enum fm_status lm_build_bert(struct lm *m, fm_tid ids, fm_tid *logits);
-enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t dec_seq, fm_tid *logits);
+enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t enc_seq, int64_t dec_seq,
+                           fm_tid *logits);
 
 #endif

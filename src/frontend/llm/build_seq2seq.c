@@ -5,9 +5,16 @@
  * up once per stack and added to the scores of every layer, cross-attention in the decoder,
  * the decoder output scaled by d_model^-0.5 before the tied lm_head), module paths as HF's.
  *
- * Not built: T5 decoding against a cache (the encoder output's cross-attention K/V and the
- * decoder's self-attention cache) is refused by the caller; the relative-position bucket
- * arithmetic (integer logs on an Sq x Sk grid) is an input, not counted. */
+ * T5 decoding (fm_llm_build_opts.decode) is one decoder step for one new target token per
+ * sequence, as transformers runs it with an EncoderDecoderCache after the prefill: the encoder
+ * does not run; the self-attention of each decoder layer projects the new token and reads the
+ * K/V of the decoder_seq target positions before it from the cache (graph inputs
+ * past_key_values.<layer>.self_attention.{key,value}), the cross-attention projects only the
+ * query and reads the K/V of the encoder output (seq positions), projected once at the prefill
+ * (past_key_values.<layer>.cross_attention.{key,value}).
+ *
+ * Not counted: the relative-position bucket arithmetic (integer logs on an Sq x Sk grid) is
+ * an input. */
 #include "build_nn.h"
 
 #include <math.h>
@@ -33,18 +40,41 @@ static fm_tid merge_heads(struct lm *m, fm_tid x, int64_t s)
     return lm_reshape(m, "attn_output_reshape", x, 3, dims);
 }
 
-/* q from xq (sq tokens), k and v from xkv (sk tokens); bias: an additive score bias or none */
+/* a cached K or V (B, heads, len, head_dim), a graph input named <cache>.<what> */
+static fm_tid cached(struct lm *m, const char *cache, const char *what, int64_t len)
+{
+    int64_t dims[4] = {m->batch, m->c->heads, len, m->c->head_dim};
+    char nm[96];
+    snprintf(nm, sizeof(nm), "%s.%s", cache, what);
+    return lm_input(m, nm, m->nn.dtype, 4, dims);
+}
+
+/* q from xq (sq tokens), k and v from xkv (sk tokens); bias: an additive score bias or none.
+ * With a cache (decoding): xkv FM_NONE reads K and V of sk positions from it (cross-attention
+ * to the encoder output, projected at the prefill); otherwise the cache's m->past positions
+ * go in front of the sk projected ones (self-attention). */
 static fm_tid mha(struct lm *m, fm_tid xq, fm_tid xkv, int64_t sq, int64_t sk, bool causal,
-                  fm_tid bias, const char *const names[4], bool proj_bias, double scale)
+                  fm_tid bias, const char *const names[4], bool proj_bias, double scale,
+                  const char *cache)
 {
     const struct fm_llm_config *c = m->c;
     int64_t inner = c->heads * c->head_dim;
     fm_tid q = lm_linear(m, names[0], xq, inner, proj_bias);
-    fm_tid k = lm_linear(m, names[1], xkv, inner, proj_bias);
-    fm_tid v = lm_linear(m, names[2], xkv, inner, proj_bias);
     q = heads_of(m, "query", q, sq, c->heads, c->head_dim);
-    k = heads_of(m, "key", k, sk, c->heads, c->head_dim);
-    v = heads_of(m, "value", v, sk, c->heads, c->head_dim);
+    fm_tid k, v;
+    if (cache && xkv == FM_NONE) {
+        k = cached(m, cache, "key", sk);
+        v = cached(m, cache, "value", sk);
+    } else {
+        k = lm_linear(m, names[1], xkv, inner, proj_bias);
+        v = lm_linear(m, names[2], xkv, inner, proj_bias);
+        k = heads_of(m, "key", k, sk, c->heads, c->head_dim);
+        v = heads_of(m, "value", v, sk, c->heads, c->head_dim);
+        if (cache) {
+            k = lm_concat2(m, "cache_key", cached(m, cache, "key", m->past), k, 2);
+            v = lm_concat2(m, "cache_value", cached(m, cache, "value", m->past), v, 2);
+        }
+    }
     struct fm_attrs a;
     fm_attrs_init(&a);
     a.scale = scale;
@@ -94,7 +124,7 @@ enum fm_status lm_build_bert(struct lm *m, fm_tid ids, fm_tid *logits)
         lm_push(m, "bert.encoder.layer.%d", i);
         lm_push(m, "attention");
         lm_push(m, "self");
-        fm_tid y = mha(m, x, x, s, s, false, FM_NONE, qkv, true, 0.0);
+        fm_tid y = mha(m, x, x, s, s, false, FM_NONE, qkv, true, 0.0, NULL);
         lm_pop(m);
         lm_push(m, "output");
         y = lm_linear(m, "dense", y, h, true);
@@ -172,28 +202,29 @@ static fm_tid t5_ff(struct lm *m, fm_tid x)
     return lm_add(m, "add", x, y);
 }
 
-enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t dec_seq, fm_tid *logits)
+/* Not decoding: ids (B, enc_seq) the source, the target dec_seq tokens. Decoding: ids
+ * (B, 1) the new target token, enc_seq the encoder output's length in the cross-attention
+ * cache, m->past the target positions in the self-attention cache. */
+enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t enc_seq, int64_t dec_seq,
+                           fm_tid *logits)
 {
     const struct fm_llm_config *c = m->c;
-    if (m->decode)
-        return fm_error(m->nn.ctx, FM_ERR_UNSUPPORTED,
-                        "%s: decoding T5 against a cache is not built; count the prefill "
-                        "(fm_llm_build_opts.decode false)",
-                        c->name);
-    int64_t s = m->seq, h = c->hidden;
+    int64_t s = enc_seq, h = c->hidden;
     static const char *const sa[4] = {"q", "k", "v", "o"};
     int64_t wd[2] = {c->vocab, h};
     fm_tid shared = lm_param(m, "shared.weight", FM_ROLE_PARAM, 2, wd);
-    fm_tid in[2] = {ids, shared};
-    fm_tid x = lm_module_node(m, FM_OP_EMBEDDING, "encoder.embed_tokens", NULL, in, 2);
-    fm_tid bias = FM_NONE;
-    for (int i = 0; i < c->layers && !m->nn.st; i++) {
+    fm_tid bias = FM_NONE, enc = FM_NONE, x = FM_NONE, dids = ids;
+    if (!m->decode) {   /* decoding: the encoder ran at the prefill */
+        fm_tid in[2] = {ids, shared};
+        x = lm_module_node(m, FM_OP_EMBEDDING, "encoder.embed_tokens", NULL, in, 2);
+    }
+    for (int i = 0; i < c->layers && !m->decode && !m->nn.st; i++) {
         lm_push(m, "encoder.block.%d.layer.0", i);
         fm_tid y = lm_norm(m, "layer_norm", x, true, false);
         lm_push(m, "SelfAttention");
         if (i == 0)
             bias = position_bias(m, "encoder", s, s);
-        y = mha(m, y, y, s, s, false, bias, sa, false, 1.0);   /* T5: no 1/sqrt(d) */
+        y = mha(m, y, y, s, s, false, bias, sa, false, 1.0, NULL);   /* T5: no 1/sqrt(d) */
         lm_pop(m);
         x = lm_add(m, "add", x, y);
         lm_pop(m);
@@ -201,25 +232,37 @@ enum fm_status lm_build_t5(struct lm *m, fm_tid ids, int64_t dec_seq, fm_tid *lo
         x = t5_ff(m, x);
         lm_pop(m);
     }
-    fm_tid enc = lm_norm(m, "encoder.final_layer_norm", x, true, false);
-    int64_t dd[2] = {m->batch, dec_seq};
-    fm_tid dids = lm_input(m, "decoder_input_ids", FM_DTYPE_INT64, 2, dd);
+    if (!m->decode) {
+        enc = lm_norm(m, "encoder.final_layer_norm", x, true, false);
+        int64_t dd[2] = {m->batch, dec_seq};
+        dids = lm_input(m, "decoder_input_ids", FM_DTYPE_INT64, 2, dd);
+    }
+    /* the new positions and the keys they attend to (decoding: the cache and themselves) */
+    int64_t sq = m->decode ? 1 : dec_seq, sk = m->decode ? m->past + 1 : dec_seq;
     fm_tid in2[2] = {dids, shared};
     x = lm_module_node(m, FM_OP_EMBEDDING, "decoder.embed_tokens", NULL, in2, 2);
+    char self_cache[64] = "", cross_cache[64] = "";
     for (int i = 0; i < c->decoder_layers && !m->nn.st; i++) {
+        if (m->decode) {
+            snprintf(self_cache, sizeof(self_cache), "past_key_values.%d.self_attention", i);
+            snprintf(cross_cache, sizeof(cross_cache), "past_key_values.%d.cross_attention", i);
+        }
         lm_push(m, "decoder.block.%d.layer.0", i);
         fm_tid y = lm_norm(m, "layer_norm", x, true, false);
         lm_push(m, "SelfAttention");
         if (i == 0)
-            bias = position_bias(m, "decoder", dec_seq, dec_seq);
-        y = mha(m, y, y, dec_seq, dec_seq, true, bias, sa, false, 1.0);
+            bias = position_bias(m, "decoder", sq, sk);
+        /* decoding: the one query attends to every cached position, no mask to apply */
+        y = mha(m, y, y, sq, sq, !m->decode, bias, sa, false, 1.0,
+                m->decode ? self_cache : NULL);
         lm_pop(m);
         x = lm_add(m, "add", x, y);
         lm_pop(m);
         lm_push(m, "decoder.block.%d.layer.1", i);
         y = lm_norm(m, "layer_norm", x, true, false);
         lm_push(m, "EncDecAttention");
-        y = mha(m, y, enc, dec_seq, s, false, FM_NONE, sa, false, 1.0);
+        y = mha(m, y, enc, sq, s, false, FM_NONE, sa, false, 1.0,
+                m->decode ? cross_cache : NULL);
         lm_pop(m);
         x = lm_add(m, "add", x, y);
         lm_pop(m);

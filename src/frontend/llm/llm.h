@@ -90,11 +90,14 @@ const char *fm_llm_builtin_source(size_t i);   /* where its numbers come from */
 struct fm_llm_build_opts {
     int64_t batch;                /* sequences (default 1) */
     int64_t seq;                  /* tokens per sequence (default: 2048, or max_pos if smaller) */
-    int64_t decoder_seq;          /* T5: target length (default seq) */
+    int64_t decoder_seq;          /* T5: target length (default seq); decoding: the target
+                                     tokens in the self-attention cache */
     enum fm_dtype dtype;          /* storage of activations and parameters (default fp32) */
     bool with_loss;               /* next-token (MLM for BERT) cross-entropy over the vocab */
     bool decode;                  /* inference: one new token per sequence against a KV cache
-                                     of seq tokens (the graph reads the cache as inputs) */
+                                     of seq tokens (the graph reads the cache as inputs);
+                                     T5: the decoder alone, the cross-attention K/V of the
+                                     seq encoder positions cached */
 };
 void fm_llm_build_opts_init(struct fm_llm_build_opts *opts);
 /* Builds and finalizes the model's graph, layers named as the HF module paths
