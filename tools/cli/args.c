@@ -267,7 +267,8 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
                                 NULL, NULL};
     out[n++] = (struct cli_opt){"decoder-seq", CLI_INT, &m->decoder_seq, NULL, "N",
                                 "encoder-decoder language models (T5): target tokens (default "
-                                "--seq)",
+                                "--seq); with --decode the cached target length, --seq the "
+                                "source's",
                                 NULL, NULL};
     out[n++] = (struct cli_opt){"decode", CLI_FLAG, &m->decode, NULL, NULL,
                                 "language models: one decoding step, a new token per sequence "
