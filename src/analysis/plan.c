@@ -95,6 +95,18 @@ static enum fm_status not_divisor(struct fm_ctx *ctx, const char *field, int64_t
                     field, (long long)v, what, (long long)n, near);
 }
 
+/* DeepSeek-V3's 61 layers on pp stages that do not divide them: Megatron-Core's DeepSeek-V3
+ * layout (pipeline_model_parallel_layout) puts ceil(61 / pp) layers on every stage but the
+ * last, which takes the rest with the loss (and the multi-token prediction module, not
+ * modelled); 16 stages: 4 x 15 + 1. Other models keep the even split. */
+static bool uneven_stages(const struct fm_llm_config *m, const struct fm_plan_cfg *c)
+{
+    if (m->arch != FM_LLM_DEEPSEEK_V3 || c->v > 1 || c->balance || c->pp < 2)
+        return false;
+    int64_t per = (m->layers + c->pp - 1) / c->pp;
+    return per * (c->pp - 1) < m->layers;
+}
+
 enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
                              const struct fm_plan_cfg *c)
 {
@@ -114,6 +126,11 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
                         "heads", c->tp, (long long)m->kv_heads);
     if (m->ffn && m->ffn % c->tp)
         return not_divisor(ctx, "tp", c->tp, "the MLP's intermediate size", m->ffn);
+    if (m->experts > 0 && m->moe_ffn % c->tp)
+        return not_divisor(ctx, "tp", c->tp, "the experts' intermediate size", m->moe_ffn);
+    if (m->shared_experts > 0 && m->shared_ffn % c->tp)
+        return not_divisor(ctx, "tp", c->tp, "the shared experts' intermediate size",
+                           m->shared_ffn);
     if (c->pp > FM_LLM_MAX_LAYERS)
         return fm_error(ctx, FM_ERR_INVALID, "fm_plan_opts.pp = %d is more than %d stages",
                         c->pp, FM_LLM_MAX_LAYERS);
@@ -122,7 +139,7 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
         return fm_error(ctx, FM_ERR_INVALID,
                         "fm_plan_opts.balance_embedding moves layers off the first and last "
                         "pipeline stages; it needs pp > 1");
-    if (slots % ((int64_t)c->pp * c->v)) {
+    if (slots % ((int64_t)c->pp * c->v) && !uneven_stages(m, c)) {
         if (c->v > 1 || c->balance)
             return fm_error(ctx, FM_ERR_INVALID,
                             "pp x interleave = %d x %d does not divide the %lld layers%s",
@@ -206,17 +223,41 @@ static void layer_cost(const struct fm_plan_env *env, int64_t i, int T, int E, b
     double heads = (double)m->heads / T;
     bool dropout = m->arch == FM_LLM_GPT2;
     /* attention */
-    o->params = h * (q + 2 * kv) + q * h + (m->qkv_bias ? q + 2 * kv : 0) + (m->out_bias ? h : 0);
-    o->mm = 2.0 * (h * (q + 2 * kv) + q * h);
-    o->core = 4.0 * (double)seq * q;
-    o->kv = 2.0 * kv * ACT;
+    double qlr = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
+    double rope = (double)m->qk_rope_dim, qk = (double)(m->qk_nope_dim + m->qk_rope_dim);
+    double vd = (double)m->v_head_dim;
+    bool mla = m->kv_lora_rank > 0;
+    if (mla) {
+        /* multi-head latent attention (DeepSeek-V2/V3), sharded as Megatron-Core shards it:
+         * the down-projections q_a and kv_a (to the q latent, and to the kv latent plus the
+         * shared rotary key) and their RMSNorms replicated on every rank; q_b, kv_b and o
+         * split by heads. kv_b expands every position's latent to the heads' no-rope keys and
+         * values; QK^T runs over qk_nope + qk_rope dims a head, AV over v_head_dim. */
+        double b = m->qkv_bias ? 1.0 : 0.0;
+        double qin = qlr > 0 ? qlr : h;   /* q_b's input: the q latent, or h (q_proj) */
+        double down = (qlr > 0 ? h * qlr : 0) + h * (kvl + rope);
+        double up = qin * heads * qk + kvl * heads * (qk - rope + vd) + heads * vd * h;
+        o->params = down + up + (qlr > 0 ? qlr + b * qlr : 0) + kvl + b * (kvl + rope) +
+                    (m->out_bias ? h : 0);
+        o->mm = 2.0 * (down + up);
+        o->core = 2.0 * (double)seq * heads * (qk + vd);
+        o->kv = heads * (qk + vd) * ACT;   /* the expanded keys and values a rank attends to */
+    } else {
+        o->params = h * (q + 2 * kv) + q * h + (m->qkv_bias ? q + 2 * kv : 0) +
+                    (m->out_bias ? h : 0);
+        o->mm = 2.0 * (h * (q + 2 * kv) + q * h);
+        o->core = 4.0 * (double)seq * q;
+        o->kv = 2.0 * kv * ACT;
+    }
     /* MLP */
     double nm = m->gated_mlp ? 3.0 : 2.0, f;
     if (layer_is_moe(m, i)) {
         double ef = (double)m->moe_ffn / T;
         o->params_exp = (double)m->experts / E * h * ef * nm;
         f = (double)m->top_k * ef;
-        double sf = (double)m->shared_experts * (double)m->shared_ffn / T;
+        /* shared_ffn is the shared experts' intermediate size in all (DeepSeek's
+         * n_shared_experts x moe_intermediate_size, Qwen2-MoE's shared expert's) */
+        double sf = m->shared_experts > 0 ? (double)m->shared_ffn / T : 0.0;
         o->params += h * (double)m->experts + h * sf * nm;
         o->mm += 2.0 * h * (double)m->experts + 2.0 * h * (f + sf) * nm;
         f += sf;
@@ -235,6 +276,15 @@ static void layer_cost(const struct fm_plan_env *env, int64_t i, int T, int E, b
      * (3h each), dropouts (2.5h each, with the mask), rotary on q and k, the activation */
     double repl = 10.0 * h + (dropout ? 5.0 * h : 0.0);
     double split = (m->pos == FM_LLM_POS_ROPE ? 2.0 * (q + kv) : 0.0) + (nm == 3.0 ? 3 : 2) * f;
+    if (mla) {
+        /* the latents' two RMSNorms (replicated, not split by sequence parallelism: the
+         * up-projections read the whole sequence's latent), rotary on the heads' q_rope and
+         * on the one shared k_rope, and the copies that concatenate no-rope and rope parts
+         * of q and k */
+        repl = 10.0 * h;
+        split = 2.0 * (qlr + kvl) + 2.0 * (heads * rope + rope) +
+                2.0 * 2.0 * heads * qk + (nm == 3.0 ? 3 : 2) * f;
+    }
     o->elt = (repl / (sp ? T : 1) + split) * ACT;
     if (!env->flash) {
         /* softmax (read and write the scores) and its dropout: 9 bytes per score */
@@ -248,6 +298,15 @@ static void layer_cost(const struct fm_plan_env *env, int64_t i, int T, int E, b
      * attention its log-sum-exp (4 bytes a head) */
     double r = 8.0 * h + (dropout ? 2.0 * h : 0.0);
     double s = ACT * (2 * q + 2 * kv + (nm == 3.0 ? 3 : 2) * f);
+    if (mla) {
+        /* MLA saves, besides the norms' and projections' h-wide inputs (r): the two latents'
+         * norm inputs and the up-projections' inputs (2 q_lora + 2 kv_lora, replicated on
+         * every tensor-parallel rank), the shared rotary key's input (qk_rope); q and k (qk
+         * dims a head), v and the output projection's input (v_head_dim a head), split by
+         * heads */
+        s = ACT * (2.0 * qlr + 2.0 * kvl + rope +
+                   2.0 * heads * qk + 2.0 * heads * vd + (nm == 3.0 ? 3 : 2) * f);
+    }
     double core = env->flash ? 4.0 * heads : 5.0 * heads * (double)seq;
     o->act = r / (sp ? T : 1) + s + core;
     o->act_sel = r / (sp ? T : 1) + s + (env->flash ? core : 0.0);
@@ -271,7 +330,8 @@ static void stage_costs(const struct fm_plan_env *env, const struct fm_plan_cfg 
     /* balanced (Llama 3): the embedding and the head each take a layer's slot, so the first
      * and last stages hold one layer fewer */
     int64_t off = c->balance ? 1 : 0;
-    int64_t chunk = (m->layers + 2 * off) / ((int64_t)c->pp * c->v);
+    int64_t chunk = uneven_stages(m, c) ? (m->layers + c->pp - 1) / c->pp
+                                        : (m->layers + 2 * off) / ((int64_t)c->pp * c->v);
     for (int64_t i = 0; i < m->layers; i++) {
         struct stage_cost *s = &st[((i + off) / chunk) % c->pp];
         struct layer_cost l;
