@@ -5,7 +5,9 @@
  * head kept per rank when there are fewer than T, as Megatron replicates them), the MLP's
  * intermediate size and the vocabulary by T; experts by E; tokens by C (ring attention: every
  * query still meets the whole sequence's keys); layers by P (and by P x v chunks when
- * interleaved). Matmuls (linear layers, attention's two products, the logits) run on the
+ * interleaved). Multi-head latent attention (DeepSeek-V3) keeps its down-projections and their
+ * norms on every rank and splits its up-projections and output by heads, as Megatron-Core
+ * does. Matmuls (linear layers, attention's two products, the logits) run on the
  * device's tensor peak at the plan's precision; norms, activations, residuals, rotary and
  * dropout move bytes at the memory bandwidth; both scaled by PALEO's fractions (predict.c).
  * Activation memory follows Korthikanti et al. 2022 (34 sbh + 5 a s^2 b per layer for GPT,
