@@ -449,6 +449,45 @@ static void test_rank_work_matches_graph(void **state)
     /* multi-head latent attention, dense first layers, shared experts */
     check_against_graph("deepseek-v3", 1);
     check_against_graph("deepseek-v3", 2);
+    /* an encoder with its masked-LM head */
+    check_against_graph("bert-base", 1);
+    check_against_graph("bert-base", 2);
+}
+
+/* BERT-base (post-LN, dropout, GELU MLP of 4h, learned positions) on one GPU with attention
+ * unfused: per layer Korthikanti et al. 2022's 34 sbh + 5 a s^2 b, as GPT's; parameters
+ * 12h^2 + 13h a layer, the word (vocabulary padded to 30,592), position and token-type
+ * embeddings and their LayerNorm, and the masked-LM head: transform (h^2 + h), LayerNorm (2h),
+ * the decoder's bias (V), its weight tied to the word embeddings. */
+static void test_bert_by_hand(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "bert-base";
+    o.gpus = 1;
+    o.device = "h100";
+    o.zero = 0;
+    o.no_flash_attention = true;
+    o.seq = 512;
+    o.global_batch = 1;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->graph_equal);
+    double h = 768, L = 12, V = 30592, s = 512, a = 12;
+    double params = L * (12 * h * h + 13 * h) + V * h + 512 * h + 2 * h + 2 * h +
+                    (h * h + h + 2 * h + V);
+    if (p->eval.params_per_gpu != params)
+        fail_msg("BERT %.0f parameters, by hand %.0f", p->eval.params_per_gpu, params);
+    double act = L * s * (34 * h + 5 * a * s) + 8 * V * s;
+    if (p->eval.mem_activations != act)
+        fail_msg("BERT activations %.0f, by hand %.0f", p->eval.mem_activations, act);
+    /* model FLOPs: 3 x (24 s h^2 + 4 s^2 h a layer + the head's 2 s h^2 + 2 s h V), V the
+     * unpadded 30,522 */
+    double fwd = L * (24 * s * h * h + 4 * s * s * h) + 2 * s * h * h + 2 * s * h * 30522;
+    assert_true(fabs(p->eval.model_flops - 3 * fwd) < 1e-9 * fwd);
+    fm_plan_free(p);
+    fm_ctx_free(ctx);
 }
 
 /* Multi-head latent attention by hand on tests/data/llm/deepseek_v3/config.json (h 64, 4 heads,
@@ -714,6 +753,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nccl_save_cluster), cmocka_unit_test(test_probe_nccl),
         cmocka_unit_test(test_counted_graph), cmocka_unit_test(test_comm_by_hand),
         cmocka_unit_test(test_mla_by_hand),   cmocka_unit_test(test_deepseek_v3_layout),
+        cmocka_unit_test(test_bert_by_hand),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -5,10 +5,10 @@
  * head kept per rank when there are fewer than T, as Megatron replicates them), the MLP's
  * intermediate size and the vocabulary by T; experts by E; tokens by C (ring attention: every
  * query still meets the whole sequence's keys); layers by P (and by P x v chunks when
- * interleaved). Multi-head latent attention (DeepSeek-V3) keeps its down-projections and their
- * norms on every rank and splits its up-projections and output by heads, as Megatron-Core
- * does. Matmuls (linear layers, attention's two products, the logits) run on the
- * device's tensor peak at the plan's precision; norms, activations, residuals, rotary and
+ * interleaved); BERT adds its token-type embeddings and masked-LM head. Multi-head latent
+ * attention (DeepSeek-V3) keeps its down-projections and their norms on every rank and splits
+ * its up-projections and output by heads, as Megatron-Core does. Matmuls (linear layers,
+ * attention's two products, the logits) run on the device's tensor peak at the plan's precision; norms, activations, residuals, rotary and
  * dropout move bytes at the memory bandwidth; both scaled by PALEO's fractions (predict.c).
  * Activation memory follows Korthikanti et al. 2022 (34 sbh + 5 a s^2 b per layer for GPT,
  * generalized per tensor below). Communication is NCCL's bus-bandwidth model (plan_comm.c)
@@ -223,7 +223,7 @@ static void layer_cost(const struct fm_plan_env *env, int64_t i, int T, int E, b
     double kvh = m->kv_heads >= T ? (double)m->kv_heads / T : 1.0;
     double kv = kvh * dh;
     double heads = (double)m->heads / T;
-    bool dropout = m->arch == FM_LLM_GPT2;
+    bool dropout = m->arch == FM_LLM_GPT2 || m->arch == FM_LLM_BERT;
     /* attention */
     double qlr = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
     double rope = (double)m->qk_rope_dim, qk = (double)(m->qk_nope_dim + m->qk_rope_dim);
@@ -352,13 +352,18 @@ static void stage_costs(const struct fm_plan_env *env, const struct fm_plan_cfg 
         s->moe_layers += l.a2a > 0;
     }
     double h = (double)m->hidden, vr = (double)env->vocab / c->tp;
+    bool bert = m->arch == FM_LLM_BERT;
     st[0].params += vr * h + (m->pos == FM_LLM_POS_LEARNED ? (double)m->max_pos * h : 0);
     st[0].elt += 2.0 * h * ACT;   /* the embedding's gather written */
+    if (bert)   /* token-type embeddings and the embeddings' LayerNorm */
+        st[0].params += (double)m->type_vocab * h + 2 * h;
     struct stage_cost *s = &st[c->pp - 1];
-    s->params += (m->rms_norm ? h : 2 * h);
+    /* a decoder's final norm; BERT's masked-LM head instead: its transform (dense h x h with
+     * bias, LayerNorm, replicated over tp) and the decoder's bias (split with the vocabulary) */
+    s->params += bert ? h * h + h + 2 * h + vr : (m->rms_norm ? h : 2 * h);
     if (!m->tied_embeddings || c->pp > 1)
         s->params += vr * h;   /* the head (Megatron keeps a tied copy on the last stage) */
-    s->logits_mm = 2.0 * h * vr;
+    s->logits_mm = 2.0 * h * vr + (bert ? 2.0 * h * h : 0.0);
     /* fp32 logits written, read by the softmax, its gradient written */
     s->loss_bytes = 12.0 * vr;
     s->logits_act = 8.0 * vr;   /* fp32 logits and their gradient, one micro-batch */
@@ -583,7 +588,8 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
      * recomputation runs again (hardware FLOPs) */
     struct fm_plan_env full = *env;
     full.vocab = m->vocab;
-    double fwd = 2.0 * h * (double)m->vocab, core = 0;
+    double head = 2.0 * h * (double)m->vocab + (m->arch == FM_LLM_BERT ? 2.0 * h * h : 0.0);
+    double fwd = head, core = 0;
     for (int64_t i = 0; i < m->layers; i++) {
         struct layer_cost l;
         layer_cost(&full, i, 1, 1, false, c->seq, &l);
@@ -593,7 +599,7 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
     double all_tokens = (double)c->gb * (double)c->seq;
     out->model_flops = 3.0 * fwd * all_tokens;
     out->hardware_flops = out->model_flops +
-                          (c->recompute == FM_RECOMPUTE_FULL ? fwd - 2.0 * h * m->vocab
+                          (c->recompute == FM_RECOMPUTE_FULL ? fwd - head
                            : c->recompute == FM_RECOMPUTE_SELECTIVE ? core : 0.0) * all_tokens;
     double peak = fm_device_util_peak(env->dev, env->precision, false);
     out->mfu = out->model_flops / (out->step_s * env->gpus * peak);

@@ -127,12 +127,12 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
         goto fail;
     }
     /* what the per-rank model below covers: decoders with multi-head, grouped-query or
-     * multi-head latent attention */
-    if (!p->generic && (p->model.arch == FM_LLM_T5 || p->model.arch == FM_LLM_BERT)) {
+     * multi-head latent attention, and BERT's encoder with its masked-LM head */
+    if (!p->generic && p->model.arch == FM_LLM_T5) {
         st = fm_error(ctx, FM_ERR_UNSUPPORTED,
                       "a plan of %s (%s) is not modelled yet: plans cover decoder-only models "
-                      "with multi-head, grouped-query or multi-head latent attention (no "
-                      "encoder-decoder, no masked LM)",
+                      "with multi-head, grouped-query or multi-head latent attention, and "
+                      "BERT's masked LM (no encoder-decoder)",
                       p->model.name, fm_llm_arch_name(p->model.arch));
         goto fail;
     }
