@@ -454,6 +454,43 @@ static void test_rank_work_matches_graph(void **state)
     check_against_graph("bert-base", 2);
 }
 
+/* The tiny configs of tests/data/llm (every architecture the plan covers) at tp 1 and 2: the
+ * plan's per-rank formulas equal their counted graphs; T5 is refused by name. */
+static void test_config_files_match_graph(void **state)
+{
+    (void)state;
+    static const char *const dirs[] = {"llama",   "mistral", "mixtral",   "qwen2",
+                                       "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+                                       "gemma2",  "phi3",    "deepseek_v3", "bert"};
+    struct fm_ctx *ctx = test_ctx();
+    char path[512];
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        for (int tp = 1; tp <= 2; tp++) {
+            snprintf(path, sizeof(path), "%s/llm/%s/config.json", FM_TEST_DATA, dirs[i]);
+            struct fm_plan_opts o;
+            fm_plan_opts_init(&o);
+            o.config_path = path;
+            o.gpus = tp;
+            o.tp = tp;
+            o.device = "h100";
+            struct fm_plan *p = run_ok(ctx, &o);
+            if (!p->graph_equal)
+                fail_msg("%s tp %d: %s", dirs[i], tp, p->graph_note);
+            fm_plan_free(p);
+        }
+    }
+    snprintf(path, sizeof(path), "%s/llm/t5/config.json", FM_TEST_DATA);
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.config_path = path;
+    o.gpus = 1;
+    o.device = "h100";
+    struct fm_plan *p = NULL;
+    assert_int_equal(fm_plan_run(ctx, &o, &p), FM_ERR_UNSUPPORTED);
+    EXPECT_MESSAGE(ctx, "T5ForConditionalGeneration", "no encoder-decoder");
+    fm_ctx_free(ctx);
+}
+
 /* BERT-base (post-LN, dropout, GELU MLP of 4h, learned positions) on one GPU with attention
  * unfused: per layer Korthikanti et al. 2022's 34 sbh + 5 a s^2 b, as GPT's; parameters
  * 12h^2 + 13h a layer, the word (vocabulary padded to 30,592), position and token-type
@@ -753,7 +790,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nccl_save_cluster), cmocka_unit_test(test_probe_nccl),
         cmocka_unit_test(test_counted_graph), cmocka_unit_test(test_comm_by_hand),
         cmocka_unit_test(test_mla_by_hand),   cmocka_unit_test(test_deepseek_v3_layout),
-        cmocka_unit_test(test_bert_by_hand),
+        cmocka_unit_test(test_bert_by_hand), cmocka_unit_test(test_config_files_match_graph),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -261,6 +261,10 @@ static void layer_cost(const struct fm_plan_env *env, int64_t i, int T, int E, b
          * n_shared_experts x moe_intermediate_size, Qwen2-MoE's shared expert's) */
         double sf = m->shared_experts > 0 ? (double)m->shared_ffn / T : 0.0;
         o->params += h * (double)m->experts + h * sf * nm;
+        if (m->shared_gate) {   /* Qwen2-MoE's sigmoid gate of the shared expert (h to 1) */
+            o->params += h;
+            o->mm += 2.0 * h;
+        }
         o->mm += 2.0 * h * (double)m->experts + 2.0 * h * (f + sf) * nm;
         f += sf;
         o->a2a = (double)m->top_k * h * ACT;
