@@ -3,7 +3,8 @@
  * parameter against the ZeRO paper's table, the memory of hand-computed GPT plans against
  * Korthikanti et al. 2022's activation formulas, MFU's definition, every refusal of a bad plan
  * naming the constraint and the nearest valid value, cluster files, the search's speed at
- * 4,096 GPUs, and the CLI. */
+ * 4,096 GPUs, and the CLI; multi-head latent attention (DeepSeek-V3) and BERT's masked LM by
+ * hand and against their counted graphs, and DeepSeek-V3's 2,048-GPU layout. */
 #include "support.h"
 #include "analysis/plan.h"
 #include "frontend/llm/llm.h"
