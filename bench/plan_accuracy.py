@@ -32,6 +32,16 @@ Sources:
        so the rows are shown at v = 1 and at the deepest v the 128 stage slots allow (8), with
        FSDP-style sharding of gradients and optimizer states (ZeRO-2), sequence parallelism,
        no recomputation, the embedding and head each in a layer's slot (--balance-embedding).
+  DSV3: DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", sections 3.1-3.2 and table 1: 2.664M
+       H800 GPU-hours of pre-training for 14.8T tokens (180K a trillion; 1,543 tokens/s a GPU)
+       on 2,048 H800s, pp 16, ep 64 over 8 nodes, ZeRO-1, no tp, sequence 4,096, batch 15,360
+       (after a ramp from 3,072). Not in the headline: the device table has no H800 (H100s
+       stand in: the same tensor peak, NVLink 900 GB/s against the H800's 400); the report
+       trains the matmuls in FP8 with its DualPipe schedule, which hides the all-to-all, and
+       recomputes only the norms and MLA's up-projections, with activations cached in FP8;
+       the plan models bf16 or fp8 1F1B with the all-to-all exposed, no multi-token
+       prediction module, selective (does not fit its memory model) or full recomputation.
+       All four are printed, none tuned.
   ZeRO: Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter
        Models", table 1: per-GPU model-state memory of a 7.5B model (K = 12, fp16 gradients)
        at data-parallel size 64, for ZeRO stages 0-3 (here the 7.47B megatron-gpt-7.5b).
@@ -159,6 +169,23 @@ def main():
                   gpus, cp, seq, 100 * mfu, 100 * preds[0][0], 100 * (preds[0][0] / mfu - 1),
                   preds[0][1] / 1e9, 100 * preds[1][0], 100 * (preds[1][0] / mfu - 1),
                   preds[1][1] / 1e9))
+
+    print("\nDeepSeek-V3 pre-training (DeepSeek-AI 2024): 2.664M H800 GPU-hours for 14.8T "
+          "tokens, 2,048 GPUs, pp 16, ep 64, ZeRO-1 (H100s stand in for H800s):")
+    for prec in ("bf16", "fp8"):
+        for rc in ("selective", "full"):
+            cmd = [a.flopmeter, "plan", "deepseek-v3", "--gpus", "2048", "--device", "h100",
+                   "--tp", "1", "--pp", "16", "--ep", "64", "--zero", "1",
+                   "--global-batch", "15360", "--seq", "4096", "--recompute", rc,
+                   "--precision", prec, "--tokens", "14.8T", "--format", "json"] + ppp
+            j = json.loads(subprocess.run(cmd, capture_output=True, text=True,
+                                          check=True).stdout)
+            hours = j["gpu_hours"]
+            print("  %-4s recompute %-9s: predicted %.2fM GPU-hours (%+.0f%%), %.0f tokens/s a "
+                  "GPU (reported 1543), %.1f GB a GPU%s" % (
+                      prec, rc, hours / 1e6, 100 * (hours / 2.664e6 - 1),
+                      j["tokens_per_s"] / 2048, j["memory_per_gpu_bytes"] / 1e9,
+                      "" if j["fits"] else " (does not fit 80 GB)"))
 
     print("\nZeRO (Rajbhandari et al. 2020, table 1): 7.5B model, 64 GPUs, model states per GPU")
     for zero, paper in ((0, 120.0), (1, 31.4), (2, 16.6), (3, 1.88)):

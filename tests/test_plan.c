@@ -3,7 +3,8 @@
  * parameter against the ZeRO paper's table, the memory of hand-computed GPT plans against
  * Korthikanti et al. 2022's activation formulas, MFU's definition, every refusal of a bad plan
  * naming the constraint and the nearest valid value, cluster files, the search's speed at
- * 4,096 GPUs, and the CLI. */
+ * 4,096 GPUs, and the CLI; multi-head latent attention (DeepSeek-V3) and BERT's masked LM by
+ * hand and against their counted graphs, and DeepSeek-V3's 2,048-GPU layout. */
 #include "support.h"
 #include "analysis/plan.h"
 #include "frontend/llm/llm.h"
@@ -446,6 +447,213 @@ static void test_rank_work_matches_graph(void **state)
     check_against_graph("gpt2", 1);
     check_against_graph("mixtral-8x7b", 1);
     check_against_graph("mixtral-8x7b", 2);
+    /* multi-head latent attention, dense first layers, shared experts */
+    check_against_graph("deepseek-v3", 1);
+    check_against_graph("deepseek-v3", 2);
+    /* an encoder with its masked-LM head */
+    check_against_graph("bert-base", 1);
+    check_against_graph("bert-base", 2);
+}
+
+/* The tiny configs of tests/data/llm (every architecture the plan covers) at tp 1 and 2: the
+ * plan's per-rank formulas equal their counted graphs; T5 is refused by name. */
+static void test_config_files_match_graph(void **state)
+{
+    (void)state;
+    static const char *const dirs[] = {"llama",   "mistral", "mixtral",   "qwen2",
+                                       "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+                                       "gemma2",  "phi3",    "deepseek_v3", "bert"};
+    struct fm_ctx *ctx = test_ctx();
+    char path[512];
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        for (int tp = 1; tp <= 2; tp++) {
+            snprintf(path, sizeof(path), "%s/llm/%s/config.json", FM_TEST_DATA, dirs[i]);
+            struct fm_plan_opts o;
+            fm_plan_opts_init(&o);
+            o.config_path = path;
+            o.gpus = tp;
+            o.tp = tp;
+            o.device = "h100";
+            struct fm_plan *p = run_ok(ctx, &o);
+            if (!p->graph_equal)
+                fail_msg("%s tp %d: %s", dirs[i], tp, p->graph_note);
+            fm_plan_free(p);
+        }
+    }
+    snprintf(path, sizeof(path), "%s/llm/t5/config.json", FM_TEST_DATA);
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.config_path = path;
+    o.gpus = 1;
+    o.device = "h100";
+    struct fm_plan *p = NULL;
+    assert_int_equal(fm_plan_run(ctx, &o, &p), FM_ERR_UNSUPPORTED);
+    EXPECT_MESSAGE(ctx, "T5ForConditionalGeneration", "no encoder-decoder");
+    fm_ctx_free(ctx);
+}
+
+/* BERT-base (post-LN, dropout, GELU MLP of 4h, learned positions) on one GPU with attention
+ * unfused: per layer Korthikanti et al. 2022's 34 sbh + 5 a s^2 b, as GPT's; parameters
+ * 12h^2 + 13h a layer, the word (vocabulary padded to 30,592), position and token-type
+ * embeddings and their LayerNorm, and the masked-LM head: transform (h^2 + h), LayerNorm (2h),
+ * the decoder's bias (V), its weight tied to the word embeddings. */
+static void test_bert_by_hand(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "bert-base";
+    o.gpus = 1;
+    o.device = "h100";
+    o.zero = 0;
+    o.no_flash_attention = true;
+    o.seq = 512;
+    o.global_batch = 1;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->graph_equal);
+    double h = 768, L = 12, V = 30592, s = 512, a = 12;
+    double params = L * (12 * h * h + 13 * h) + V * h + 512 * h + 2 * h + 2 * h +
+                    (h * h + h + 2 * h + V);
+    if (p->eval.params_per_gpu != params)
+        fail_msg("BERT %.0f parameters, by hand %.0f", p->eval.params_per_gpu, params);
+    double act = L * s * (34 * h + 5 * a * s) + 8 * V * s;
+    if (p->eval.mem_activations != act)
+        fail_msg("BERT activations %.0f, by hand %.0f", p->eval.mem_activations, act);
+    /* model FLOPs: 3 x (24 s h^2 + 4 s^2 h a layer + the head's 2 s h^2 + 2 s h V), V the
+     * unpadded 30,522 */
+    double fwd = L * (24 * s * h * h + 4 * s * s * h) + 2 * s * h * h + 2 * s * h * 30522;
+    assert_true(fabs(p->eval.model_flops - 3 * fwd) < 1e-9 * fwd);
+    fm_plan_free(p);
+    fm_ctx_free(ctx);
+}
+
+/* Multi-head latent attention by hand on tests/data/llm/deepseek_v3/config.json (h 64, 4 heads,
+ * q_lora 32, kv_lora 24, qk_nope 16, qk_rope 8, v_head 16, vocab 320, 3 layers of which the
+ * first dense (intermediate 128), then 8 experts of 32 (top 2) and one shared expert of 32) at
+ * tp 2: q_a (h x q_lora) and kv_a (h x (kv_lora + rope)) and their norms on every rank, q_b,
+ * kv_b and o with 2 heads of the 4. */
+static void test_mla_by_hand(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    char path[512];
+    snprintf(path, sizeof(path), "%s/llm/deepseek_v3/config.json", FM_TEST_DATA);
+    size_t n = 0;
+    char *text = test_read_file(path, &n);
+    struct fm_llm_config cfg;
+    FM_ASSERT_OK(ctx, fm_llm_config_parse(ctx, text, n, path, &cfg));
+    free(text);
+    struct fm_devices *devs = NULL;
+    const struct fm_device *dev = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_builtin(ctx, &devs));
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
+    struct fm_cluster cl;
+    FM_ASSERT_OK(ctx, fm_cluster_builtin(ctx, "dgx-h100", &cl));
+    struct fm_plan_env env = {.cfg = &cfg, .dev = dev, .cluster = &cl,
+                              .precision = FM_PREC_BF16, .gpus = 2, .grad_bytes = 4,
+                              .flash = true, .ppp_compute = 0.6, .ppp_memory = 0.7,
+                              .ppp_comm = 0.7, .vocab = 320};
+    const double s = 64;
+    struct fm_plan_cfg c = {.tp = 2, .pp = 1, .dp = 1, .cp = 1, .ep = 1, .v = 1, .mb = 1,
+                            .gb = 1, .m = 1, .seq = (int64_t)s};
+    double flops, params;
+    fm_plan_rank_work(&env, &c, &flops, &params);
+    double h = 64, nh = 2, qk = 24, vd = 16;
+    double down = h * 32 + h * (24 + 8);
+    double up = 32 * nh * qk + 24 * nh * (16 + vd) + nh * vd * h;
+    double attn = down + up + 32 + 24;                  /* + the two latents' norms */
+    double dense = 3 * h * (128 / 2);
+    double moe = h * 8 + 8 * 3 * h * (32 / 2) + 3 * h * (32 / 2);   /* router, experts, shared */
+    double want = (attn + 2 * h + dense) + 2 * (attn + 2 * h + moe) + 2 * (320 / 2) * h + h;
+    if (params != want)
+        fail_msg("MLA tp 2: %.0f parameters, by hand %.0f", params, want);
+    double core = 2 * s * nh * (qk + vd);               /* QK^T over qk, AV over v_head */
+    double mm = 3 * 2 * (down + up) + 2 * dense +
+                2 * 2 * (h * 8 + 3 * h * (2 * 16 + 16)) + 2 * h * (320 / 2);
+    if (flops != mm + 3 * core)
+        fail_msg("MLA tp 2: %.0f FLOPs a token, by hand %.0f", flops, mm + 3 * core);
+
+    /* saved activations at tp 1, one sequence of 64, flash attention (bytes a token): 8h of
+     * h-wide inputs; bf16 latents' norm and up-projection inputs (2 q_lora + 2 kv_lora), the
+     * rotary key's input (rope), q and k (qk a head), v and o's input (v_head a head), the
+     * MLP's three intermediates; 4 bytes of log-sum-exp a head; fp32 logits and gradient over
+     * the vocabulary padded to 384 */
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.config_path = path;
+    o.gpus = 1;
+    o.device = "h100";
+    o.seq = 64;
+    o.global_batch = 1;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->graph_equal);
+    double lat = 2 * 32 + 2 * 24 + 8, heads = 2 * 4 * qk + 2 * 4 * vd;
+    double l_dense = 8 * h + 2 * (lat + heads + 3 * 128) + 4 * 4;
+    double l_moe = 8 * h + 2 * (lat + heads + 3 * (2 * 32 + 32)) + 4 * 4;
+    double act = s * (l_dense + 2 * l_moe + 8 * 384);
+    if (p->eval.mem_activations != act)
+        fail_msg("MLA activations %.0f, by hand %.0f", p->eval.mem_activations, act);
+    fm_plan_free(p);
+    /* the same config at tp 2 against its counted graph */
+    o.gpus = 2;
+    o.tp = 2;
+    p = run_ok(ctx, &o);
+    assert_true(p->graph_equal);
+    fm_plan_free(p);
+    fm_devices_free(devs);
+    fm_ctx_free(ctx);
+}
+
+/* DeepSeek-V3's pre-training layout (DeepSeek-AI 2024, section 3.2): 2,048 GPUs, pp 16,
+ * ep 64 over 8 nodes, ZeRO-1 data parallelism, no tensor parallelism. 61 layers on 16 stages
+ * as Megatron-Core's DeepSeek-V3 layout puts them (4 on each of 15, 1 on the last): the first
+ * stage, the embedding, 3 dense layers and 1 MoE layer, holds the most, its 256 experts split
+ * 64 ways (4 a rank). */
+static void test_deepseek_v3_layout(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "deepseek-v3";
+    o.gpus = 2048;
+    o.device = "h100";
+    o.pp = 16;
+    o.ep = 64;
+    o.seq = 4096;
+    o.global_batch = 15360;
+    o.recompute = FM_RECOMPUTE_FULL;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->graph_equal);
+    assert_int_equal(p->eval.cfg.dp, 128);
+    assert_int_equal(p->eval.cfg.zero, 1);
+    double h = 7168, nh = 128, ql = 1536, kl = 512;
+    double attn = h * ql + ql + ql * nh * 192 + h * (kl + 64) + kl + kl * nh * (128 + 128) +
+                  nh * 128 * h;
+    double dense = attn + 2 * h + 3 * h * 18432;
+    double moe = attn + 2 * h + h * 256 + 4 * 3 * h * 2048 + 3 * h * 2048;
+    double first = 129280 * h + 3 * dense + moe;
+    if (p->eval.params_per_gpu != first)
+        fail_msg("first stage %.0f parameters, by hand %.0f", p->eval.params_per_gpu, first);
+    fm_plan_free(p);
+    /* the uneven layout is DeepSeek-V3's: other models keep pp dividing the layers */
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 3;
+    o.device = "h100";
+    o.pp = 3;
+    struct fm_plan *q = NULL;
+    assert_int_equal(fm_plan_run(ctx, &o, &q), FM_ERR_INVALID);
+    EXPECT_MESSAGE(ctx, "fm_plan_opts.pp = 3 does not divide the layers (32)");
+    /* T5 stays refused by name */
+    fm_plan_opts_init(&o);
+    o.model = "t5-base";
+    o.gpus = 1;
+    o.device = "h100";
+    assert_int_equal(fm_plan_run(ctx, &o, &q), FM_ERR_UNSUPPORTED);
+    EXPECT_MESSAGE(ctx, "t5", "not modelled");
+    fm_ctx_free(ctx);
 }
 
 static void test_cli(void **state)
@@ -582,6 +790,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rank_work_matches_graph), cmocka_unit_test(test_cli),
         cmocka_unit_test(test_nccl_save_cluster), cmocka_unit_test(test_probe_nccl),
         cmocka_unit_test(test_counted_graph), cmocka_unit_test(test_comm_by_hand),
+        cmocka_unit_test(test_mla_by_hand),   cmocka_unit_test(test_deepseek_v3_layout),
+        cmocka_unit_test(test_bert_by_hand), cmocka_unit_test(test_config_files_match_graph),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

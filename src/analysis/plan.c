@@ -5,8 +5,10 @@
  * head kept per rank when there are fewer than T, as Megatron replicates them), the MLP's
  * intermediate size and the vocabulary by T; experts by E; tokens by C (ring attention: every
  * query still meets the whole sequence's keys); layers by P (and by P x v chunks when
- * interleaved). Matmuls (linear layers, attention's two products, the logits) run on the
- * device's tensor peak at the plan's precision; norms, activations, residuals, rotary and
+ * interleaved); BERT adds its token-type embeddings and masked-LM head. Multi-head latent
+ * attention (DeepSeek-V3) keeps its down-projections and their norms on every rank and splits
+ * its up-projections and output by heads, as Megatron-Core does. Matmuls (linear layers,
+ * attention's two products, the logits) run on the device's tensor peak at the plan's precision; norms, activations, residuals, rotary and
  * dropout move bytes at the memory bandwidth; both scaled by PALEO's fractions (predict.c).
  * Activation memory follows Korthikanti et al. 2022 (34 sbh + 5 a s^2 b per layer for GPT,
  * generalized per tensor below). Communication is NCCL's bus-bandwidth model (plan_comm.c)
@@ -95,6 +97,18 @@ static enum fm_status not_divisor(struct fm_ctx *ctx, const char *field, int64_t
                     field, (long long)v, what, (long long)n, near);
 }
 
+/* DeepSeek-V3's 61 layers on pp stages that do not divide them: Megatron-Core's DeepSeek-V3
+ * layout (pipeline_model_parallel_layout) puts ceil(61 / pp) layers on every stage but the
+ * last, which takes the rest with the loss (and the multi-token prediction module, not
+ * modelled); 16 stages: 4 x 15 + 1. Other models keep the even split. */
+static bool uneven_stages(const struct fm_llm_config *m, const struct fm_plan_cfg *c)
+{
+    if (m->arch != FM_LLM_DEEPSEEK_V3 || c->v > 1 || c->balance || c->pp < 2)
+        return false;
+    int64_t per = (m->layers + c->pp - 1) / c->pp;
+    return per * (c->pp - 1) < m->layers;
+}
+
 enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
                              const struct fm_plan_cfg *c)
 {
@@ -114,6 +128,11 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
                         "heads", c->tp, (long long)m->kv_heads);
     if (m->ffn && m->ffn % c->tp)
         return not_divisor(ctx, "tp", c->tp, "the MLP's intermediate size", m->ffn);
+    if (m->experts > 0 && m->moe_ffn % c->tp)
+        return not_divisor(ctx, "tp", c->tp, "the experts' intermediate size", m->moe_ffn);
+    if (m->shared_experts > 0 && m->shared_ffn % c->tp)
+        return not_divisor(ctx, "tp", c->tp, "the shared experts' intermediate size",
+                           m->shared_ffn);
     if (c->pp > FM_LLM_MAX_LAYERS)
         return fm_error(ctx, FM_ERR_INVALID, "fm_plan_opts.pp = %d is more than %d stages",
                         c->pp, FM_LLM_MAX_LAYERS);
@@ -122,7 +141,7 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
         return fm_error(ctx, FM_ERR_INVALID,
                         "fm_plan_opts.balance_embedding moves layers off the first and last "
                         "pipeline stages; it needs pp > 1");
-    if (slots % ((int64_t)c->pp * c->v)) {
+    if (slots % ((int64_t)c->pp * c->v) && !uneven_stages(m, c)) {
         if (c->v > 1 || c->balance)
             return fm_error(ctx, FM_ERR_INVALID,
                             "pp x interleave = %d x %d does not divide the %lld layers%s",
@@ -204,20 +223,48 @@ static void layer_cost(const struct fm_plan_env *env, int64_t i, int T, int E, b
     double kvh = m->kv_heads >= T ? (double)m->kv_heads / T : 1.0;
     double kv = kvh * dh;
     double heads = (double)m->heads / T;
-    bool dropout = m->arch == FM_LLM_GPT2;
+    bool dropout = m->arch == FM_LLM_GPT2 || m->arch == FM_LLM_BERT;
     /* attention */
-    o->params = h * (q + 2 * kv) + q * h + (m->qkv_bias ? q + 2 * kv : 0) + (m->out_bias ? h : 0);
-    o->mm = 2.0 * (h * (q + 2 * kv) + q * h);
-    o->core = 4.0 * (double)seq * q;
-    o->kv = 2.0 * kv * ACT;
+    double qlr = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
+    double rope = (double)m->qk_rope_dim, qk = (double)(m->qk_nope_dim + m->qk_rope_dim);
+    double vd = (double)m->v_head_dim;
+    bool mla = m->kv_lora_rank > 0;
+    if (mla) {
+        /* multi-head latent attention (DeepSeek-V2/V3), sharded as Megatron-Core shards it:
+         * the down-projections q_a and kv_a (to the q latent, and to the kv latent plus the
+         * shared rotary key) and their RMSNorms replicated on every rank; q_b, kv_b and o
+         * split by heads. kv_b expands every position's latent to the heads' no-rope keys and
+         * values; QK^T runs over qk_nope + qk_rope dims a head, AV over v_head_dim. */
+        double b = m->qkv_bias ? 1.0 : 0.0;
+        double qin = qlr > 0 ? qlr : h;   /* q_b's input: the q latent, or h (q_proj) */
+        double down = (qlr > 0 ? h * qlr : 0) + h * (kvl + rope);
+        double up = qin * heads * qk + kvl * heads * (qk - rope + vd) + heads * vd * h;
+        o->params = down + up + (qlr > 0 ? qlr + b * qlr : 0) + kvl + b * (kvl + rope) +
+                    (m->out_bias ? h : 0);
+        o->mm = 2.0 * (down + up);
+        o->core = 2.0 * (double)seq * heads * (qk + vd);
+        o->kv = heads * (qk + vd) * ACT;   /* the expanded keys and values a rank attends to */
+    } else {
+        o->params = h * (q + 2 * kv) + q * h + (m->qkv_bias ? q + 2 * kv : 0) +
+                    (m->out_bias ? h : 0);
+        o->mm = 2.0 * (h * (q + 2 * kv) + q * h);
+        o->core = 4.0 * (double)seq * q;
+        o->kv = 2.0 * kv * ACT;
+    }
     /* MLP */
     double nm = m->gated_mlp ? 3.0 : 2.0, f;
     if (layer_is_moe(m, i)) {
         double ef = (double)m->moe_ffn / T;
         o->params_exp = (double)m->experts / E * h * ef * nm;
         f = (double)m->top_k * ef;
-        double sf = (double)m->shared_experts * (double)m->shared_ffn / T;
+        /* shared_ffn is the shared experts' intermediate size in all (DeepSeek's
+         * n_shared_experts x moe_intermediate_size, Qwen2-MoE's shared expert's) */
+        double sf = m->shared_experts > 0 ? (double)m->shared_ffn / T : 0.0;
         o->params += h * (double)m->experts + h * sf * nm;
+        if (m->shared_gate) {   /* Qwen2-MoE's sigmoid gate of the shared expert (h to 1) */
+            o->params += h;
+            o->mm += 2.0 * h;
+        }
         o->mm += 2.0 * h * (double)m->experts + 2.0 * h * (f + sf) * nm;
         f += sf;
         o->a2a = (double)m->top_k * h * ACT;
@@ -235,6 +282,15 @@ static void layer_cost(const struct fm_plan_env *env, int64_t i, int T, int E, b
      * (3h each), dropouts (2.5h each, with the mask), rotary on q and k, the activation */
     double repl = 10.0 * h + (dropout ? 5.0 * h : 0.0);
     double split = (m->pos == FM_LLM_POS_ROPE ? 2.0 * (q + kv) : 0.0) + (nm == 3.0 ? 3 : 2) * f;
+    if (mla) {
+        /* the latents' two RMSNorms (replicated, not split by sequence parallelism: the
+         * up-projections read the whole sequence's latent), rotary on the heads' q_rope and
+         * on the one shared k_rope, and the copies that concatenate no-rope and rope parts
+         * of q and k */
+        repl = 10.0 * h;
+        split = 2.0 * (qlr + kvl) + 2.0 * (heads * rope + rope) +
+                2.0 * 2.0 * heads * qk + (nm == 3.0 ? 3 : 2) * f;
+    }
     o->elt = (repl / (sp ? T : 1) + split) * ACT;
     if (!env->flash) {
         /* softmax (read and write the scores) and its dropout: 9 bytes per score */
@@ -248,6 +304,15 @@ static void layer_cost(const struct fm_plan_env *env, int64_t i, int T, int E, b
      * attention its log-sum-exp (4 bytes a head) */
     double r = 8.0 * h + (dropout ? 2.0 * h : 0.0);
     double s = ACT * (2 * q + 2 * kv + (nm == 3.0 ? 3 : 2) * f);
+    if (mla) {
+        /* MLA saves, besides the norms' and projections' h-wide inputs (r): the two latents'
+         * norm inputs and the up-projections' inputs (2 q_lora + 2 kv_lora, replicated on
+         * every tensor-parallel rank), the shared rotary key's input (qk_rope); q and k (qk
+         * dims a head), v and the output projection's input (v_head_dim a head), split by
+         * heads */
+        s = ACT * (2.0 * qlr + 2.0 * kvl + rope +
+                   2.0 * heads * qk + 2.0 * heads * vd + (nm == 3.0 ? 3 : 2) * f);
+    }
     double core = env->flash ? 4.0 * heads : 5.0 * heads * (double)seq;
     o->act = r / (sp ? T : 1) + s + core;
     o->act_sel = r / (sp ? T : 1) + s + (env->flash ? core : 0.0);
@@ -271,7 +336,8 @@ static void stage_costs(const struct fm_plan_env *env, const struct fm_plan_cfg 
     /* balanced (Llama 3): the embedding and the head each take a layer's slot, so the first
      * and last stages hold one layer fewer */
     int64_t off = c->balance ? 1 : 0;
-    int64_t chunk = (m->layers + 2 * off) / ((int64_t)c->pp * c->v);
+    int64_t chunk = uneven_stages(m, c) ? (m->layers + c->pp - 1) / c->pp
+                                        : (m->layers + 2 * off) / ((int64_t)c->pp * c->v);
     for (int64_t i = 0; i < m->layers; i++) {
         struct stage_cost *s = &st[((i + off) / chunk) % c->pp];
         struct layer_cost l;
@@ -290,13 +356,18 @@ static void stage_costs(const struct fm_plan_env *env, const struct fm_plan_cfg 
         s->moe_layers += l.a2a > 0;
     }
     double h = (double)m->hidden, vr = (double)env->vocab / c->tp;
+    bool bert = m->arch == FM_LLM_BERT;
     st[0].params += vr * h + (m->pos == FM_LLM_POS_LEARNED ? (double)m->max_pos * h : 0);
     st[0].elt += 2.0 * h * ACT;   /* the embedding's gather written */
+    if (bert)   /* token-type embeddings and the embeddings' LayerNorm */
+        st[0].params += (double)m->type_vocab * h + 2 * h;
     struct stage_cost *s = &st[c->pp - 1];
-    s->params += (m->rms_norm ? h : 2 * h);
+    /* a decoder's final norm; BERT's masked-LM head instead: its transform (dense h x h with
+     * bias, LayerNorm, replicated over tp) and the decoder's bias (split with the vocabulary) */
+    s->params += bert ? h * h + h + 2 * h + vr : (m->rms_norm ? h : 2 * h);
     if (!m->tied_embeddings || c->pp > 1)
         s->params += vr * h;   /* the head (Megatron keeps a tied copy on the last stage) */
-    s->logits_mm = 2.0 * h * vr;
+    s->logits_mm = 2.0 * h * vr + (bert ? 2.0 * h * h : 0.0);
     /* fp32 logits written, read by the softmax, its gradient written */
     s->loss_bytes = 12.0 * vr;
     s->logits_act = 8.0 * vr;   /* fp32 logits and their gradient, one micro-batch */
@@ -521,7 +592,8 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
      * recomputation runs again (hardware FLOPs) */
     struct fm_plan_env full = *env;
     full.vocab = m->vocab;
-    double fwd = 2.0 * h * (double)m->vocab, core = 0;
+    double head = 2.0 * h * (double)m->vocab + (m->arch == FM_LLM_BERT ? 2.0 * h * h : 0.0);
+    double fwd = head, core = 0;
     for (int64_t i = 0; i < m->layers; i++) {
         struct layer_cost l;
         layer_cost(&full, i, 1, 1, false, c->seq, &l);
@@ -531,7 +603,7 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
     double all_tokens = (double)c->gb * (double)c->seq;
     out->model_flops = 3.0 * fwd * all_tokens;
     out->hardware_flops = out->model_flops +
-                          (c->recompute == FM_RECOMPUTE_FULL ? fwd - 2.0 * h * m->vocab
+                          (c->recompute == FM_RECOMPUTE_FULL ? fwd - head
                            : c->recompute == FM_RECOMPUTE_SELECTIVE ? core : 0.0) * all_tokens;
     double peak = fm_device_util_peak(env->dev, env->precision, false);
     out->mfu = out->model_flops / (out->step_s * env->gpus * peak);

@@ -126,13 +126,13 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
     } else if ((st = fm_plan_model(ctx, o->model, &p->model))) {
         goto fail;
     }
-    /* what the per-rank model below covers: decoders with multi-head (grouped) attention */
-    if (!p->generic && (p->model.arch == FM_LLM_T5 || p->model.arch == FM_LLM_BERT ||
-        p->model.kv_lora_rank > 0)) {
+    /* what the per-rank model below covers: decoders with multi-head, grouped-query or
+     * multi-head latent attention, and BERT's encoder with its masked-LM head */
+    if (!p->generic && p->model.arch == FM_LLM_T5) {
         st = fm_error(ctx, FM_ERR_UNSUPPORTED,
                       "a plan of %s (%s) is not modelled yet: plans cover decoder-only models "
-                      "with multi-head or grouped-query attention (no encoder-decoder, no "
-                      "masked LM, no multi-head latent attention)",
+                      "with multi-head, grouped-query or multi-head latent attention, and "
+                      "BERT's masked LM (no encoder-decoder)",
                       p->model.name, fm_llm_arch_name(p->model.arch));
         goto fail;
     }
