@@ -697,6 +697,9 @@ BCAST_TEST(bcast_mixed_div_rows, FM_OP_DIV, false, false, SHAPE(3, 5, 40, 7),
            SHAPE(3, 1, 40, 1))
 BCAST_TEST(bcast_channel_sub_first, FM_OP_SUB, false, true, SHAPE(1, 24, 3, 3),
            SHAPE(1, 24, 1, 1))
+/* Swin's shifted-window mask: (1, 4, 3, 5, 5) + (1, 4, 1, 5, 5), the middle dim broadcast */
+BCAST_TEST(bcast_window_mask_add, FM_OP_ADD, false, false, SHAPE(1, 4, 3, 5, 5),
+           SHAPE(1, 4, 1, 5, 5))
 BCAST_TEST(bcast_channel_div_plain, FM_OP_DIV, false, false, SHAPE(1, 24, 3, 3),
            SHAPE(1, 24, 1, 1))
 
@@ -1444,6 +1447,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(bcast_mixed_div),
         cmocka_unit_test(bcast_mixed_div_rows),
         cmocka_unit_test(bcast_channel_sub_first),
+        cmocka_unit_test(bcast_window_mask_add),
         cmocka_unit_test(bcast_channel_div_plain),
         cmocka_unit_test(golden_small_cnn),
         cmocka_unit_test(sgd_momentum_two_steps),
