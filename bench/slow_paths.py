@@ -47,11 +47,12 @@ def zoo(exe):
     return [line.split()[0] for line in out.splitlines()[1:] if line.strip()]
 
 
-def measure(exe, model, batch, args, steps=None):
-    """The measure document of one (network, batch), or (None, why)."""
+def measure(exe, model, batch, args, calibrated=True):
+    """The measure document of one (network, batch), or (None, why). Without the calibration
+    (the before/after runs), a fixed peak spares each run the probe."""
+    how = ["--calibration", args.calibration] if calibrated else ["--peak", "1e12"]
     cmd = [exe, "measure", model, "--batch", str(batch), "--threads", str(args.threads),
-           "--steps", str(steps or args.steps), "--warmup", "1",
-           "--calibration", args.calibration, "--format", "json"]
+           "--steps", str(args.steps), "--warmup", "1", *how, "--format", "json"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         lines = r.stderr.strip().splitlines()
@@ -128,7 +129,7 @@ def main():
                 r["before"], r["after"] = [], []
             for _ in range(a.repeat):
                 for key, exe in (("before", a.compare), ("after", a.flopmeter)):
-                    doc, why = measure(exe, model, batch, a)
+                    doc, why = measure(exe, model, batch, a, calibrated=False)
                     if doc is None:
                         continue
                     by = {lay["name"]: lay["measured_ms"] for lay in doc.get("layers", [])}
