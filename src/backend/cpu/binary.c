@@ -106,9 +106,9 @@ static enum fm_status scale_plane(struct fm_cpu *s, const struct fm_cpu_item *it
 /* Whether other (dims odims) scales the planes of a 4-D output (dims y): (N, C, 1, 1), or
  * (N, 1, 1, 1), one scale per sample: stochastic depth as torchvision draws it (ConvNeXt's
  * blocks ran 21 ms in oneDNN's reference binary for what takes under 1 here). N = 1 too:
- * oneDNN 2.6 vectorizes its per-channel broadcast only when the channels fill its blocks, and
- * RegNetY-400MF's squeeze-excitation at batch 1 (C = 104, 208, 440) ran its reference code at
- * 40 MFLOP/s, 14.6 ms for one layer that takes 0.1 here. */
+ * oneDNN 2.6 vectorizes its per-channel broadcast only when both sources share one blocked
+ * layout, and RegNetY-400MF's convolutions at batch 1 write nChw8c where the scale comes in
+ * nChw16c: its reference code took 14 ms for one squeeze-excitation Mul that takes 0.07 here. */
 static bool plane_broadcast(const struct binary_priv *p, const struct fm_shape *y)
 {
     return p->rank == 4 && p->broadcast && p->odims[0] == y->dims[0] &&
