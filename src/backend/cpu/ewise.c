@@ -26,6 +26,14 @@
 #include <math.h>
 #include <string.h>
 
+/* GCC keeps a float compare-and-select (the clamps of erf_fast and exp_fast, Max, Min, ReLU
+ * -like selects) as a branch while FP operations may trap, and a loop with a branch does not
+ * vectorise: Erf ran at 10-20x a same-sized Add. Nothing here reads the FP exception flags,
+ * so the loops may compute both sides; the values are the same. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #define EW_MAX_IN 8                  /* inputs of a variadic Max or Min */
 #define EW_OPS (EW_MAX_IN + 3)       /* a walk's pointers: result, dy, y and the inputs */
 #define EW_CHUNK 4096                /* elements of an inner run one thread takes at a time */
@@ -243,12 +251,13 @@ static inline float erf_fast(float x)
 /* exp(x) for x <= 0 (erf's derivative, exp(-x^2)) without a libm call, so the loop
  * vectorises (libm's expf does not: GELU's backward as Erf ran at 7x its calibrated time):
  * x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its Taylor polynomial to degree 7 (error
- * below 2e-7 relative) times 2^n built in the exponent bits; below -87 the result is 0
- * (exp(-87) is 1.6e-38, float's smallest normal). */
+ * below 2e-7 relative) times 2^n built in the exponent bits; x is clamped at -87 (exp(-87)
+ * is 1.6e-38, just above float's smallest normal, where erf's derivative is 0 to the
+ * precision of any gradient). */
 static inline float exp_fast(float x)
 {
     x = x < -87.0f ? -87.0f : x;
-    float n = floorf(x * 1.44269504088896341f + 0.5f);
+    float n = (float)(int32_t)(x * 1.44269504088896341f - 0.5f);   /* rounded: x <= 0 */
     float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
     float p = 1.98412698412698413e-4f;
     p = p * r + 1.38888888888888889e-3f;
@@ -259,7 +268,7 @@ static inline float exp_fast(float x)
     p = p * r + 1.0f;
     p = p * r + 1.0f;
     union { int32_t i; float f; } sc = {.i = ((int32_t)n + 127) << 23};
-    return x <= -87.0f ? 0.0f : p * sc.f;
+    return p * sc.f;
 }
 
 /* log(1 + exp(x)) without overflow: x itself past 20, where exp(-x) is below float's epsilon */
