@@ -510,6 +510,7 @@ static double ref_op(enum fm_op op, double u, double v)
     case FM_OP_ADD: return u + v;
     case FM_OP_SUB: return u - v;
     case FM_OP_MUL: return u * v;
+    case FM_OP_POW: return pow(u, v);
     default: return u / v;
     }
 }
@@ -521,6 +522,7 @@ static void ref_grad(enum fm_op op, double u, double v, double *du, double *dv)
     case FM_OP_ADD: *du = 1.0; *dv = 1.0; break;
     case FM_OP_SUB: *du = 1.0; *dv = -1.0; break;
     case FM_OP_MUL: *du = v; *dv = u; break;
+    case FM_OP_POW: *du = v * pow(u, v - 1.0); *dv = pow(u, v) * log(u); break;
     default: *du = 1.0 / v; *dv = -u / (v * v); break;
     }
 }
@@ -544,8 +546,9 @@ static double max_abs(const double *v, uint64_t n)
     return m;
 }
 
+/* bval: every element of b (Pow's exponent), or 0: b random */
 static void bcast_check(const char *what, enum fm_op op, struct fm_shape as, struct fm_shape bs,
-                        bool conv, bool b_first)
+                        bool conv, bool b_first, double bval)
 {
     const struct fm_backend *be = backend_or_skip();
     struct fm_ctx *ctx = test_ctx();
@@ -574,9 +577,14 @@ static void bcast_check(const char *what, enum fm_op op, struct fm_shape as, str
     for (int k = 0; k < 2; k++) {
         uint64_t n = numel(g, params[k]);
         float *v = malloc(sizeof(float) * n);
-        for (uint64_t i = 0; i < n; i++)   /* denominators in [0.5, 1.5] */
-            v[i] = params[k] == b && op == FM_OP_DIV ? (float)(0.5 + rng_uniform(&rng))
-                                                     : (float)rng_normal(&rng);
+        for (uint64_t i = 0; i < n; i++) {   /* denominators and Pow's bases in [0.5, 1.5] */
+            if (params[k] == b && bval != 0.0)
+                v[i] = (float)bval;
+            else if ((params[k] == b && op == FM_OP_DIV) || (params[k] == x && op == FM_OP_POW))
+                v[i] = (float)(0.5 + rng_uniform(&rng));
+            else
+                v[i] = (float)rng_normal(&rng);
+        }
         FM_ASSERT_OK(ctx, be->write(state, params[k], v, n));
         free(v);
     }
@@ -663,7 +671,7 @@ static void bcast_check(const char *what, enum fm_op op, struct fm_shape as, str
     static void fn(void **state)                                                           \
     {                                                                                      \
         (void)state;                                                                       \
-        bcast_check(#fn, op, as, bs, conv, b_first);                                       \
+        bcast_check(#fn, op, as, bs, conv, b_first, 0.0);                                  \
     }
 
 /* squeeze-excitation at batch 1: channels 8, 24, 56, 232 (none a multiple of 16), the full
@@ -700,6 +708,17 @@ BCAST_TEST(bcast_channel_sub_first, FM_OP_SUB, false, true, SHAPE(1, 24, 3, 3),
 /* Swin's shifted-window mask: (1, 4, 3, 5, 5) + (1, 4, 1, 5, 5), the middle dim broadcast */
 BCAST_TEST(bcast_window_mask_add, FM_OP_ADD, false, false, SHAPE(1, 4, 3, 5, 5),
            SHAPE(1, 4, 1, 5, 5))
+/* x^2 (a decomposed LayerNorm's variance) and x^3 (GELU's tanh form), which skip powf; and
+ * x^2.5 through it */
+#define POW_TEST(fn, e)                                                                    \
+    static void fn(void **state)                                                           \
+    {                                                                                      \
+        (void)state;                                                                       \
+        bcast_check(#fn, FM_OP_POW, SHAPE(2, 5, 7), SHAPE(1), false, false, e);            \
+    }
+POW_TEST(pow_square, 2.0)
+POW_TEST(pow_cube, 3.0)
+POW_TEST(pow_general, 2.5)
 BCAST_TEST(bcast_channel_div_plain, FM_OP_DIV, false, false, SHAPE(1, 24, 3, 3),
            SHAPE(1, 24, 1, 1))
 
@@ -1449,6 +1468,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(bcast_channel_sub_first),
         cmocka_unit_test(bcast_window_mask_add),
         cmocka_unit_test(bcast_channel_div_plain),
+        cmocka_unit_test(pow_square),
+        cmocka_unit_test(pow_cube),
+        cmocka_unit_test(pow_general),
         cmocka_unit_test(golden_small_cnn),
         cmocka_unit_test(sgd_momentum_two_steps),
         cmocka_unit_test(dropout_mask),
