@@ -475,6 +475,253 @@ FD_TEST(fd_concat_plain, VAL_NORMAL, b_concat_plain, 2, 4, 3, 3)
 FD_TEST(fd_concat_blocked, VAL_NORMAL, b_concat_blocked, 2, 3, 4, 4)
 FD_TEST(fd_flatten_linear, VAL_NORMAL, b_flatten_linear, 2, 3, 6, 6)
 
+/* ---- broadcast binary ops against a plain reference ----
+ * y = op(a, b) with numpy broadcasting, at the shapes the CPU backend runs on its own code
+ * (a squeeze-excitation's (N, C, 1, 1) at batch 1 with channel counts that do not fill a
+ * 16-channel block, a decomposed LayerNorm's (N, H, W, C) - (N, H, W, 1), last-dim and
+ * mixed broadcasts through the walk). The full operand is a parameter x, or with `conv` a 1x1
+ * convolution of x (so it arrives in oneDNN's blocked layout, channels padded to the block);
+ * the broadcast operand is a parameter. After one step the test reads a, b, y, the labels and
+ * the loss back and computes in double: y from a and b; the loss (cross-entropy of the
+ * flattened y, mean over rows); dy = (softmax - one-hot) / rows; and the gradient of every
+ * parameter operand (dy times the other operand, or -dy, or the quotient rule, summed over
+ * the dims it was broadcast along). */
+
+static void bidx_dims(const struct fm_shape *out, const struct fm_shape *op, int64_t *d)
+{
+    for (int i = 0; i < out->rank; i++) {
+        int k = i - (out->rank - op->rank);
+        d[i] = k >= 0 ? op->dims[k] : 1;
+    }
+}
+
+/* the flat index into an operand of aligned dims d of the output's multi-index idx */
+static uint64_t bidx(int rank, const int64_t *idx, const int64_t *d)
+{
+    uint64_t o = 0;
+    for (int i = 0; i < rank; i++)
+        o = o * (uint64_t)d[i] + (uint64_t)(d[i] == 1 ? 0 : idx[i]);
+    return o;
+}
+
+static double ref_op(enum fm_op op, double u, double v)
+{
+    switch (op) {
+    case FM_OP_ADD: return u + v;
+    case FM_OP_SUB: return u - v;
+    case FM_OP_MUL: return u * v;
+    case FM_OP_POW: return pow(u, v);
+    default: return u / v;
+    }
+}
+
+/* d y / d u and d y / d v */
+static void ref_grad(enum fm_op op, double u, double v, double *du, double *dv)
+{
+    switch (op) {
+    case FM_OP_ADD: *du = 1.0; *dv = 1.0; break;
+    case FM_OP_SUB: *du = 1.0; *dv = -1.0; break;
+    case FM_OP_MUL: *du = v; *dv = u; break;
+    case FM_OP_POW: *du = v * pow(u, v - 1.0); *dv = pow(u, v) * log(u); break;
+    default: *du = 1.0 / v; *dv = -u / (v * v); break;
+    }
+}
+
+static void close_to(const char *what, const char *name, const float *got, const double *ref,
+                     uint64_t n, double scale)
+{
+    double tol = 1e-4 * scale + 1e-6;
+    for (uint64_t i = 0; i < n; i++) {
+        if (!(fabs(got[i] - ref[i]) <= tol))
+            fail_msg("%s: %s[%llu] = %.8g, reference %.8g (tolerance %.2g)", what, name,
+                     (unsigned long long)i, got[i], ref[i], tol);
+    }
+}
+
+static double max_abs(const double *v, uint64_t n)
+{
+    double m = 0.0;
+    for (uint64_t i = 0; i < n; i++)
+        m = fmax(m, fabs(v[i]));
+    return m;
+}
+
+/* bval: every element of b (Pow's exponent), or 0: b random */
+static void bcast_check(const char *what, enum fm_op op, struct fm_shape as, struct fm_shape bs,
+                        bool conv, bool b_first, double bval)
+{
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, what, &g));
+    struct fm_shape xs = as;
+    if (conv)
+        xs.dims[1] = 3;
+    fm_tid x = add_param(ctx, g, "x", xs), b = add_param(ctx, g, "b", bs);
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    fm_tid a = conv ? fm_nn_conv(&nn, "conv", x, as.dims[1], 1, 1, 0, 1, true) : x;
+    assert_int_equal(nn.st, FM_OK);
+    fm_tid in[2] = {b_first ? b : a, b_first ? a : b};
+    fm_tid y = add_op(&nn, op, "op", NULL, in, 2);
+    add_loss(&nn, y);
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.lr = 0.0;
+    o.momentum = 0.0;
+    void *state = NULL;
+    if (be->prepare(ctx, g, &o, &state))
+        fail_msg("%s: prepare: %s", what, fm_ctx_error(ctx));
+    uint64_t rng = 777;
+    const fm_tid params[2] = {x, b};
+    for (int k = 0; k < 2; k++) {
+        uint64_t n = numel(g, params[k]);
+        float *v = malloc(sizeof(float) * n);
+        for (uint64_t i = 0; i < n; i++) {   /* denominators and Pow's bases in [0.5, 1.5] */
+            if (params[k] == b && bval != 0.0)
+                v[i] = (float)bval;
+            else if ((params[k] == b && op == FM_OP_DIV) || (params[k] == x && op == FM_OP_POW))
+                v[i] = (float)(0.5 + rng_uniform(&rng));
+            else
+                v[i] = (float)rng_normal(&rng);
+        }
+        FM_ASSERT_OK(ctx, be->write(state, params[k], v, n));
+        free(v);
+    }
+    double loss = step_loss(be, state);
+
+    const struct fm_shape *ys = &fm_graph_tensor(g, y)->shape;
+    uint64_t na = numel(g, a), nb = numel(g, b), ny = numel(g, y);
+    float *va = malloc(sizeof(float) * na), *vb = malloc(sizeof(float) * nb);
+    float *vy = malloc(sizeof(float) * ny), *ga = malloc(sizeof(float) * na);
+    float *gb = malloc(sizeof(float) * nb);
+    double *ry = calloc(ny, sizeof(double)), *dy = calloc(ny, sizeof(double));
+    double *rga = calloc(na, sizeof(double)), *rgb = calloc(nb, sizeof(double));
+    FM_ASSERT_OK(ctx, be->read(state, a, false, va, na));
+    FM_ASSERT_OK(ctx, be->read(state, b, false, vb, nb));
+    FM_ASSERT_OK(ctx, be->read(state, y, false, vy, ny));
+    FM_ASSERT_OK(ctx, be->read(state, b, true, gb, nb));
+    if (!conv)
+        FM_ASSERT_OK(ctx, be->read(state, a, true, ga, na));
+    int64_t da[FM_MAX_DIMS], db[FM_MAX_DIMS], idx[FM_MAX_DIMS] = {0};
+    bidx_dims(ys, &fm_graph_tensor(g, a)->shape, da);
+    bidx_dims(ys, &bs, db);
+    for (uint64_t i = 0; i < ny; i++) {
+        uint64_t r = i;
+        for (int d = ys->rank - 1; d >= 0; d--) {
+            idx[d] = (int64_t)(r % (uint64_t)ys->dims[d]);
+            r /= (uint64_t)ys->dims[d];
+        }
+        double u = va[bidx(ys->rank, idx, da)], v = vb[bidx(ys->rank, idx, db)];
+        ry[i] = b_first ? ref_op(op, v, u) : ref_op(op, u, v);
+    }
+    close_to(what, "y", vy, ry, ny, max_abs(ry, ny));
+
+    /* the loss and dy from the labels: rows of the flattened y */
+    fm_tid labels = FM_NONE;
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
+        if (!strcmp(fm_graph_tensor(g, (fm_tid)i)->name, "labels"))
+            labels = (fm_tid)i;
+    }
+    uint64_t rows = (uint64_t)ys->dims[0], cols = ny / rows;
+    float *lab = malloc(sizeof(float) * rows);
+    FM_ASSERT_OK(ctx, be->read(state, labels, false, lab, rows));
+    double ref_loss = 0.0;
+    for (uint64_t r = 0; r < rows; r++) {
+        const double *z = ry + r * cols;
+        double m = z[0], sum = 0.0;
+        for (uint64_t c = 1; c < cols; c++)
+            m = fmax(m, z[c]);
+        for (uint64_t c = 0; c < cols; c++)
+            sum += exp(z[c] - m);
+        uint64_t t = (uint64_t)lab[r];
+        ref_loss += (log(sum) + m - z[t]) / (double)rows;
+        for (uint64_t c = 0; c < cols; c++)
+            dy[r * cols + c] = (exp(z[c] - m) / sum - (c == t ? 1.0 : 0.0)) / (double)rows;
+    }
+    if (!(fabs(loss - ref_loss) <= 1e-4 * fabs(ref_loss) + 1e-5))
+        fail_msg("%s: loss %.8g, reference %.8g", what, loss, ref_loss);
+    for (uint64_t i = 0; i < ny; i++) {
+        uint64_t r = i;
+        for (int d = ys->rank - 1; d >= 0; d--) {
+            idx[d] = (int64_t)(r % (uint64_t)ys->dims[d]);
+            r /= (uint64_t)ys->dims[d];
+        }
+        uint64_t ia = bidx(ys->rank, idx, da), ib = bidx(ys->rank, idx, db);
+        double du, dv;
+        if (b_first) {
+            ref_grad(op, vb[ib], va[ia], &dv, &du);
+        } else {
+            ref_grad(op, va[ia], vb[ib], &du, &dv);
+        }
+        rga[ia] += dy[i] * du;
+        rgb[ib] += dy[i] * dv;
+    }
+    close_to(what, "d b", gb, rgb, nb, max_abs(rgb, nb));
+    if (!conv)
+        close_to(what, "d a", ga, rga, na, max_abs(rga, na));
+    free(va); free(vb); free(vy); free(ga); free(gb); free(ry); free(dy); free(rga); free(rgb);
+    free(lab);
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+#define BCAST_TEST(fn, op, conv, b_first, as, bs)                                            \
+    static void fn(void **state)                                                           \
+    {                                                                                      \
+        (void)state;                                                                       \
+        bcast_check(#fn, op, as, bs, conv, b_first, 0.0);                                  \
+    }
+
+/* squeeze-excitation at batch 1: channels 8, 24, 56, 232 (none a multiple of 16), the full
+ * operand plain or a convolution's blocked output; the scale first or second */
+BCAST_TEST(bcast_se_c8_blocked, FM_OP_MUL, true, false, SHAPE(1, 8, 5, 5), SHAPE(1, 8, 1, 1))
+BCAST_TEST(bcast_se_c24_blocked, FM_OP_MUL, true, true, SHAPE(1, 24, 5, 5), SHAPE(1, 24, 1, 1))
+BCAST_TEST(bcast_se_c56_blocked, FM_OP_MUL, true, false, SHAPE(1, 56, 4, 3),
+           SHAPE(1, 56, 1, 1))
+BCAST_TEST(bcast_se_c232_blocked, FM_OP_MUL, true, false, SHAPE(1, 232, 3, 3),
+           SHAPE(1, 232, 1, 1))
+BCAST_TEST(bcast_se_c24_plain, FM_OP_MUL, false, false, SHAPE(1, 24, 5, 5), SHAPE(1, 24, 1, 1))
+BCAST_TEST(bcast_se_c56_batch3_blocked, FM_OP_MUL, true, false, SHAPE(3, 56, 3, 3),
+           SHAPE(3, 56, 1, 1))
+BCAST_TEST(bcast_per_sample_c24_blocked, FM_OP_MUL, true, false, SHAPE(1, 24, 4, 4),
+           SHAPE(1, 1, 1, 1))
+/* a per-channel bias or layer scale at batch 1 on a blocked output */
+BCAST_TEST(bcast_add_channel_c24_blocked, FM_OP_ADD, true, false, SHAPE(1, 24, 4, 4),
+           SHAPE(24, 1, 1))
+/* a decomposed LayerNorm over the last dim: (1, H, W, C) against (1, H, W, 1) */
+BCAST_TEST(bcast_layernorm_sub, FM_OP_SUB, false, false, SHAPE(1, 4, 5, 24), SHAPE(1, 4, 5, 1))
+BCAST_TEST(bcast_layernorm_div, FM_OP_DIV, false, false, SHAPE(1, 4, 5, 24), SHAPE(1, 4, 5, 1))
+BCAST_TEST(bcast_layernorm_div_c7, FM_OP_DIV, false, false, SHAPE(2, 3, 7), SHAPE(2, 3, 1))
+/* last-dim parameters (LayerNorm's weight and bias), mixed broadcasts, a broadcast first
+ * operand of Sub and Div */
+BCAST_TEST(bcast_lastdim_mul, FM_OP_MUL, false, false, SHAPE(1, 6, 24), SHAPE(24))
+BCAST_TEST(bcast_lastdim_sub, FM_OP_SUB, false, false, SHAPE(1, 6, 24), SHAPE(24))
+BCAST_TEST(bcast_mixed_div, FM_OP_DIV, false, false, SHAPE(2, 3, 5, 7), SHAPE(2, 1, 5, 1))
+/* 600 rows of 7 over three outer dims: more rows than the walk's blocks, so a block carries
+ * its odometer across every outer dim */
+BCAST_TEST(bcast_mixed_div_rows, FM_OP_DIV, false, false, SHAPE(3, 5, 40, 7),
+           SHAPE(3, 1, 40, 1))
+BCAST_TEST(bcast_channel_sub_first, FM_OP_SUB, false, true, SHAPE(1, 24, 3, 3),
+           SHAPE(1, 24, 1, 1))
+/* Swin's shifted-window mask: (1, 4, 3, 5, 5) + (1, 4, 1, 5, 5), the middle dim broadcast */
+BCAST_TEST(bcast_window_mask_add, FM_OP_ADD, false, false, SHAPE(1, 4, 3, 5, 5),
+           SHAPE(1, 4, 1, 5, 5))
+/* x^2 (a decomposed LayerNorm's variance) and x^3 (GELU's tanh form), which skip powf; and
+ * x^2.5 through it */
+#define POW_TEST(fn, e)                                                                    \
+    static void fn(void **state)                                                           \
+    {                                                                                      \
+        (void)state;                                                                       \
+        bcast_check(#fn, FM_OP_POW, SHAPE(2, 5, 7), SHAPE(1), false, false, e);            \
+    }
+POW_TEST(pow_square, 2.0)
+POW_TEST(pow_cube, 3.0)
+POW_TEST(pow_general, 2.5)
+BCAST_TEST(bcast_channel_div_plain, FM_OP_DIV, false, false, SHAPE(1, 24, 3, 3),
+           SHAPE(1, 24, 1, 1))
+
 /* ---- goldens from PyTorch ---- */
 
 struct golden {
@@ -1203,6 +1450,27 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_concat_plain),
         cmocka_unit_test(fd_concat_blocked),
         cmocka_unit_test(fd_flatten_linear),
+        cmocka_unit_test(bcast_se_c8_blocked),
+        cmocka_unit_test(bcast_se_c24_blocked),
+        cmocka_unit_test(bcast_se_c56_blocked),
+        cmocka_unit_test(bcast_se_c232_blocked),
+        cmocka_unit_test(bcast_se_c24_plain),
+        cmocka_unit_test(bcast_se_c56_batch3_blocked),
+        cmocka_unit_test(bcast_per_sample_c24_blocked),
+        cmocka_unit_test(bcast_add_channel_c24_blocked),
+        cmocka_unit_test(bcast_layernorm_sub),
+        cmocka_unit_test(bcast_layernorm_div),
+        cmocka_unit_test(bcast_layernorm_div_c7),
+        cmocka_unit_test(bcast_lastdim_mul),
+        cmocka_unit_test(bcast_lastdim_sub),
+        cmocka_unit_test(bcast_mixed_div),
+        cmocka_unit_test(bcast_mixed_div_rows),
+        cmocka_unit_test(bcast_channel_sub_first),
+        cmocka_unit_test(bcast_window_mask_add),
+        cmocka_unit_test(bcast_channel_div_plain),
+        cmocka_unit_test(pow_square),
+        cmocka_unit_test(pow_cube),
+        cmocka_unit_test(pow_general),
         cmocka_unit_test(golden_small_cnn),
         cmocka_unit_test(sgd_momentum_two_steps),
         cmocka_unit_test(dropout_mask),

@@ -103,13 +103,15 @@ static enum fm_status scale_plane(struct fm_cpu *s, const struct fm_cpu_item *it
     return FM_OK;
 }
 
-/* Whether other (dims odims) scales the planes of a 4-D output (dims y): (N, C, 1, 1), N > 1
- * (with N = 1 it is oneDNN's per-channel broadcast, which is vectorized), or (N, 1, 1, 1), one
- * scale per sample: stochastic depth as torchvision draws it (ConvNeXt's blocks ran 21 ms in
- * oneDNN's reference binary for what takes under 1 here). */
+/* Whether other (dims odims) scales the planes of a 4-D output (dims y): (N, C, 1, 1), or
+ * (N, 1, 1, 1), one scale per sample: stochastic depth as torchvision draws it (ConvNeXt's
+ * blocks ran 21 ms in oneDNN's reference binary for what takes under 1 here). N = 1 too:
+ * oneDNN 2.6 vectorizes its per-channel broadcast only when both sources share one blocked
+ * layout, and RegNetY-400MF's convolutions at batch 1 write nChw8c where the scale comes in
+ * nChw16c: its reference code took 14 ms for one squeeze-excitation Mul that takes 0.07 here. */
 static bool plane_broadcast(const struct binary_priv *p, const struct fm_shape *y)
 {
-    return p->rank == 4 && p->broadcast && y->dims[0] > 1 && p->odims[0] == y->dims[0] &&
+    return p->rank == 4 && p->broadcast && p->odims[0] == y->dims[0] &&
            (p->odims[1] == y->dims[1] || p->odims[1] == 1) && p->odims[2] == 1 &&
            p->odims[3] == 1;
 }
@@ -125,14 +127,41 @@ static bool same_shape(const struct fm_shape *a, const struct fm_shape *b)
     return true;
 }
 
-/* Whether ewise.c runs the node: oneDNN binary broadcasts its second source only, and takes
- * no int32 operands here. */
+/* Whether oneDNN 2.6's binary has vectorized code for broadcasting an operand of dims o (its
+ * own rank) against y: one element, one value per channel (dim 1), trailing dims (leading
+ * ones, then y's dims: a bias or a LayerNorm weight over the last dims), or a 4-D plane
+ * pattern (N, C or 1, 1, 1), which scale_plane takes. Anything else runs its reference code
+ * (Swin's attention mask, (1, 4, 12, 49, 49) + (1, 4, 1, 49, 49), 7 ms a layer). */
+static bool onednn_broadcast(const struct fm_shape *o, const struct fm_shape *y)
+{
+    int64_t od[FM_MAX_DIMS];
+    bool scalar = true, channel = y->rank >= 2, trailing = true, seen = false;
+    for (int i = 0; i < y->rank; i++) {
+        int k = i - (y->rank - o->rank);
+        od[i] = k >= 0 ? o->dims[k] : 1;
+        scalar = scalar && od[i] == 1;
+        channel = channel && (i == 1 ? od[i] == y->dims[i] : od[i] == 1);
+        seen = seen || od[i] != 1;
+        trailing = trailing && (seen ? od[i] == y->dims[i] : od[i] == 1);
+    }
+    bool plane = y->rank == 4 && od[0] == y->dims[0] && (od[1] == y->dims[1] || od[1] == 1) &&
+                 od[2] == 1 && od[3] == 1;
+    return scalar || channel || trailing || plane;
+}
+
+/* Whether ewise.c runs the node: oneDNN binary broadcasts its second source only, takes no
+ * int32 operands here, and runs some broadcasts with its reference code. */
 static bool general(const struct fm_graph *g, const struct fm_node *n)
 {
     const struct fm_tensor *y = fm_graph_tensor(g, n->out[0]);
     const struct fm_tensor *a = fm_graph_tensor(g, n->in[0]), *b = fm_graph_tensor(g, n->in[1]);
-    return (!same_shape(&a->shape, &y->shape) && !same_shape(&b->shape, &y->shape)) ||
-           !fm_dtype_is_float(a->dtype) || !fm_dtype_is_float(b->dtype);
+    if (!fm_dtype_is_float(a->dtype) || !fm_dtype_is_float(b->dtype))
+        return true;
+    if (same_shape(&a->shape, &y->shape))
+        return !onednn_broadcast(&b->shape, &y->shape);
+    if (same_shape(&b->shape, &y->shape))
+        return !onednn_broadcast(&a->shape, &y->shape);
+    return true;
 }
 
 enum fm_status fm_cpu_binary_check(struct fm_ctx *ctx, const struct fm_graph *g,

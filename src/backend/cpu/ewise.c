@@ -26,6 +26,14 @@
 #include <math.h>
 #include <string.h>
 
+/* GCC keeps a float compare-and-select (the clamps of erf_fast and exp_fast, Max, Min, ReLU
+ * -like selects) as a branch while FP operations may trap, and a loop with a branch does not
+ * vectorise: Erf ran at 10-20x a same-sized Add. Nothing here reads the FP exception flags,
+ * so the loops may compute both sides; the values are the same. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #define EW_MAX_IN 8                  /* inputs of a variadic Max or Min */
 #define EW_OPS (EW_MAX_IN + 3)       /* a walk's pointers: result, dy, y and the inputs */
 #define EW_CHUNK 4096                /* elements of an inner run one thread takes at a time */
@@ -240,6 +248,29 @@ static inline float erf_fast(float x)
     return x * p / q;
 }
 
+/* exp(x) for x <= 0 (erf's derivative, exp(-x^2)) without a libm call, so the loop
+ * vectorises (libm's expf does not: GELU's backward as Erf ran at 7x its calibrated time):
+ * x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its Taylor polynomial to degree 7 (error
+ * below 2e-7 relative) times 2^n built in the exponent bits; x is clamped at -87 (exp(-87)
+ * is 1.6e-38, just above float's smallest normal, where erf's derivative is 0 to the
+ * precision of any gradient). */
+static inline float exp_fast(float x)
+{
+    x = x < -87.0f ? -87.0f : x;
+    float n = (float)(int32_t)(x * 1.44269504088896341f - 0.5f);   /* rounded: x <= 0 */
+    float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
+    float p = 1.98412698412698413e-4f;
+    p = p * r + 1.38888888888888889e-3f;
+    p = p * r + 8.33333333333333333e-3f;
+    p = p * r + 4.16666666666666667e-2f;
+    p = p * r + 1.66666666666666667e-1f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    union { int32_t i; float f; } sc = {.i = ((int32_t)n + 127) << 23};
+    return p * sc.f;
+}
+
 /* log(1 + exp(x)) without overflow: x itself past 20, where exp(-x) is below float's epsilon */
 static inline float softplus_of(float x)
 {
@@ -288,6 +319,8 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     case K_POW:
         if (!inc[2] && f[2][0] == 2.0f)   /* x^2, as in a decomposed LayerNorm */
             UN(y, float, f[1], u * u);
+        else if (!inc[2] && f[2][0] == 3.0f)   /* x^3, GELU's tanh form (GPT-2): no powf */
+            UN(y, float, f[1], u * u * u);
         else
             BIN(y, float, f[1], f[2], powf(u, v));
         break;
@@ -363,7 +396,16 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
         }
         break;
     case K_POW_X:
-        /* PyTorch: dy * p * x^(p-1), zero where p == 0 */
+        /* PyTorch: dy * p * x^(p-1), zero where p == 0; x^2 (a decomposed LayerNorm's
+         * variance) without powf, which does not vectorise (8x the calibrated time) */
+        if (!inc[3] && f[3][0] == 2.0f) {
+            BIN(y, float, f[1], f[2], 2.0f * u * v);
+            break;
+        }
+        if (!inc[3] && f[3][0] == 3.0f) {   /* GELU's tanh form: 17x its calibrated time */
+            BIN(y, float, f[1], f[2], 3.0f * u * v * v);
+            break;
+        }
         EW_SIMD
         for (int64_t i = 0; i < n; i++) {
             float x = AT(2, i), pw = AT(3, i);
@@ -404,7 +446,7 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
             y[i] = AT(2, i) > 0.0f ? AT(1, i) : AT(1, i) * AT(3, i);
         break;
     case K_PRELU_S: BIN(y, float, f[1], f[2], v > 0.0f ? 0.0f : u * v); break;
-    case K_ERF_B: BIN(y, float, f[1], f[2], u * 1.12837916709551257f * expf(-v * v)); break;
+    case K_ERF_B: BIN(y, float, f[1], f[2], u * 1.12837916709551257f * exp_fast(-v * v)); break;
     case K_SIN_B: BIN(y, float, f[1], f[2], u * cosf(v)); break;
     case K_COS_B: BIN(y, float, f[1], f[2], -u * sinf(v)); break;
     case K_TAN_B: BIN(y, float, f[1], f[2], u * (1.0f + v * v)); break;
@@ -424,7 +466,12 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     }
 }
 
-/* memories: the item's fp32 operands (ew_item.mem) */
+/* memories: the item's fp32 operands (ew_item.mem). The units (chunks of runs) are cut into
+ * EW_BLOCKS contiguous blocks spread over the threads; a block finds its first run's operand
+ * offsets by division once and steps to the next run by an odometer, so short runs (a
+ * LayerNorm's rows of C, broadcast against one value per row) pay no index division. */
+#define EW_BLOCKS 64
+
 static enum fm_status walk_exec(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
 {
     (void)s;
@@ -433,21 +480,39 @@ static enum fm_status walk_exec(struct fm_cpu *s, const struct fm_cpu_item *it, 
     char *base[EW_OPS] = {NULL};
     for (int k = 0; k < e->nops; k++)
         base[k] = e->ints[k] ? (char *)e->ints[k] : (char *)fm_cpu_item_f32(it, e->mem[k]);
+    const int64_t nblk = w->units < EW_BLOCKS ? w->units : EW_BLOCKS;
     FM_CPU_PARALLEL
-    for (int64_t u = 0; u < w->units; u++) {
-        int64_t row = u / w->nchunks, start = (u - row * w->nchunks) * w->chunk;
-        int64_t len = w->inner - start < w->chunk ? w->inner - start : w->chunk;
-        int64_t off[EW_OPS] = {0};
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        int64_t u = w->units * blk / nblk, end = w->units * (blk + 1) / nblk;
+        int64_t row = u / w->nchunks, c = u - row * w->nchunks;
+        int64_t idx[FM_MAX_DIMS] = {0}, off[EW_OPS] = {0};
         for (int d = w->rank - 1; d >= 0; d--) {
-            int64_t qd = row / w->dims[d], id = row - qd * w->dims[d];
+            int64_t qd = row / w->dims[d];
+            idx[d] = row - qd * w->dims[d];
             for (int k = 0; k < e->nops; k++)
-                off[k] += id * w->stride[k][d];
+                off[k] += idx[d] * w->stride[k][d];
             row = qd;
         }
-        char *p[EW_OPS] = {NULL};
-        for (int k = 0; k < e->nops; k++)   /* every element is 4 bytes: fp32 or int32 */
-            p[k] = base[k] + 4 * (off[k] + start * w->inc[k]);
-        run_kernel(e, len, p);
+        for (; u < end; u++) {
+            int64_t start = c * w->chunk;
+            int64_t len = w->inner - start < w->chunk ? w->inner - start : w->chunk;
+            char *p[EW_OPS] = {NULL};
+            for (int k = 0; k < e->nops; k++)   /* every element is 4 bytes: fp32 or int32 */
+                p[k] = base[k] + 4 * (off[k] + start * w->inc[k]);
+            run_kernel(e, len, p);
+            if (++c < w->nchunks)
+                continue;
+            c = 0;   /* the next run: the odometer's last outer dim first */
+            for (int d = w->rank - 1; d >= 0; d--) {
+                for (int k = 0; k < e->nops; k++)
+                    off[k] += w->stride[k][d];
+                if (++idx[d] < w->dims[d])
+                    break;
+                for (int k = 0; k < e->nops; k++)
+                    off[k] -= idx[d] * w->stride[k][d];
+                idx[d] = 0;
+            }
+        }
     }
     return FM_OK;
 }
@@ -869,7 +934,8 @@ out:
 }
 
 /* Sub, Div, Max, Min of two floats whose first operand (either, for Max and Min) has the
- * output's size: a oneDNN binary, all plain. false in *done when the shapes do not suit. */
+ * output's size and whose other has it too or is one element: a oneDNN binary, all plain.
+ * false in *done when the shapes do not suit (the walk then runs it). */
 static enum fm_status binary_fwd(struct fm_cpu *s, fm_nid id, bool *done)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
@@ -888,6 +954,11 @@ static enum fm_status binary_fwd(struct fm_cpu *s, fm_nid id, bool *done)
     int full = numel_of(s, n->in[0]) == numel_of(s, y) ? 0 : 1;
     if (numel_of(s, n->in[full]) != numel_of(s, y) || (full == 1 && alg != dnnl_binary_max &&
                                                        alg != dnnl_binary_min))
+        return FM_OK;
+    /* the other operand of the output's size or one element: anything else oneDNN 2.6 may
+     * broadcast with its reference code (a decomposed LayerNorm's (N, H, W, C) - (N, H, W, 1)
+     * ran at 150 MFLOP/s, 1.4 ms where the walk takes 0.03) */
+    if (numel_of(s, n->in[1 - full]) != numel_of(s, y) && numel_of(s, n->in[1 - full]) != 1)
         return FM_OK;
     int64_t dims[FM_MAX_DIMS], odims[FM_MAX_DIMS];
     int rank = fm_cpu_dims(fm_graph_tensor(s->g, y), dims);

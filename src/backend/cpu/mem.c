@@ -506,9 +506,45 @@ enum fm_status fm_cpu_sink_end(struct fm_cpu *s, struct fm_cpu_sink *sk)
     return fm_cpu_sink_from(s, sk->node, sk->phase, sk->tensor, sk->tmp);
 }
 
+/* items: src, dst of one fp32 layout; arg: the element count of the buffers, padding
+ * included (zero in both, so zero after) and whether to add */
+struct flat_sum {
+    int64_t n;
+    bool add;
+};
+
+static enum fm_status flat_sum_exec(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct flat_sum *f = arg;
+    const float *x = fm_cpu_item_f32(it, 0);
+    float *y = fm_cpu_item_f32(it, 1);
+    const int64_t n = f->n, chunk = 4096;
+    if (f->add) {
+        FM_CPU_PARALLEL
+        for (int64_t c = 0; c < n; c += chunk) {
+            const int64_t e = c + chunk < n ? c + chunk : n;
+            for (int64_t i = c; i < e; i++)
+                y[i] += x[i];
+        }
+    } else {
+        FM_CPU_PARALLEL
+        for (int64_t c = 0; c < n; c += chunk) {
+            const int64_t e = c + chunk < n ? c + chunk : n;
+            for (int64_t i = c; i < e; i++)
+                y[i] = x[i];
+        }
+    }
+    return FM_OK;
+}
+
 /* dst = src (add false) or dst += src (add true) in one layout: oneDNN's sum primitive, which
  * is parallel and vectorized (a reorder between identical layouts, with or without a sum
- * post-op, runs oneDNN's scalar reference code). In place: dst is also the first source. */
+ * post-op, runs oneDNN's scalar reference code), except where oneDNN 2.6 picks its reference
+ * sum: a blocked layout whose channels are padded to the block (24 or 40 channels in 16-channel
+ * blocks, every gradient accumulation of MobileNetV3's and EfficientNet's narrow stages). The
+ * two buffers then have one layout and one size, so a flat loop over them (padding included)
+ * does it. In place: dst is also the first source. */
 static enum fm_status sum_into(struct fm_cpu *s, fm_nid node, enum fm_phase phase,
                                dnnl_memory_t src, dnnl_memory_t dst, bool add)
 {
@@ -522,6 +558,15 @@ static enum fm_status sum_into(struct fm_cpu *s, fm_nid node, enum fm_phase phas
     FM_DNNL_TRY(s, dnnl_sum_primitive_desc_create(&pd, &mds[0], n, scales, add ? mds : &mds[1],
                                                   s->attr, s->engine));
     s->pds[s->n_pds++] = pd;
+    if (fm_cpu_pd_is_slow(pd) && mds[0].data_type == dnnl_f32) {
+        struct flat_sum *f = fm_cpu_buf(s, sizeof(*f));
+        if (!f)
+            return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+        f->n = (int64_t)(dnnl_memory_desc_get_size(&mds[0]) / sizeof(float));
+        f->add = add;
+        dnnl_memory_t mems[2] = {src, dst};
+        return fm_cpu_add_fn(s, node, phase, flat_sum_exec, f, mems, 2);
+    }
     {
         struct fm_cpu_arg args[3] = {{DNNL_ARG_MULTIPLE_SRC, add ? dst : src},
                                      {DNNL_ARG_MULTIPLE_SRC + 1, src},
