@@ -402,6 +402,7 @@ struct worker {
     void (*work)(void *arg, int index);
     void *arg;
     int index;
+    double t0, t1;   /* when this thread started and finished its work */
 };
 
 static void *worker_main(void *p)
@@ -412,7 +413,9 @@ static void *worker_main(void *p)
     CPU_SET(w->cpu, &set);
     pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
     pthread_barrier_wait(w->start);
+    w->t0 = now_s();
     w->work(w->arg, w->index);
+    w->t1 = now_s();
     return NULL;
 }
 
@@ -431,7 +434,7 @@ static double run_threads(const struct cpu_info *ci, int n, void (*work)(void *,
         return -1;
     int made = 0;
     for (int i = 0; i < n; i++) {
-        w[i] = (struct worker){&start, ci->cpus[i % ci->logical], work, arg, i};
+        w[i] = (struct worker){&start, ci->cpus[i % ci->logical], work, arg, i, 0.0, 0.0};
         if (pthread_create(&tid[i], NULL, worker_main, &w[i]))
             break;
         made++;
@@ -446,12 +449,19 @@ static double run_threads(const struct cpu_info *ci, int n, void (*work)(void *,
         return -1;
     }
     pthread_barrier_wait(&start);
-    double t0 = now_s();
     for (int i = 0; i < n; i++)
         pthread_join(tid[i], NULL);
-    double t = now_s() - t0;
     pthread_barrier_destroy(&start);
-    return t;
+    /* the span from the first worker's start to the last one's end, as the workers clocked
+     * it: a clock read here after the barrier could come after the work on a loaded machine
+     * (this thread descheduled), a time near zero, and the caller's passes = budget / time
+     * would then run for minutes */
+    double t0 = w[0].t0, t1 = w[0].t1;
+    for (int i = 1; i < n; i++) {
+        t0 = w[i].t0 < t0 ? w[i].t0 : t0;
+        t1 = w[i].t1 > t1 ? w[i].t1 : t1;
+    }
+    return t1 - t0;
 }
 
 struct fma_job {
