@@ -589,10 +589,14 @@ static enum fm_status map_softmax(struct ox *ox, const Onnx__NodeProto *node, co
      * (x->dims fed to ox_const_tensor) was read after being freed (found by fuzz_onnx) */
     const struct fm_shape xs = tensor(ox, in[0])->shape, *x = &xs;
     int64_t axis = a.axis < 0 ? a.axis + x->rank : a.axis;
+    /* an axis out of range goes to the op's own shape rule, which names it; only an axis in
+     * range is read against the dims (found by fuzz_onnx: axis -4096 indexed dims[-4091]) */
+    if (ox->opset >= 13 || axis < 0 || axis >= x->rank)
+        return ox_emit(ox, node, op, &a, in, 1, 1);
     bool trailing_ones = true;
     for (int d = (int)axis + 1; d < x->rank; d++)
         trailing_ones &= x->dims[d] == 1;
-    if (ox->opset >= 13 || axis < 0 || axis >= x->rank || trailing_ones)
+    if (trailing_ones)
         return ox_emit(ox, node, op, &a, in, 1, 1);
     int64_t rows = 1, cols = 1;
     for (int d = 0; d < x->rank; d++)
