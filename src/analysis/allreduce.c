@@ -5,21 +5,19 @@
 #include "../core/internal.h"
 #include "analysis.h"
 #include "calibration_internal.h"
+#include "plan.h"
 
 #include <math.h>
 #include <string.h>
 
-/* Ring all-reduce (Patarasuk & Yuan 2009; NCCL's "bus bandwidth"): reduce-scatter then
- * all-gather, 2 (N-1) steps each moving S/N bytes per device, so every device sends and
- * receives 2 (N-1)/N x S bytes. Send and receive run at once over the two directions of the
- * link, so the time is that volume over one direction: half the bidirectional figure that
- * datasheets print. PPP scales it like PALEO's ppp_comm. */
+/* Ring all-reduce (Patarasuk & Yuan 2009; NCCL's "bus bandwidth", the plan's collective model
+ * in plan_comm.c without its latency term): every device sends and receives 2 (N-1)/N x S
+ * bytes. Send and receive run at once over the two directions of the link, so the time is that
+ * volume over one direction: half the bidirectional figure that datasheets print. PPP scales it
+ * like PALEO's ppp_comm. */
 double fm_ring_allreduce_s(double bytes, int gpus, double link_bw_bidir, double ppp_comm)
 {
-    if (gpus <= 1 || bytes <= 0)
-        return 0.0;
-    double per_direction = link_bw_bidir / 2.0;
-    return 2.0 * (double)(gpus - 1) / (double)gpus * bytes / (per_direction * ppp_comm);
+    return fm_coll_time(FM_COLL_ALLREDUCE, bytes, gpus, link_bw_bidir / 2.0 * ppp_comm, 0.0);
 }
 
 /* A node-phase's time by one bound, or (b = CALIBRATED) its calibrated time. */
