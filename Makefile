@@ -3,7 +3,7 @@
 #   make test   the same set-up, then every test through ctest, the Python package's tests
 #               (`python-test`), then the same tests built with AddressSanitizer +
 #               UndefinedBehaviorSanitizer (`sanitize`), then each libFuzzer target for
-#               FUZZ_CI_TIME seconds (`fuzz`)
+#               FUZZ_CI_TIME seconds from seed FUZZ_CI_SEED (`fuzz`, reproducible)
 # Other targets: build, install, clean, check (ctest of BUILD only), sanitize, fuzz (each target
 # for FUZZ_TIME seconds; FUZZ_TARGETS="onnx args" picks some; docs/robustness.md), bench,
 # wheel (a manylinux wheel of the Python package in dist/, docs/python.md).
@@ -21,6 +21,8 @@ SAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_TIME ?= 300
 FUZZ_CI_TIME ?= 20
+# make test fuzzes from a fixed seed and a fresh corpus (fuzz/run.sh): reproducible anywhere
+FUZZ_CI_SEED ?= 1
 FUZZ_TARGETS ?=
 
 .PHONY: all deps configure build run test check install clean sanitize fuzz python-test wheel
@@ -60,7 +62,7 @@ run: build
 test: check
 	$(MAKE) --no-print-directory python-test
 	$(MAKE) --no-print-directory sanitize
-	$(MAKE) --no-print-directory fuzz FUZZ_TIME=$(FUZZ_CI_TIME)
+	FUZZ_SEED=$(FUZZ_CI_SEED) $(MAKE) --no-print-directory fuzz FUZZ_TIME=$(FUZZ_CI_TIME)
 
 check: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

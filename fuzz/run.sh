@@ -5,6 +5,11 @@
 # ONNX, the fixtures in tests/data/onnx). A finding is saved as BUILD/artifacts/<target>-*;
 # the script prints how to replay it and exits 1. One summary line per target goes to stdout
 # and to BUILD/fuzz-summary.txt (the totals docs/robustness.md records).
+# With FUZZ_SEED set (make test sets 1), every target starts from a fresh working corpus with
+# libFuzzer's -seed: the same inputs are tried in the same order on every machine, so a run in
+# CI tries a prefix (or an extension) of what the developer's own `make test` tried, and a
+# submission's fuzz stage is a check that can be reproduced, not a lottery. `make fuzz` (no
+# seed, FUZZ_TIME seconds, the corpus kept between runs) is the search for new findings.
 # usage: fuzz/run.sh BUILD SECONDS [TARGET...]   (targets: onnx device_json args trace ncu llm_config cluster; default all)
 set -u
 build=${1:?usage: fuzz/run.sh BUILD SECONDS [TARGET...]}
@@ -24,6 +29,7 @@ for t in $targets; do
         continue
     fi
     opts="-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024"
+    [ -n "${FUZZ_SEED:-}" ] && opts="$opts -seed=$FUZZ_SEED"
     [ -f "$src/fuzz/$t.dict" ] && opts="$opts -dict=$src/fuzz/$t.dict"
     # the CLI parser prints usage errors on every run: keep the log readable
     [ "$t" = args ] && opts="$opts -close_fd_mask=3"
@@ -46,6 +52,7 @@ for t in $targets; do
 
     # 2. fuzzing
     corpus="$build/corpus/$t"
+    [ -n "${FUZZ_SEED:-}" ] && rm -rf "$corpus"
     mkdir -p "$corpus"
     seeds=""
     [ -d "$src/fuzz/corpus/$t" ] && seeds="$src/fuzz/corpus/$t"

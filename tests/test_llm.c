@@ -576,6 +576,10 @@ static void test_bad_configs(void **unused)
         {"{\"model_type\": \"llama\", \"vocab_size\": 10, \"hidden_size\": 16, "
          "\"num_hidden_layers\": 600, \"num_attention_heads\": 4, \"intermediate_size\": 8}",
          FM_ERR_INVALID, {"600", NULL, NULL}},
+        /* head_dim 6 x rotary_pct 0.25 rotates one dim: no pair to rotate (fuzz_llm_config) */
+        {"{\"model_type\": \"gpt_neox\", \"vocab_size\": 10, \"hidden_size\": 24, "
+         "\"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"intermediate_size\": 8}",
+         FM_ERR_INVALID, {"rotary_pct = 0.25", "head_dim 6", "rotates 1 dims"}},
         {"[1, 2]", FM_ERR_PARSE, {"JSON object", NULL, NULL}},
         {"{\"model_type\": \"llama\",", FM_ERR_PARSE, {"JSON object", NULL, NULL}},
     };

@@ -118,6 +118,12 @@ const struct fm_shape *lm_shape(struct lm *m, fm_tid x)
     return t ? &t->shape : &none;
 }
 
+int64_t lm_last_dim(struct lm *m, fm_tid x)
+{
+    const struct fm_shape *s = lm_shape(m, x);
+    return s->rank > 0 ? s->dims[s->rank - 1] : 0;
+}
+
 fm_tid lm_reshape(struct lm *m, const char *name, fm_tid x, int rank, const int64_t *dims)
 {
     struct fm_attrs a;
@@ -252,7 +258,7 @@ static fm_tid scalar(struct lm *m, const char *name, const char *what, double v)
  * weight * that; Gemma's (1 + weight) adds one per weight element. */
 fm_tid lm_norm(struct lm *m, const char *name, fm_tid x, bool rms, bool bias)
 {
-    int64_t d = lm_shape(m, x)->dims[lm_shape(m, x)->rank - 1];
+    int64_t d = lm_last_dim(m, x);
     lm_push(m, "%s", name);
     fm_tid w = lm_param(m, "weight", FM_ROLE_PARAM, 1, &d);
     fm_tid b = !rms && bias ? lm_param(m, "bias", FM_ROLE_PARAM, 1, &d) : FM_NONE;
@@ -294,8 +300,7 @@ fm_tid lm_linear(struct lm *m, const char *name, fm_tid x, int64_t nout, bool bi
 
 fm_tid lm_conv1d(struct lm *m, const char *name, fm_tid x, int64_t nout)
 {
-    const struct fm_shape *s = lm_shape(m, x);
-    int64_t wd[2] = {s->rank ? s->dims[s->rank - 1] : 0, nout};
+    int64_t wd[2] = {lm_last_dim(m, x), nout};
     lm_push(m, "%s", name);
     fm_tid w = lm_param(m, "weight", FM_ROLE_PARAM, 2, wd);
     fm_tid b = lm_param(m, "bias", FM_ROLE_PARAM, 1, &nout);
@@ -314,8 +319,7 @@ fm_tid lm_rotary(struct lm *m, const char *name, fm_tid x, fm_tid cos, fm_tid si
 {
     /* ops of the attention module (apply_rotary_pos_emb is a function, not a module): named
      * <module>/<name>.<op> */
-    const struct fm_shape *s = lm_shape(m, x);
-    int64_t d = s->rank ? s->dims[s->rank - 1] : 0;
+    int64_t d = lm_last_dim(m, x);
     char nm[8][96];
     static const char *const ops[8] = {"rot", "pass", "mul_cos", "x1", "x2", "neg", "mul_sin",
                                        "add"};

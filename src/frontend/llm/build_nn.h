@@ -40,6 +40,8 @@ fm_tid lm_param(struct lm *m, const char *name, enum fm_role role, int rank, con
 fm_tid lm_input(struct lm *m, const char *name, enum fm_dtype dtype, int rank,
                 const int64_t *dims);
 const struct fm_shape *lm_shape(struct lm *m, fm_tid x);
+/* x's last dimension; 0 for FM_NONE (a node that failed) or a scalar */
+int64_t lm_last_dim(struct lm *m, fm_tid x);
 
 fm_tid lm_reshape(struct lm *m, const char *name, fm_tid x, int rank, const int64_t *dims);
 fm_tid lm_transpose(struct lm *m, const char *name, fm_tid x, int a, int b);

@@ -526,6 +526,11 @@ static enum fm_status parse_arch(struct rd *r)
                        (long long)c->heads, (long long)c->hidden);
         c->kv_heads = c->heads;
         c->head_dim = c->hidden / c->heads;
+        int64_t rot = (int64_t)((double)c->head_dim * c->rotary_pct);
+        if (rot < 2 || rot % 2)
+            return bad(r, "rotary_pct = %g of head_dim %lld rotates %lld dims: rotary "
+                          "embeddings rotate pairs, at least one",
+                       c->rotary_pct, (long long)c->head_dim, (long long)rot);
         c->qkv_bias = c->out_bias = b;
         c->mlp_bias = true;
         c->pos = FM_LLM_POS_ROPE;
