@@ -518,8 +518,23 @@ static void test_encoders(void **unused)
     assert_int_equal(fwd_macs(g, k, "cls.predictions.decoder"), 32ull * 128 * 1000);
     assert_int_equal(fwd_macs(g, k, "bert.encoder.layer.1.attention.self.query"),
                      32ull * 128 * 128);
+    uint64_t tied = k->params;
     fm_counts_free(k);
     fm_graph_free(g);
+    /* tie_word_embeddings false: the decoder's own (vocab, hidden) weight, 1000 x 128 more
+     * parameters, the graph's and the closed form's alike (fuzz_llm_config found the graph
+     * still reading the word embeddings) */
+    c.tied_embeddings = false;
+    g = build(ctx, &c, 2, 16, true, false);
+    k = test_count(ctx, g, FM_MODE_TRAIN);
+    uint64_t by_config = 0;
+    fm_llm_params(&c, &by_config, NULL);
+    assert_int_equal(k->params, tied + 1000ull * 128);
+    assert_int_equal(by_config, tied + 1000ull * 128);
+    assert_int_equal(fwd_macs(g, k, "cls.predictions.decoder"), 32ull * 128 * 1000);
+    fm_counts_free(k);
+    fm_graph_free(g);
+    c.tied_embeddings = true;
     /* learned positions end at max_position_embeddings */
     assert_int_equal(fm_llm_build(ctx, &c, &(struct fm_llm_build_opts){1, 300, 0, FM_DTYPE_FP32,
                                                                          false, false},
@@ -580,6 +595,15 @@ static void test_bad_configs(void **unused)
         {"{\"model_type\": \"gpt_neox\", \"vocab_size\": 10, \"hidden_size\": 24, "
          "\"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"intermediate_size\": 8}",
          FM_ERR_INVALID, {"rotary_pct = 0.25", "head_dim 6", "rotates 1 dims"}},
+        /* json.load keeps the last of a key given twice, cJSON the first (fuzz_llm_config) */
+        {"{\"model_type\": \"bert\", \"vocab_size\": 10, \"hidden_size\": 16, "
+         "\"tie_word_embeddings\": false, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 8, \"tie_word_embeddings\": true}",
+         FM_ERR_INVALID, {"\"tie_word_embeddings\"", "twice", NULL}},
+        {"{\"model_type\": \"llama\", \"vocab_size\": 10, \"hidden_size\": 16, "
+         "\"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"intermediate_size\": 8, "
+         "\"rope_scaling\": {\"factor\": 8.0, \"factor\": 4.0}}",
+         FM_ERR_INVALID, {"\"factor\"", "twice", NULL}},
         {"[1, 2]", FM_ERR_PARSE, {"JSON object", NULL, NULL}},
         {"{\"model_type\": \"llama\",", FM_ERR_PARSE, {"JSON object", NULL, NULL}},
     };

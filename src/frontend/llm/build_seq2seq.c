@@ -151,7 +151,15 @@ enum fm_status lm_build_bert(struct lm *m, fm_tid ids, fm_tid *logits)
     lm_pop(m);
     int64_t vd = c->vocab;
     fm_tid bias = lm_param(m, "bias", FM_ROLE_PARAM, 1, &vd);
-    fm_tid in4[3] = {x, wte, bias};
+    /* tie_word_embeddings false: the decoder has a (vocab, hidden) weight of its own */
+    fm_tid dec = wte;
+    if (!c->tied_embeddings) {
+        int64_t dd[2] = {c->vocab, h};
+        lm_push(m, "decoder");
+        dec = lm_param(m, "weight", FM_ROLE_PARAM, 2, dd);
+        lm_pop(m);
+    }
+    fm_tid in4[3] = {x, dec, bias};
     x = lm_module_node(m, FM_OP_LINEAR, "decoder", NULL, in4, 3);
     lm_pop(m);
     *logits = x;

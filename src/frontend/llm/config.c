@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -665,6 +666,51 @@ static enum fm_status check(struct rd *r)
     return FM_OK;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A key given twice in one object: transformers' json.load keeps the last, cJSON the first, so
+ * the two would read different models; refused, naming the key (objects nested in arrays and
+ * objects too). */
+static enum fm_status duplicate_keys(struct fm_ctx *ctx, const char *src, const cJSON *obj)
+{
+    size_t n = 0;
+    for (const cJSON *v = obj->child; v; v = v->next)
+        n++;
+    const char **names = NULL;
+    if (cJSON_IsObject(obj) && n > 1) {
+        names = fm_alloc(ctx, n * sizeof(*names));
+        if (!names)
+            return FM_ERR_NOMEM;
+        size_t i = 0;
+        for (const cJSON *v = obj->child; v; v = v->next)
+            names[i++] = v->string ? v->string : "";
+        qsort(names, n, sizeof(*names), cmp_names);
+        for (i = 1; i < n; i++) {
+            if (strcmp(names[i - 1], names[i]) == 0) {
+                enum fm_status st =
+                    fm_error(ctx, FM_ERR_INVALID,
+                             "%s: key \"%.100s\" is given twice in one object (transformers "
+                             "would read the last, so the file is ambiguous): keep one",
+                             src, names[i]);
+                fm_dealloc(ctx, names);
+                return st;
+            }
+        }
+        fm_dealloc(ctx, names);
+    }
+    for (const cJSON *v = obj->child; v; v = v->next) {
+        if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+            enum fm_status st = duplicate_keys(ctx, src, v);
+            if (st)
+                return st;
+        }
+    }
+    return FM_OK;
+}
+
 enum fm_status fm_llm_config_parse(struct fm_ctx *ctx, const char *text, size_t n,
                                    const char *source, struct fm_llm_config *out)
 {
@@ -679,7 +725,9 @@ enum fm_status fm_llm_config_parse(struct fm_ctx *ctx, const char *text, size_t 
                         source);
     }
     struct rd r = {ctx, source, root, out};
-    enum fm_status st = find_arch(&r);
+    enum fm_status st = duplicate_keys(ctx, source, root);
+    if (!st)
+        st = find_arch(&r);
     if (!st)
         st = parse_arch(&r);
     if (!st)
