@@ -570,7 +570,8 @@ static void test_precision_from_dtype(void **state)
 }
 
 /* The bytes follow the precision: mixed precision for fp16/bf16 (activations in half, weights
- * in fp32), --dtype overrides, fp64; the FLOPs stay the same. */
+ * in fp32), fp8 as bf16 (Transformer Engine's recipe), --dtype overrides, fp64; the FLOPs stay
+ * the same. */
 static void test_storage_follows_precision(void **state)
 {
     (void)state;
@@ -623,6 +624,29 @@ static void test_storage_follows_precision(void **state)
         fm_session_free(s);
     }
     fm_session_free(f32);
+
+    /* fp8 (a language model's matmuls on an H100's fp8 peak) stores what bf16 stores: bf16
+     * activations inside autocast, fp32 weights, gradients and state, the same bytes */
+    struct fm_session *by_prec[2] = {NULL, NULL};
+    const enum fm_precision lm_prec[2] = {FM_PREC_BF16, FM_PREC_FP8};
+    for (int i = 0; i < 2; i++) {
+        struct fm_session_opts o;
+        fm_session_opts_init(&o, FM_TASK_ROOFLINE);
+        o.model = "gpt2";
+        o.device = "h100";
+        o.load.seq = 64;
+        o.precision = lm_prec[i];
+        o.precision_given = true;
+        by_prec[i] = test_session_ok(ctx, &o);
+        assert_int_equal(by_prec[i]->storage_activations, FM_DTYPE_BF16);
+        assert_int_equal(by_prec[i]->storage_parameters, FM_DTYPE_FP32);
+    }
+    test_expect_in(by_prec[1]->storage_how, "fp8 matmuls");
+    assert_true(by_prec[0]->counts->activation_bytes == by_prec[1]->counts->activation_bytes);
+    assert_true(by_prec[0]->counts->param_bytes == by_prec[1]->counts->param_bytes);
+    assert_true(by_prec[0]->counts->param_bytes == 124439808ull * 4);
+    fm_session_free(by_prec[0]);
+    fm_session_free(by_prec[1]);
 
     /* the roofline of the issue: resnet50 at batch 64 on fp16 moves about half the bytes */
     char *o32, *o16;

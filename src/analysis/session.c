@@ -255,7 +255,8 @@ static enum fm_status check_opts(struct fm_ctx *ctx, const struct fm_session_opt
 
 /* How float tensors are stored. --dtype: every one in that type. Else the precision decides:
  * fp16/bf16 is mixed precision as PyTorch's autocast runs it (half activations, fp32 weights,
- * gradients and optimizer state), fp64 is fp64 throughout, anything else keeps the model's own
+ * gradients and optimizer state), fp8 the same with bf16 activations (fp8 matmuls inside bf16
+ * autocast, as Transformer Engine and fm_plan run them), fp64 is fp64 throughout, anything else keeps the model's own
  * types (fp32 for a built-in, the file's for ONNX). FM_DTYPE_COUNT: leave that kind alone. */
 static void storage_policy(const struct fm_session *s, enum fm_dtype *act, enum fm_dtype *param,
                            char *how, size_t size)
@@ -277,6 +278,12 @@ static void storage_policy(const struct fm_session *s, enum fm_dtype *act, enum 
                  "gradients and optimizer state as they were (fm_zoo_opts.dtype to store all in "
                  "one type)",
                  fm_dtype_name(*act));
+    } else if (o->precision_given && s->precision == FM_PREC_FP8) {
+        /* fp8 training as Transformer Engine runs it inside bf16 autocast: the matmuls' inputs
+         * are cast to fp8 on the way in, everything between them is bf16 */
+        *act = FM_DTYPE_BF16;
+        snprintf(how, size, "fp8 matmuls in bf16 mixed precision (Transformer Engine's): bf16 "
+                 "activations; weights, gradients and optimizer state as they were");
     } else if (o->precision_given && s->precision == FM_PREC_FP64) {
         *act = *param = FM_DTYPE_FP64;
         snprintf(how, size, "fm_session_opts.precision fp64: fp64 throughout (fm_zoo_opts.dtype to "

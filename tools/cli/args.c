@@ -244,7 +244,8 @@ int cli_model_opts_declare(struct cli_model_opts *m, struct cli_opt *out)
                                 "fp32|fp16|bf16|fp64",
                                 "storage type of every float tensor, activations and parameters "
                                 "alike (default: fp32; with --precision fp16/bf16 mixed "
-                                "precision: fp16/bf16 activations, fp32 weights; with fp64, "
+                                "precision: fp16/bf16 activations, fp32 weights; fp8 as bf16; "
+                                "with fp64, "
                                 "fp64); decides bytes, not counts",
                                 NULL, &m->dtype_given};
     out[n++] = (struct cli_opt){"loss-on", CLI_STRING, &m->loss_on, NULL, "OUTPUT",
