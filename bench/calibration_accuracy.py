@@ -119,6 +119,28 @@ PAIRS += [
      ["--batch", "1"], "bert"),
 ]
 
+# Fourteen more, added 2026-12-01 and, like the twenty above, written down and committed before
+# any of them was run: the zoo's other families and depths at batch 1 and 2, and two of the
+# full-size transformers at another batch.
+PAIRS += [
+    ("resnet34 b2", "resnet34", ["--batch", "2"], "resnet"),
+    ("resnet101 b1", "resnet101", ["--batch", "1"], "resnet,resnet50"),
+    ("wide_resnet50_2 b1", "wide_resnet50_2", ["--batch", "1"], "resnet,resnet50"),
+    ("resnext50_32x4d b1", "resnext50_32x4d", ["--batch", "1"], "resnet,resnet50,resnext"),
+    ("vgg13 b1", "vgg13", ["--batch", "1"], "vgg"),
+    ("alexnet b1", "alexnet", ["--batch", "1"], "alexnet"),
+    ("googlenet b1", "googlenet", ["--batch", "1"], ""),
+    ("inception_v3 b4", "inception_v3", ["--batch", "4"], ""),
+    ("mobilenet_v2 b2", "mobilenet_v2", ["--batch", "2"], "mobilenet_v2"),
+    ("mobilenet_v3_small b1", "mobilenet_v3_small", ["--batch", "1"], "mobilenet_v3"),
+    ("efficientnet_b1 b2", "efficientnet_b1", ["--batch", "2"], "efficientnet"),
+    ("efficientnet_b2 b1", "efficientnet_b2", ["--batch", "1"], "efficientnet"),
+    ("ViT-B/16 224 b2 (ONNX, dynamo)", os.path.join(FULL, "vit_b_16_dyn.onnx"),
+     ["--batch", "2"], "vit"),
+    ("GPT-2 small 2x128 (ONNX, dynamo)", os.path.join(FULL, "gpt2_small_dyn.onnx"),
+     ["--batch", "2"], "gpt2"),
+]
+
 # The GPU's pairs: built-in networks at their ImageNet size, batches a GPU trains at (and two
 # small ones, where launches dominate); every one trainable by flopmeter's CUDA backend and by
 # torchvision (bench/gpu/torch_bench.py pairs), so PyTorch eager's step sits beside each.
