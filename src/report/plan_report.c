@@ -42,6 +42,8 @@ static void table(FILE *f, const struct fm_plan *p)
         fprintf(f, "  note: %s\n", p->note);
     if (p->graph_note[0])
         fprintf(f, "  check: %s\n", p->graph_note);
+    if (p->timing_note[0])
+        fprintf(f, "  timing: %s\n", p->timing_note);
     fprintf(f, "\nmemory per GPU (the stage that needs the most)\n");
     fprintf(f, "  %-34s %12s\n", "weights", fm_format_bytes(e->mem_weights, a));
     fprintf(f, "  %-34s %12s\n", "gradients", fm_format_bytes(e->mem_grads, a));
@@ -138,6 +140,8 @@ static void json(FILE *f, const struct fm_plan *p)
     fm_jw_double(&w, "model_flops_per_step", e->model_flops);
     fm_jw_double(&w, "hardware_flops_per_step", e->hardware_flops);
     fm_jw_double(&w, "params_per_gpu", e->params_per_gpu);
+    if (p->calibrated)   /* absent: the roofline with the fractions, as before the key */
+        fm_jw_string(&w, "compute_timing", "calibration");
     if (p->graph_note[0]) {
         fm_jw_object(&w, "graph_check", true);
         fm_jw_bool(&w, "equal", p->graph_equal);
