@@ -1020,6 +1020,67 @@ static void test_calibration_refusals(void **state)
     fm_ctx_free(ctx);
 }
 
+/* Without a ZeRO stage given, the search tries 0 to 3 (3 with pp 1 only) and lists each layout
+ * at its fastest stage: Llama 3.1 8B on 16 H100s at 64 x 8192 tokens fits without pipeline or
+ * tensor parallelism only with the gradients sharded too (at ZeRO 1 its 8B parameters keep 16 +
+ * 32 + 6 GB of model state a GPU, with activations past 80 GB), so the best plan is faster
+ * than the best at ZeRO 1 and shards more; with a stage given (zero, fsdp) every plan keeps it. */
+static void test_search_zero(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 16;
+    o.device = "h100";
+    o.global_batch = 64;
+    o.seq = 8192;
+    o.search = true;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->search.zero_searched);
+    bool other = false;
+    for (int i = 0; i < p->search.n_best; i++) {
+        const struct fm_plan_cfg *c = &p->search.best[i].cfg;
+        assert_true(c->zero >= 0 && c->zero <= 3);
+        assert_true(c->zero < 3 || c->pp == 1);
+        other = other || c->zero != 1;
+    }
+    assert_true(other);
+    o.zero = 1;
+    struct fm_plan *one = run_ok(ctx, &o);
+    assert_false(one->search.zero_searched);
+    for (int i = 0; i < one->search.n_best; i++)
+        assert_int_equal(one->search.best[i].cfg.zero, 1);
+    assert_true(p->search.best[0].step_s < one->search.best[0].step_s);
+    assert_true(p->search.best[0].cfg.zero >= 2);
+    /* four stages tried where one was (a few fewer: ZeRO-3 with pp > 1 is not) */
+    assert_true(p->search.evaluated > 3 * one->search.evaluated);
+    assert_true(p->search.evaluated < 4 * one->search.evaluated);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    FM_ASSERT_OK(ctx, fm_report_plan(f, p, FM_FORMAT_TABLE));
+    fclose(f);
+    assert_non_null(strstr(text, "ZeRO 0 to 3"));
+    char want[32];
+    snprintf(want, sizeof(want), "zero %d", p->search.best[0].cfg.zero);
+    assert_non_null(strstr(strstr(text, "search:"), want));
+    free(text);
+    fm_plan_free(one);
+    fm_plan_free(p);
+    o.zero = -1;
+    o.fsdp = true;
+    p = run_ok(ctx, &o);
+    assert_false(p->search.zero_searched);
+    for (int i = 0; i < p->search.n_best; i++) {
+        assert_int_equal(p->search.best[i].cfg.zero, 3);
+        assert_int_equal(p->search.best[i].cfg.pp, 1);
+    }
+    fm_plan_free(p);
+    fm_ctx_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1034,6 +1095,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mla_by_hand),   cmocka_unit_test(test_deepseek_v3_layout),
         cmocka_unit_test(test_bert_by_hand), cmocka_unit_test(test_config_files_match_graph),
         cmocka_unit_test(test_calibrated_compute), cmocka_unit_test(test_calibration_refusals),
+        cmocka_unit_test(test_search_zero),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

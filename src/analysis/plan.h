@@ -136,9 +136,13 @@ struct fm_plan_search {
     char why[FM_PLAN_SEARCH_KEEP][160];
     int n_best;
     long evaluated, valid, fitting;
+    bool zero_searched;        /* ZeRO 0 to 3 tried, each layout kept at its fastest */
 };
+/* search_zero: try ZeRO stages 0 to 3 (3 with pp 1 only) and keep each layout's fastest; else
+ * base->zero only. */
 enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *env,
-                                  const struct fm_plan_cfg *base, struct fm_plan_search *out);
+                                  const struct fm_plan_cfg *base, bool search_zero,
+                                  struct fm_plan_search *out);
 
 struct fm_plan {
     struct fm_ctx *ctx;

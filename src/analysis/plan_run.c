@@ -323,7 +323,9 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
             goto fail;
         }
         c.gb = o->global_batch;
-        if ((st = fm_plan_search_run(ctx, &p->env, &c, &p->search)))
+        /* the ZeRO stage is searched too unless the user chose one */
+        bool search_zero = !o->fsdp && o->zero < 0;
+        if ((st = fm_plan_search_run(ctx, &p->env, &c, search_zero, &p->search)))
             goto fail;
         p->searched = true;
         p->eval = p->search.best[0];

@@ -2,8 +2,10 @@
  * (divisors of the layers, or of the layers + 2 with the embedding and the head each in a
  * layer's slot), context (powers of two dividing the sequence) and expert
  * parallelism, micro-batch (1, 2, 4), interleaving (1, 2) and recompute (none, selective, full),
- * data parallelism taking the rest of the GPUs, at the global batch given and the ZeRO stage
- * given. Each is evaluated analytically (plan.c: a pass over the layers), so thousands of plans
+ * data parallelism taking the rest of the GPUs, at the global batch given; at the ZeRO stage
+ * given, or, when none is, at the fastest of ZeRO 0, 1, 2 and 3 that fits (3 with pp 1 only,
+ * as a plan refuses it otherwise; the lowest stage of equals, since stage 2 takes as long as 1
+ * in this model and only saves memory), so that one layout is listed once. Each is evaluated analytically (plan.c: a pass over the layers), so thousands of plans
  * take milliseconds. Keeps the fastest plans that fit, each with what costs it time against the
  * best. */
 #include "plan.h"
@@ -67,15 +69,18 @@ static void explain(const struct fm_plan_eval *best, const struct fm_plan_eval *
 }
 
 enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *env0,
-                                  const struct fm_plan_cfg *base, struct fm_plan_search *out)
+                                  const struct fm_plan_cfg *base, bool search_zero,
+                                  struct fm_plan_search *out)
 {
     memset(out, 0, sizeof(*out));
+    out->zero_searched = search_zero;
     const struct fm_llm_config *m = env0->cfg;
     struct fm_plan_env env = *env0;
     static const int mbs[] = {1, 2, 4};
     static const enum fm_recompute rcs[] = {FM_RECOMPUTE_NONE, FM_RECOMPUTE_SELECTIVE,
                                             FM_RECOMPUTE_FULL};
     int max_tp = env.cluster->gpus_per_node < env.gpus ? env.cluster->gpus_per_node : env.gpus;
+    int zero_lo = search_zero ? 0 : base->zero, zero_hi = search_zero ? 3 : base->zero;
     for (int tp = 1; tp <= max_tp; tp *= 2) {
         int64_t unit = 128 * (int64_t)tp;
         env.vocab = (m->vocab + unit - 1) / unit * unit;
@@ -93,30 +98,40 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
                         for (int v = 1; v <= 2; v++) {
                             for (size_t r = 0; r < 3; r++) {
                                 for (int sp = 0; sp <= (tp > 1); sp++) {
-                                    struct fm_plan_cfg c = *base;
-                                    c.tp = tp;
-                                    c.pp = pp;
-                                    c.cp = cp;
-                                    c.dp = dp;
-                                    c.ep = ep;
-                                    c.v = v;
-                                    c.mb = mbs[a];
-                                    c.recompute = rcs[r];
-                                    c.sp = sp;
-                                    c.balance = balance;
-                                    if (c.gb % (c.mb * dp))
-                                        continue;
-                                    c.m = c.gb / (c.mb * dp);
-                                    out->evaluated++;
-                                    if (fm_plan_check(ctx, &env, &c))
-                                        continue;
-                                    out->valid++;
-                                    struct fm_plan_eval e;
-                                    fm_plan_eval(&env, &c, &e);
-                                    if (!e.fits)
-                                        continue;
-                                    out->fitting++;
-                                    consider(out, &e);
+                                    struct fm_plan_eval e, fastest;
+                                    bool any = false;
+                                    for (int z = zero_lo; z <= zero_hi; z++) {
+                                        if (search_zero && z >= 3 && pp > 1)
+                                            continue;
+                                        struct fm_plan_cfg c = *base;
+                                        c.tp = tp;
+                                        c.pp = pp;
+                                        c.cp = cp;
+                                        c.dp = dp;
+                                        c.ep = ep;
+                                        c.v = v;
+                                        c.mb = mbs[a];
+                                        c.recompute = rcs[r];
+                                        c.sp = sp;
+                                        c.balance = balance;
+                                        c.zero = z;
+                                        if (c.gb % (c.mb * dp))
+                                            continue;
+                                        c.m = c.gb / (c.mb * dp);
+                                        out->evaluated++;
+                                        if (fm_plan_check(ctx, &env, &c))
+                                            continue;
+                                        out->valid++;
+                                        fm_plan_eval(&env, &c, &e);
+                                        if (!e.fits)
+                                            continue;
+                                        out->fitting++;
+                                        if (!any || e.step_s < fastest.step_s)
+                                            fastest = e;
+                                        any = true;
+                                    }
+                                    if (any)
+                                        consider(out, &fastest);
                                 }
                             }
                         }
@@ -128,10 +143,11 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
     if (!out->n_best)
         return fm_error(ctx, FM_ERR_INVALID,
                         "no plan of %s on %d GPUs fits %s's memory at global batch %lld (%ld "
-                        "plans valid of %ld tried); more GPUs, a smaller batch or ZeRO-3 "
-                        "(fm_plan_opts.zero) may",
+                        "plans valid of %ld tried%s); more GPUs or a smaller batch%s may",
                         m->name, env.gpus, env.dev->name, (long long)base->gb, out->valid,
-                        out->evaluated);
+                        out->evaluated, search_zero ? ", ZeRO 0 to 3" : "",
+                        search_zero || base->zero >= 3 ? ""
+                                                       : ", or ZeRO-3 (fm_plan_opts.zero)");
     for (int i = 0; i < out->n_best; i++)
         explain(&out->best[0], &out->best[i], out->why[i], sizeof(out->why[i]));
     return FM_OK;

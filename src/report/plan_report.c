@@ -84,8 +84,10 @@ static void table(FILE *f, const struct fm_plan *p)
         fprintf(f, "%s GPU-hours\n", fm_format_si(p->gpu_hours, a));
     }
     if (p->searched) {
-        fprintf(f, "\nsearch: %ld plans tried, %ld valid, %ld fit; the fastest:\n",
-                p->search.evaluated, p->search.valid, p->search.fitting);
+        fprintf(f, "\nsearch: %ld plans tried, %ld valid, %ld fit%s; the fastest:\n",
+                p->search.evaluated, p->search.valid, p->search.fitting,
+                p->search.zero_searched ? " (ZeRO 0 to 3: each layout at its fastest stage)"
+                                        : "");
         for (int i = 0; i < p->search.n_best; i++) {
             const struct fm_plan_eval *x = &p->search.best[i];
             fprintf(f, "  %d. %9s  MFU %4.1f%%  %8s  ", i + 1, fm_format_time(x->step_s, a),
