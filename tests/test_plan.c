@@ -960,6 +960,52 @@ static void test_calibrated_compute(void **state)
             fm_plan_free(p);
         }
     }
+
+    /* pp 2: a stage runs half the layers and the embedding (first) or the head and the loss
+     * (last). The whole graph at 32 and at 16 layers gives a layer's time l and the embedding's
+     * and head's together (e + h); the slowest stage is then 16 l + max(e, h), between
+     * 16 l + (e + h) / 2 and 16 l + e + h. */
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 8;
+    o.tp = 2;
+    o.pp = 2;
+    o.device = "h100";
+    o.global_batch = 16;
+    o.micro_batch = 2;
+    o.seq = 256;
+    o.calibration = cal;
+    struct fm_plan *p = run_ok(ctx, &o);
+    int64_t m = p->eval.cfg.m;
+    assert_int_equal(m, 4);
+    struct fm_llm_config half = p->model;
+    half.layers = 16;
+    struct graph_times whole = whole_graph_times(ctx, &p->model, 2, 2, 256, dev, cal);
+    struct graph_times part = whole_graph_times(ctx, &half, 2, 2, 256, dev, cal);
+    double all = whole.fwd + whole.bwd, l = (all - (part.fwd + part.bwd)) / 16;
+    double ends = all - 32 * l, got = p->eval.t_compute / (double)m;
+    if (!(got >= (16 * l + ends / 2) * (1 - 1e-12) && got <= (16 * l + ends) * (1 + 1e-12)))
+        fail_msg("pp 2: a micro-batch's compute %.17g s, not between %.17g and %.17g", got,
+                 16 * l + ends / 2, 16 * l + ends);
+    fm_plan_free(p);
+
+    /* the CLI reads a calibration file and says which timing it used */
+    char file[64];
+    snprintf(file, sizeof(file), "%s", "/tmp/fm_test_plan_calib_XXXXXX");
+    int fd = mkstemp(file);
+    assert_true(fd >= 0);
+    close(fd);
+    FM_ASSERT_OK(ctx, fm_calibration_save(ctx, cal, file));
+    char args[256], *out = NULL, *err = NULL;
+    snprintf(args, sizeof(args), "plan llama-3.1-8b --gpus 8 --tp 2 --device h100 --seq 256 "
+             "--calibration %s", file);
+    assert_int_equal(test_run_cli(args, &out, &err), 0);
+    test_expect_in(out, "timing: compute by calibration");
+    test_expect_in(out, "0 of its");
+    free(out);
+    free(err);
+    unlink(file);
     fm_calibration_free(cal);
     fm_devices_free(devs);
     fm_ctx_free(ctx);
