@@ -131,6 +131,14 @@ const char *fm_plan_model_name(size_t i);
 
 /* The best few plans (plan_search.c). */
 #define FM_PLAN_SEARCH_KEEP 5
+#define FM_PLAN_SEARCH_TP 8    /* tensor-parallel sizes a calibrated search times: 1 to 128 */
+/* A calibrated search's timings (plan_calib.c), one per tensor-parallel size (log2) and
+ * micro-batch (1, 2, 4), each made when a valid plan first needs it. */
+struct fm_plan_timings {
+    struct fm_plan *plan;     /* whose calibration and model */
+    struct fm_plan_timing t[FM_PLAN_SEARCH_TP][3];
+    uint8_t state[FM_PLAN_SEARCH_TP][3];   /* 0: not yet, 1: timed, 2: cannot be timed */
+};
 struct fm_plan_search {
     struct fm_plan_eval best[FM_PLAN_SEARCH_KEEP];
     char why[FM_PLAN_SEARCH_KEEP][160];
@@ -139,10 +147,11 @@ struct fm_plan_search {
     bool zero_searched;        /* ZeRO 0 to 3 tried, each layout kept at its fastest */
 };
 /* search_zero: try ZeRO stages 0 to 3 (3 with pp 1 only) and keep each layout's fastest; else
- * base->zero only. */
+ * base->zero only. timings: time each plan's compute by a calibration (context parallelism not
+ * tried: one timed graph cannot show it); NULL: the roofline. */
 enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *env,
                                   const struct fm_plan_cfg *base, bool search_zero,
-                                  struct fm_plan_search *out);
+                                  struct fm_plan_timings *timings, struct fm_plan_search *out);
 
 struct fm_plan {
     struct fm_ctx *ctx;
@@ -166,11 +175,20 @@ struct fm_plan {
     bool calibrated;                /* the compute timed by fm_plan_opts.calibration */
     char timing_note[640];          /* which calibration, for the report */
     struct fm_plan_search search;
+    struct fm_plan_timings search_timings;   /* a calibrated search's */
 };
 
 /* Times the plan's compute by fm_plan_opts.calibration (plan_calib.c): fills p->timing for
  * cfg c (checked) and points p->env.timing at it. */
 enum fm_status fm_plan_calib_time(struct fm_plan *p, const struct fm_plan_cfg *c);
+/* The timing of plan c for the search (its tp the tp_index-th power of two, its micro-batch
+ * the mb_index-th of 1, 2, 4; the vocabulary padded to vocab), timed on first use;
+ * FM_ERR_INVALID when c's tp cannot be timed (a message on the context). */
+enum fm_status fm_plan_calib_lookup(struct fm_plan_timings *ts, const struct fm_plan_cfg *c,
+                                    int tp_index, int mb_index, int64_t vocab,
+                                    const struct fm_plan_timing **out);
+/* p->timing_note (and p->calibrated) for the timing tm of p's plan. */
+void fm_plan_calib_note(struct fm_plan *p, const struct fm_plan_timing *tm);
 
 /* Data and pipeline parallelism of any counted model (plan_graph.c): fills p->eval. */
 enum fm_status fm_plan_graph_eval(struct fm_plan *p, struct fm_plan_cfg *c);

@@ -36,16 +36,18 @@ static int64_t layer_of(const char *name)
     return -1;
 }
 
-enum fm_status fm_plan_calib_time(struct fm_plan *p, const struct fm_plan_cfg *c)
+/* Times c's micro-batch on one GPU (its tp, micro-batch and sequence; the vocabulary padded to
+ * vocab) into *tm. */
+static enum fm_status time_graph(struct fm_plan *p, const struct fm_plan_cfg *c, int64_t vocab,
+                                 struct fm_plan_timing *tm)
 {
     struct fm_ctx *ctx = p->ctx;
     const struct fm_plan_opts *o = &p->opts;
     const struct fm_llm_config *m = &p->model;
-    struct fm_plan_timing *tm = &p->timing;
     memset(tm, 0, sizeof(*tm));
     /* one layer of each kind the model has, in the order they first appear */
     struct fm_llm_config shard;
-    fm_plan_shard_config(m, c->tp, p->env.vocab, &shard);
+    fm_plan_shard_config(m, c->tp, vocab, &shard);
     int kind_at[2] = {-1, -1}, layer_kind[2] = {0, 0};   /* graph layer of a kind, and back */
     int64_t k = 0;
     for (int64_t i = 0; i < m->layers && i < FM_LLM_MAX_LAYERS; i++) {
@@ -125,17 +127,53 @@ enum fm_status fm_plan_calib_time(struct fm_plan *p, const struct fm_plan_cfg *c
             tm->last_bwd += b;
         }
     }
-    p->env.timing = tm;
-    p->calibrated = true;
-    const struct fm_calibration *cal = o->calibration;
-    snprintf(p->timing_note, sizeof(p->timing_note),
-             "compute by calibration %.200s (%.100s, %s) on the graph of one layer of each "
-             "kind; %zu of its %zu node-phases have no entry (PALEO's sum)",
-             cal->source[0] ? cal->source : "(fitted)", cal->device,
-             fm_precision_name(cal->precision), tm->uncalibrated, tm->node_phases);
 out:
     fm_prediction_free(pr);
     fm_counts_free(cnt);
     fm_graph_free(g);
     return st;
+}
+
+void fm_plan_calib_note(struct fm_plan *p, const struct fm_plan_timing *tm)
+{
+    const struct fm_calibration *cal = p->opts.calibration;
+    p->calibrated = true;
+    snprintf(p->timing_note, sizeof(p->timing_note),
+             "compute by calibration %.200s (%.100s, %s) on the graph of one layer of each "
+             "kind%s; %zu of its %zu node-phases have no entry (PALEO's sum)",
+             cal->source[0] ? cal->source : "(fitted)", cal->device,
+             fm_precision_name(cal->precision),
+             p->searched ? " at each plan's tp and micro-batch" : "", tm->uncalibrated,
+             tm->node_phases);
+}
+
+enum fm_status fm_plan_calib_time(struct fm_plan *p, const struct fm_plan_cfg *c)
+{
+    enum fm_status st = time_graph(p, c, p->env.vocab, &p->timing);
+    if (st)
+        return st;
+    p->env.timing = &p->timing;
+    fm_plan_calib_note(p, &p->timing);
+    return FM_OK;
+}
+
+enum fm_status fm_plan_calib_lookup(struct fm_plan_timings *ts, const struct fm_plan_cfg *c,
+                                    int tp_index, int mb_index, int64_t vocab,
+                                    const struct fm_plan_timing **out)
+{
+    *out = NULL;
+    if (tp_index < 0 || tp_index >= FM_PLAN_SEARCH_TP || mb_index < 0 || mb_index >= 3)
+        return fm_error(ts->plan->ctx, FM_ERR_INVALID, "no timing slot for tp %d", c->tp);
+    uint8_t *state = &ts->state[tp_index][mb_index];
+    struct fm_plan_timing *tm = &ts->t[tp_index][mb_index];
+    if (*state == 0) {
+        enum fm_status st = time_graph(ts->plan, c, vocab, tm);
+        if (st && st != FM_ERR_INVALID)
+            return st;
+        *state = st ? 2 : 1;
+    }
+    if (*state == 2)
+        return FM_ERR_INVALID;   /* this tp cannot be timed (GPT-2's fused q, k, v) */
+    *out = tm;
+    return FM_OK;
 }

@@ -272,14 +272,7 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
                                           o->precision, o->force_calibration,
                                           "fm_plan_opts.force_calibration")))
             goto fail;
-        if (o->search) {
-            st = fm_error(ctx, FM_ERR_INVALID,
-                          "fm_plan_opts.calibration times the graph of one tensor-parallel "
-                          "size and micro-batch; fm_plan_opts.search compares many: search "
-                          "without it, then time the plan chosen with it");
-            goto fail;
-        }
-        if (c.cp > 1) {
+        if (c.cp > 1 && !o->search) {
             st = fm_error(ctx, FM_ERR_INVALID,
                           "fm_plan_opts.calibration times the graph of the config sharded by "
                           "tp, which cannot show context parallelism (fm_plan_opts.cp = %d: "
@@ -325,10 +318,22 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
         c.gb = o->global_batch;
         /* the ZeRO stage is searched too unless the user chose one */
         bool search_zero = !o->fsdp && o->zero < 0;
-        if ((st = fm_plan_search_run(ctx, &p->env, &c, search_zero, &p->search)))
+        struct fm_plan_timings *ts = NULL;
+        if (o->calibration) {
+            ts = &p->search_timings;
+            ts->plan = p;
+        }
+        if ((st = fm_plan_search_run(ctx, &p->env, &c, search_zero, ts, &p->search)))
             goto fail;
         p->searched = true;
         p->eval = p->search.best[0];
+        if (ts) {
+            /* the note counts the best plan's timed graph */
+            int ti = 0, ai = p->eval.cfg.mb == 4 ? 2 : p->eval.cfg.mb == 2 ? 1 : 0;
+            while ((1 << ti) < p->eval.cfg.tp)
+                ti++;
+            fm_plan_calib_note(p, &ts->t[ti][ai]);
+        }
     } else {
         if (o->global_batch) {
             c.gb = o->global_batch;

@@ -5,7 +5,9 @@
  * data parallelism taking the rest of the GPUs, at the global batch given; at the ZeRO stage
  * given, or, when none is, at the fastest of ZeRO 0, 1, 2 and 3 that fits (3 with pp 1 only,
  * as a plan refuses it otherwise; the lowest stage of equals, since stage 2 takes as long as 1
- * in this model and only saves memory), so that one layout is listed once. Each is evaluated analytically (plan.c: a pass over the layers), so thousands of plans
+ * in this model and only saves memory), so that one layout is listed once. With a calibration,
+ * each plan's compute is timed by it (plan_calib.c: one timed graph per tp and micro-batch)
+ * and context parallelism, which that graph cannot show, is not tried. Each is evaluated analytically (plan.c: a pass over the layers), so thousands of plans
  * take milliseconds. Keeps the fastest plans that fit, each with what costs it time against the
  * best. */
 #include "plan.h"
@@ -70,7 +72,7 @@ static void explain(const struct fm_plan_eval *best, const struct fm_plan_eval *
 
 enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *env0,
                                   const struct fm_plan_cfg *base, bool search_zero,
-                                  struct fm_plan_search *out)
+                                  struct fm_plan_timings *timings, struct fm_plan_search *out)
 {
     memset(out, 0, sizeof(*out));
     out->zero_searched = search_zero;
@@ -81,7 +83,8 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
                                             FM_RECOMPUTE_FULL};
     int max_tp = env.cluster->gpus_per_node < env.gpus ? env.cluster->gpus_per_node : env.gpus;
     int zero_lo = search_zero ? 0 : base->zero, zero_hi = search_zero ? 3 : base->zero;
-    for (int tp = 1; tp <= max_tp; tp *= 2) {
+    for (int tp = 1, ti = 0; tp <= max_tp && (!timings || ti < FM_PLAN_SEARCH_TP);
+         tp *= 2, ti++) {
         int64_t unit = 128 * (int64_t)tp;
         env.vocab = (m->vocab + unit - 1) / unit * unit;
         for (int pp = 1; pp <= env.gpus / tp && pp <= m->layers + 2; pp++) {
@@ -89,7 +92,7 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
                 continue;
             /* the embedding and the head in a layer's slot each, where that divides */
             bool balance = m->layers % pp != 0;
-            for (int cp = 1; cp <= env.gpus / (tp * pp) && cp <= 64; cp *= 2) {
+            for (int cp = 1; cp <= env.gpus / (tp * pp) && cp <= (timings ? 1 : 64); cp *= 2) {
                 if (env.gpus % (tp * pp * cp))
                     continue;
                 int dp = env.gpus / (tp * pp * cp);
@@ -121,6 +124,15 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
                                         out->evaluated++;
                                         if (fm_plan_check(ctx, &env, &c))
                                             continue;
+                                        if (timings) {
+                                            enum fm_status st = fm_plan_calib_lookup(
+                                                timings, &c, ti, (int)a, env.vocab,
+                                                &env.timing);
+                                            if (st == FM_ERR_INVALID)
+                                                continue;   /* this tp cannot be timed */
+                                            if (st)
+                                                return st;
+                                        }
                                         out->valid++;
                                         fm_plan_eval(&env, &c, &e);
                                         if (!e.fits)
