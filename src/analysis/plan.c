@@ -8,13 +8,14 @@
  * interleaved); BERT adds its token-type embeddings and masked-LM head. Multi-head latent
  * attention (DeepSeek-V3) keeps its down-projections and their norms on every rank and splits
  * its up-projections and output by heads, as Megatron-Core does. Matmuls (linear layers,
- * attention's two products, the logits) run on the device's tensor peak at the plan's precision; norms, activations, residuals, rotary and
- * dropout move bytes at the memory bandwidth; both scaled by PALEO's fractions (predict.c);
- * with a calibration, the calibrated times of a layer of each kind, the embedding and the head
- * stand in for that compute (plan_calib.c). Activation memory follows Korthikanti et al. 2022 (34 sbh + 5 a s^2 b per layer for GPT,
- * generalized per tensor below). Communication is NCCL's bus-bandwidth model (plan_comm.c)
- * over the cluster. What it leaves out: kernel launch gaps, load imbalance between experts,
- * stragglers, data loading, the vocabulary-parallel cross-entropy's small all-reduces,
+ * attention's two products, the logits) run on the device's tensor peak at the plan's
+ * precision; norms, activations, residuals, rotary and dropout move bytes at the memory
+ * bandwidth; both scaled by PALEO's fractions (predict.c); with a calibration, the calibrated
+ * times of a layer of each kind, the embedding and the head stand in for that compute
+ * (plan_calib.c). Activation memory follows Korthikanti et al. 2022 (34 sbh + 5 a s^2 b per
+ * layer for GPT, generalized per tensor below). Communication is NCCL's bus-bandwidth model
+ * (plan_comm.c) over the cluster. What it leaves out: kernel launch gaps, load imbalance
+ * between experts, stragglers, data loading, the vocabulary-parallel cross-entropy's small all-reduces,
  * NCCL's protocol switch for small messages, and overlap of tensor-parallel communication with
  * compute (Megatron's 2021-22 runs had none). */
 #include "plan.h"

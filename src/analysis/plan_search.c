@@ -7,9 +7,9 @@
  * as a plan refuses it otherwise; the lowest stage of equals, since stage 2 takes as long as 1
  * in this model and only saves memory), so that one layout is listed once. With a calibration,
  * each plan's compute is timed by it (plan_calib.c: one timed graph per tp and micro-batch)
- * and context parallelism, which that graph cannot show, is not tried. Each is evaluated analytically (plan.c: a pass over the layers), so thousands of plans
- * take milliseconds. Keeps the fastest plans that fit, each with what costs it time against the
- * best. */
+ * and context parallelism, which that graph cannot show, is not tried. Each is evaluated
+ * analytically (plan.c: a pass over the layers), so thousands of plans take milliseconds.
+ * Keeps the fastest plans that fit, each with what costs it time against the best. */
 #include "plan.h"
 
 #include <stdio.h>
@@ -70,6 +70,47 @@ static void explain(const struct fm_plan_eval *best, const struct fm_plan_eval *
     snprintf(buf, size, "+%s %s", fm_format_time(parts[worst].d, t), parts[worst].what);
 }
 
+/* One layout (c) at each ZeRO stage searched: counted, checked, timed and evaluated; its
+ * fastest stage that fits is considered (the lowest of equals). ti, ai: c's tp and micro-batch
+ * as the calibrated timings index them. */
+static enum fm_status try_layout(struct fm_ctx *ctx, struct fm_plan_env *env,
+                                 const struct fm_plan_cfg *c, bool search_zero,
+                                 struct fm_plan_timings *timings, int ti, int ai,
+                                 struct fm_plan_search *out)
+{
+    int lo = search_zero ? 0 : c->zero, hi = search_zero ? 3 : c->zero;
+    struct fm_plan_eval e, fastest;
+    bool any = false;
+    for (int z = lo; z <= hi; z++) {
+        if (search_zero && z >= 3 && c->pp > 1)
+            continue;   /* a plan refuses ZeRO-3 with pipeline stages */
+        struct fm_plan_cfg cz = *c;
+        cz.zero = z;
+        out->evaluated++;
+        if (fm_plan_check(ctx, env, &cz))
+            continue;
+        if (timings) {
+            enum fm_status st = fm_plan_calib_lookup(timings, &cz, ti, ai, env->vocab,
+                                                     &env->timing);
+            if (st == FM_ERR_INVALID)
+                continue;   /* this tp cannot be timed */
+            if (st)
+                return st;
+        }
+        out->valid++;
+        fm_plan_eval(env, &cz, &e);
+        if (!e.fits)
+            continue;
+        out->fitting++;
+        if (!any || e.step_s < fastest.step_s)
+            fastest = e;
+        any = true;
+    }
+    if (any)
+        consider(out, &fastest);
+    return FM_OK;
+}
+
 enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *env0,
                                   const struct fm_plan_cfg *base, bool search_zero,
                                   struct fm_plan_timings *timings, struct fm_plan_search *out)
@@ -82,7 +123,6 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
     static const enum fm_recompute rcs[] = {FM_RECOMPUTE_NONE, FM_RECOMPUTE_SELECTIVE,
                                             FM_RECOMPUTE_FULL};
     int max_tp = env.cluster->gpus_per_node < env.gpus ? env.cluster->gpus_per_node : env.gpus;
-    int zero_lo = search_zero ? 0 : base->zero, zero_hi = search_zero ? 3 : base->zero;
     for (int tp = 1, ti = 0; tp <= max_tp && (!timings || ti < FM_PLAN_SEARCH_TP);
          tp *= 2, ti++) {
         int64_t unit = 128 * (int64_t)tp;
@@ -101,49 +141,24 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
                         for (int v = 1; v <= 2; v++) {
                             for (size_t r = 0; r < 3; r++) {
                                 for (int sp = 0; sp <= (tp > 1); sp++) {
-                                    struct fm_plan_eval e, fastest;
-                                    bool any = false;
-                                    for (int z = zero_lo; z <= zero_hi; z++) {
-                                        if (search_zero && z >= 3 && pp > 1)
-                                            continue;
-                                        struct fm_plan_cfg c = *base;
-                                        c.tp = tp;
-                                        c.pp = pp;
-                                        c.cp = cp;
-                                        c.dp = dp;
-                                        c.ep = ep;
-                                        c.v = v;
-                                        c.mb = mbs[a];
-                                        c.recompute = rcs[r];
-                                        c.sp = sp;
-                                        c.balance = balance;
-                                        c.zero = z;
-                                        if (c.gb % (c.mb * dp))
-                                            continue;
-                                        c.m = c.gb / (c.mb * dp);
-                                        out->evaluated++;
-                                        if (fm_plan_check(ctx, &env, &c))
-                                            continue;
-                                        if (timings) {
-                                            enum fm_status st = fm_plan_calib_lookup(
-                                                timings, &c, ti, (int)a, env.vocab,
-                                                &env.timing);
-                                            if (st == FM_ERR_INVALID)
-                                                continue;   /* this tp cannot be timed */
-                                            if (st)
-                                                return st;
-                                        }
-                                        out->valid++;
-                                        fm_plan_eval(&env, &c, &e);
-                                        if (!e.fits)
-                                            continue;
-                                        out->fitting++;
-                                        if (!any || e.step_s < fastest.step_s)
-                                            fastest = e;
-                                        any = true;
-                                    }
-                                    if (any)
-                                        consider(out, &fastest);
+                                    struct fm_plan_cfg c = *base;
+                                    c.tp = tp;
+                                    c.pp = pp;
+                                    c.cp = cp;
+                                    c.dp = dp;
+                                    c.ep = ep;
+                                    c.v = v;
+                                    c.mb = mbs[a];
+                                    c.recompute = rcs[r];
+                                    c.sp = sp;
+                                    c.balance = balance;
+                                    if (c.gb % (c.mb * dp))
+                                        continue;
+                                    c.m = c.gb / (c.mb * dp);
+                                    enum fm_status st = try_layout(ctx, &env, &c, search_zero,
+                                                                   timings, ti, (int)a, out);
+                                    if (st)
+                                        return st;
                                 }
                             }
                         }
