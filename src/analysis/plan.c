@@ -15,9 +15,9 @@
  * (plan_calib.c). Activation memory follows Korthikanti et al. 2022 (34 sbh + 5 a s^2 b per
  * layer for GPT, generalized per tensor below). Communication is NCCL's bus-bandwidth model
  * (plan_comm.c) over the cluster. What it leaves out: kernel launch gaps, load imbalance
- * between experts, stragglers, data loading, the vocabulary-parallel cross-entropy's small all-reduces,
- * NCCL's protocol switch for small messages, and overlap of tensor-parallel communication with
- * compute (Megatron's 2021-22 runs had none). */
+ * between experts, stragglers, data loading, the vocabulary-parallel cross-entropy's small
+ * all-reduces, NCCL's protocol switch for small messages, and overlap of tensor-parallel
+ * communication with compute (Megatron's 2021-22 runs had none). */
 #include "plan.h"
 #include "../hw/hw.h"
 
