@@ -182,8 +182,9 @@ struct fm_plan {
  * cfg c (checked) and points p->env.timing at it. */
 enum fm_status fm_plan_calib_time(struct fm_plan *p, const struct fm_plan_cfg *c);
 /* The timing of plan c for the search (its tp the tp_index-th power of two, its micro-batch
- * the mb_index-th of 1, 2, 4; the vocabulary padded to vocab), timed on first use;
- * FM_ERR_INVALID when c's tp cannot be timed (a message on the context). */
+ * the mb_index-th of 1, 2, 4; the vocabulary padded to vocab), timed on first use; *out
+ * NULL (and FM_OK) when c's tp cannot be timed: GPT-2's and GPT-NeoX's fused q, k and v at
+ * tp > 1. */
 enum fm_status fm_plan_calib_lookup(struct fm_plan_timings *ts, const struct fm_plan_cfg *c,
                                     int tp_index, int mb_index, int64_t vocab,
                                     const struct fm_plan_timing **out);

@@ -168,12 +168,12 @@ enum fm_status fm_plan_calib_lookup(struct fm_plan_timings *ts, const struct fm_
     struct fm_plan_timing *tm = &ts->t[tp_index][mb_index];
     if (*state == 0) {
         enum fm_status st = time_graph(ts->plan, c, vocab, tm);
-        if (st && st != FM_ERR_INVALID)
-            return st;
+        enum fm_llm_arch arch = ts->plan->model.arch;
+        if (st && !(st == FM_ERR_INVALID && c->tp > 1 &&
+                    (arch == FM_LLM_GPT2 || arch == FM_LLM_GPT_NEOX)))
+            return st;   /* what no tp can time (a sequence past learned positions) */
         *state = st ? 2 : 1;
     }
-    if (*state == 2)
-        return FM_ERR_INVALID;   /* this tp cannot be timed (GPT-2's fused q, k, v) */
-    *out = tm;
+    *out = *state == 1 ? tm : NULL;   /* NULL: this tp cannot be timed (fused q, k, v) */
     return FM_OK;
 }

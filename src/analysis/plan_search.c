@@ -92,10 +92,10 @@ static enum fm_status try_layout(struct fm_ctx *ctx, struct fm_plan_env *env,
         if (timings) {
             enum fm_status st = fm_plan_calib_lookup(timings, &cz, ti, ai, env->vocab,
                                                      &env->timing);
-            if (st == FM_ERR_INVALID)
-                continue;   /* this tp cannot be timed */
             if (st)
                 return st;
+            if (!env->timing)
+                continue;   /* this tp cannot be timed */
         }
         out->valid++;
         fm_plan_eval(env, &cz, &e);
