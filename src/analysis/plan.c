@@ -189,6 +189,20 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
 
 /* ---- one layer on one rank ---- */
 
+/* The heads, kv heads, MLPs and vocabulary by tp, as layer_cost below divides them. */
+void fm_plan_shard_config(const struct fm_llm_config *m, int tp, int64_t vocab,
+                          struct fm_llm_config *out)
+{
+    *out = *m;
+    out->heads /= tp;
+    out->kv_heads = m->kv_heads >= tp ? m->kv_heads / tp : 1;
+    out->ffn /= tp;
+    out->moe_ffn /= tp;
+    out->shared_ffn /= tp;
+    out->vocab = vocab / tp;
+}
+
+
 struct layer_cost {
     double mm;          /* linear-layer FLOPs per local token, forward */
     double core;        /* attention's QK^T and AV FLOPs per local token, forward */

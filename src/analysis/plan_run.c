@@ -10,18 +10,6 @@
 #include <strings.h>
 
 
-void fm_plan_shard_config(const struct fm_llm_config *m, int tp, int64_t vocab,
-                          struct fm_llm_config *out)
-{
-    *out = *m;
-    out->heads /= tp;
-    out->kv_heads = m->kv_heads >= tp ? m->kv_heads / tp : 1;
-    out->ffn /= tp;
-    out->moe_ffn /= tp;
-    out->shared_ffn /= tp;
-    out->vocab = vocab / tp;
-}
-
 /* The per-rank work of the plan (plan.c's formulas) against the graph of the config sharded by
  * tp, built by fm_llm_build and counted by fm_count at batch 1: linear, attention-product and
  * logits MACs and the parameters. The plan says which, in its report. */
