@@ -1188,6 +1188,52 @@ static void test_calibrated_search(void **state)
     fm_ctx_free(ctx);
 }
 
+/* The timed graph holds one layer of each kind whatever the depth: Llama 3.1 405B (126 layers)
+ * times the same node-phases as Llama 3.1 8B (32), and its plan on 16,384 GPUs stays fast. */
+static void test_calibrated_layer_once(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_devices *devs = NULL;
+    const struct fm_device *dev = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_load(ctx, NULL, &devs));
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
+    struct fm_calibration *cal = synthetic_calibration(ctx, dev->name, FM_PREC_BF16);
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-405b";
+    o.gpus = 16384;
+    o.device = "h100";
+    o.tp = 8;
+    o.pp = 16;
+    o.balance_embedding = true;
+    o.global_batch = 2048;
+    o.seq = 8192;
+    o.calibration = cal;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct fm_plan *big = run_ok(ctx, &o);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (s > 5.0)   /* well under a second on a quiet machine; this leaves room for a busy one */
+        fail_msg("llama-3.1-405b's calibrated plan took %.2f s", s);
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 8;
+    o.device = "h100";
+    o.tp = 8;
+    o.seq = 8192;
+    o.calibration = cal;
+    struct fm_plan *small = run_ok(ctx, &o);
+    assert_true(big->timing.node_phases > 0);
+    assert_int_equal(big->timing.node_phases, small->timing.node_phases);
+    fm_plan_free(small);
+    fm_plan_free(big);
+    fm_calibration_free(cal);
+    fm_devices_free(devs);
+    fm_ctx_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1203,6 +1249,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bert_by_hand), cmocka_unit_test(test_config_files_match_graph),
         cmocka_unit_test(test_calibrated_compute), cmocka_unit_test(test_calibration_refusals),
         cmocka_unit_test(test_search_zero), cmocka_unit_test(test_calibrated_search),
+        cmocka_unit_test(test_calibrated_layer_once),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }
