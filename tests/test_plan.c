@@ -4,7 +4,9 @@
  * Korthikanti et al. 2022's activation formulas, MFU's definition, every refusal of a bad plan
  * naming the constraint and the nearest valid value, cluster files, the search's speed at
  * 4,096 GPUs, and the CLI; multi-head latent attention (DeepSeek-V3) and BERT's masked LM by
- * hand and against their counted graphs, and DeepSeek-V3's 2,048-GPU layout. */
+ * hand and against their counted graphs, and DeepSeek-V3's 2,048-GPU layout; a language
+ * model's plan and search timed by a calibration fitted in the test (against the whole rank
+ * graph's calibrated node times) and its refusals; the search over ZeRO stages. */
 #include "support.h"
 #include "analysis/plan.h"
 #include "frontend/llm/llm.h"
