@@ -1353,7 +1353,8 @@ struct fm_plan_opts {
     int grad_bytes;               /* 4: fp32 gradients (default), 2: bf16 */
     double tokens;                /* training tokens for time and GPU-hours (0: none) */
     double ppp_compute, ppp_memory, ppp_comm;   /* fractions of the peaks (docs/plan.md) */
-    const struct fm_calibration *calibration;  /* times a counted graph's nodes (not LLMs) */
+    const struct fm_calibration *calibration;  /* times the compute per node (docs/plan.md);
+                                                  NULL: the roofline; read by fm_plan_run only */
     bool force_calibration;
 };
 FM_API void fm_plan_opts_init(struct fm_plan_opts *opts);

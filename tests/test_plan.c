@@ -4,7 +4,9 @@
  * Korthikanti et al. 2022's activation formulas, MFU's definition, every refusal of a bad plan
  * naming the constraint and the nearest valid value, cluster files, the search's speed at
  * 4,096 GPUs, and the CLI; multi-head latent attention (DeepSeek-V3) and BERT's masked LM by
- * hand and against their counted graphs, and DeepSeek-V3's 2,048-GPU layout. */
+ * hand and against their counted graphs, and DeepSeek-V3's 2,048-GPU layout; a language
+ * model's plan and search timed by a calibration fitted in the test (against the whole rank
+ * graph's calibrated node times) and its refusals; the search over ZeRO stages. */
 #include "support.h"
 #include "analysis/plan.h"
 #include "frontend/llm/llm.h"
@@ -779,6 +781,461 @@ static void test_counted_graph(void **state)
     fm_ctx_free(ctx);
 }
 
+/* ---- a language model's plan timed by a calibration ---- */
+
+/* A calibration fitted to made-up times, without timing anything: for every class and phase of
+ * a training step, t = fixed + flops / 300 TFLOP/s + bytes / 2 TB/s, a fixed part of its own
+ * per class and phase; three samples each, so that the fit can tell the terms apart. */
+static struct fm_calibration *synthetic_calibration(struct fm_ctx *ctx, const char *device,
+                                                    enum fm_precision precision)
+{
+    static const double work[3][2] = {{1e9, 1e7}, {4e9, 1e7}, {1e9, 8e7}};
+    struct fm_calib_sample s[FM_CLASS_COUNT * 3 * 3];
+    size_t n = 0;
+    for (int cls = 0; cls < FM_CLASS_COUNT; cls++) {
+        for (int ph = FM_PHASE_FWD; ph <= FM_PHASE_BWD_WEIGHT; ph++) {
+            for (int j = 0; j < 3; j++) {
+                memset(&s[n], 0, sizeof(s[n]));
+                s[n].cls = (enum fm_class)cls;
+                s[n].phase = (enum fm_phase)ph;
+                s[n].flops = work[j][0];
+                s[n].bytes = work[j][1];
+                s[n].seconds = 1e-6 * (1 + cls + 0.5 * ph) + work[j][0] / 300e12 +
+                               work[j][1] / 2e12;
+                n++;
+            }
+        }
+    }
+    struct fm_calibration m;
+    memset(&m, 0, sizeof(m));
+    snprintf(m.device, sizeof(m.device), "%s", device);
+    snprintf(m.backend, sizeof(m.backend), "%s", "cuda");
+    m.precision = precision;
+    snprintf(m.date, sizeof(m.date), "%s", "2026-12-01T20:00:00Z");
+    m.peak = 300e12;
+    m.bandwidth = 2e12;
+    struct fm_calibration *c = NULL;
+    FM_ASSERT_OK(ctx, fm_calibration_fit(ctx, s, n, &m, &c));
+    return c;
+}
+
+struct graph_times {
+    double fwd, bwd, core;   /* per micro-batch: forward, backward, attention's forward */
+};
+
+/* The whole model (every layer) on one tensor-parallel rank, timed node by node as predict
+ * times it with the calibration: the config sharded by hand as Megatron-LM shards it (heads,
+ * kv heads, the MLPs by tp; the vocabulary padded to 128 x tp, then split), built at the
+ * micro-batch and sequence with its loss, counted as a training step with Adam. */
+static struct graph_times whole_graph_times(struct fm_ctx *ctx, const struct fm_llm_config *m,
+                                            int tp, int64_t mb, int64_t seq,
+                                            const struct fm_device *dev,
+                                            const struct fm_calibration *cal)
+{
+    struct fm_llm_config sh = *m;
+    int64_t unit = 128 * (int64_t)tp;
+    sh.vocab = (m->vocab + unit - 1) / unit * unit / tp;
+    sh.heads /= tp;
+    sh.kv_heads = m->kv_heads >= tp ? m->kv_heads / tp : 1;
+    sh.ffn /= tp;
+    sh.moe_ffn /= tp;
+    sh.shared_ffn /= tp;
+    struct fm_llm_build_opts bo;
+    fm_llm_build_opts_init(&bo);
+    bo.batch = mb;
+    bo.seq = seq;
+    bo.dtype = FM_DTYPE_BF16;
+    bo.with_loss = true;
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_llm_build(ctx, &sh, &bo, &g));
+    struct fm_count_opts co;
+    fm_count_opts_init(&co);
+    co.mode = FM_MODE_TRAIN;
+    co.optimizer = FM_OPTIM_ADAM;
+    struct fm_counts *k = NULL;
+    FM_ASSERT_OK(ctx, fm_count(ctx, g, &co, &k));
+    struct fm_predict_opts po;
+    fm_predict_opts_init(&po);
+    po.device = dev;
+    po.precision = cal->precision;
+    po.calibration = cal;
+    struct fm_prediction *pr = NULL;
+    FM_ASSERT_OK(ctx, fm_predict(ctx, g, k, &po, &pr));
+    struct graph_times t = {0, 0, 0};
+    for (size_t id = 0; id < fm_graph_node_count(g); id++) {
+        const struct fm_phase_time *x = pr->nodes[id];
+        for (int ph = FM_PHASE_FWD; ph <= FM_PHASE_BWD_WEIGHT; ph++) {
+            if (x[ph].flops > 0 || x[ph].bytes > 0)
+                assert_true(x[ph].calibrated);   /* every class has its entry */
+        }
+        t.fwd += x[FM_PHASE_FWD].t_calibrated;
+        t.bwd += x[FM_PHASE_BWD_DATA].t_calibrated + x[FM_PHASE_BWD_WEIGHT].t_calibrated;
+        if (fm_op_class(fm_graph_node(g, (fm_nid)id)->op) == FM_CLASS_ATTENTION)
+            t.core += x[FM_PHASE_FWD].t_calibrated;
+    }
+    fm_prediction_free(pr);
+    fm_counts_free(k);
+    fm_graph_free(g);
+    return t;
+}
+
+static void expect_close(double got, double want, const char *what)
+{
+    if (!(fabs(got - want) <= 1e-12 * fabs(want)) || !(want > 0))
+        fail_msg("%s: the plan's %.17g s, the whole graph's %.17g s", what, got, want);
+}
+
+/* With a calibration, a pp = 1 plan's compute is the calibration's time of every node of the
+ * rank's graph (the embedding, every layer, the head and the loss), forward and backward,
+ * times the micro-batches: the plan times one layer of each kind and multiplies, the test sums
+ * the whole graph. Full recompute adds the forward once more, selective the attention core.
+ * Llama 3.1 8B at tp 2 (32 dense layers); the tiny DeepSeek-V3 (one dense layer, two MoE). */
+static void test_calibrated_compute(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_devices *devs = NULL;
+    const struct fm_device *dev = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_load(ctx, NULL, &devs));
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
+    struct fm_calibration *cal = synthetic_calibration(ctx, dev->name, FM_PREC_BF16);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/llm/deepseek_v3/config.json", FM_TEST_DATA);
+    static const struct { const char *model; bool file; int tp; int64_t gpus, gb, seq; } cases[] = {
+        {"llama-3.1-8b", false, 2, 8, 16, 256},
+        {NULL, true, 1, 2, 8, 64},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (int rc = FM_RECOMPUTE_NONE; rc <= FM_RECOMPUTE_FULL; rc++) {
+            struct fm_plan_opts o;
+            fm_plan_opts_init(&o);
+            o.model = cases[i].model;
+            o.config_path = cases[i].file ? path : NULL;
+            o.gpus = cases[i].gpus;
+            o.tp = cases[i].tp;
+            o.device = "h100";
+            o.global_batch = cases[i].gb;
+            o.micro_batch = 2;
+            o.seq = cases[i].seq;
+            o.recompute = (enum fm_recompute)rc;
+            o.calibration = cal;
+            struct fm_plan *p = run_ok(ctx, &o);
+            assert_true(p->calibrated);
+            assert_int_equal(p->timing.uncalibrated, 0);
+            int64_t m = cases[i].gb / (2 * (cases[i].gpus / cases[i].tp));
+            assert_int_equal(p->eval.cfg.m, m);
+            struct graph_times t = whole_graph_times(ctx, &p->model, cases[i].tp, 2,
+                                                     cases[i].seq, dev, cal);
+            expect_close(p->eval.t_compute, (double)m * (t.fwd + t.bwd), p->model.name);
+            if (rc == FM_RECOMPUTE_FULL)
+                expect_close(p->eval.t_recompute, (double)m * t.fwd, "full recompute");
+            else if (rc == FM_RECOMPUTE_SELECTIVE)
+                expect_close(p->eval.t_recompute, (double)m * t.core, "selective recompute");
+            else
+                assert_true(p->eval.t_recompute == 0);
+            /* the rest of the step keeps its formulas: the parts still add up */
+            assert_true(p->eval.step_s == p->eval.t_compute + p->eval.t_recompute +
+                                              p->eval.t_comm_exposed + p->eval.t_bubble +
+                                              p->eval.t_optimizer);
+            if (rc == FM_RECOMPUTE_NONE) {
+                /* the report says which timing; without the calibration it says nothing new
+                 * and the compute is the roofline's */
+                char *text = NULL;
+                size_t len = 0;
+                FILE *f = open_memstream(&text, &len);
+                FM_ASSERT_OK(ctx, fm_report_plan(f, p, FM_FORMAT_JSON));
+                fclose(f);
+                assert_non_null(strstr(text, "\"compute_timing\": \"calibration\""));
+                free(text);
+                o.calibration = NULL;
+                struct fm_plan *r = run_ok(ctx, &o);
+                assert_false(r->calibrated);
+                assert_null(r->env.timing);
+                assert_true(r->eval.t_compute != p->eval.t_compute);
+                f = open_memstream(&text, &len);
+                FM_ASSERT_OK(ctx, fm_report_plan(f, r, FM_FORMAT_JSON));
+                fclose(f);
+                assert_null(strstr(text, "compute_timing"));
+                free(text);
+                fm_plan_free(r);
+            }
+            fm_plan_free(p);
+        }
+    }
+
+    /* pp 2: a stage runs half the layers and the embedding (first) or the head and the loss
+     * (last). The whole graph at 32 and at 16 layers gives a layer's time l and the embedding's
+     * and head's together (e + h); the slowest stage is then 16 l + max(e, h), between
+     * 16 l + (e + h) / 2 and 16 l + e + h. */
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 8;
+    o.tp = 2;
+    o.pp = 2;
+    o.device = "h100";
+    o.global_batch = 16;
+    o.micro_batch = 2;
+    o.seq = 256;
+    o.calibration = cal;
+    struct fm_plan *p = run_ok(ctx, &o);
+    int64_t m = p->eval.cfg.m;
+    assert_int_equal(m, 4);
+    struct fm_llm_config half = p->model;
+    half.layers = 16;
+    struct graph_times whole = whole_graph_times(ctx, &p->model, 2, 2, 256, dev, cal);
+    struct graph_times part = whole_graph_times(ctx, &half, 2, 2, 256, dev, cal);
+    double all = whole.fwd + whole.bwd, l = (all - (part.fwd + part.bwd)) / 16;
+    double ends = all - 32 * l, got = p->eval.t_compute / (double)m;
+    if (!(got >= (16 * l + ends / 2) * (1 - 1e-12) && got <= (16 * l + ends) * (1 + 1e-12)))
+        fail_msg("pp 2: a micro-batch's compute %.17g s, not between %.17g and %.17g", got,
+                 16 * l + ends / 2, 16 * l + ends);
+    fm_plan_free(p);
+
+    /* the CLI reads a calibration file and says which timing it used */
+    char file[64];
+    snprintf(file, sizeof(file), "%s", "/tmp/fm_test_plan_calib_XXXXXX");
+    int fd = mkstemp(file);
+    assert_true(fd >= 0);
+    close(fd);
+    FM_ASSERT_OK(ctx, fm_calibration_save(ctx, cal, file));
+    char args[256], *out = NULL, *err = NULL;
+    snprintf(args, sizeof(args), "plan llama-3.1-8b --gpus 8 --tp 2 --device h100 --seq 256 "
+             "--calibration %s", file);
+    assert_int_equal(test_run_cli(args, &out, &err), 0);
+    test_expect_in(out, "timing: compute by calibration");
+    test_expect_in(out, "0 of its");
+    free(out);
+    free(err);
+    unlink(file);
+    fm_calibration_free(cal);
+    fm_devices_free(devs);
+    fm_ctx_free(ctx);
+}
+
+/* A calibration made on another device (or at another precision) than the plan's is refused
+ * with both names, as predict refuses it, unless forced; context parallelism, which one timed
+ * graph cannot show, and GPT-2 at tp > 1 (q, k, v fused) are refused by name. */
+static void test_calibration_refusals(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_calibration *other = synthetic_calibration(ctx, "NVIDIA A100-SXM4-80GB",
+                                                         FM_PREC_BF16);
+    snprintf(other->source, sizeof(other->source), "%s", "a100.calib.json");
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 8;
+    o.device = "h100";
+    o.seq = 256;
+    o.calibration = other;
+    expect_refusal(&o, "calibration a100.calib.json was made for device "
+                       "\"NVIDIA A100-SXM4-80GB\", this run uses \"H100 SXM5 80GB\"",
+                   "fm_plan_opts.force_calibration");
+    o.force_calibration = true;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->calibrated);
+    fm_plan_free(p);
+    o.force_calibration = false;
+
+    struct fm_devices *devs = NULL;
+    const struct fm_device *dev = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_load(ctx, NULL, &devs));
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
+    struct fm_calibration *h100 = synthetic_calibration(ctx, dev->name, FM_PREC_BF16);
+    o.calibration = h100;
+    o.precision = FM_PREC_FP8;
+    expect_refusal(&o, "was made for precision bf16, this run uses fp8",
+                   "fm_plan_opts.force_calibration");
+    o.precision = FM_PREC_BF16;
+    o.cp = 2;
+    expect_refusal(&o, "fm_plan_opts.calibration", "fm_plan_opts.cp = 2");
+    o.cp = 0;
+    o.model = "gpt2";
+    o.tp = 2;
+    o.gpus = 2;
+    o.global_batch = 0;
+    o.seq = 128;
+    expect_refusal(&o, "fuses q, k and v", "tp = 1");
+    fm_calibration_free(h100);
+    fm_calibration_free(other);
+    fm_devices_free(devs);
+    fm_ctx_free(ctx);
+}
+
+/* Without a ZeRO stage given, the search tries 0 to 3 (3 with pp 1 only) and lists each layout
+ * at its fastest stage: Llama 3.1 8B on 16 H100s at 64 x 8192 tokens fits without pipeline or
+ * tensor parallelism only with the gradients sharded too (at ZeRO 1 its 8B parameters keep 16 +
+ * 32 + 6 GB of model state a GPU, with activations past 80 GB), so the best plan is faster
+ * than the best at ZeRO 1 and shards more; with a stage given (zero, fsdp) every plan keeps it. */
+static void test_search_zero(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 16;
+    o.device = "h100";
+    o.global_batch = 64;
+    o.seq = 8192;
+    o.search = true;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->search.zero_searched);
+    bool other = false;
+    for (int i = 0; i < p->search.n_best; i++) {
+        const struct fm_plan_cfg *c = &p->search.best[i].cfg;
+        assert_true(c->zero >= 0 && c->zero <= 3);
+        assert_true(c->zero < 3 || c->pp == 1);
+        other = other || c->zero != 1;
+    }
+    assert_true(other);
+    o.zero = 1;
+    struct fm_plan *one = run_ok(ctx, &o);
+    assert_false(one->search.zero_searched);
+    for (int i = 0; i < one->search.n_best; i++)
+        assert_int_equal(one->search.best[i].cfg.zero, 1);
+    assert_true(p->search.best[0].step_s < one->search.best[0].step_s);
+    assert_true(p->search.best[0].cfg.zero >= 2);
+    /* four stages tried where one was (a few fewer: ZeRO-3 with pp > 1 is not) */
+    assert_true(p->search.evaluated > 3 * one->search.evaluated);
+    assert_true(p->search.evaluated < 4 * one->search.evaluated);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    FM_ASSERT_OK(ctx, fm_report_plan(f, p, FM_FORMAT_TABLE));
+    fclose(f);
+    assert_non_null(strstr(text, "ZeRO 0 to 3"));
+    char want[32];
+    snprintf(want, sizeof(want), "zero %d", p->search.best[0].cfg.zero);
+    assert_non_null(strstr(strstr(text, "search:"), want));
+    free(text);
+    fm_plan_free(one);
+    fm_plan_free(p);
+    o.zero = -1;
+    o.fsdp = true;
+    p = run_ok(ctx, &o);
+    assert_false(p->search.zero_searched);
+    for (int i = 0; i < p->search.n_best; i++) {
+        assert_int_equal(p->search.best[i].cfg.zero, 3);
+        assert_int_equal(p->search.best[i].cfg.pp, 1);
+    }
+    fm_plan_free(p);
+    fm_ctx_free(ctx);
+}
+
+/* A search with a calibration times every plan it tries by the calibration: its best plan,
+ * planned alone with the same calibration, takes exactly the time the search gave it; no plan
+ * uses context parallelism (one timed graph cannot show it); and its compute is not the
+ * roofline search's. GPT-2's plans at tp > 1, which cannot be timed, are skipped. */
+static void test_calibrated_search(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_devices *devs = NULL;
+    const struct fm_device *dev = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_load(ctx, NULL, &devs));
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
+    struct fm_calibration *cal = synthetic_calibration(ctx, dev->name, FM_PREC_BF16);
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 16;
+    o.device = "h100";
+    o.global_batch = 64;
+    o.seq = 4096;
+    o.search = true;
+    o.calibration = cal;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_true(p->calibrated);
+    assert_true(p->search.n_best >= 2);
+    for (int i = 0; i < p->search.n_best; i++)
+        assert_int_equal(p->search.best[i].cfg.cp, 1);
+    const struct fm_plan_cfg *b = &p->search.best[0].cfg;
+    struct fm_plan_opts one = o;
+    one.search = false;
+    one.tp = b->tp;
+    one.pp = b->pp;
+    one.dp = b->dp;
+    one.interleave = b->v;
+    one.zero = b->zero;
+    one.sequence_parallel = b->sp;
+    one.recompute = b->recompute;
+    one.micro_batch = b->mb;
+    one.balance_embedding = b->balance;
+    struct fm_plan *q = run_ok(ctx, &one);
+    assert_true(q->calibrated);
+    assert_true(q->eval.step_s == p->search.best[0].step_s);
+    assert_true(q->eval.t_compute == p->search.best[0].t_compute);
+    fm_plan_free(q);
+    o.calibration = NULL;
+    struct fm_plan *r = run_ok(ctx, &o);
+    assert_true(r->search.best[0].t_compute != p->search.best[0].t_compute);
+    fm_plan_free(r);
+    fm_plan_free(p);
+    /* GPT-2 cannot be timed at tp > 1 (q, k, v fused): those plans are skipped, not refused;
+     * what no plan can time (a sequence past its learned positions) is the search's error */
+    o.calibration = cal;
+    o.model = "gpt2";
+    o.seq = 1024;
+    p = run_ok(ctx, &o);
+    for (int i = 0; i < p->search.n_best; i++)
+        assert_int_equal(p->search.best[i].cfg.tp, 1);
+    fm_plan_free(p);
+    o.seq = 2048;
+    expect_refusal(&o, "2048 is beyond the 1024 learned positions", "max_position_embeddings");
+    fm_calibration_free(cal);
+    fm_devices_free(devs);
+    fm_ctx_free(ctx);
+}
+
+/* The timed graph holds one layer of each kind whatever the depth: Llama 3.1 405B (126 layers)
+ * times the same node-phases as Llama 3.1 8B (32), and its plan on 16,384 GPUs stays fast. */
+static void test_calibrated_layer_once(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_devices *devs = NULL;
+    const struct fm_device *dev = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_load(ctx, NULL, &devs));
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
+    struct fm_calibration *cal = synthetic_calibration(ctx, dev->name, FM_PREC_BF16);
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-405b";
+    o.gpus = 16384;
+    o.device = "h100";
+    o.tp = 8;
+    o.pp = 16;
+    o.balance_embedding = true;
+    o.global_batch = 2048;
+    o.seq = 8192;
+    o.calibration = cal;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct fm_plan *big = run_ok(ctx, &o);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (s > 5.0)   /* well under a second on a quiet machine; this leaves room for a busy one */
+        fail_msg("llama-3.1-405b's calibrated plan took %.2f s", s);
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 8;
+    o.device = "h100";
+    o.tp = 8;
+    o.seq = 8192;
+    o.calibration = cal;
+    struct fm_plan *small = run_ok(ctx, &o);
+    assert_true(big->timing.node_phases > 0);
+    assert_int_equal(big->timing.node_phases, small->timing.node_phases);
+    fm_plan_free(small);
+    fm_plan_free(big);
+    fm_calibration_free(cal);
+    fm_devices_free(devs);
+    fm_ctx_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -792,6 +1249,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_counted_graph), cmocka_unit_test(test_comm_by_hand),
         cmocka_unit_test(test_mla_by_hand),   cmocka_unit_test(test_deepseek_v3_layout),
         cmocka_unit_test(test_bert_by_hand), cmocka_unit_test(test_config_files_match_graph),
+        cmocka_unit_test(test_calibrated_compute), cmocka_unit_test(test_calibration_refusals),
+        cmocka_unit_test(test_search_zero), cmocka_unit_test(test_calibrated_search),
+        cmocka_unit_test(test_calibrated_layer_once),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -530,7 +530,8 @@ double fm_calibration_evicted(const struct fm_calibration *c, double reuse_bytes
 /* ---- the check ---- */
 
 static enum fm_status mismatch(struct fm_ctx *ctx, const struct fm_calibration *c, bool force,
-                               const char *field, const char *made, const char *used)
+                               const char *force_field, const char *field, const char *made,
+                               const char *used)
 {
     char what[600];
     if (c->source[0])
@@ -538,20 +539,27 @@ static enum fm_status mismatch(struct fm_ctx *ctx, const struct fm_calibration *
     else
         snprintf(what, sizeof(what), "the calibration");
     if (force) {
-        fm_log(ctx, "warning: %s was made for %s %s, this run uses %s; used anyway "
-                    "(fm_session_opts.force_calibration)",
-               what, field, made, used);
+        fm_log(ctx, "warning: %s was made for %s %s, this run uses %s; used anyway (%s)",
+               what, field, made, used, force_field);
         return FM_OK;
     }
     return fm_error(ctx, FM_ERR_INVALID,
-                    "%s was made for %s %s, this run uses %s (pass "
-                    "fm_session_opts.force_calibration to use it anyway)",
-                    what, field, made, used);
+                    "%s was made for %s %s, this run uses %s (pass %s to use it anyway)",
+                    what, field, made, used, force_field);
 }
 
 enum fm_status fm_calibration_check(struct fm_ctx *ctx, const struct fm_calibration *c,
                                     const char *device, const char *backend, int threads,
                                     enum fm_precision precision, bool force)
+{
+    return fm_calibration_check_as(ctx, c, device, backend, threads, precision, force,
+                                   "fm_session_opts.force_calibration");
+}
+
+enum fm_status fm_calibration_check_as(struct fm_ctx *ctx, const struct fm_calibration *c,
+                                       const char *device, const char *backend, int threads,
+                                       enum fm_precision precision, bool force,
+                                       const char *force_field)
 {
     if (!c)
         return fm_error(ctx, FM_ERR_INVALID, "no calibration to check");
@@ -564,13 +572,13 @@ enum fm_status fm_calibration_check(struct fm_ctx *ctx, const struct fm_calibrat
     if (strcmp(c->device, device) != 0) {
         snprintf(made, sizeof(made), "\"%s\"", c->device);
         snprintf(used, sizeof(used), "\"%s\"", device);
-        if ((st = mismatch(ctx, c, force, "device", made, used)))
+        if ((st = mismatch(ctx, c, force, force_field, "device", made, used)))
             return st;
     }
     if (strcmp(c->backend, backend) != 0) {
         snprintf(made, sizeof(made), "%s", c->backend[0] ? c->backend : "(none)");
         snprintf(used, sizeof(used), "%s", backend[0] ? backend : "(none)");
-        if ((st = mismatch(ctx, c, force, "backend", made, used)))
+        if ((st = mismatch(ctx, c, force, force_field, "backend", made, used)))
             return st;
     }
     /* threads are a CPU's: a GPU calibration has 0, and the host threads of a GPU run do not
@@ -578,13 +586,13 @@ enum fm_status fm_calibration_check(struct fm_ctx *ctx, const struct fm_calibrat
     if (strcmp(c->backend, "cpu") == 0 && strcmp(backend, "cpu") == 0 && c->threads != threads) {
         snprintf(made, sizeof(made), "%d", c->threads);
         snprintf(used, sizeof(used), "%d", threads);
-        if ((st = mismatch(ctx, c, force, "threads", made, used)))
+        if ((st = mismatch(ctx, c, force, force_field, "threads", made, used)))
             return st;
     }
     if (c->precision != precision) {
         snprintf(made, sizeof(made), "%s", fm_precision_name(c->precision));
         snprintf(used, sizeof(used), "%s", fm_precision_name(precision));
-        if ((st = mismatch(ctx, c, force, "precision", made, used)))
+        if ((st = mismatch(ctx, c, force, force_field, "precision", made, used)))
             return st;
     }
     return FM_OK;

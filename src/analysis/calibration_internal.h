@@ -71,5 +71,12 @@ double fm_calibration_evicted(const struct fm_calibration *c, double reuse_bytes
 enum fm_status fm_calibration_check(struct fm_ctx *ctx, const struct fm_calibration *c,
                                     const char *device, const char *backend, int threads,
                                     enum fm_precision precision, bool force);
+/* The same check for a caller whose options name the override otherwise (force_field, as the
+ * message names it: "fm_plan_opts.force_calibration"); fm_calibration_check names the
+ * session's. */
+enum fm_status fm_calibration_check_as(struct fm_ctx *ctx, const struct fm_calibration *c,
+                                       const char *device, const char *backend, int threads,
+                                       enum fm_precision precision, bool force,
+                                       const char *force_field);
 
 #endif

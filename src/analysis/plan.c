@@ -8,14 +8,16 @@
  * interleaved); BERT adds its token-type embeddings and masked-LM head. Multi-head latent
  * attention (DeepSeek-V3) keeps its down-projections and their norms on every rank and splits
  * its up-projections and output by heads, as Megatron-Core does. Matmuls (linear layers,
- * attention's two products, the logits) run on the device's tensor peak at the plan's precision; norms, activations, residuals, rotary and
- * dropout move bytes at the memory bandwidth; both scaled by PALEO's fractions (predict.c).
- * Activation memory follows Korthikanti et al. 2022 (34 sbh + 5 a s^2 b per layer for GPT,
- * generalized per tensor below). Communication is NCCL's bus-bandwidth model (plan_comm.c)
- * over the cluster. What it leaves out: kernel launch gaps, load imbalance between experts,
- * stragglers, data loading, the vocabulary-parallel cross-entropy's small all-reduces,
- * NCCL's protocol switch for small messages, and overlap of tensor-parallel communication with
- * compute (Megatron's 2021-22 runs had none). */
+ * attention's two products, the logits) run on the device's tensor peak at the plan's
+ * precision; norms, activations, residuals, rotary and dropout move bytes at the memory
+ * bandwidth; both scaled by PALEO's fractions (predict.c); with a calibration, the calibrated
+ * times of a layer of each kind, the embedding and the head stand in for that compute
+ * (plan_calib.c). Activation memory follows Korthikanti et al. 2022 (34 sbh + 5 a s^2 b per
+ * layer for GPT, generalized per tensor below). Communication is NCCL's bus-bandwidth model
+ * (plan_comm.c) over the cluster. What it leaves out: kernel launch gaps, load imbalance
+ * between experts, stragglers, data loading, the vocabulary-parallel cross-entropy's small
+ * all-reduces, NCCL's protocol switch for small messages, and overlap of tensor-parallel
+ * communication with compute (Megatron's 2021-22 runs had none). */
 #include "plan.h"
 #include "../hw/hw.h"
 
@@ -187,6 +189,20 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
 
 /* ---- one layer on one rank ---- */
 
+/* The heads, kv heads, MLPs and vocabulary by tp, as layer_cost below divides them. */
+void fm_plan_shard_config(const struct fm_llm_config *m, int tp, int64_t vocab,
+                          struct fm_llm_config *out)
+{
+    *out = *m;
+    out->heads /= tp;
+    out->kv_heads = m->kv_heads >= tp ? m->kv_heads / tp : 1;
+    out->ffn /= tp;
+    out->moe_ffn /= tp;
+    out->shared_ffn /= tp;
+    out->vocab = vocab / tp;
+}
+
+
 struct layer_cost {
     double mm;          /* linear-layer FLOPs per local token, forward */
     double core;        /* attention's QK^T and AV FLOPs per local token, forward */
@@ -201,7 +217,7 @@ struct layer_cost {
     double kv;          /* K and V bytes per local token (context parallel exchanges) */
 };
 
-static bool layer_is_moe(const struct fm_llm_config *m, int64_t i)
+bool fm_plan_layer_is_moe(const struct fm_llm_config *m, int64_t i)
 {
     if (m->experts <= 0 || i < m->first_dense)
         return false;
@@ -253,7 +269,7 @@ static void layer_cost(const struct fm_plan_env *env, int64_t i, int T, int E, b
     }
     /* MLP */
     double nm = m->gated_mlp ? 3.0 : 2.0, f;
-    if (layer_is_moe(m, i)) {
+    if (fm_plan_layer_is_moe(m, i)) {
         double ef = (double)m->moe_ffn / T;
         o->params_exp = (double)m->experts / E * h * ef * nm;
         f = (double)m->top_k * ef;
@@ -441,11 +457,24 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
     stage_costs(env, c, stages);
     for (int s = 0; s < c->pp; s++) {
         const struct stage_cost sc = stages[s];
-        double f_flops = (sc.mm + sc.core + sc.logits_mm) * tokens;
-        double f_bytes = (sc.elt + sc.loss_bytes) * tokens;
-        double t_f = compute_time(env, f_flops, f_bytes);
-        double t_b = 2.0 * t_f;
-        double t_core = compute_time(env, sc.core * tokens, sc.elt_core * tokens);
+        double t_f, t_b, t_core;
+        if (env->timing) {
+            /* a calibration's times of one layer of each kind, times the stage's layers of
+             * that kind, and the embedding's and the head's on the first and last stages */
+            const struct fm_plan_timing *tm = env->timing;
+            double moe = sc.moe_layers, dense = sc.layers - sc.moe_layers;
+            t_f = dense * tm->layer_fwd[0] + moe * tm->layer_fwd[1] +
+                  (s == 0 ? tm->first_fwd : 0.0) + (s == c->pp - 1 ? tm->last_fwd : 0.0);
+            t_b = dense * tm->layer_bwd[0] + moe * tm->layer_bwd[1] +
+                  (s == 0 ? tm->first_bwd : 0.0) + (s == c->pp - 1 ? tm->last_bwd : 0.0);
+            t_core = dense * tm->layer_core[0] + moe * tm->layer_core[1];
+        } else {
+            double f_flops = (sc.mm + sc.core + sc.logits_mm) * tokens;
+            double f_bytes = (sc.elt + sc.loss_bytes) * tokens;
+            t_f = compute_time(env, f_flops, f_bytes);
+            t_b = 2.0 * t_f;
+            t_core = compute_time(env, sc.core * tokens, sc.elt_core * tokens);
+        }
         double t_rc = c->recompute == FM_RECOMPUTE_FULL ? t_f
                       : c->recompute == FM_RECOMPUTE_SELECTIVE ? t_core : 0.0;
         /* tensor parallel: 2 all-reduces forward and 2 backward per layer (with sequence

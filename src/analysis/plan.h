@@ -72,6 +72,18 @@ struct fm_plan_eval {
     double mfu, hfu, tokens_per_s;
 };
 
+/* The per-micro-batch compute of a language model's plan timed by a calibration
+ * (plan_calib.c): the calibration's time of one layer of each kind on one GPU, and of the
+ * first and last stages' extra work, at the plan's tp, micro-batch and sequence. Seconds. */
+struct fm_plan_timing {
+    double layer_fwd[2], layer_bwd[2];  /* one layer: [0] with a dense MLP, [1] with MoE */
+    double layer_core[2];               /* of layer_fwd: attention's core (selective recompute) */
+    double first_fwd, first_bwd;        /* the embedding (first stage) */
+    double last_fwd, last_bwd;          /* the final norm, the head and the loss (last stage) */
+    size_t node_phases, uncalibrated;   /* of the timed graph's node-phases that do work, those
+                                           the calibration has no entry for (PALEO's sum) */
+};
+
 /* What a plan is evaluated with. */
 struct fm_plan_env {
     const struct fm_llm_config *cfg;
@@ -83,6 +95,7 @@ struct fm_plan_env {
     bool flash, overlap;
     double ppp_compute, ppp_memory, ppp_comm;
     int64_t vocab;             /* padded to a multiple of 128 x tp, as Megatron does */
+    const struct fm_plan_timing *timing;   /* NULL: the roofline with PALEO's fractions */
 };
 
 /* Checks cfg against the model and the GPU count: FM_ERR_INVALID naming the constraint and the
@@ -97,6 +110,12 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *cfg,
  * config counts the same: tests/test_plan.c). */
 void fm_plan_rank_work(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
                        double *fwd_flops_per_token, double *params);
+/* Whether layer i of m has a mixture-of-experts MLP (the plan's layer kinds). */
+bool fm_plan_layer_is_moe(const struct fm_llm_config *m, int64_t i);
+/* m sharded by tp as Megatron-LM shards it (heads, kv heads, the MLPs, the vocabulary padded
+ * to vocab): the config whose graph one tensor-parallel rank runs. */
+void fm_plan_shard_config(const struct fm_llm_config *m, int tp, int64_t vocab,
+                          struct fm_llm_config *out);
 /* Pipeline bubble as a fraction of the ideal time: (p-1)/(v m) (Narayanan et al. 2021). */
 double fm_plan_bubble_fraction(int p, int v, int64_t m);
 /* Bytes of model state per parameter on one GPU: bf16 weights, grads of grad_bytes, fp32 master
@@ -112,14 +131,27 @@ const char *fm_plan_model_name(size_t i);
 
 /* The best few plans (plan_search.c). */
 #define FM_PLAN_SEARCH_KEEP 5
+#define FM_PLAN_SEARCH_TP 8    /* tensor-parallel sizes a calibrated search times: 1 to 128 */
+/* A calibrated search's timings (plan_calib.c), one per tensor-parallel size (log2) and
+ * micro-batch (1, 2, 4), each made when a valid plan first needs it. */
+struct fm_plan_timings {
+    struct fm_plan *plan;     /* whose calibration and model */
+    struct fm_plan_timing t[FM_PLAN_SEARCH_TP][3];
+    uint8_t state[FM_PLAN_SEARCH_TP][3];   /* 0: not yet, 1: timed, 2: cannot be timed */
+};
 struct fm_plan_search {
     struct fm_plan_eval best[FM_PLAN_SEARCH_KEEP];
     char why[FM_PLAN_SEARCH_KEEP][160];
     int n_best;
     long evaluated, valid, fitting;
+    bool zero_searched;        /* ZeRO 0 to 3 tried, each layout kept at its fastest */
 };
+/* search_zero: try ZeRO stages 0 to 3 (3 with pp 1 only) and keep each layout's fastest; else
+ * base->zero only. timings: time each plan's compute by a calibration (context parallelism not
+ * tried: one timed graph cannot show it); NULL: the roofline. */
 enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *env,
-                                  const struct fm_plan_cfg *base, struct fm_plan_search *out);
+                                  const struct fm_plan_cfg *base, bool search_zero,
+                                  struct fm_plan_timings *timings, struct fm_plan_search *out);
 
 struct fm_plan {
     struct fm_ctx *ctx;
@@ -139,8 +171,25 @@ struct fm_plan {
     char graph_note[256];
     double graph_flops, graph_params;
     bool graph_equal;
+    struct fm_plan_timing timing;   /* with fm_plan_opts.calibration (env.timing points here) */
+    bool calibrated;                /* the compute timed by fm_plan_opts.calibration */
+    char timing_note[640];          /* which calibration, for the report */
     struct fm_plan_search search;
+    struct fm_plan_timings search_timings;   /* a calibrated search's */
 };
+
+/* Times the plan's compute by fm_plan_opts.calibration (plan_calib.c): fills p->timing for
+ * cfg c (checked) and points p->env.timing at it. */
+enum fm_status fm_plan_calib_time(struct fm_plan *p, const struct fm_plan_cfg *c);
+/* The timing of plan c for the search (its tp the tp_index-th power of two, its micro-batch
+ * the mb_index-th of 1, 2, 4; the vocabulary padded to vocab), timed on first use; *out
+ * NULL (and FM_OK) when c's tp cannot be timed: GPT-2's and GPT-NeoX's fused q, k and v at
+ * tp > 1. */
+enum fm_status fm_plan_calib_lookup(struct fm_plan_timings *ts, const struct fm_plan_cfg *c,
+                                    int tp_index, int mb_index, int64_t vocab,
+                                    const struct fm_plan_timing **out);
+/* p->timing_note (and p->calibrated) for the timing tm of p's plan. */
+void fm_plan_calib_note(struct fm_plan *p, const struct fm_plan_timing *tm);
 
 /* Data and pipeline parallelism of any counted model (plan_graph.c): fills p->eval. */
 enum fm_status fm_plan_graph_eval(struct fm_plan *p, struct fm_plan_cfg *c);

@@ -201,6 +201,7 @@ enum fm_status fm_plan_graph_eval(struct fm_plan *p, struct fm_plan_cfg *c)
     e->mfu = e->hfu = e->model_flops / (e->step_s * p->env.gpus * p->peak);
     e->tokens_per_s = (double)c->gb / e->step_s;   /* samples: a CNN has no tokens */
     p->generic = true;
+    p->calibrated = o->calibration != NULL;
 out:
     fm_session_free(s);
     return st;

@@ -2,6 +2,7 @@
  * against the model and the GPU count (every refusal names the constraint and the nearest valid
  * value: nothing is rounded), evaluates it (plan.c) or searches (plan_search.c). */
 #include "plan.h"
+#include "calibration_internal.h"
 #include "../hw/hw.h"
 
 #include <stdio.h>
@@ -15,13 +16,8 @@
 static void graph_check(struct fm_plan *p, const struct fm_plan_cfg *c, int tp)
 {
     struct fm_ctx *ctx = p->ctx;
-    struct fm_llm_config shard = p->model;
-    shard.heads /= tp;
-    shard.kv_heads = p->model.kv_heads >= tp ? p->model.kv_heads / tp : 1;
-    shard.ffn /= tp;
-    shard.moe_ffn /= tp;
-    shard.shared_ffn /= tp;
-    shard.vocab = p->env.vocab / tp;
+    struct fm_llm_config shard;
+    fm_plan_shard_config(&p->model, tp, p->env.vocab, &shard);
     struct fm_llm_build_opts bo;
     fm_llm_build_opts_init(&bo);
     bo.seq = c->seq;
@@ -257,11 +253,21 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
     p->peak = fm_device_util_peak(p->dev, o->precision, false);
 
     if (o->calibration && !p->generic) {
-        st = fm_error(ctx, FM_ERR_INVALID,
-                      "a calibration times the nodes of a counted graph (a built-in model or an "
-                      "ONNX file); the plan of a language model's config is timed by the "
-                      "roofline with fm_plan_opts.ppp_compute and fm_plan_opts.ppp_memory");
-        goto fail;
+        /* the check predict makes (a counted graph's plan makes it in its session): the
+         * calibration's device and precision against the plan's */
+        const struct fm_calibration *cal = o->calibration;
+        if ((st = fm_calibration_check_as(ctx, cal, p->dev->name, cal->backend, cal->threads,
+                                          o->precision, o->force_calibration,
+                                          "fm_plan_opts.force_calibration")))
+            goto fail;
+        if (c.cp > 1 && !o->search) {
+            st = fm_error(ctx, FM_ERR_INVALID,
+                          "fm_plan_opts.calibration times the graph of the config sharded by "
+                          "tp, which cannot show context parallelism (fm_plan_opts.cp = %d: "
+                          "each rank's queries against the whole sequence's keys); plan it "
+                          "without the calibration or with cp = 1", c.cp);
+            goto fail;
+        }
     }
     if (p->generic) {
         if (o->search) {
@@ -298,10 +304,24 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
             goto fail;
         }
         c.gb = o->global_batch;
-        if ((st = fm_plan_search_run(ctx, &p->env, &c, &p->search)))
+        /* the ZeRO stage is searched too unless the user chose one */
+        bool search_zero = !o->fsdp && o->zero < 0;
+        struct fm_plan_timings *ts = NULL;
+        if (o->calibration) {
+            ts = &p->search_timings;
+            ts->plan = p;
+        }
+        if ((st = fm_plan_search_run(ctx, &p->env, &c, search_zero, ts, &p->search)))
             goto fail;
         p->searched = true;
         p->eval = p->search.best[0];
+        if (ts) {
+            /* the note counts the best plan's timed graph */
+            int ti = 0, ai = p->eval.cfg.mb == 4 ? 2 : p->eval.cfg.mb == 2 ? 1 : 0;
+            while ((1 << ti) < p->eval.cfg.tp)
+                ti++;
+            fm_plan_calib_note(p, &ts->t[ti][ai]);
+        }
     } else {
         if (o->global_batch) {
             c.gb = o->global_batch;
@@ -317,6 +337,8 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
         int64_t unit = 128 * (int64_t)c.tp;
         p->env.vocab = (p->model.vocab + unit - 1) / unit * unit;
         if ((st = fm_plan_check(ctx, &p->env, &c)))
+            goto fail;
+        if (o->calibration && (st = fm_plan_calib_time(p, &c)))
             goto fail;
         fm_plan_eval(&p->env, &c, &p->eval);
         graph_check(p, &c, c.tp);

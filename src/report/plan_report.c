@@ -42,6 +42,8 @@ static void table(FILE *f, const struct fm_plan *p)
         fprintf(f, "  note: %s\n", p->note);
     if (p->graph_note[0])
         fprintf(f, "  check: %s\n", p->graph_note);
+    if (p->timing_note[0])
+        fprintf(f, "  timing: %s\n", p->timing_note);
     fprintf(f, "\nmemory per GPU (the stage that needs the most)\n");
     fprintf(f, "  %-34s %12s\n", "weights", fm_format_bytes(e->mem_weights, a));
     fprintf(f, "  %-34s %12s\n", "gradients", fm_format_bytes(e->mem_grads, a));
@@ -82,8 +84,10 @@ static void table(FILE *f, const struct fm_plan *p)
         fprintf(f, "%s GPU-hours\n", fm_format_si(p->gpu_hours, a));
     }
     if (p->searched) {
-        fprintf(f, "\nsearch: %ld plans tried, %ld valid, %ld fit; the fastest:\n",
-                p->search.evaluated, p->search.valid, p->search.fitting);
+        fprintf(f, "\nsearch: %ld plans tried, %ld valid, %ld fit%s; the fastest:\n",
+                p->search.evaluated, p->search.valid, p->search.fitting,
+                p->search.zero_searched ? " (ZeRO 0 to 3: each layout at its fastest stage)"
+                                        : "");
         for (int i = 0; i < p->search.n_best; i++) {
             const struct fm_plan_eval *x = &p->search.best[i];
             fprintf(f, "  %d. %9s  MFU %4.1f%%  %8s  ", i + 1, fm_format_time(x->step_s, a),
@@ -138,6 +142,8 @@ static void json(FILE *f, const struct fm_plan *p)
     fm_jw_double(&w, "model_flops_per_step", e->model_flops);
     fm_jw_double(&w, "hardware_flops_per_step", e->hardware_flops);
     fm_jw_double(&w, "params_per_gpu", e->params_per_gpu);
+    if (p->calibrated)   /* absent: the roofline with the fractions, as before the key */
+        fm_jw_string(&w, "compute_timing", "calibration");
     if (p->graph_note[0]) {
         fm_jw_object(&w, "graph_check", true);
         fm_jw_bool(&w, "equal", p->graph_equal);

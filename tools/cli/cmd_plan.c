@@ -98,7 +98,7 @@ int cmd_plan(struct cli_run *run, int argc, char **argv)
     };
     size_t n_opts = sizeof(opts) / sizeof(opts[0]) - 3;
     cli_calibration_opts_declare(&cal, opts + n_opts,
-                                 "time a CNN's or ONNX model's nodes by this calibration");
+                                 "time the compute by this calibration's per-node times");
     const char *pos[1] = {NULL};
     int r = cli_parse("plan", "MODEL|--config FILE --gpus N (--device NAME | --cluster NAME|FILE) "
                              "[options]",

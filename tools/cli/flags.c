@@ -82,6 +82,8 @@ static const struct {
     {"fm_plan_opts.ppp_memory", "--ppp-memory"},
     {"fm_plan_opts.grad_bytes", "--bf16-grads"},
     {"fm_plan_opts.balance_embedding", "--balance-embedding"},
+    {"fm_plan_opts.calibration", "--calibration"},
+    {"fm_plan_opts.force_calibration", "--force-calibration"},
 };
 
 static bool word_char(char c)
