@@ -683,7 +683,8 @@ static enum fm_status duplicate_keys(struct fm_ctx *ctx, const char *src, const 
     if (cJSON_IsObject(obj) && n > 1) {
         names = fm_alloc(ctx, n * sizeof(*names));
         if (!names)
-            return FM_ERR_NOMEM;
+            return fm_error(ctx, FM_ERR_NOMEM, "%s: out of memory for the keys of an object",
+                            src);
         size_t i = 0;
         for (const cJSON *v = obj->child; v; v = v->next)
             names[i++] = v->string ? v->string : "";
