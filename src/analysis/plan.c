@@ -5,7 +5,9 @@
  * head kept per rank when there are fewer than T, as Megatron replicates them), the MLP's
  * intermediate size and the vocabulary by T; experts by E; tokens by C (ring attention: every
  * query still meets the whole sequence's keys); layers by P (and by P x v chunks when
- * interleaved); BERT adds its token-type embeddings and masked-LM head. Multi-head latent
+ * interleaved); BERT adds its token-type embeddings and masked-LM head; T5's encoder-decoder
+ * (one pipeline stage) is summed per sequence of source and target tokens (t5_layer_cost,
+ * below). Multi-head latent
  * attention (DeepSeek-V3) keeps its down-projections and their norms on every rank and splits
  * its up-projections and output by heads, as Megatron-Core does. Matmuls (linear layers,
  * attention's two products, the logits) run on the device's tensor peak at the plan's
