@@ -1356,6 +1356,7 @@ struct fm_plan_opts {
     const struct fm_calibration *calibration;  /* times the compute per node (docs/plan.md);
                                                   NULL: the roofline; read by fm_plan_run only */
     bool force_calibration;
+    int64_t decoder_seq;          /* T5: target tokens per sequence (0: seq); seq the source's */
 };
 FM_API void fm_plan_opts_init(struct fm_plan_opts *opts);
 struct fm_plan;

@@ -6,7 +6,9 @@
  * 4,096 GPUs, and the CLI; multi-head latent attention (DeepSeek-V3) and BERT's masked LM by
  * hand and against their counted graphs, and DeepSeek-V3's 2,048-GPU layout; a language
  * model's plan and search timed by a calibration fitted in the test (against the whole rank
- * graph's calibrated node times) and its refusals; the search over ZeRO stages. */
+ * graph's calibrated node times) and its refusals; the search over ZeRO stages; T5's
+ * encoder-decoder against its counted graph and a closed form, its tensor-parallel
+ * all-reduces by hand, and what a T5 plan refuses by name. */
 #include "support.h"
 #include "analysis/plan.h"
 #include "frontend/llm/llm.h"
@@ -458,13 +460,14 @@ static void test_rank_work_matches_graph(void **state)
 }
 
 /* The tiny configs of tests/data/llm (every architecture the plan covers) at tp 1 and 2: the
- * plan's per-rank formulas equal their counted graphs; T5 is refused by name. */
+ * plan's per-rank formulas equal their counted graphs. */
 static void test_config_files_match_graph(void **state)
 {
     (void)state;
     static const char *const dirs[] = {"llama",   "mistral", "mixtral",   "qwen2",
                                        "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
-                                       "gemma2",  "phi3",    "deepseek_v3", "bert"};
+                                       "gemma2",  "phi3",    "deepseek_v3", "bert",
+                                       "t5"};
     struct fm_ctx *ctx = test_ctx();
     char path[512];
     for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -482,15 +485,196 @@ static void test_config_files_match_graph(void **state)
             fm_plan_free(p);
         }
     }
-    snprintf(path, sizeof(path), "%s/llm/t5/config.json", FM_TEST_DATA);
+    fm_ctx_free(ctx);
+}
+
+/* T5 (encoder-decoder) on one tensor-parallel rank: the plan's per-sequence forward FLOPs and
+ * parameters against the counted graph of the config sharded by tp (fm_llm_build with the
+ * source's seq and the target's decoder_seq, fm_count), and both against a closed form written
+ * here, all exact. Per encoder layer S(8hq + 2hf n) + 4S^2 q (q, k, v, o; the feed-forward's n
+ * matrices, 3 gated, 2 plain; QK^T and AV over every source key); per decoder layer
+ * D(8hq + 4hq + 2hf n) + 4Shq + 4D^2 q + 4DSq (self-attention, the cross-attention's q and o on
+ * the D targets and its k and v on the S encoder outputs, both products); the tied head
+ * 2 h V/tp a target token, V padded to 128 tp. Parameters: 4hq + hfn + 2h an encoder layer,
+ * 8hq + hfn + 3h a decoder layer, the shared embedding V/tp h, two relative position biases
+ * (buckets x heads/tp), two final norms. q = heads/tp x d_kv, f = d_ff/tp. */
+static void check_t5(const char *model, int tp, int64_t S, int64_t D)
+{
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_llm_config cfg, shard;
+    if (strchr(model, '/')) {
+        size_t n = 0;
+        char *text = test_read_file(model, &n);
+        FM_ASSERT_OK(ctx, fm_llm_config_parse(ctx, text, n, model, &cfg));
+        free(text);
+    } else {
+        FM_ASSERT_OK(ctx, fm_llm_config_builtin(ctx, model, &cfg));
+    }
+    assert_int_equal(cfg.arch, FM_LLM_T5);
+    int64_t unit = 128 * (int64_t)tp, vp = (cfg.vocab + unit - 1) / unit * unit;
+    fm_plan_shard_config(&cfg, tp, vp, &shard);
+    struct fm_llm_build_opts bo;
+    fm_llm_build_opts_init(&bo);
+    bo.seq = S;
+    bo.decoder_seq = D;
+    bo.dtype = FM_DTYPE_BF16;
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_llm_build(ctx, &shard, &bo, &g));
+    struct fm_counts *counts = test_count(ctx, g, FM_MODE_TRAIN);
+    uint64_t macs = fm_work_macs(&counts->by_class[FM_CLASS_MATMUL][FM_PHASE_FWD]) +
+                    fm_work_macs(&counts->by_class[FM_CLASS_ATTENTION][FM_PHASE_FWD]);
+
+    struct fm_devices *devs = NULL;
+    const struct fm_device *dev = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_builtin(ctx, &devs));
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
+    struct fm_cluster cl;
+    FM_ASSERT_OK(ctx, fm_cluster_builtin(ctx, "dgx-h100", &cl));
+    struct fm_plan_env env = {.cfg = &cfg, .dev = dev, .cluster = &cl,
+                              .precision = FM_PREC_BF16, .gpus = tp, .grad_bytes = 4,
+                              .flash = true, .ppp_compute = 0.6, .ppp_memory = 0.7,
+                              .ppp_comm = 0.7, .vocab = vp};
+    struct fm_plan_cfg c = {.tp = tp, .pp = 1, .dp = 1, .cp = 1, .ep = 1, .v = 1, .mb = 1,
+                            .gb = 1, .m = 1, .seq = S, .dseq = D};
+    double flops, params;
+    fm_plan_rank_work_seq(&env, &c, &flops, &params);
+
+    /* the closed form, in integers */
+    int64_t h = cfg.hidden, q = cfg.heads / tp * cfg.head_dim, f = cfg.ffn / tp;
+    int64_t nm = cfg.gated_mlp ? 3 : 2, vr = vp / tp;
+    int64_t enc = S * (8 * h * q + 2 * h * f * nm) + 4 * S * S * q;
+    int64_t dec = D * (8 * h * q + 4 * h * q + 2 * h * f * nm) + 4 * S * h * q +
+                  4 * D * D * q + 4 * D * S * q;
+    int64_t want = cfg.layers * enc + cfg.decoder_layers * dec + 2 * h * vr * D;
+    int64_t want_params = cfg.layers * (4 * h * q + h * f * nm + 2 * h) +
+                          cfg.decoder_layers * (8 * h * q + h * f * nm + 3 * h) + vr * h +
+                          2 * cfg.rel_buckets * (cfg.heads / tp) + 2 * h;
+    if ((int64_t)(2 * macs) != want)
+        fail_msg("%s tp %d: graph %llu FLOPs, closed form %lld", model, tp,
+                 (unsigned long long)(2 * macs), (long long)want);
+    if (flops != (double)want)
+        fail_msg("%s tp %d: plan %.0f FLOPs, closed form %lld", model, tp, flops,
+                 (long long)want);
+    if ((int64_t)counts->params != want_params || params != (double)want_params)
+        fail_msg("%s tp %d: graph %llu parameters, plan %.0f, closed form %lld", model, tp,
+                 (unsigned long long)counts->params, params, (long long)want_params);
+    if (tp == 1 && vp == cfg.vocab) {   /* and the config's own count of the whole model */
+        uint64_t total, non_emb;
+        fm_llm_params(&cfg, &total, &non_emb);
+        assert_true((double)total == params);
+    }
+    fm_counts_free(counts);
+    fm_graph_free(g);
+    fm_devices_free(devs);
+    fm_ctx_free(ctx);
+}
+
+static void test_t5_matches_graph(void **state)
+{
+    (void)state;
+    char tiny[512];
+    snprintf(tiny, sizeof(tiny), "%s/llm/t5_tiny.json", FM_TEST_DATA);   /* gated-gelu */
+    for (int tp = 1; tp <= 2; tp++) {
+        check_t5(tiny, tp, 64, 64);
+        check_t5(tiny, tp, 96, 24);   /* decoder_seq other than seq */
+        check_t5("t5-base", tp, 512, 512);   /* relu */
+        check_t5("t5-base", tp, 512, 114);   /* T5's pre-training target length */
+    }
+    /* a run of the plan makes the same check (graph_check) and reports it */
+    struct fm_ctx *ctx = test_ctx();
     struct fm_plan_opts o;
     fm_plan_opts_init(&o);
-    o.config_path = path;
-    o.gpus = 1;
+    o.config_path = tiny;
+    o.gpus = 4;
+    o.tp = 2;
+    o.seq = 96;
+    o.decoder_seq = 24;
     o.device = "h100";
-    struct fm_plan *p = NULL;
-    assert_int_equal(fm_plan_run(ctx, &o, &p), FM_ERR_UNSUPPORTED);
-    EXPECT_MESSAGE(ctx, "T5ForConditionalGeneration", "no encoder-decoder");
+    struct fm_plan *p = run_ok(ctx, &o);
+    if (!p->graph_equal)
+        fail_msg("t5_tiny tp 2: %s", p->graph_note);
+    assert_int_equal(p->eval.cfg.dseq, 24);
+    fm_plan_free(p);
+    fm_ctx_free(ctx);
+}
+
+/* t5-base at tp 2 on one node, one sequence of 512 source and 128 target tokens: the
+ * tensor-parallel all-reduces of a step by hand, h bf16 values a token each: forward 2 an
+ * encoder layer (S tokens) and 3 a decoder layer (D tokens); backward the same, and in each
+ * decoder layer the gradient of the S encoder outputs that the cross-attention's k and v read;
+ * a full recompute runs the forward's again. Memory: ZeRO 0 holds 18 bytes a parameter. */
+static void test_t5_comm_by_hand(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "t5-base";
+    o.gpus = 2;
+    o.tp = 2;
+    o.seq = 512;
+    o.decoder_seq = 128;
+    o.global_batch = 1;
+    o.zero = 0;
+    o.device = "h100";
+    double h = 768, S = 512, D = 128, L = 12;
+    for (int full = 0; full <= 1; full++) {
+        o.recompute = full ? FM_RECOMPUTE_FULL : FM_RECOMPUTE_NONE;
+        struct fm_plan *p = run_ok(ctx, &o);
+        double fwd = L * 2 * S + L * 3 * D, bwd = L * 2 * S + L * (3 * D + S);
+        double want = ((full ? 2 : 1) * fwd + bwd) * h * 2;
+        double got = p->eval.comm[FM_PLAN_COMM_TP].bytes;
+        if (fabs(got - want) > 1e-12 * want)
+            fail_msg("t5-base tp 2 recompute %d: %.0f all-reduced bytes, by hand %.0f", full,
+                     got, want);
+        assert_true(p->graph_equal);
+        assert_true(p->eval.mem_weights + p->eval.mem_grads + p->eval.mem_optimizer ==
+                    18 * p->eval.params_per_gpu);
+        fm_plan_free(p);
+    }
+    fm_ctx_free(ctx);
+}
+
+/* What a T5 plan does not model is refused by name, with the nearest valid choice. */
+static void test_t5_refusals(void **state)
+{
+    (void)state;
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "t5-base";
+    o.gpus = 2;
+    o.device = "h100";
+    o.pp = 2;
+    expect_refusal(&o, "fm_plan_opts.pp = 2", "T5 (t5-base)");
+    expect_refusal(&o, "encoder stages before decoder stages", "nearest valid: pp = 1");
+    o.pp = 0;
+    o.cp = 2;
+    expect_refusal(&o, "fm_plan_opts.cp = 2", "nearest valid: cp = 1");
+    o.cp = 0;
+    o.ep = 2;
+    expect_refusal(&o, "fm_plan_opts.ep = 2", "nearest valid: ep = 1");
+    o.ep = 0;
+    o.decoder_seq = -1;
+    expect_refusal(&o, "fm_plan_opts.decoder_seq must be positive", "-1");
+    /* decoder_seq is T5's alone */
+    o.model = "llama-3.1-8b";
+    o.decoder_seq = 128;
+    expect_refusal(&o, "fm_plan_opts.decoder_seq", "llama-3.1-8b has no decoder of its own");
+    /* a search of T5 keeps to the plans it models */
+    struct fm_ctx *ctx = test_ctx();
+    fm_plan_opts_init(&o);
+    o.model = "t5-base";
+    o.gpus = 8;
+    o.device = "h100";
+    o.global_batch = 64;
+    o.search = true;
+    struct fm_plan *p = run_ok(ctx, &o);
+    for (int i = 0; i < p->search.n_best; i++) {
+        assert_int_equal(p->search.best[i].cfg.pp, 1);
+        assert_int_equal(p->search.best[i].cfg.cp, 1);
+        assert_int_equal(p->search.best[i].cfg.dseq, 512);
+    }
+    fm_plan_free(p);
     fm_ctx_free(ctx);
 }
 
@@ -648,13 +832,6 @@ static void test_deepseek_v3_layout(void **state)
     struct fm_plan *q = NULL;
     assert_int_equal(fm_plan_run(ctx, &o, &q), FM_ERR_INVALID);
     EXPECT_MESSAGE(ctx, "fm_plan_opts.pp = 3 does not divide the layers (32)");
-    /* T5 stays refused by name */
-    fm_plan_opts_init(&o);
-    o.model = "t5-base";
-    o.gpus = 1;
-    o.device = "h100";
-    assert_int_equal(fm_plan_run(ctx, &o, &q), FM_ERR_UNSUPPORTED);
-    EXPECT_MESSAGE(ctx, "t5", "not modelled");
     fm_ctx_free(ctx);
 }
 
@@ -1058,6 +1235,11 @@ static void test_calibration_refusals(void **state)
     o.global_batch = 0;
     o.seq = 128;
     expect_refusal(&o, "fuses q, k and v", "tp = 1");
+    /* a T5 plan is timed by the roofline only */
+    o.model = "t5-base";
+    o.tp = 1;
+    o.gpus = 1;
+    expect_refusal(&o, "fm_plan_opts.calibration", "T5 (t5-base)");
     fm_calibration_free(h100);
     fm_calibration_free(other);
     fm_devices_free(devs);
@@ -1252,6 +1434,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_calibrated_compute), cmocka_unit_test(test_calibration_refusals),
         cmocka_unit_test(test_search_zero), cmocka_unit_test(test_calibrated_search),
         cmocka_unit_test(test_calibrated_layer_once),
+        cmocka_unit_test(test_t5_matches_graph), cmocka_unit_test(test_t5_comm_by_hand),
+        cmocka_unit_test(test_t5_refusals),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

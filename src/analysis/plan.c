@@ -5,7 +5,9 @@
  * head kept per rank when there are fewer than T, as Megatron replicates them), the MLP's
  * intermediate size and the vocabulary by T; experts by E; tokens by C (ring attention: every
  * query still meets the whole sequence's keys); layers by P (and by P x v chunks when
- * interleaved); BERT adds its token-type embeddings and masked-LM head. Multi-head latent
+ * interleaved); BERT adds its token-type embeddings and masked-LM head; T5's encoder-decoder
+ * (one pipeline stage) is summed per sequence of source and target tokens (t5_layer_cost,
+ * below). Multi-head latent
  * attention (DeepSeek-V3) keeps its down-projections and their norms on every rank and splits
  * its up-projections and output by heads, as Megatron-Core does. Matmuls (linear layers,
  * attention's two products, the logits) run on the device's tensor peak at the plan's
@@ -115,6 +117,24 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
                              const struct fm_plan_cfg *c)
 {
     const struct fm_llm_config *m = env->cfg;
+    if (m->arch == FM_LLM_T5) {
+        /* what a T5 plan does not model, refused before anything else is checked */
+        if (c->pp > 1)
+            return fm_error(ctx, FM_ERR_INVALID,
+                            "fm_plan_opts.pp = %d: a plan of T5 (%s) models one pipeline stage "
+                            "only (Megatron-LM's encoder-decoder split, encoder stages before "
+                            "decoder stages with the encoder's output sent to every decoder "
+                            "stage, is not modelled); nearest valid: pp = 1", c->pp, m->name);
+        if (c->cp > 1)
+            return fm_error(ctx, FM_ERR_INVALID,
+                            "fm_plan_opts.cp = %d: context parallelism is not modelled for T5 "
+                            "(%s; its cross-attention reads the whole source sequence); "
+                            "nearest valid: cp = 1", c->cp, m->name);
+        if (c->ep > 1)
+            return fm_error(ctx, FM_ERR_INVALID,
+                            "fm_plan_opts.ep = %d: expert parallelism is not modelled for T5 "
+                            "(%s has no experts); nearest valid: ep = 1", c->ep, m->name);
+    }
     int64_t prod = (int64_t)c->tp * c->pp * c->cp * c->dp;
     if (prod != env->gpus)
         return fm_error(ctx, FM_ERR_INVALID,
@@ -341,13 +361,140 @@ struct stage_cost {
     double mm, core, elt, elt_core, params, params_exp, act, a2a, kv;
     double layers, moe_layers;
     double logits_mm, loss_bytes, logits_act;   /* last stage */
+    /* T5 only (decoders: 2 all-reduces of h a token each way per layer): tensor-parallel
+     * all-reduces of a micro-batch's forward and backward, and their bytes per local token */
+    double tp_fwd_n, tp_fwd_b, tp_bwd_n, tp_bwd_b;
 };
+
+/* ---- T5 ---- */
+
+/* T5 (Raffel et al. 2020, T5ForConditionalGeneration as src/frontend/llm/build_seq2seq.c
+ * builds it) on one rank as Megatron-LM shards its encoder-decoder: q, k, v and o of every
+ * attention (the encoder's and the decoder's self-attention, the decoder's cross-attention)
+ * split by heads, the feed-forward's wi (wi_0 and wi_1 when gated) and wo by d_ff, the shared
+ * embedding, tied to the head, by the vocabulary; the relative position bias of the first
+ * block of each stack kept for this rank's heads; the T5LayerNorms (a scale, no mean, no bias)
+ * replicated. Per sequence, not per token: the encoder runs on seq source tokens (S), the
+ * decoder on dseq target tokens (D), and the cross-attention's k and v project the S encoder
+ * outputs in every decoder layer. T5 has no 1/sqrt(d) and no biases; its dropout is left out,
+ * as the counted graph leaves it out. */
+static void t5_layer_cost(const struct fm_plan_env *env, bool dec, int T, bool sp, int64_t seq,
+                          int64_t dseq, struct layer_cost *o)
+{
+    const struct fm_llm_config *m = env->cfg;
+    memset(o, 0, sizeof(*o));
+    double h = (double)m->hidden, heads = (double)m->heads / T;
+    double q = heads * (double)m->head_dim;   /* kv heads = heads in T5 */
+    double f = (double)m->ffn / T, nm = m->gated_mlp ? 3.0 : 2.0;
+    double S = (double)seq, D = (double)dseq;
+    double rs = sp ? T : 1;   /* what sequence parallelism splits */
+    /* attention's saved scores per query over sk keys: softmax output, mask and dropout
+     * (5 bytes a score, Korthikanti et al. 2022), or flash attention's log-sum-exp */
+    double core_s = env->flash ? 4.0 * heads : 5.0 * heads * S;
+    double core_d = env->flash ? 4.0 * heads : 5.0 * heads * D;
+    if (!dec) {
+        /* self-attention (q, k, v, o: 4 h x q) and the feed-forward on S tokens */
+        o->params = 4.0 * h * q + h * f * nm + 2.0 * h;
+        o->mm = S * (2.0 * 4.0 * h * q + 2.0 * h * f * nm);
+        o->core = S * 4.0 * S * q;   /* QK^T and AV over every key: no mask to skip */
+        /* two norms and two residual adds (10 h elements), the activation (and the gate) */
+        o->elt = S * (10.0 * h / rs + (nm == 3.0 ? 3.0 : 2.0) * f) * ACT;
+        if (!env->flash) {
+            o->elt_core = S * 9.0 * heads * S;
+            o->elt += o->elt_core;
+        }
+        /* saved: the two norms' and two projections' inputs (8 h bytes), q, k, v, o's input
+         * and the feed-forward's intermediates, the scores */
+        double keep = S * (8.0 * h / rs + ACT * (4.0 * q + (nm == 3.0 ? 3.0 : 2.0) * f));
+        o->act = keep + S * core_s;
+        o->act_sel = keep + (env->flash ? S * core_s : 0.0);
+        o->act_full = S * 2.0 * h / rs;
+        return;
+    }
+    /* self-attention on D tokens, cross-attention (q and o on D tokens, k and v on the S
+     * encoder outputs), the feed-forward on D tokens */
+    o->params = 8.0 * h * q + h * f * nm + 3.0 * h;
+    o->mm = D * (2.0 * 4.0 * h * q + 2.0 * 2.0 * h * q + 2.0 * h * f * nm) +
+            S * 2.0 * 2.0 * h * q;
+    o->core = D * 4.0 * D * q + D * 4.0 * S * q;
+    /* three norms and three residual adds */
+    o->elt = D * (15.0 * h / rs + (nm == 3.0 ? 3.0 : 2.0) * f) * ACT;
+    if (!env->flash) {
+        o->elt_core = D * 9.0 * heads * (D + S);
+        o->elt += o->elt_core;
+    }
+    /* saved per target token: three norms' inputs and the self-attention's qkv, the
+     * cross-attention's q and the feed-forward's inputs (12 h bytes); self-attention's q, k, v
+     * and o's input, cross-attention's q and o's input; per source token the cross-attention's
+     * k and v (the encoder's output they read is saved once, stage_costs) */
+    double keep = D * (12.0 * h / rs + ACT * (6.0 * q + (nm == 3.0 ? 3.0 : 2.0) * f)) +
+                  S * ACT * 2.0 * q;
+    o->act = keep + D * (core_d + core_s);
+    o->act_sel = keep + (env->flash ? D * (core_d + core_s) : 0.0);
+    o->act_full = D * 2.0 * h / rs;
+}
+
+/* A T5 plan's one stage (pp = 1, fm_plan_check), per sequence. */
+static void t5_seq_costs(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
+                         struct stage_cost *s)
+{
+    const struct fm_llm_config *m = env->cfg;
+    memset(s, 0, sizeof(*s));
+    double S = (double)c->seq, D = (double)c->dseq, h = (double)m->hidden;
+    for (int64_t i = 0; i < m->layers + m->decoder_layers; i++) {
+        bool dec = i >= m->layers;
+        struct layer_cost l;
+        t5_layer_cost(env, dec, c->tp, c->sp, c->seq, c->dseq, &l);
+        s->mm += l.mm;
+        s->core += l.core;
+        s->elt += l.elt;
+        s->elt_core += l.elt_core;
+        s->params += l.params;
+        s->act += c->recompute == FM_RECOMPUTE_FULL ? l.act_full
+                  : c->recompute == FM_RECOMPUTE_SELECTIVE ? l.act_sel : l.act;
+        s->layers += 1;
+        /* Megatron's row-parallel outputs: attention and MLP (encoder), self-attention,
+         * cross-attention and MLP (decoder) all-reduced forward; backward the column-parallel
+         * inputs', and in a decoder layer also the gradient of the encoder's output that the
+         * cross-attention's k and v read */
+        s->tp_fwd_n += dec ? 3.0 : 2.0;
+        s->tp_fwd_b += (dec ? 3.0 * D : 2.0 * S) * h * ACT;
+        s->tp_bwd_n += dec ? 4.0 : 2.0;
+        s->tp_bwd_b += (dec ? 3.0 * D + S : 2.0 * S) * h * ACT;
+    }
+    double vr = (double)env->vocab / c->tp;
+    /* the shared embedding (the head's weight too), the two stacks' relative position biases
+     * (this rank's heads), the two final norms */
+    s->params += vr * h + 2.0 * (double)m->rel_buckets * (double)m->heads / c->tp + 2.0 * h;
+    s->logits_mm = D * 2.0 * h * vr;
+    /* the two embeddings' gathers written, the two final norms, the decoder output's scale */
+    s->elt += ((S + D) * 2.0 * h + (S + D) * 2.0 * h + D * 2.0 * h) * ACT;
+    s->act += S * 2.0 * h;   /* the encoder's output, read by every cross-attention */
+    s->loss_bytes = D * 12.0 * vr;
+    s->logits_act = D * 8.0 * vr;
+}
+
+/* The stage's costs per local token (the plan's unit: tokens = micro-batch x seq, cp = 1) */
+static void t5_stage_costs(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
+                           struct stage_cost *s)
+{
+    t5_seq_costs(env, c, s);
+    double S = (double)c->seq;
+    double *per[] = {&s->mm, &s->core, &s->elt, &s->elt_core, &s->act, &s->logits_mm,
+                     &s->loss_bytes, &s->logits_act, &s->tp_fwd_b, &s->tp_bwd_b};
+    for (size_t i = 0; i < sizeof(per) / sizeof(per[0]); i++)
+        *per[i] /= S;
+}
 
 /* Every stage's sums in one pass over the layers. */
 static void stage_costs(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
                         struct stage_cost *st)
 {
     const struct fm_llm_config *m = env->cfg;
+    if (m->arch == FM_LLM_T5) {
+        t5_stage_costs(env, c, st);
+        return;
+    }
     memset(st, 0, sizeof(*st) * (size_t)c->pp);
     /* balanced (Llama 3): the embedding and the head each take a layer's slot, so the first
      * and last stages hold one layer fewer */
@@ -401,6 +548,21 @@ void fm_plan_rank_work(const struct fm_plan_env *env, const struct fm_plan_cfg *
         *fwd_flops_per_token += st[s].mm + st[s].core + st[s].logits_mm;
         *params += st[s].params + st[s].params_exp;
     }
+}
+
+void fm_plan_rank_work_seq(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
+                           double *fwd_flops_per_seq, double *params)
+{
+    if (env->cfg->arch == FM_LLM_T5) {
+        /* summed per sequence: exact in doubles, where per token x seq would round */
+        struct stage_cost st;
+        t5_seq_costs(env, c, &st);
+        *fwd_flops_per_seq = st.mm + st.core + st.logits_mm;
+        *params = st.params;
+        return;
+    }
+    fm_plan_rank_work(env, c, fwd_flops_per_seq, params);
+    *fwd_flops_per_seq *= (double)c->seq;
 }
 
 /* Forward time of one micro-batch's work on a stage, and its attention core's part. */
@@ -485,6 +647,18 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
         double t_tp = c->tp > 1 ? n_tp * fm_coll_time(FM_COLL_ALLREDUCE, b_tp, c->tp,
                                                       tp_l.busbw, tp_l.lat)
                                 : 0.0;
+        double tp_all_bytes = n_tp * b_tp;
+        if (m->arch == FM_LLM_T5) {
+            /* all-reduces of unequal sizes (source and target tokens): their bytes summed at
+             * the bus bandwidth, a latency per step of each */
+            double rc = c->recompute == FM_RECOMPUTE_FULL ? 2.0 : 1.0;
+            n_tp = rc * sc.tp_fwd_n + sc.tp_bwd_n;
+            tp_all_bytes = tokens * (rc * sc.tp_fwd_b + sc.tp_bwd_b);
+            t_tp = c->tp > 1 ? fm_coll_time(FM_COLL_ALLREDUCE, tp_all_bytes, c->tp, tp_l.busbw,
+                                            0.0) +
+                                   n_tp * fm_coll_steps(FM_COLL_ALLREDUCE, c->tp) * tp_l.lat
+                             : 0.0;
+        }
         /* context parallel: K and V of every chunk go round the ring (an all-gather's volume,
          * one per layer) forward; backward, K and V again and their gradients (twice that);
          * each hidden behind attention's core as far as it lasts */
@@ -513,7 +687,7 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
             st_cp = t_cp;
             st_ep = t_ep;
             st_pp = t_pp;
-            tp_bytes = n_tp * b_tp;
+            tp_bytes = tp_all_bytes;
             cp_bytes = 3.0 * b_cp;
             ep_bytes = n_ep * b_ep;
             t_tp_all = t_tp;
@@ -623,13 +797,25 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
     full.vocab = m->vocab;
     double head = 2.0 * h * (double)m->vocab + (m->arch == FM_LLM_BERT ? 2.0 * h * h : 0.0);
     double fwd = head, core = 0;
-    for (int64_t i = 0; i < m->layers; i++) {
+    for (int64_t i = 0; i < m->layers && m->arch != FM_LLM_T5; i++) {
         struct layer_cost l;
         layer_cost(&full, i, 1, 1, false, c->seq, &l);
         fwd += l.mm + l.core;
         core += l.core;
     }
     double all_tokens = (double)c->gb * (double)c->seq;
+    if (m->arch == FM_LLM_T5) {
+        /* per token of the source and the target together: a T5 step's tokens */
+        struct fm_plan_cfg one = *c;
+        one.tp = 1;
+        struct stage_cost t5;
+        t5_seq_costs(&full, &one, &t5);
+        double per = (double)(c->seq + c->dseq);
+        head = t5.logits_mm / per;
+        fwd = (t5.mm + t5.core + t5.logits_mm) / per;
+        core = t5.core / per;
+        all_tokens = (double)c->gb * per;
+    }
     out->model_flops = 3.0 * fwd * all_tokens;
     out->hardware_flops = out->model_flops +
                           (c->recompute == FM_RECOMPUTE_FULL ? fwd - head

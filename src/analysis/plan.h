@@ -43,6 +43,8 @@ struct fm_plan_cfg {
     bool balance;                       /* first and last stages one layer fewer (Llama 3) */
     enum fm_recompute recompute;
     int64_t mb, gb, m, seq;             /* micro-batch, global batch, micro-batches */
+    int64_t dseq;                       /* T5: the decoder's target tokens (seq: the source's);
+                                           0 for other models */
 };
 
 enum { FM_PLAN_COMM_TP = 0, FM_PLAN_COMM_CP, FM_PLAN_COMM_EP, FM_PLAN_COMM_PP, FM_PLAN_COMM_DP,
@@ -110,6 +112,10 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *cfg,
  * config counts the same: tests/test_plan.c). */
 void fm_plan_rank_work(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
                        double *fwd_flops_per_token, double *params);
+/* The same per sequence (per token x seq; T5: its source and target tokens summed per
+ * sequence, which fm_plan_rank_work's tokens only approximate): what graph_check compares. */
+void fm_plan_rank_work_seq(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
+                           double *fwd_flops_per_seq, double *params);
 /* Whether layer i of m has a mixture-of-experts MLP (the plan's layer kinds). */
 bool fm_plan_layer_is_moe(const struct fm_llm_config *m, int64_t i);
 /* m sharded by tp as Megatron-LM shards it (heads, kv heads, the MLPs, the vocabulary padded

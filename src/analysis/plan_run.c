@@ -21,6 +21,7 @@ static void graph_check(struct fm_plan *p, const struct fm_plan_cfg *c, int tp)
     struct fm_llm_build_opts bo;
     fm_llm_build_opts_init(&bo);
     bo.seq = c->seq;
+    bo.decoder_seq = c->dseq;   /* T5's target tokens; 0 for the others */
     bo.dtype = FM_DTYPE_BF16;
     struct fm_graph *g = NULL;
     struct fm_counts *k = NULL;
@@ -50,8 +51,7 @@ static void graph_check(struct fm_plan *p, const struct fm_plan_cfg *c, int tp)
     one.cp = 1;
     one.balance = false;
     double flops, params;
-    fm_plan_rank_work(&p->env, &one, &flops, &params);
-    flops *= (double)c->seq;
+    fm_plan_rank_work_seq(&p->env, &one, &flops, &params);
     p->graph_flops = 2.0 * macs;
     p->graph_params = (double)k->params;
     p->graph_equal = p->graph_flops == flops && p->graph_params == params;
@@ -122,14 +122,22 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
     } else if ((st = fm_plan_model(ctx, o->model, &p->model))) {
         goto fail;
     }
-    /* what the per-rank model below covers: decoders with multi-head, grouped-query or
-     * multi-head latent attention, and BERT's encoder with its masked-LM head */
-    if (!p->generic && p->model.arch == FM_LLM_T5) {
+    /* the per-rank model covers decoders with multi-head, grouped-query or multi-head latent
+     * attention, BERT's encoder with its masked-LM head, and T5's encoder-decoder (one
+     * pipeline stage: fm_plan_check) */
+    bool t5 = !p->generic && p->model.arch == FM_LLM_T5;
+    if (o->decoder_seq && !t5) {
+        st = fm_error(ctx, FM_ERR_INVALID,
+                      "fm_plan_opts.decoder_seq is the target length of an encoder-decoder "
+                      "(T5); %s has no decoder of its own: give fm_plan_opts.seq only",
+                      p->model.name);
+        goto fail;
+    }
+    if (t5 && o->calibration) {
         st = fm_error(ctx, FM_ERR_UNSUPPORTED,
-                      "a plan of %s (%s) is not modelled yet: plans cover decoder-only models "
-                      "with multi-head, grouped-query or multi-head latent attention, and "
-                      "BERT's masked LM (no encoder-decoder)",
-                      p->model.name, fm_llm_arch_name(p->model.arch));
+                      "fm_plan_opts.calibration times a decoder's layer graph; a plan of T5 "
+                      "(%s) is timed by the roofline only: plan it without the calibration",
+                      p->model.name);
         goto fail;
     }
     if (p->model.layers > FM_LLM_MAX_LAYERS) {
@@ -141,6 +149,14 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
         st = fm_error(ctx, FM_ERR_INVALID,
                       "fm_plan_opts.gpus must be between 1 and 1048576, got %lld",
                       (long long)o->gpus);
+        goto fail;
+    }
+    if (o->seq < 0 || o->decoder_seq < 0) {
+        st = o->seq < 0 ? fm_error(ctx, FM_ERR_INVALID, "fm_plan_opts.seq must be positive, "
+                                                        "got %lld", (long long)o->seq)
+                        : fm_error(ctx, FM_ERR_INVALID, "fm_plan_opts.decoder_seq must be "
+                                                        "positive, got %lld",
+                                   (long long)o->decoder_seq);
         goto fail;
     }
     if ((st = range(ctx, "tp", o->tp, o->gpus)) || (st = range(ctx, "pp", o->pp, o->gpus)) ||
@@ -224,6 +240,12 @@ enum fm_status fm_plan_run(struct fm_ctx *ctx, const struct fm_plan_opts *o, str
     c.mb = o->micro_batch ? o->micro_batch : 1;
     c.seq = o->seq ? o->seq : (p->model.max_pos && p->model.max_pos < 2048 ? p->model.max_pos
                                                                            : 2048);
+    if (t5) {
+        /* T5's pre-training lengths are 512 source tokens (Raffel et al. 2020); the target
+         * defaults to the source's length, as fm_llm_build_opts.decoder_seq does */
+        c.seq = o->seq ? o->seq : 512;
+        c.dseq = o->decoder_seq ? o->decoder_seq : c.seq;
+    }
     int64_t tpc = (int64_t)c.tp * c.pp * c.cp;
     if (o->dp) {
         c.dp = (int)o->dp;

@@ -34,6 +34,11 @@ static void table(FILE *f, const struct fm_plan *p)
     if (p->generic)
         fprintf(f, "\n  global batch %lld samples, %s\n", (long long)e->cfg.gb,
                 fm_precision_name(p->env.precision));
+    else if (e->cfg.dseq > 0)
+        fprintf(f, "\n  global batch %lld x (%lld source + %lld target) tokens, %s, %s "
+                   "attention\n",
+                (long long)e->cfg.gb, (long long)e->cfg.seq, (long long)e->cfg.dseq,
+                fm_precision_name(p->env.precision), p->env.flash ? "flash" : "unfused");
     else
         fprintf(f, "\n  global batch %lld x %lld tokens, %s, %s attention\n",
                 (long long)e->cfg.gb, (long long)e->cfg.seq,
@@ -113,6 +118,8 @@ static void json_cfg(struct fm_jw *w, const struct fm_plan_cfg *c)
     fm_jw_i64(w, "global_batch", c->gb);
     fm_jw_i64(w, "micro_batches", c->m);
     fm_jw_i64(w, "seq", c->seq);
+    if (c->dseq > 0)   /* T5 only: the other models' reports keep their keys */
+        fm_jw_i64(w, "decoder_seq", c->dseq);
 }
 
 static void json_eval(struct fm_jw *w, const struct fm_plan_eval *e)

@@ -78,6 +78,8 @@ static const struct {
     {"fm_plan_opts.global_batch", "--global-batch"},
     {"fm_plan_opts.sequence_parallel", "--sequence-parallel"},
     {"fm_plan_opts.search", "--search"},
+    {"fm_plan_opts.seq", "--seq"},
+    {"fm_plan_opts.decoder_seq", "--decoder-seq"},
     {"fm_plan_opts.ppp_compute", "--ppp-compute"},
     {"fm_plan_opts.ppp_memory", "--ppp-memory"},
     {"fm_plan_opts.grad_bytes", "--bf16-grads"},
