@@ -996,6 +996,19 @@ static struct fm_calibration *synthetic_calibration(struct fm_ctx *ctx, const ch
     return c;
 }
 
+
+/* synthetic_calibration of the device table's H100 (its name as the table spells it) at bf16 */
+static struct fm_calibration *h100_calibration(struct fm_ctx *ctx)
+{
+    struct fm_devices *devs = NULL;
+    const struct fm_device *dev = NULL;
+    FM_ASSERT_OK(ctx, fm_devices_load(ctx, NULL, &devs));
+    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
+    struct fm_calibration *cal = synthetic_calibration(ctx, dev->name, FM_PREC_BF16);
+    fm_devices_free(devs);
+    return cal;
+}
+
 struct graph_times {
     double fwd, bwd, core;   /* per micro-batch: forward, backward, attention's forward */
 };
@@ -1216,11 +1229,7 @@ static void test_calibration_refusals(void **state)
     fm_plan_free(p);
     o.force_calibration = false;
 
-    struct fm_devices *devs = NULL;
-    const struct fm_device *dev = NULL;
-    FM_ASSERT_OK(ctx, fm_devices_load(ctx, NULL, &devs));
-    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
-    struct fm_calibration *h100 = synthetic_calibration(ctx, dev->name, FM_PREC_BF16);
+    struct fm_calibration *h100 = h100_calibration(ctx);
     o.calibration = h100;
     o.precision = FM_PREC_FP8;
     expect_refusal(&o, "was made for precision bf16, this run uses fp8",
@@ -1242,7 +1251,6 @@ static void test_calibration_refusals(void **state)
     expect_refusal(&o, "fm_plan_opts.calibration", "T5 (t5-base)");
     fm_calibration_free(h100);
     fm_calibration_free(other);
-    fm_devices_free(devs);
     fm_ctx_free(ctx);
 }
 
@@ -1315,11 +1323,7 @@ static void test_calibrated_search(void **state)
 {
     (void)state;
     struct fm_ctx *ctx = test_ctx();
-    struct fm_devices *devs = NULL;
-    const struct fm_device *dev = NULL;
-    FM_ASSERT_OK(ctx, fm_devices_load(ctx, NULL, &devs));
-    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
-    struct fm_calibration *cal = synthetic_calibration(ctx, dev->name, FM_PREC_BF16);
+    struct fm_calibration *cal = h100_calibration(ctx);
     struct fm_plan_opts o;
     fm_plan_opts_init(&o);
     o.model = "llama-3.1-8b";
@@ -1368,7 +1372,6 @@ static void test_calibrated_search(void **state)
     o.seq = 2048;
     expect_refusal(&o, "2048 is beyond the 1024 learned positions", "max_position_embeddings");
     fm_calibration_free(cal);
-    fm_devices_free(devs);
     fm_ctx_free(ctx);
 }
 
@@ -1378,11 +1381,7 @@ static void test_calibrated_layer_once(void **state)
 {
     (void)state;
     struct fm_ctx *ctx = test_ctx();
-    struct fm_devices *devs = NULL;
-    const struct fm_device *dev = NULL;
-    FM_ASSERT_OK(ctx, fm_devices_load(ctx, NULL, &devs));
-    FM_ASSERT_OK(ctx, fm_devices_find(ctx, devs, "h100", &dev));
-    struct fm_calibration *cal = synthetic_calibration(ctx, dev->name, FM_PREC_BF16);
+    struct fm_calibration *cal = h100_calibration(ctx);
     struct fm_plan_opts o;
     fm_plan_opts_init(&o);
     o.model = "llama-3.1-405b";
@@ -1414,7 +1413,6 @@ static void test_calibrated_layer_once(void **state)
     fm_plan_free(small);
     fm_plan_free(big);
     fm_calibration_free(cal);
-    fm_devices_free(devs);
     fm_ctx_free(ctx);
 }
 
