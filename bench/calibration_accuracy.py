@@ -297,7 +297,14 @@ def main():
                 r = json.loads(line)
                 if "step_ms" in r:
                     torch_ms[(r["model"], r["batch"])] = r["step_ms"] * 1e-3
-    chosen = [p for p in pairs if not args.only or any(o in p[0] for o in args.only)]
+    labels = {p[0] for p in pairs}
+
+    def picked(label):
+        # --only NAME: the pair labelled NAME exactly, else every pair whose label contains it
+        return not args.only or any(o == label or (o not in labels and o in label)
+                                    for o in args.only)
+
+    chosen = [p for p in pairs if picked(p[0])]
     missing = sorted({os.path.basename(m)[:-5] for _, m, _, _ in chosen
                       if m.startswith(FULL) and not os.path.exists(m)})
     if missing and not args.measured:
@@ -356,7 +363,7 @@ def main():
         print(f"command: {' '.join(sys.argv)}\n", flush=True)
         rows = []
         for label, model, extra, leave_out in pairs:
-            if args.only and not any(o in label for o in args.only):
+            if not picked(label):
                 continue
             out = ("(one file)" if args.calibration and not args.samples
                    else (leave_out or "nothing to leave out"))
