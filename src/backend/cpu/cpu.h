@@ -280,11 +280,16 @@ struct fm_cpu_bcast {
 };
 void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
                        const struct fm_shape *operand);
-/* A loop the kernels run on the step's threads (OpenMP, as oneDNN's); serial without it. */
+/* A loop the kernels run on the step's threads (OpenMP, as oneDNN's); serial without it.
+ * FM_CPU_SIMD: an inner loop whose result never overlaps an operand it reads at another index,
+ * so it vectorises without the aliasing checks and epilogue GCC's -O2 cost model will not pay
+ * for. */
 #ifdef _OPENMP
 #define FM_CPU_PARALLEL _Pragma("omp parallel for schedule(static)")
+#define FM_CPU_SIMD _Pragma("omp simd")
 #else
 #define FM_CPU_PARALLEL
+#define FM_CPU_SIMD
 #endif
 
 /* ---- op families: planning of forward and backward items ---- */
