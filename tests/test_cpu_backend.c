@@ -429,6 +429,29 @@ static fm_tid b_flatten_linear(struct fm_nn *nn, fm_tid x)
     return fm_nn_linear(nn, "fc", fm_nn_flatten(nn, "flatten", c), 7, true);
 }
 
+/* x, an (11, 4) table, is both an embedding and the output projection's weight (GPT-2's tied
+ * wte and lm_head): Embedding(ids, x) @ x^T. The backward reaches the Transpose first, so
+ * the embedding's rows are added into the gradient the projection already wrote. */
+static fm_tid b_tied_embedding(struct fm_nn *nn, fm_tid x)
+{
+    struct fm_shape s_ids = SHAPE(2, 3);
+    fm_tid ids, e, xt, z;
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_tensor(nn->g, "ids", FM_ROLE_INPUT, FM_DTYPE_INT64,
+                                              &s_ids, &ids));
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_node(nn->g, FM_OP_EMBEDDING, "emb", NULL,
+                                            (fm_tid[]){ids, x}, 2, NULL, 1, &e));
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.ints[0] = 1;
+    a.ints[1] = 0;
+    a.nints = 2;
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_node(nn->g, FM_OP_TRANSPOSE, "wt", &a, &x, 1, NULL, 1,
+                                            &xt));
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_node(nn->g, FM_OP_MATMUL, "lm_head", NULL,
+                                            (fm_tid[]){e, xt}, 2, NULL, 1, &z));
+    return z;
+}
+
 #define FD_TEST(fn, kind, build, ...)                                                       \
     static void fn(void **state)                                                           \
     {                                                                                      \
@@ -443,6 +466,7 @@ FD_TEST(fd_conv_depthwise_tiny, VAL_NORMAL, b_conv_dw_tiny, 2, 3, 2, 2)
 FD_TEST(fd_conv_asymmetric, VAL_NORMAL, b_conv_1x1, 2, 3, 5, 6)
 FD_TEST(fd_grouped_bn_blocked, VAL_NORMAL, b_grouped_bn, 2, 3, 6, 6)
 FD_TEST(fd_linear, VAL_NORMAL, b_linear, 3, 12)
+FD_TEST(fd_tied_embedding, VAL_NORMAL, b_tied_embedding, 11, 4)
 FD_TEST(fd_batchnorm, VAL_NORMAL, b_bn, 2, 3, 4, 4)
 FD_TEST(fd_conv_bn_relu, VAL_NORMAL, b_conv_bn_relu, 2, 3, 5, 5)
 FD_TEST(fd_relu, VAL_AWAY_FROM_KINKS, b_relu, 2, 3, 4, 4)
@@ -1489,6 +1513,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_conv_asymmetric),
         cmocka_unit_test(fd_grouped_bn_blocked),
         cmocka_unit_test(fd_linear),
+        cmocka_unit_test(fd_tied_embedding),
         cmocka_unit_test(fd_batchnorm),
         cmocka_unit_test(fd_conv_bn_relu),
         cmocka_unit_test(fd_relu),
