@@ -291,6 +291,15 @@ void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
 #define FM_CPU_PARALLEL
 #define FM_CPU_SIMD
 #endif
+/* FM_CPU_PARALLEL, or serial where `cond` (an expression over the loop's variables) is false:
+ * a loop of a few microseconds' work costs more in the fork and join than it saves, and on a
+ * loaded machine a woken thread can wait a scheduler slice (milliseconds) for its core. */
+#define FM_CPU_PRAGMA_(text) _Pragma(#text)
+#ifdef _OPENMP
+#define FM_CPU_PARALLEL_IF(cond) FM_CPU_PRAGMA_(omp parallel for schedule(static) if(cond))
+#else
+#define FM_CPU_PARALLEL_IF(cond)
+#endif
 
 /* ---- op families: planning of forward and backward items ---- */
 
