@@ -429,6 +429,29 @@ static fm_tid b_flatten_linear(struct fm_nn *nn, fm_tid x)
     return fm_nn_linear(nn, "fc", fm_nn_flatten(nn, "flatten", c), 7, true);
 }
 
+/* x, an (11, 4) table, is both an embedding and the output projection's weight (GPT-2's tied
+ * wte and lm_head): Embedding(ids, x) @ x^T. The backward reaches the Transpose first, so
+ * the embedding's rows are added into the gradient the projection already wrote. */
+static fm_tid b_tied_embedding(struct fm_nn *nn, fm_tid x)
+{
+    struct fm_shape s_ids = SHAPE(2, 3);
+    fm_tid ids, e, xt, z;
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_tensor(nn->g, "ids", FM_ROLE_INPUT, FM_DTYPE_INT64,
+                                              &s_ids, &ids));
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_node(nn->g, FM_OP_EMBEDDING, "emb", NULL,
+                                            (fm_tid[]){ids, x}, 2, NULL, 1, &e));
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.ints[0] = 1;
+    a.ints[1] = 0;
+    a.nints = 2;
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_node(nn->g, FM_OP_TRANSPOSE, "wt", &a, &x, 1, NULL, 1,
+                                            &xt));
+    FM_ASSERT_OK(nn->ctx, fm_graph_add_node(nn->g, FM_OP_MATMUL, "lm_head", NULL,
+                                            (fm_tid[]){e, xt}, 2, NULL, 1, &z));
+    return z;
+}
+
 #define FD_TEST(fn, kind, build, ...)                                                       \
     static void fn(void **state)                                                           \
     {                                                                                      \
@@ -443,6 +466,7 @@ FD_TEST(fd_conv_depthwise_tiny, VAL_NORMAL, b_conv_dw_tiny, 2, 3, 2, 2)
 FD_TEST(fd_conv_asymmetric, VAL_NORMAL, b_conv_1x1, 2, 3, 5, 6)
 FD_TEST(fd_grouped_bn_blocked, VAL_NORMAL, b_grouped_bn, 2, 3, 6, 6)
 FD_TEST(fd_linear, VAL_NORMAL, b_linear, 3, 12)
+FD_TEST(fd_tied_embedding, VAL_NORMAL, b_tied_embedding, 11, 4)
 FD_TEST(fd_batchnorm, VAL_NORMAL, b_bn, 2, 3, 4, 4)
 FD_TEST(fd_conv_bn_relu, VAL_NORMAL, b_conv_bn_relu, 2, 3, 5, 5)
 FD_TEST(fd_relu, VAL_AWAY_FROM_KINKS, b_relu, 2, 3, 4, 4)
@@ -1048,6 +1072,77 @@ static void dropout_mask(void **unused)
     fm_ctx_free(ctx);
 }
 
+/* The next number of splitmix64 (Steele et al. 2014), sequentially, as the backend drew
+ * Dropout's mask before its draw ran in parallel blocks. */
+static uint64_t splitmix64_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Dropout's mask over more of the kernel's blocks (4096 elements) than it runs serially (8),
+ * with 1 and 2 threads:
+ * element i of a step is kept exactly when the (i+1)-th number of one sequential splitmix64
+ * stream, seeded from the run's seed, the node and the step, is at least p * 2^24 in its top 24
+ * bits: the parallel, vectorized draw gives the mask the sequential generator gave. */
+static void dropout_mask_sequential(void **unused)
+{
+    (void)unused;
+    const struct fm_backend *be = backend_or_skip();
+    enum { N = 9 * 4096 + 100 };
+    const double p = 0.1;
+    for (int threads = 1; threads <= 2; threads++) {
+        struct fm_ctx *ctx = test_ctx();
+        struct fm_graph *g = NULL;
+        FM_ASSERT_OK(ctx, fm_graph_new(ctx, "dropout", &g));
+        fm_tid x = add_param(ctx, g, "x", SHAPE(1, N));
+        struct fm_nn nn;
+        fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+        fm_tid y = fm_nn_dropout(&nn, "drop", x, p);
+        add_loss(&nn, fm_nn_linear(&nn, "fc", y, 2, true));
+        fm_nid id = fm_graph_tensor(g, y)->producer;
+        struct fm_measure_opts o;
+        fm_measure_opts_init(&o);
+        o.lr = 0.0;
+        o.threads = threads;
+        void *state = NULL;
+        FM_ASSERT_OK(ctx, be->prepare(ctx, g, &o, &state));
+        float *xv = malloc(sizeof(float) * N), *yv = malloc(sizeof(float) * N);
+        float *dx = malloc(sizeof(float) * N), *dy = malloc(sizeof(float) * N);
+        assert_non_null(xv && yv && dx && dy);
+        const uint32_t threshold = (uint32_t)(p * 16777216.0);
+        for (uint64_t step = 0; step < 2; step++) {
+            struct fm_step_timing t = {0};
+            assert_int_equal(be->step(state, &t), FM_OK);
+            FM_ASSERT_OK(ctx, be->read(state, x, false, xv, N));
+            FM_ASSERT_OK(ctx, be->read(state, y, false, yv, N));
+            FM_ASSERT_OK(ctx, be->read(state, x, true, dx, N));
+            FM_ASSERT_OK(ctx, be->read(state, y, true, dy, N));
+            uint64_t stream = (o.seed * 0x9e3779b97f4a7c15ull + (uint64_t)id) ^
+                              (step * 0xd1b54a32d192ed03ull);
+            int wrong = 0, dropped = 0;
+            for (uint64_t i = 0; i < N; i++) {
+                bool keep = (uint32_t)(splitmix64_next(&stream) >> 40) >= threshold;
+                float scale = (float)(1.0 / (1.0 - p));
+                dropped += !keep;
+                wrong += yv[i] != (keep ? xv[i] * scale : 0.0f);
+                wrong += dx[i] != (keep ? dy[i] * scale : 0.0f);
+            }
+            assert_int_equal(wrong, 0);
+            assert_in_range(dropped, N / 20, N / 5);   /* p = 0.1 of 36964 */
+        }
+        free(xv);
+        free(yv);
+        free(dx);
+        free(dy);
+        be->release(state);
+        fm_graph_free(g);
+        fm_ctx_free(ctx);
+    }
+}
+
 static void batchnorm_inference(void **unused)
 {
     (void)unused;
@@ -1419,6 +1514,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_conv_asymmetric),
         cmocka_unit_test(fd_grouped_bn_blocked),
         cmocka_unit_test(fd_linear),
+        cmocka_unit_test(fd_tied_embedding),
         cmocka_unit_test(fd_batchnorm),
         cmocka_unit_test(fd_conv_bn_relu),
         cmocka_unit_test(fd_relu),
@@ -1474,6 +1570,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(golden_small_cnn),
         cmocka_unit_test(sgd_momentum_two_steps),
         cmocka_unit_test(dropout_mask),
+        cmocka_unit_test(dropout_mask_sequential),
         cmocka_unit_test(batchnorm_inference),
         cmocka_unit_test(unsupported_op_named),
         cmocka_unit_test(secondary_outputs),

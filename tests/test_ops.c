@@ -1816,7 +1816,9 @@ static void test_embedding(void **state)
     EXPECT_BYTES(c, FWD, 6 * 8 + E * 4, E * 4);    /* ids and the gathered rows only */
     EXPECT_NONE(c, BD);                            /* integer ids have no gradient */
     EXPECT(c, BW, 0, E, 0, 0, 0, 0);               /* scatter-add dY into the rows */
-    EXPECT_BYTES(c, BW, E * 4 + 6 * 8, E * 4);
+    /* reads dY and the ids; writes the dense gradient of the whole table, 10 x 4 fp32 (PyTorch's
+     * embedding_dense_backward zero-fills it), not only the 6 gathered rows */
+    EXPECT_BYTES(c, BW, E * 4 + 6 * 8, 10 * 4 * 4);
     assert_int_equal(c.params, 10 * 4);
     tg_free(&t);
 }

@@ -280,11 +280,25 @@ struct fm_cpu_bcast {
 };
 void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
                        const struct fm_shape *operand);
-/* A loop the kernels run on the step's threads (OpenMP, as oneDNN's); serial without it. */
+/* A loop the kernels run on the step's threads (OpenMP, as oneDNN's); serial without it.
+ * FM_CPU_SIMD: an inner loop whose result never overlaps an operand it reads at another index,
+ * so it vectorises without the aliasing checks and epilogue GCC's -O2 cost model will not pay
+ * for. */
 #ifdef _OPENMP
 #define FM_CPU_PARALLEL _Pragma("omp parallel for schedule(static)")
+#define FM_CPU_SIMD _Pragma("omp simd")
 #else
 #define FM_CPU_PARALLEL
+#define FM_CPU_SIMD
+#endif
+/* FM_CPU_PARALLEL, or serial where `cond` (an expression over the loop's variables) is false:
+ * a loop of a few microseconds' work costs more in the fork and join than it saves, and on a
+ * loaded machine a woken thread can wait a scheduler slice (milliseconds) for its core. */
+#define FM_CPU_PRAGMA_(text) _Pragma(#text)
+#ifdef _OPENMP
+#define FM_CPU_PARALLEL_IF(cond) FM_CPU_PRAGMA_(omp parallel for schedule(static) if(cond))
+#else
+#define FM_CPU_PARALLEL_IF(cond)
 #endif
 
 /* ---- op families: planning of forward and backward items ---- */

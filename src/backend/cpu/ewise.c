@@ -38,14 +38,6 @@
 #define EW_OPS (EW_MAX_IN + 3)       /* a walk's pointers: result, dy, y and the inputs */
 #define EW_CHUNK 4096                /* elements of an inner run one thread takes at a time */
 
-/* The inner loops: the result never overlaps an operand it reads at another index, so they
- * vectorise without the aliasing checks that GCC's -O2 cost model will not pay for. */
-#ifdef _OPENMP
-#define EW_SIMD _Pragma("omp simd")
-#else
-#define EW_SIMD
-#endif
-
 enum ew_kind {
     /* forward, fp32 */
     K_ADD, K_SUB, K_MUL, K_DIV, K_POW, K_PRELU, K_MAX, K_MIN, K_WHERE,
@@ -163,28 +155,28 @@ static void walk_init(struct ew_walk *w, const struct fm_shape *out,
 #define BIN(Y, T, A, B, EXPR)                                                                \
     do {                                                                                     \
         if (inc[1] && inc[2]) {                                                              \
-            EW_SIMD                                                                          \
+            FM_CPU_SIMD                                                                      \
             for (int64_t i = 0; i < n; i++) {                                                \
                 T u = (A)[i], v = (B)[i];                                                    \
                 (Y)[i] = (EXPR);                                                             \
             }                                                                                \
         } else if (inc[1]) {                                                                 \
             T v = (B)[0];                                                                    \
-            EW_SIMD                                                                          \
+            FM_CPU_SIMD                                                                      \
             for (int64_t i = 0; i < n; i++) {                                                \
                 T u = (A)[i];                                                                \
                 (Y)[i] = (EXPR);                                                             \
             }                                                                                \
         } else if (inc[2]) {                                                                 \
             T u = (A)[0];                                                                    \
-            EW_SIMD                                                                          \
+            FM_CPU_SIMD                                                                      \
             for (int64_t i = 0; i < n; i++) {                                                \
                 T v = (B)[i];                                                                \
                 (Y)[i] = (EXPR);                                                             \
             }                                                                                \
         } else {                                                                             \
             T u = (A)[0], v = (B)[0];                                                        \
-            EW_SIMD                                                                          \
+            FM_CPU_SIMD                                                                      \
             for (int64_t i = 0; i < n; i++)                                                  \
                 (Y)[i] = (EXPR);                                                             \
         }                                                                                    \
@@ -194,7 +186,7 @@ static void walk_init(struct ew_walk *w, const struct fm_shape *out,
 #define UN(Y, T, A, EXPR)                                                                    \
     do {                                                                                     \
         if (inc[1]) {                                                                        \
-            EW_SIMD                                                                          \
+            FM_CPU_SIMD                                                                      \
             for (int64_t i = 0; i < n; i++) {                                                \
                 T u = (A)[i];                                                                \
                 (Y)[i] = (EXPR);                                                             \
@@ -213,11 +205,11 @@ static void walk_init(struct ew_walk *w, const struct fm_shape *out,
 /* Max or Min of the operands 1..nops-1 (fp32 or int32). */
 #define FOLD(Y, P, NOPS, BETTER)                                                             \
     do {                                                                                     \
-        EW_SIMD                                                                              \
+        FM_CPU_SIMD                                                                          \
         for (int64_t i = 0; i < n; i++)                                                      \
             (Y)[i] = (P)[1][i * inc[1]];                                                     \
         for (int k = 2; k < (NOPS); k++) {                                                   \
-            EW_SIMD                                                                          \
+            FM_CPU_SIMD                                                                      \
             for (int64_t i = 0; i < n; i++) {                                                \
                 if ((P)[k][i * inc[k]] BETTER (Y)[i])                                        \
                     (Y)[i] = (P)[k][i * inc[k]];                                             \
@@ -304,11 +296,11 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     case K_ADD: BIN(y, float, f[1], f[2], u + v); break;
     case K_SUB: BIN(y, float, f[1], f[2], u - v); break;
     case K_SUM:   /* any number of operands, in order */
-        EW_SIMD
+        FM_CPU_SIMD
         for (int64_t i = 0; i < n; i++)
             y[i] = f[1][i * inc[1]];
         for (int k = 2; k < e->nops; k++) {
-            EW_SIMD
+            FM_CPU_SIMD
             for (int64_t i = 0; i < n; i++)
                 y[i] += f[k][i * inc[k]];
         }
@@ -337,7 +329,7 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
             FOLD(y, f, e->nops, <);
         break;
     case K_WHERE:
-        EW_SIMD
+        FM_CPU_SIMD
         for (int64_t i = 0; i < n; i++)
             y[i] = ATI(1, i) ? AT(2, i) : AT(3, i);
         break;
@@ -366,7 +358,7 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     case K_MIN_I: FOLD(yi, q, e->nops, <); break;
     case K_NEG_I: UN(yi, int32_t, q[1], -u); break;
     case K_WHERE_I:
-        EW_SIMD
+        FM_CPU_SIMD
         for (int64_t i = 0; i < n; i++)
             yi[i] = ATI(1, i) ? ATI(2, i) : ATI(3, i);
         break;
@@ -389,7 +381,7 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
     case K_ZERO: memset(y, 0, sizeof(float) * (size_t)n); break;
     case K_NEG: UN(y, float, f[1], -u); break;
     case K_DIV_B:
-        EW_SIMD
+        FM_CPU_SIMD
         for (int64_t i = 0; i < n; i++) {
             float b = AT(3, i);
             y[i] = -AT(1, i) * AT(2, i) / (b * b);
@@ -406,7 +398,7 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
             BIN(y, float, f[1], f[2], 3.0f * u * v * v);
             break;
         }
-        EW_SIMD
+        FM_CPU_SIMD
         for (int64_t i = 0; i < n; i++) {
             float x = AT(2, i), pw = AT(3, i);
             y[i] = pw == 0.0f ? 0.0f : AT(1, i) * pw * powf(x, pw - 1.0f);
@@ -414,14 +406,14 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
         break;
     case K_POW_P:
         /* PyTorch: dy * x^p * log(x), zero where x == 0 and p >= 0 */
-        EW_SIMD
+        FM_CPU_SIMD
         for (int64_t i = 0; i < n; i++) {
             float x = AT(2, i);
             y[i] = x == 0.0f && AT(3, i) >= 0.0f ? 0.0f : AT(1, i) * AT(4, i) * logf(x);
         }
         break;
     case K_SEL:
-        EW_SIMD
+        FM_CPU_SIMD
         for (int64_t i = 0; i < n; i++) {
             float best = AT(2, i);
             int ties = 0;
@@ -431,17 +423,17 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
         }
         break;
     case K_WHERE_X:
-        EW_SIMD
+        FM_CPU_SIMD
         for (int64_t i = 0; i < n; i++)
             y[i] = ATI(2, i) ? AT(1, i) : 0.0f;
         break;
     case K_WHERE_Y:
-        EW_SIMD
+        FM_CPU_SIMD
         for (int64_t i = 0; i < n; i++)
             y[i] = ATI(2, i) ? 0.0f : AT(1, i);
         break;
     case K_PRELU_X:
-        EW_SIMD
+        FM_CPU_SIMD
         for (int64_t i = 0; i < n; i++)
             y[i] = AT(2, i) > 0.0f ? AT(1, i) : AT(1, i) * AT(3, i);
         break;

@@ -786,6 +786,7 @@ struct gather_arg {
     int64_t k;                    /* indices */
     int64_t outer, a, inner;      /* data as (outer, a, inner), gathered along a */
     int64_t chunk, chunks;        /* backward: columns of inner per task */
+    bool accumulate;              /* backward: add into dX as it is (no zero-fill first) */
     const int32_t *isrc;          /* integer data */
     int32_t *idst;
     const char *layer;
@@ -823,7 +824,8 @@ static enum fm_status gather_fwd_fn(struct fm_cpu *s, const struct fm_cpu_item *
 }
 
 /* memories: dy, dx. Each task owns a slab of columns of one outer block of dX: it zeroes the
- * slab and adds every gathered row's columns into it, so threads never add into one element. */
+ * slab (unless g->accumulate) and adds every gathered row's columns into it, so threads never
+ * add into one element. */
 static enum fm_status gather_bwd_fn(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
 {
     (void)s;
@@ -836,7 +838,7 @@ static enum fm_status gather_bwd_fn(struct fm_cpu *s, const struct fm_cpu_item *
         int64_t o = t / g->chunks, c0 = (t - o * g->chunks) * g->chunk;
         int64_t w = g->inner - c0 < g->chunk ? g->inner - c0 : g->chunk;
         float *base = dx + o * g->a * g->inner + c0;
-        for (int64_t a = 0; a < g->a; a++)
+        for (int64_t a = 0; a < g->a && !g->accumulate; a++)
             memset(base + a * g->inner, 0, sizeof(float) * (size_t)w);
         const float *src = dy + o * g->k * g->inner + c0;
         for (int64_t k = 0; k < g->k; k++) {
@@ -922,14 +924,26 @@ static enum fm_status gather_bwd(struct fm_cpu *s, fm_nid id)
     if (fm_cpu_is_int(s, data))
         return FM_OK;
     enum fm_phase ph = fm_cpu_grad_phase(s, data);
+    struct gather_arg *g = s->nodes[id].priv;
     dnnl_memory_t mems[2];
     struct fm_cpu_sink sk;
     enum fm_status st = fm_cpu_input_plain(s, id, ph, y, true, &mems[0]);
-    if (!st)
-        st = fm_cpu_sink_plain(s, id, ph, data, &sk, &mems[1]);
+    if (st)
+        return st;
+    const struct fm_cpu_tensor *t = &s->t[data];
+    if (fm_cpu_wants_grad(s, data) && t->grad_planned && fm_cpu_md_is_plain(&t->md)) {
+        /* A layer planned before this one (it runs before) already wrote the gradient: GPT-2's
+         * token table is also its output projection's weight. The rows are added into it in
+         * place: a scratch table zero-filled, then summed into the gradient, made five passes
+         * over a 154 MB gradient for 3 MB of dY (100 ms of a 7 s step at 128 tokens). */
+        g->accumulate = true;
+        mems[1] = t->grad_mem;
+        return fm_cpu_add_fn(s, id, ph, gather_bwd_fn, g, mems, 2);
+    }
+    st = fm_cpu_sink_plain(s, id, ph, data, &sk, &mems[1]);
     if (st || !mems[1])
         return st;
-    st = fm_cpu_add_fn(s, id, ph, gather_bwd_fn, s->nodes[id].priv, mems, 2);
+    st = fm_cpu_add_fn(s, id, ph, gather_bwd_fn, g, mems, 2);
     return st ? st : fm_cpu_sink_end(s, &sk);
 }
 
