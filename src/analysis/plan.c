@@ -366,6 +366,23 @@ struct stage_cost {
     double tp_fwd_n, tp_fwd_b, tp_bwd_n, tp_bwd_b;
 };
 
+/* A layer's costs added to its stage's, its activations those the recompute setting keeps. */
+static void add_layer(struct stage_cost *s, const struct layer_cost *l, enum fm_recompute rc)
+{
+    s->mm += l->mm;
+    s->core += l->core;
+    s->elt += l->elt;
+    s->elt_core += l->elt_core;
+    s->params += l->params;
+    s->params_exp += l->params_exp;
+    s->act += rc == FM_RECOMPUTE_FULL ? l->act_full
+              : rc == FM_RECOMPUTE_SELECTIVE ? l->act_sel : l->act;
+    s->a2a += l->a2a;
+    s->kv += l->kv;
+    s->layers += 1;
+    s->moe_layers += l->a2a > 0;
+}
+
 /* ---- T5 ---- */
 
 /* T5 (Raffel et al. 2020, T5ForConditionalGeneration as src/frontend/llm/build_seq2seq.c
@@ -445,14 +462,7 @@ static void t5_seq_costs(const struct fm_plan_env *env, const struct fm_plan_cfg
         bool dec = i >= m->layers;
         struct layer_cost l;
         t5_layer_cost(env, dec, c->tp, c->sp, c->seq, c->dseq, &l);
-        s->mm += l.mm;
-        s->core += l.core;
-        s->elt += l.elt;
-        s->elt_core += l.elt_core;
-        s->params += l.params;
-        s->act += c->recompute == FM_RECOMPUTE_FULL ? l.act_full
-                  : c->recompute == FM_RECOMPUTE_SELECTIVE ? l.act_sel : l.act;
-        s->layers += 1;
+        add_layer(s, &l, c->recompute);
         /* Megatron's row-parallel outputs: attention and MLP (encoder), self-attention,
          * cross-attention and MLP (decoder) all-reduced forward; backward the column-parallel
          * inputs', and in a decoder layer also the gradient of the encoder's output that the
@@ -505,18 +515,7 @@ static void stage_costs(const struct fm_plan_env *env, const struct fm_plan_cfg 
         struct stage_cost *s = &st[((i + off) / chunk) % c->pp];
         struct layer_cost l;
         layer_cost(env, i, c->tp, c->ep, c->sp, c->seq, &l);
-        s->mm += l.mm;
-        s->core += l.core;
-        s->elt += l.elt;
-        s->elt_core += l.elt_core;
-        s->params += l.params;
-        s->params_exp += l.params_exp;
-        s->act += c->recompute == FM_RECOMPUTE_FULL ? l.act_full
-                  : c->recompute == FM_RECOMPUTE_SELECTIVE ? l.act_sel : l.act;
-        s->a2a += l.a2a;
-        s->kv += l.kv;
-        s->layers += 1;
-        s->moe_layers += l.a2a > 0;
+        add_layer(s, &l, c->recompute);
     }
     double h = (double)m->hidden, vr = (double)env->vocab / c->tp;
     bool bert = m->arch == FM_LLM_BERT;
