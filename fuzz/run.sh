@@ -6,10 +6,11 @@
 # the script prints how to replay it and exits 1. One summary line per target goes to stdout
 # and to BUILD/fuzz-summary.txt (the totals docs/robustness.md records).
 # With FUZZ_SEED set (make test sets 1), every target starts from a fresh working corpus with
-# libFuzzer's -seed: the same inputs are tried in the same order on every machine, so a run in
-# CI tries a prefix (or an extension) of what the developer's own `make test` tried, and a
-# submission's fuzz stage is a check that can be reproduced, not a lottery. `make fuzz` (no
-# seed, FUZZ_TIME seconds, the corpus kept between runs) is the search for new findings.
+# libFuzzer's -seed, so a CI run draws its mutations from the sequence the developer's own run
+# drew from and mostly repeats it (not exactly: libFuzzer's choices also follow the speed and
+# coverage of the run, so the same seed fuzzed three times longer before submitting is the
+# margin). `make fuzz` (no seed, FUZZ_TIME seconds, the corpus kept between runs) is the
+# search for new findings.
 # usage: fuzz/run.sh BUILD SECONDS [TARGET...]   (targets: onnx device_json args trace ncu llm_config cluster; default all)
 set -u
 build=${1:?usage: fuzz/run.sh BUILD SECONDS [TARGET...]}
