@@ -1062,7 +1062,7 @@ struct fm_calibrate_opts {
                                       separated (accuracy on unseen networks); NULL: none */
     fm_progress_fn progress;       /* "<class>: layers", once per shape */
     void *progress_user;
-    bool warm_only;                /* no cold-cache round, no eviction curve */
+    bool warm_only;                /* no cold-cache timings, no eviction curve */
 };
 FM_API void fm_calibrate_opts_init(struct fm_calibrate_opts *opts);
 FM_API enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *opts,

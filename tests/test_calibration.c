@@ -9,6 +9,7 @@
 #include "support.h"
 
 #include "analysis/analysis.h"
+#include "backend/backend.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1531,6 +1532,66 @@ static void test_monotone_fit(void **state)
     assert_true(c[0] == 0.2 && c[1] == 0.3 && c[2] == 0.3 && c[3] == 0.8);
 }
 
+/* The eviction curve from the probe's rounds: hit = the fastest warm chase (15 ns), miss =
+ * the median flushed one (115 ns); each round's missed fraction clamped to [0, 1], the median
+ * over rounds per amount, then monotone; no curve where memory is not twice the caches. */
+static void test_evict_curve(void **state)
+{
+    (void)state;
+    const double warm[] = {20, 15, 90}, cold[] = {115, 130, 100};
+    const double after[] = {15, 65, 115,    /* round 0: 0, 0.5, 1 */
+                            25, 35, 200,    /* round 1: 0.1, 0.2, 1 (clamped) */
+                            10, 75, 95};    /* round 2: 0 (clamped), 0.6, 0.8 */
+    double f[3], hit = 0, miss = 0;
+    assert_true(fm_calib_evict_curve(warm, after, cold, 3, 3, f, &hit, &miss));
+    assert_true(hit == 15 && miss == 115);
+    assert_true(f[0] == 0 && f[1] == 0.5 && f[2] == 1);
+    /* medians 0.3, 0.7, 0.5 fall at the last amount: pooled to 0.6, 0.6 */
+    const double w1[] = {10}, c1[] = {110}, a1[] = {40, 80, 60};
+    assert_true(fm_calib_evict_curve(w1, a1, c1, 1, 3, f, &hit, &miss));
+    assert_true(fabs(f[0] - 0.3) < 1e-15 && fabs(f[1] - 0.6) < 1e-15 &&
+                fabs(f[2] - 0.6) < 1e-15);
+    /* flushed 1.8x the cached time: no curve, frac untouched */
+    const double w2[] = {50}, c2[] = {90}, a2[] = {60, 70, 80};
+    double g[3] = {-1, -1, -1};
+    assert_false(fm_calib_evict_curve(w2, a2, c2, 1, 3, g, &hit, &miss));
+    assert_true(hit == 50 && miss == 90 && g[0] == -1 && g[2] == -1);
+    /* more rounds than the function keeps, or no amounts: no curve */
+    double many[17] = {0};
+    assert_false(fm_calib_evict_curve(many, many, many, 17, 1, g, &hit, &miss));
+    assert_false(fm_calib_evict_curve(w1, a1, c1, 1, 0, g, &hit, &miss));
+}
+
+/* The eviction probe itself (CPU, x86): a round gives a positive, finite time a line in every
+ * setting; amounts beyond what was allocated and a probe of no traffic are refused. Whether
+ * the flushed chase is slower is the machine's (a neighbour can evict a guest's whole cache)
+ * and not asserted here. */
+static void test_evict_probe(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_evict_probe *p = NULL;
+#if defined(__x86_64__) || defined(__i386__)
+    assert_int_equal(fm_evict_probe_new(ctx, 8.0 * 1048576.0, &p), FM_OK);
+    const double bytes[2] = {2.0 * 1048576.0, 8.0 * 1048576.0};
+    double warm = 0, after[2] = {0, 0}, cold = 0;
+    assert_int_equal(fm_evict_probe_round(p, bytes, 2, &warm, after, &cold), FM_OK);
+    assert_true(warm > 0 && isfinite(warm) && cold > 0 && isfinite(cold));
+    assert_true(after[0] > 0 && isfinite(after[0]) && after[1] > 0 && isfinite(after[1]));
+    const double too_much[1] = {16.0 * 1048576.0};
+    assert_int_equal(fm_evict_probe_round(p, too_much, 1, &warm, after, &cold), FM_ERR_INVALID);
+    assert_non_null(strstr(fm_ctx_error(ctx), "allocated"));
+    fm_evict_probe_free(p);
+    p = NULL;
+    assert_int_equal(fm_evict_probe_new(ctx, 0, &p), FM_ERR_INVALID);
+    assert_null(p);
+#else
+    assert_int_equal(fm_evict_probe_new(ctx, 8.0 * 1048576.0, &p), FM_ERR_UNSUPPORTED);
+    assert_null(p);
+#endif
+    fm_ctx_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1552,6 +1613,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_predict_cold_blend),
         cmocka_unit_test(test_samples_load),
         cmocka_unit_test(test_monotone_fit),
+        cmocka_unit_test(test_evict_curve),
+        cmocka_unit_test(test_evict_probe),
         cmocka_unit_test(test_h100_refit),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);

@@ -17,6 +17,17 @@ size_t fm_calib_median_rounds(const struct fm_calib_sample *const *v, const uint
  * fit (pool adjacent violators): the eviction curve from its noisy per-size medians. */
 void fm_calib_monotone_fit(double *v, int n);
 
+/* calib_sweep.c: the eviction curve from `rounds` rounds of the eviction probe (ns a line:
+ * warm[r], after[r * n + k] after the k-th amount of other traffic, cold[r] flushed). A line
+ * in the caches costs *hit_ns, the fastest warm chase of any round (nothing else evicting);
+ * one in memory *miss_ns, the median flushed chase. Each round's fraction of lines missed
+ * after amount k is (after - hit) / (miss - hit), clamped to [0, 1]; frac[k] is the median
+ * over the rounds, made non-decreasing in k (fm_calib_monotone_fit). false (frac untouched)
+ * where memory is not twice as slow as the caches: nothing to tell apart, no curve. n at
+ * most FM_CALIB_EVICT_MAX, rounds at most 16. */
+bool fm_calib_evict_curve(const double *warm, const double *after, const double *cold,
+                          int rounds, int n, double *frac, double *hit_ns, double *miss_ns);
+
 /* calib_file.c: the inverse lookups of fm_class_name and fm_phase_name. */
 bool fm_calib_class_parse(const char *s, enum fm_class *out);
 bool fm_calib_phase_parse(const char *s, enum fm_phase *out);

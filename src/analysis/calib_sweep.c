@@ -6,6 +6,7 @@
  * node-phase that does work and was timed is one sample: the scale gives elementwise samples,
  * the loss loss samples, every parameter optimizer samples. The per-step overhead is what a
  * step takes beyond its layers. */
+#include "../backend/backend.h"   /* the eviction probe */
 #include "../core/internal.h"
 #include "../frontend/zoo/nn.h"
 #include "analysis.h"
@@ -636,44 +637,15 @@ static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
     return FM_OK;
 }
 
-/* The eviction curve's layer: a ReLU over a BatchNorm's output, 8x256x14x14 (1.6 MB). */
-static const struct point evict_point = {"cache", PT_ACT, 8, 256, 14, 0, 0, 0, 0, FM_OP_RELU,
-                                         NULL};
-/* The other traffic the curve is measured after: 2, 4, ... 512 MB. */
+/* The eviction curve's amounts of other traffic: 2, 4, ... 512 MB. */
 #define EVICT_STEPS 9
+/* Rounds of the eviction probe, spread evenly over the sweep's warm and cold timings: on a
+ * shared machine how much of the last-level cache a guest keeps moves with its neighbours
+ * from one second to the next (one 4 MB chain read at the latency of memory for seconds on
+ * end, right after it was read, while the machine itself was idle), so the curve is a median
+ * over the time the layers were timed in, not one moment's reading. */
+#define EVICT_ROUNDS 15
 
-/* The time of the "layer" node of g, all phases, median over the steps; *cold_done whether the
- * backend flushed its data when asked. */
-static enum fm_status time_layer(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
-                                 const struct fm_graph *g, double flush_bytes, bool cold,
-                                 double *seconds, bool *cold_done)
-{
-    struct fm_measure_opts mo;
-    layer_timing(o, o->quick ? 3 : 5, cold, &mo);
-    mo.flush_bytes = flush_bytes;
-    mo.flush_node = "layer";
-    struct fm_measurement *m = NULL;
-    enum fm_status st = fm_measure(ctx, g, &mo, &m);
-    if (st)
-        return st;
-    *seconds = 0;
-    for (size_t id = 0; id < m->n_nodes; id++) {
-        if (strcmp(fm_graph_node(g, (fm_nid)id)->name, "layer") == 0) {
-            for (int ph = 0; ph < FM_PHASE_COUNT; ph++)
-                *seconds += m->nodes[id].ms[ph] * 1e-3;
-        }
-    }
-    *cold_done = m->cold_cache;
-    fm_measurement_free(m);
-    return FM_OK;
-}
-
-/* The eviction curve (fm_calibration.evict_*): one layer's time with warm caches, after d bytes
- * of other traffic before each of its kernels (d = 2 MB ... 512 MB: its data was last touched
- * about d bytes ago, forward and backward), and with its data flushed; the
- * fraction at d is (t(d) - t_warm) / (t_cold - t_warm), clamped to [0, 1] and never
- * decreasing with d (a later point that reads lower is timing noise). No curve (and so no
- * cold blending) where the backend cannot flush, or where cold is not 5% slower than warm. */
 /* v[0..n) replaced by its closest non-decreasing sequence in least squares (pool adjacent
  * violators): a curve that more traffic can only push further, without letting one slow
  * timing (another process's burst) raise every larger size to it, as a running maximum did
@@ -698,60 +670,99 @@ void fm_calib_monotone_fit(double *v, int n)
     }
 }
 
-static enum fm_status probe_eviction(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
-                                     struct fm_calibration *meta)
+bool fm_calib_evict_curve(const double *warm, const double *after, const double *cold,
+                          int rounds, int n, double *frac, double *hit_ns, double *miss_ns)
 {
-    struct fm_graph *g;
-    enum fm_status st = build(ctx, &evict_point, false, 1, &g);
-    if (st)
-        return st;
-    /* settings 0: warm; 1..EVICT_STEPS: after 2^k MB; EVICT_STEPS + 1: flushed. In rounds over
-     * the settings (as the sweep), each setting's median: a burst of other work on the
-     * machine during the warm timing would otherwise read as no cache effect at all */
-    enum { SETTINGS = EVICT_STEPS + 2, ROUNDS = 5 };
-    int rounds = o->quick ? 1 : ROUNDS;
-    double t[SETTINGS][ROUNDS];
-    bool flushed = true;
-    for (int r = 0; r < rounds && !st; r++) {
-        for (int k = 0; k < SETTINGS && !st; k++) {
-            if (o->progress)
-                o->progress(o->progress_user, "cache: eviction curve", r * SETTINGS + k,
-                            rounds * SETTINGS);
-            bool cold = k == SETTINGS - 1, done = false;
-            double bytes = k > 0 && !cold ? (double)(1u << k) * 1048576.0 : 0.0;
-            st = time_layer(ctx, o, g, bytes, cold, &t[k][r], &done);
-            if (cold)
-                flushed &= done;
+    double v[FM_CALIB_EVICT_MAX > EVICT_ROUNDS ? FM_CALIB_EVICT_MAX : EVICT_ROUNDS];
+    if (rounds < 1 || rounds > (int)(sizeof(v) / sizeof(v[0])) || n < 1 ||
+        n > FM_CALIB_EVICT_MAX)
+        return false;
+    double hit = warm[0], lo, hi, miss;
+    for (int r = 1; r < rounds; r++)
+        hit = fmin(hit, warm[r]);
+    memcpy(v, cold, (size_t)rounds * sizeof(*v));
+    fm_stats_summary(v, (size_t)rounds, &lo, &miss, &hi);
+    *hit_ns = hit;
+    *miss_ns = miss;
+    if (!(hit > 0) || !(miss >= 2.0 * hit))
+        return false;
+    for (int k = 0; k < n; k++) {
+        for (int r = 0; r < rounds; r++) {
+            double x = (after[r * n + k] - hit) / (miss - hit);
+            v[r] = x < 0 ? 0 : x > 1 ? 1 : x;
         }
+        fm_stats_summary(v, (size_t)rounds, &lo, &frac[k], &hi);
     }
-    fm_graph_free(g);
-    if (st)
-        return st;
-    double med[SETTINGS];
-    for (int k = 0; k < SETTINGS; k++) {
-        double lo, hi;
-        fm_stats_summary(t[k], (size_t)rounds, &lo, &med[k], &hi);
-    }
-    double warm = med[0], cold = med[SETTINGS - 1];
-    meta->n_evict = 0;
-    if (!flushed || !(cold > 1.05 * warm)) {
-        fm_log(ctx, "calibrate: the layer's time with its data flushed from the caches (%.3g "
-                    "ms) is not 5%% above its time in cache (%.3g ms): no eviction curve, "
-                    "layers are predicted as the warm sweep timed them",
-               cold * 1e3, warm * 1e3);
+    fm_calib_monotone_fit(frac, n);
+    return true;
+}
+
+/* The eviction probe's rounds during a calibration. */
+struct evict_rounds {
+    struct fm_evict_probe *probe;   /* NULL: no curve (a GPU, a warm-only sweep, no clflush) */
+    int n, want;
+    size_t every;                   /* one round before every `every` timings */
+    double bytes[EVICT_STEPS];
+    double warm[EVICT_ROUNDS], cold[EVICT_ROUNDS], after[EVICT_ROUNDS * EVICT_STEPS];
+};
+
+static enum fm_status evict_start(struct fm_ctx *ctx, const struct fm_calibrate_opts *o,
+                                  bool cold, size_t timings, struct evict_rounds *er)
+{
+    memset(er, 0, sizeof(*er));
+    if (!cold)
+        return FM_OK;
+    for (int k = 0; k < EVICT_STEPS; k++)
+        er->bytes[k] = (double)(2u << k) * 1048576.0;
+    er->want = o->quick ? 3 : EVICT_ROUNDS;
+    er->every = timings / (size_t)er->want;
+    if (er->every < 1)
+        er->every = 1;
+    enum fm_status st = fm_evict_probe_new(ctx, er->bytes[EVICT_STEPS - 1], &er->probe);
+    if (st == FM_ERR_UNSUPPORTED) {
+        fm_log(ctx, "calibrate: %s: no eviction curve, layers are predicted as the warm sweep "
+                    "timed them", fm_ctx_error(ctx));
         return FM_OK;
     }
-    double f[EVICT_STEPS];
-    for (int k = 1; k <= EVICT_STEPS; k++) {
-        double x = (med[k] - warm) / (cold - warm);
-        f[k - 1] = x < 0 ? 0 : x > 1 ? 1 : x;
+    return st;
+}
+
+/* Before the done-th timing of the sweep: a round of the probe every er->every timings. */
+static enum fm_status evict_tick(struct evict_rounds *er, size_t done)
+{
+    if (!er->probe || er->n >= er->want || done % er->every != 0)
+        return FM_OK;
+    int r = er->n++;
+    return fm_evict_probe_round(er->probe, er->bytes, EVICT_STEPS, &er->warm[r],
+                                &er->after[r * EVICT_STEPS], &er->cold[r]);
+}
+
+/* The curve into meta (fm_calibration.evict_*), said on the log; frees the probe. */
+static void evict_finish(struct fm_ctx *ctx, struct evict_rounds *er, struct fm_calibration *meta)
+{
+    meta->n_evict = 0;
+    if (!er->probe)
+        return;
+    fm_evict_probe_free(er->probe);
+    er->probe = NULL;
+    double f[EVICT_STEPS], hit = 0, miss = 0;
+    if (!fm_calib_evict_curve(er->warm, er->after, er->cold, er->n, EVICT_STEPS, f, &hit,
+                              &miss)) {
+        fm_log(ctx, "calibrate: a %u MB chain of loads took %.3g ns a line with its data in "
+                    "the caches and %.3g ns flushed, not twice as long: no eviction curve, "
+                    "layers are predicted as the warm sweep timed them",
+               FM_EVICT_CHASE_BYTES >> 20, hit, miss);
+        return;
     }
-    fm_calib_monotone_fit(f, EVICT_STEPS);
-    for (int k = 1; k <= EVICT_STEPS; k++) {
-        meta->evict_bytes[meta->n_evict] = (double)(1u << k) * 1048576.0;
-        meta->evict_frac[meta->n_evict++] = f[k - 1];
+    for (int k = 0; k < EVICT_STEPS; k++) {
+        meta->evict_bytes[meta->n_evict] = er->bytes[k];
+        meta->evict_frac[meta->n_evict++] = f[k];
     }
-    return FM_OK;
+    fm_log(ctx, "calibrate: eviction curve from %d rounds (%.3g ns a line in the caches, %.3g "
+                "in memory): %.2f after %.0f MB of other traffic, %.2f after %.0f MB, %.2f after "
+                "%.0f MB",
+           er->n, hit, miss, f[3], er->bytes[3] / 1048576.0, f[5], er->bytes[5] / 1048576.0,
+           f[7], er->bytes[7] / 1048576.0);
 }
 
 /* Adds "class (op)" of a shape the backend cannot train to the list, once. */
@@ -894,34 +905,47 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
     for (size_t i = 0; i < N_SWEEP; i++)
         n_todo += !skipped(o, i);
     n_todo *= n_sc;
-    /* the cold round: the CPU backend flushes each kernel's data (fm_measure_opts.cold_cache) */
+    /* cold timings: the CPU backend flushes each kernel's data (fm_measure_opts.cold_cache) */
     bool cold = !o->warm_only && strcmp(o->device, "cpu") == 0;
-    size_t n_cold = cold ? n_todo : 0;
-    n_todo = n_todo * (size_t)rounds + n_cold;
+    n_todo *= (size_t)rounds * (cold ? 2 : 1);
+    struct evict_rounds er;
+    st = evict_start(ctx, o, cold, n_todo, &er);
     /* Rounds over the whole sweep, not repeats of one shape in a row: a burst of other work on
      * the machine (seconds long on a shared VM) then spoils one round of a shape, not all of
-     * them, and the median over rounds drops it. */
+     * them, and the median over rounds drops it. Each shape's cold timing follows its warm one
+     * in the same round, so the two see the machine in the same state: a cold round of its
+     * own, once after the warm ones, had one burst price every dense convolution's FLOPs at
+     * 1.8 times their warm rate and the steps of compute-bound networks 25-30% over. */
     for (int r = 0; r < rounds && !st; r++) {
         for (size_t j = 0; j < N_SWEEP * n_sc && !st; j++) {
             size_t i = j / n_sc;
             if (skipped(o, i))
                 continue;
-            if (o->progress) {
-                char what[64];
-                if (rounds > 1)
-                    snprintf(what, sizeof(what), "%s: layers (round %d of %d)", sweep[i].cls,
-                             r + 1, rounds);
-                else
-                    snprintf(what, sizeof(what), "%s: layers", sweep[i].cls);
-                o->progress(o->progress_user, what, (int)n_done, (int)n_todo);
+            for (int c = 0; c <= (int)cold && !st; c++) {
+                if (o->progress) {
+                    char what[64];
+                    snprintf(what, sizeof(what), "%s: layers%s%s", sweep[i].cls,
+                             c ? ", cold caches" : "", rounds > 1 ? " (round " : "");
+                    if (rounds > 1)
+                        snprintf(what + strlen(what), sizeof(what) - strlen(what),
+                                 "%d of %d)", r + 1, rounds);
+                    o->progress(o->progress_user, what, (int)n_done, (int)n_todo);
+                }
+                st = evict_tick(&er, n_done);
+                struct fm_backend_check gap;
+                memset(&gap, 0, sizeof(gap));
+                double unused;
+                if (!st)
+                    st = run_point(ctx, o, (uint32_t)i, (int)(j % n_sc), c, &round[r],
+                                   c ? &unused : &overheads[n_pts], device, sizeof(device),
+                                   &threads, &gap);
+                if (!st && !c && gap.n_gaps && r == 0)
+                    note_gap(&sweep[i], &gap, untimed, sizeof(untimed));
+                n_pts += !st && !c && !gap.n_gaps;
+                n_done++;
+                if (!st && gap.n_gaps)
+                    break;   /* nothing to time cold either */
             }
-            struct fm_backend_check gap;
-            st = run_point(ctx, o, (uint32_t)i, (int)(j % n_sc), false, &round[r],
-                           &overheads[n_pts], device, sizeof(device), &threads, &gap);
-            if (!st && gap.n_gaps && r == 0)
-                note_gap(&sweep[i], &gap, untimed, sizeof(untimed));
-            n_pts += !st && !gap.n_gaps;
-            n_done++;
         }
     }
     if (!st && n_pts == 0)
@@ -935,26 +959,11 @@ enum fm_status fm_calibrate(struct fm_ctx *ctx, const struct fm_calibrate_opts *
         st = median_over_rounds(ctx, round, rounds, &s);
     for (int r = 0; r < rounds; r++)
         samples_release(ctx, &round[r]);
-    /* One cold round, after the warm ones: where a network's working set outgrows the caches,
-     * its layers find their data in memory (docs/calibration.md, "Warm and cold") */
-    for (size_t i = 0; cold && i < N_SWEEP && !st; i++) {
-        if (skipped(o, i))
-            continue;
-        if (o->progress) {
-            char what[64];
-            snprintf(what, sizeof(what), "%s: layers, cold caches", sweep[i].cls);
-            o->progress(o->progress_user, what, (int)n_done, (int)n_todo);
-        }
-        double unused;
-        struct fm_backend_check gap;
-        st = run_point(ctx, o, (uint32_t)i, 0, true, &s, &unused, device, sizeof(device),
-                       &threads, &gap);
-        n_done++;
-    }
     if (o->progress)
         o->progress(o->progress_user, "done: layers", (int)n_todo, (int)n_todo);
-    if (!st && cold)
-        st = probe_eviction(ctx, o, &meta);
+    if (!st)
+        evict_finish(ctx, &er, &meta);
+    fm_evict_probe_free(er.probe);
     if (!st) {
         qsort(overheads, n_pts, sizeof(double), cmp_double);
         meta.step_overhead_s = n_pts ? overheads[n_pts / 2] : 0.0;

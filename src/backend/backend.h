@@ -73,4 +73,18 @@ enum fm_status fm_probe_cuda(struct fm_ctx *ctx, const struct fm_probe_opts *opt
 enum fm_status fm_probe_cpu(struct fm_ctx *ctx, const struct fm_probe_opts *opts,
                             struct fm_probe_result *out);
 
+/* The eviction probe (src/backend/probe_evict.c; docs/calibration.md, "Warm and cold"): a
+ * chain of dependent loads through FM_EVICT_CHASE_BYTES in a random order, on the calling
+ * thread. fm_evict_probe_new allocates it and traffic_bytes of other traffic (the most any
+ * round writes); FM_ERR_UNSUPPORTED where no instruction flushes a cache line. One round
+ * times the chain in ns per line: warm (just followed), after each bytes[k] of other traffic
+ * written (after_ns[k]), and with its lines flushed from every cache (cold_ns). */
+#define FM_EVICT_CHASE_BYTES (4u << 20)
+struct fm_evict_probe;
+enum fm_status fm_evict_probe_new(struct fm_ctx *ctx, double traffic_bytes,
+                                  struct fm_evict_probe **out);
+enum fm_status fm_evict_probe_round(struct fm_evict_probe *p, const double *bytes, int n,
+                                    double *warm_ns, double *after_ns, double *cold_ns);
+void fm_evict_probe_free(struct fm_evict_probe *p);
+
 #endif
