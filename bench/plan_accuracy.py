@@ -35,8 +35,8 @@ Sources:
   DSV3: DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", sections 3.1-3.2 and table 1: 2.664M
        H800 GPU-hours of pre-training for 14.8T tokens (180K a trillion; 1,543 tokens/s a GPU)
        on 2,048 H800s, pp 16, ep 64 over 8 nodes, ZeRO-1, no tp, sequence 4,096, batch 15,360
-       (after a ramp from 3,072). Not in the headline: the device table has no H800 (H100s
-       stand in: the same tensor peak, NVLink 900 GB/s against the H800's 400); the report
+       (after a ramp from 3,072), planned on the h800 device and the hgx-h800 cluster (the
+       report's 160 GB/s NVLink and 50 GB/s IB per GPU). Not in the headline: the report
        trains the matmuls in FP8 with its DualPipe schedule, which hides the all-to-all, and
        recomputes only the norms and MLA's up-projections, with activations cached in FP8;
        the plan models bf16 or fp8 1F1B with the all-to-all exposed, no multi-token
@@ -171,12 +171,12 @@ def main():
                   preds[1][1] / 1e9))
 
     print("\nDeepSeek-V3 pre-training (DeepSeek-AI 2024): 2.664M H800 GPU-hours for 14.8T "
-          "tokens, 2,048 GPUs, pp 16, ep 64, ZeRO-1 (H100s stand in for H800s):")
+          "tokens, 2,048 GPUs, pp 16, ep 64, ZeRO-1 (H800s on hgx-h800):")
     for prec in ("bf16", "fp8"):
         for rc in ("selective", "full"):
-            cmd = [a.flopmeter, "plan", "deepseek-v3", "--gpus", "2048", "--device", "h100",
-                   "--tp", "1", "--pp", "16", "--ep", "64", "--zero", "1",
-                   "--global-batch", "15360", "--seq", "4096", "--recompute", rc,
+            cmd = [a.flopmeter, "plan", "deepseek-v3", "--gpus", "2048", "--device", "h800",
+                   "--cluster", "hgx-h800", "--tp", "1", "--pp", "16", "--ep", "64",
+                   "--zero", "1", "--global-batch", "15360", "--seq", "4096", "--recompute", rc,
                    "--precision", prec, "--tokens", "14.8T", "--format", "json"] + ppp
             j = json.loads(subprocess.run(cmd, capture_output=True, text=True,
                                           check=True).stdout)

@@ -86,6 +86,20 @@ static void test_builtin_figures(void **state)
     assert_true(h100->peak_vector[FM_PREC_FP32] == 66.9e12);
     assert_true(h100->mem_bw == 3350e9);
     assert_true(h100->interconnect_bw == 900e9);
+    /* H800 SXM5: the H100 SXM5's tensor peaks and memory, NVLink 400 GB/s, fp64 about 1 */
+    const struct fm_device *h800 = find(ctx, devs, "h800");
+    assert_string_equal(h800->name, "H800 SXM5 80GB");
+    for (int p = FM_PREC_TF32; p < FM_PREC_COUNT; p++)
+        assert_true(h800->peak_tensor[p] == h100->peak_tensor[p]);
+    assert_true(h800->peak_tensor[FM_PREC_FP8] == 1978.9e12);
+    assert_true(h800->peak_vector[FM_PREC_FP32] == 66.9e12);
+    assert_true(h800->peak_tensor[FM_PREC_FP64] == 1e12);
+    assert_true(h800->peak_vector[FM_PREC_FP64] == 1e12);
+    assert_true(h800->mem_bw == 3350e9);
+    assert_true(h800->mem_bytes == 80e9);
+    assert_int_equal(h800->units, 132);
+    assert_true(h800->interconnect_bw == 400e9);
+    assert_string_equal(h800->interconnect, "NVLink4");
     /* NVIDIA's FP32 peak = SMs x 128 FP32 lanes x 2 (FMA) x boost clock: 66.9 TFLOP/s for the
      * H100 SXM (132 x 128 x 2 x 1.98 GHz = 66.90 T); within the datasheet's rounding */
     double h100_fp32 = h100->units * 128.0 * 2.0 * h100->boost_mhz * 1e6;
@@ -152,6 +166,15 @@ static void test_unverified_marks(void **state)
     assert_true(nvl->unverified & FM_DEVF_CLOCK);
     assert_true(nvl->unverified_tensor & (1u << FM_PREC_BF16));
     assert_true(find(ctx, devs, "b200")->unverified & FM_DEVF_UNITS);
+    /* the H800: NVIDIA's own datasheet not at hand, every peak is the H100's, unconfirmed; the
+     * memory, SM count and NVLink are confirmed */
+    const struct fm_device *h800 = find(ctx, devs, "h800");
+    assert_true(h800->unverified & FM_DEVF_PEAK);
+    assert_true(h800->unverified & FM_DEVF_BANDWIDTH);
+    assert_true(h800->unverified_tensor & (1u << FM_PREC_BF16));
+    assert_true(h800->unverified_tensor & (1u << FM_PREC_FP8));
+    assert_true(h800->unverified_vector & (1u << FM_PREC_FP64));
+    assert_false(h800->unverified & (FM_DEVF_MEMORY | FM_DEVF_UNITS | FM_DEVF_INTERCONNECT));
     /* a confirmed device carries no marks */
     const struct fm_device *h = find(ctx, devs, "h100");
     assert_int_equal(h->unverified | h->unverified_vector | h->unverified_tensor, 0);
@@ -208,6 +231,8 @@ static void test_find(void **state)
     assert_string_equal(find(ctx, devs, "a100 sxm 80gb")->name, "A100 SXM 80GB");
     assert_string_equal(find(ctx, devs, "H100")->name, "H100 SXM5 80GB");
     assert_string_equal(find(ctx, devs, "a100-40gb")->name, "A100 SXM 40GB");
+    assert_string_equal(find(ctx, devs, "H800")->name, "H800 SXM5 80GB");
+    assert_string_equal(find(ctx, devs, "h800-sxm5")->name, "H800 SXM5 80GB");
     const struct fm_device *d = NULL;
     assert_int_equal(fm_devices_find(ctx, devs, "h1000", &d), FM_ERR_NOT_FOUND);
     EXPECT_MESSAGE(ctx, "unknown device 'h1000'", "h100", "flopmeter devices");

@@ -102,6 +102,59 @@ static struct fm_plan *run_ok(struct fm_ctx *ctx, const struct fm_plan_opts *o)
     return p;
 }
 
+/* DeepSeek-V3's cluster as docs/clusters.md gives it (DeepSeek-AI 2024, sections 3.1 and
+ * 3.2.2): 8 H800s a node, NVLink 160 GB/s and InfiniBand 50 GB/s per GPU; the default of
+ * --device h800. Its 64-way expert parallelism spans 8 nodes with 8 NICs each, so NVLink's 160
+ * GB/s bounds it (8 x 50 = 400 is more); one rank a node has one NIC's 50. */
+static void test_cluster_hgx_h800(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_cluster c;
+    FM_ASSERT_OK(ctx, fm_cluster_builtin(ctx, "hgx-h800", &c));
+    assert_string_equal(c.name, "hgx-h800");
+    assert_string_equal(c.device, "h800");
+    assert_int_equal(c.gpus_per_node, 8);
+    assert_int_equal(c.max_nodes, 0);
+    assert_true(c.intra_bw == 160e9);
+    assert_true(c.inter_bw == 50e9);
+    assert_true(c.intra_lat_s == 2e-6);
+    assert_true(c.inter_lat_s == 5e-6);
+    test_expect_in(c.source, "arXiv 2412.19437");
+    test_expect_in(c.source, "section 3.1");
+    test_expect_in(c.source, "3.2.2, NVLink offers 160 GB/s, IB 50 GB/s");
+    test_expect_in(c.intra_link, "400 GB/s bidirectional");
+    struct fm_group_link l;
+    fm_group_link(&c, 8, 1, 1.0, &l);
+    assert_false(l.inter);
+    assert_true(l.busbw == 160e9);
+    fm_group_link(&c, 64, 1, 1.0, &l);
+    assert_true(l.inter);
+    assert_int_equal(l.per_node, 8);
+    assert_true(l.busbw == 160e9);
+    fm_group_link(&c, 16, 8, 0.5, &l);
+    assert_true(l.inter);
+    assert_int_equal(l.per_node, 1);
+    assert_true(l.busbw == 50e9 * 0.5);
+    /* case-insensitive like the others, and listed in the refusal of an unknown name */
+    FM_ASSERT_OK(ctx, fm_cluster_builtin(ctx, "HGX-H800", &c));
+    assert_int_equal(fm_cluster_builtin(ctx, "hgx-h80", &c), FM_ERR_NOT_FOUND);
+    EXPECT_MESSAGE(ctx, "did you mean 'hgx-h800'", "hgx-h200, hgx-h800, dgx-b200");
+    /* --device h800 alone plans on it, with the H800's figures */
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "llama-3.1-8b";
+    o.gpus = 16;
+    o.device = "h800";
+    o.global_batch = 64;
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_string_equal(p->cluster.name, "hgx-h800");
+    assert_string_equal(p->dev->name, "H800 SXM5 80GB");
+    assert_true(p->dev->interconnect_bw == 400e9);
+    fm_plan_free(p);
+    fm_ctx_free(ctx);
+}
+
 /* GPT 1.7B on one A100: every byte by hand. Parameters per layer 12h^2 + 13h; embeddings
  * V h + 2048 h, final norm 2h (tied head); activations 34 sbh + 5 a s^2 b per layer (Korthikanti
  * et al. 2022, eq. 1) plus fp32 logits and their gradient. */
@@ -1420,6 +1473,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_busbw_factors),  cmocka_unit_test(test_group_links),
+        cmocka_unit_test(test_cluster_hgx_h800),
         cmocka_unit_test(test_bubble),         cmocka_unit_test(test_zero_bytes),
         cmocka_unit_test(test_memory_by_hand), cmocka_unit_test(test_activations_tp),
         cmocka_unit_test(test_in_flight),      cmocka_unit_test(test_refusals),

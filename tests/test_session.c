@@ -379,6 +379,8 @@ static void test_device_names(void **state)
         {"H100 SXM5 80GB", "H100 SXM5 80GB"},           /* the table's name */
         {"NVIDIA H100 80GB HBM3", "H100 SXM5 80GB"},    /* nvidia-smi on an H100 SXM */
         {"NVIDIA H100 PCIe", "H100 PCIe 80GB"},         /* "h100-pcie" beats "h100" */
+        {"NVIDIA H800", "H800 SXM5 80GB"},              /* the H800, not the H100 */
+        {"NVIDIA H800 80GB HBM3", "H800 SXM5 80GB"},
         {"NVIDIA A100-SXM4-40GB", "A100 SXM 40GB"},     /* "a100-40gb" beats "a100" */
         {"Tesla V100-SXM2-32GB", "V100 SXM2 32GB"},
         {"Tesla K80", "K80 (one die)"},                 /* what nvidia-smi and PyTorch see */
@@ -471,6 +473,8 @@ static void test_device_names_as_drivers_print(void **state)
         const char *note;     /* a word the note must hold; NULL: no note */
     } cases[] = {
         {"NVIDIA H100 80GB HBM3", "H100 SXM5 80GB", 80, NULL},
+        {"NVIDIA H800", "H800 SXM5 80GB", 80, NULL},   /* no h100 sibling note either */
+        {"NVIDIA H800 80GB HBM3", "H800 SXM5 80GB", 80, NULL},
         {"NVIDIA A100-SXM4-40GB", "A100 SXM 40GB", 40, NULL},
         {"Tesla P100-PCIE-16GB", "P100 PCIe 16GB", 16, NULL},
         {"NVIDIA GeForce RTX 4090", "RTX 4090", 24, NULL},

@@ -75,7 +75,7 @@ static const char *default_cluster(const char *device)
 {
     static const struct { const char *dev, *cluster; } map[] = {
         {"a100", "dgx-a100"}, {"h100", "dgx-h100"}, {"h200", "hgx-h200"},
-        {"b200", "dgx-b200"}, {"gb200", "gb200-nvl72"},
+        {"h800", "hgx-h800"}, {"b200", "dgx-b200"}, {"gb200", "gb200-nvl72"},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
         if (strcasecmp(device, map[i].dev) == 0)

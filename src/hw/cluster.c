@@ -31,6 +31,14 @@ static const struct fm_cluster builtins[] = {
      2e-6, "InfiniBand NDR 400 Gb/s per GPU (8 ConnectX-7)", 50 * GBPS, 5e-6,
      "NVIDIA HGX H200 datasheet: 8x H200 SXM 141GB, NVLink 4 900 GB/s per GPU; DGX H200: "
      "8x 400 Gb/s ConnectX-7 for compute"},
+    /* DeepSeek-V3's cluster as its report gives it: the bandwidths are the report's own (160
+     * GB/s of NVLink against 200 each way on the datasheet; IB at its 400 Gb/s line rate) */
+    {"hgx-h800", "h800", 8, 0, "NVLink 4 + NVSwitch (H800: 400 GB/s bidirectional)", 160 * GBPS,
+     2e-6, "InfiniBand, 50 GB/s per GPU", 50 * GBPS, 5e-6,
+     "DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv 2412.19437): section 3.1, 2,048 "
+     "H800s, 8 a node over NVLink and NVSwitch, InfiniBand (IB) between nodes; 3.2.2, NVLink "
+     "offers 160 GB/s, IB 50 GB/s (per GPU; the H800's NVLink is 400 GB/s bidirectional, 200 "
+     "each way)"},
     {"dgx-b200", "b200", 8, 0, "NVLink 5 + NVSwitch (1.8 TB/s bidirectional)", 900 * GBPS,
      2e-6, "400 Gb/s per GPU (8 ConnectX-7)", 50 * GBPS, 5e-6,
      "NVIDIA DGX B200 datasheet: 8x B200, NVLink 5 1.8 TB/s per GPU (14.4 TB/s in all), "
@@ -64,7 +72,7 @@ enum fm_status fm_cluster_builtin(struct fm_ctx *ctx, const char *name, struct f
     const char *near = name ? fm_nearest_name(name, names, fm_cluster_builtin_count()) : NULL;
     return fm_error(ctx, FM_ERR_NOT_FOUND,
                     "unknown cluster '%s'%s%s%s (built-in: dgx-a100, dgx-h100, hgx-h200, "
-                    "dgx-b200, gb200-nvl72; or a cluster file, docs/clusters.md)",
+                    "hgx-h800, dgx-b200, gb200-nvl72; or a cluster file, docs/clusters.md)",
                     name ? name : "(none)", near ? "; did you mean '" : "", near ? near : "",
                     near ? "'?" : "");
 }

@@ -197,6 +197,25 @@ static const struct fm_device builtin[] = {
      NVLINK4,
      .source = "NVIDIA H200 datasheet (\"NVIDIA H200 Tensor Core GPU\", NVIDIA, SXM column, "
                "dense)"},
+    /* The H100 SXM5 made for export (2023): the same GH100 with 132 SMs, NVLink cut to 400
+     * GB/s and fp64 to about 1 TFLOP/s. NVIDIA's H800 datasheet was not at hand: the other
+     * figures are the H100 SXM5's, marked unverified (docs/devices.md). */
+    {.name = "H800 SXM5 80GB", .aliases = "h800,h800-sxm,h800-sxm5", .kind = "gpu",
+     .arch = "Hopper GH100", .peak_vector = PEAKS(1, 66.9, 0, 0, 0, 0, 0),
+     .peak_tensor = PEAKS(1, 0, 494.7, 989.4, 989.4, 1978.9, 1978.9), .mem_bw = GBS(3350),
+     .mem_bytes = GB(80), .l2_bytes = MB(50), .boost_mhz = 1980, .units = 132, .tdp_w = 700,
+     LINK("NVLink4", 400),
+     .source = "NVIDIA H800 Tensor Core GPU datasheet (SXM5, NVIDIA, 2023), not retrieved: "
+               "the H100 SXM5's figures (H100 datasheet and whitepaper, dense) for every peak "
+               "but fp64, 80 GB HBM3 and its 3.35 TB/s; 132 SMs as DeepSeek-AI 2024 "
+               "(DeepSeek-V3 Technical Report, arXiv 2412.19437, section 3.5.1) counts them; "
+               "NVLink 400 GB/s bidirectional (not 900) and fp64 about 1 TFLOP/s as published "
+               "H800/H100 comparisons give them. Confirmed there: 80 GB, 132 SMs, NVLink 400 GB/s; "
+               "not confirmed in NVIDIA's words: the peaks, bandwidth, clock, L2, TDP",
+     .unverified = FM_DEVF_PEAK | FM_DEVF_BANDWIDTH | FM_DEVF_L2 | FM_DEVF_CLOCK | FM_DEVF_TDP,
+     .unverified_vector = P(FM_PREC_FP64) | P(FM_PREC_FP32),
+     .unverified_tensor = P(FM_PREC_FP64) | P(FM_PREC_TF32) | P(FM_PREC_FP16) | P(FM_PREC_BF16) |
+                          P(FM_PREC_FP8) | P(FM_PREC_INT8)},
     /* ---- Blackwell ---- */
     {.name = "B200 (HGX)", .aliases = "b200", .kind = "gpu", .arch = "Blackwell",
      .peak_vector = PEAKS(37, 75, 0, 0, 0, 0, 0),
