@@ -141,6 +141,23 @@ PAIRS += [
      ["--batch", "2"], "gpt2"),
 ]
 
+# Ten more, added 2026-12-01 after the eviction probe became a chain of loads and the cold
+# timings were paired with the warm ones, and committed before any of them was run: depths
+# and batches of the zoo not yet in the table, and the config-built GPT-2 and BERT-base
+# (not ONNX exports) at 1x64.
+PAIRS += [
+    ("resnet152 b1", "resnet152", ["--batch", "1"], "resnet,resnet50"),
+    ("resnet50 b2", "resnet50", ["--batch", "2"], "resnet,resnet50"),
+    ("vgg16 b1", "vgg16", ["--batch", "1"], "vgg"),
+    ("vgg11_bn b2", "vgg11_bn", ["--batch", "2"], "vgg"),
+    ("googlenet b2", "googlenet", ["--batch", "2"], ""),
+    ("mobilenet_v2 b4", "mobilenet_v2", ["--batch", "4"], "mobilenet_v2"),
+    ("mobilenet_v3_large b4", "mobilenet_v3_large", ["--batch", "4"], "mobilenet_v3"),
+    ("efficientnet_b3 b1", "efficientnet_b3", ["--batch", "1"], "efficientnet"),
+    ("gpt2 (config) 1x64", "gpt2", ["--batch", "1", "--seq", "64"], "gpt2"),
+    ("bert-base (config) 1x64", "bert-base", ["--batch", "1", "--seq", "64"], "bert"),
+]
+
 # The GPU's pairs: built-in networks at their ImageNet size, batches a GPU trains at (and two
 # small ones, where launches dominate); every one trainable by flopmeter's CUDA backend and by
 # torchvision (bench/gpu/torch_bench.py pairs), so PyTorch eager's step sits beside each.
