@@ -58,6 +58,17 @@ static void test_group_links(void **state)
     assert_true(l.busbw == 400e9 * 0.5);
     fm_group_link(&c, 4, 2, 1.0, &l);    /* 4 ranks 2 apart: still inside a node */
     assert_false(l.inter);
+    /* all-to-all: inside a node at the bus bandwidth; across nodes, the share for other
+     * nodes through the GPU's own NIC (not the node's 8), NVLink carrying the rest at once */
+    fm_group_link(&c, 8, 1, 1.0, &l);
+    assert_true(fm_alltoall_time(&l, 1e9, 8) == fm_coll_time(FM_COLL_ALLTOALL, 1e9, 8, 450e9, 0));
+    fm_group_link(&c, 64, 1, 1.0, &l);   /* EP 64 over 8 nodes */
+    assert_true(l.inter && l.nic_bw == 50e9 && l.intra_bw == 450e9);
+    assert_true(fabs(fm_alltoall_time(&l, 1e9, 64) - 1e9 * 56.0 / 64.0 / 50e9) < 1e-15);
+    fm_group_link(&c, 16, 4, 0.5, &l);   /* 16 ranks 4 apart: 2 a node over 8 nodes */
+    assert_int_equal(l.per_node, 2);
+    assert_true(fabs(fm_alltoall_time(&l, 1e9, 16) - 1e9 * 14.0 / 16.0 / 25e9) < 1e-15);
+    assert_true(fm_alltoall_time(&l, 0, 16) == 0.0);
     FM_ASSERT_OK(ctx, fm_cluster_builtin(ctx, "gb200-nvl72", &c));
     fm_group_link(&c, 64, 1, 1.0, &l);   /* 64 GPUs in one NVLink domain */
     assert_false(l.inter);
@@ -885,6 +896,39 @@ static void test_deepseek_v3_layout(void **state)
     struct fm_plan *q = NULL;
     assert_int_equal(fm_plan_run(ctx, &o, &q), FM_ERR_INVALID);
     EXPECT_MESSAGE(ctx, "fm_plan_opts.pp = 3 does not divide the layers (32)");
+    /* the search tries the same layouts: for DeepSeek-V3's 61 layers pp 16 (4 x 15 + 1), 2
+     * and 8; 3 and 7 divide 63 (the embedding and the head in slots); 32 leaves the last
+     * stage nothing (2 x 31 = 62); a Llama keeps the divisors */
+    static struct fm_llm_config dsc, llc;
+    const struct fm_llm_config *ds = &dsc, *ll = &llc;
+    FM_ASSERT_OK(ctx, fm_llm_config_builtin(ctx, "deepseek-v3", &dsc));
+    FM_ASSERT_OK(ctx, fm_llm_config_builtin(ctx, "llama-3.1-8b", &llc));
+    bool bal = true;
+    assert_true(fm_plan_search_pp(ds, 16, &bal) && !bal);
+    assert_true(fm_plan_search_pp(ds, 2, &bal) && !bal);
+    assert_true(fm_plan_search_pp(ds, 8, &bal) && !bal);
+    assert_true(fm_plan_search_pp(ds, 3, &bal) && bal);
+    assert_true(fm_plan_search_pp(ds, 7, &bal) && bal);
+    assert_false(fm_plan_search_pp(ds, 32, &bal));
+    assert_true(fm_plan_search_pp(ds, 1, &bal) && !bal);
+    assert_true(fm_plan_search_pp(ll, 16, &bal) && !bal);
+    assert_false(fm_plan_search_pp(ll, 3, &bal));
+    assert_true(fm_plan_search_pp(ll, 17, &bal) && bal);   /* 34 slots */
+    /* and a search on 2,048 GPUs (a power of two: no pp dividing 61 or 63 but 1 divides it)
+     * now lists pipelined plans of DeepSeek-V3 */
+    fm_plan_opts_init(&o);
+    o.model = "deepseek-v3";
+    o.gpus = 2048;
+    o.device = "h800";
+    o.seq = 4096;
+    o.global_batch = 15360;
+    o.search = true;
+    struct fm_plan *s = run_ok(ctx, &o);
+    bool pipelined = false;
+    for (int i = 0; i < s->search.n_best; i++)
+        pipelined |= s->search.best[i].cfg.pp > 1;
+    assert_true(s->search.n_best > 0 && pipelined);
+    fm_plan_free(s);
     fm_ctx_free(ctx);
 }
 

@@ -670,8 +670,7 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
         /* expert parallel: dispatch and combine forward, their gradients backward */
         double n_ep = 4.0 + (c->recompute == FM_RECOMPUTE_FULL ? 2.0 : 0.0);
         double b_ep = sc.a2a * tokens;   /* summed over the stage's MoE layers */
-        double t_ep = c->ep > 1 ? n_ep * fm_coll_time(FM_COLL_ALLTOALL, b_ep, c->ep, ep_l.busbw,
-                                                      0.0) +
+        double t_ep = c->ep > 1 ? n_ep * fm_alltoall_time(&ep_l, b_ep, c->ep) +
                                       n_ep * sc.moe_layers * fm_coll_steps(FM_COLL_ALLTOALL,
                                                                            c->ep) * ep_l.lat
                                 : 0.0;

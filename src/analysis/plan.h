@@ -29,10 +29,17 @@ double fm_coll_time(enum fm_coll c, double bytes, int n, double busbw, double la
 struct fm_group_link {
     bool inter;             /* spans nodes */
     int per_node;           /* the group's ranks in one node */
-    double busbw, lat;      /* what its collectives see */
+    double busbw, lat;      /* what its ring collectives see */
+    double intra_bw, nic_bw;   /* one GPU's NVLink and own NIC (nic 0 inside a node), times
+                                  ppp_comm: what an all-to-all sees */
 };
 void fm_group_link(const struct fm_cluster *c, int n, int64_t stride, double ppp_comm,
                    struct fm_group_link *out);
+/* An all-to-all of `bytes` a rank over the n ranks of group l, latency left out: inside a node
+ * bytes (n-1)/n at the bus bandwidth (fm_coll_time); across nodes the part for the other
+ * nodes' ranks, bytes (n - per_node)/n, leaves through the GPU's own NIC while the part for
+ * its own node's ranks crosses NVLink at the same time: the slower of the two. */
+double fm_alltoall_time(const struct fm_group_link *l, double bytes, int n);
 
 /* ---- one plan ---- */
 
@@ -152,6 +159,10 @@ struct fm_plan_search {
     long evaluated, valid, fitting;
     bool zero_searched;        /* ZeRO 0 to 3 tried, each layout kept at its fastest */
 };
+/* Whether the search tries pp stages for m: pp divides the layers; or the layers + 2, with the
+ * embedding and the head each in a layer's slot (*balance true); or, for DeepSeek-V3, its
+ * uneven layout takes pp (ceil(layers / pp) a stage, at least one left for the last). */
+bool fm_plan_search_pp(const struct fm_llm_config *m, int pp, bool *balance);
 /* search_zero: try ZeRO stages 0 to 3 (3 with pp 1 only) and keep each layout's fastest; else
  * base->zero only. timings: time each plan's compute by a calibration (context parallelism not
  * tried: one timed graph cannot show it); NULL: the roofline. */

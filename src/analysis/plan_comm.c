@@ -45,8 +45,10 @@ double fm_coll_time(enum fm_coll c, double bytes, int n, double busbw, double la
 
 /* Ranks are numbered node by node. A group of n ranks `stride` apart fits in one node when it
  * spans no more than a node; across nodes, each node holds per_node of its ranks, and NCCL's
- * rings leave each node through as many NICs (one per GPU), so the bus bandwidth is the
- * smaller of the NVLink figure and per_node NICs. */
+ * rings leave each node through as many NICs (one per GPU), so the bus bandwidth of a ring
+ * collective is the smaller of the NVLink figure and per_node NICs. An all-to-all cannot
+ * spread one GPU's traffic over its node's NICs that way (every GPU sends its own share to
+ * every other node at once), so it keeps the NVLink and one NIC apart (fm_alltoall_time). */
 void fm_group_link(const struct fm_cluster *c, int n, int64_t stride, double ppp_comm,
                    struct fm_group_link *out)
 {
@@ -57,6 +59,8 @@ void fm_group_link(const struct fm_cluster *c, int n, int64_t stride, double ppp
         out->per_node = n;
         out->busbw = c->intra_bw * ppp_comm;
         out->lat = c->intra_lat_s;
+        out->intra_bw = out->busbw;
+        out->nic_bw = 0;
         return;
     }
     int per_node = stride >= gpn ? 1 : (int)(gpn / stride);
@@ -67,4 +71,17 @@ void fm_group_link(const struct fm_cluster *c, int n, int64_t stride, double ppp
     double nic = c->inter_bw * per_node;
     out->busbw = (nic < c->intra_bw ? nic : c->intra_bw) * ppp_comm;
     out->lat = c->inter_lat_s;
+    out->intra_bw = c->intra_bw * ppp_comm;
+    out->nic_bw = c->inter_bw * ppp_comm;
+}
+
+double fm_alltoall_time(const struct fm_group_link *l, double bytes, int n)
+{
+    if (!l->inter)
+        return fm_coll_time(FM_COLL_ALLTOALL, bytes, n, l->busbw, 0.0);
+    if (bytes <= 0 || n <= 1 || !(l->nic_bw > 0) || !(l->intra_bw > 0))
+        return 0.0;
+    double local = bytes * (double)(l->per_node - 1) / (double)n / l->intra_bw;
+    double remote = bytes * (double)(n - l->per_node) / (double)n / l->nic_bw;
+    return local > remote ? local : remote;
 }

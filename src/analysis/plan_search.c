@@ -1,6 +1,6 @@
 /* The plan search: every valid combination of tensor (powers of two up to a node), pipeline
  * (divisors of the layers, or of the layers + 2 with the embedding and the head each in a
- * layer's slot), context (powers of two dividing the sequence) and expert
+ * layer's slot, or for DeepSeek-V3 any its uneven layout takes), context (powers of two dividing the sequence) and expert
  * parallelism, micro-batch (1, 2, 4), interleaving (1, 2) and recompute (none, selective, full),
  * data parallelism taking the rest of the GPUs, at the global batch given; at the ZeRO stage
  * given, or, when none is, at the fastest of ZeRO 0, 1, 2 and 3 that fits (3 with pp 1 only,
@@ -111,6 +111,22 @@ static enum fm_status try_layout(struct fm_ctx *ctx, struct fm_plan_env *env,
     return FM_OK;
 }
 
+bool fm_plan_search_pp(const struct fm_llm_config *m, int pp, bool *balance)
+{
+    *balance = false;
+    if (pp < 1 || pp > m->layers + 2)
+        return false;
+    if (m->layers % pp == 0)
+        return true;
+    if (pp >= 2 && (m->layers + 2) % pp == 0) {
+        *balance = true;   /* the embedding and the head in a layer's slot each */
+        return true;
+    }
+    /* DeepSeek-V3's own layout: ceil(layers / pp) on every stage but a shorter last */
+    int64_t per = (m->layers + pp - 1) / pp;
+    return m->arch == FM_LLM_DEEPSEEK_V3 && pp >= 2 && per * (pp - 1) < m->layers;
+}
+
 enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *env0,
                                   const struct fm_plan_cfg *base, bool search_zero,
                                   struct fm_plan_timings *timings, struct fm_plan_search *out)
@@ -128,10 +144,9 @@ enum fm_status fm_plan_search_run(struct fm_ctx *ctx, const struct fm_plan_env *
         int64_t unit = 128 * (int64_t)tp;
         env.vocab = (m->vocab + unit - 1) / unit * unit;
         for (int pp = 1; pp <= env.gpus / tp && pp <= m->layers + 2; pp++) {
-            if ((m->layers % pp && (pp < 2 || (m->layers + 2) % pp)) || (env.gpus / tp) % pp)
+            bool balance;
+            if (!fm_plan_search_pp(m, pp, &balance) || (env.gpus / tp) % pp)
                 continue;
-            /* the embedding and the head in a layer's slot each, where that divides */
-            bool balance = m->layers % pp != 0;
             for (int cp = 1; cp <= env.gpus / (tp * pp) && cp <= (timings ? 1 : 64); cp *= 2) {
                 if (env.gpus % (tp * pp * cp))
                     continue;
