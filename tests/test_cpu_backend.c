@@ -261,6 +261,13 @@ static fm_tid b_conv_dw_tiny(struct fm_nn *nn, fm_tid x)
     fm_tid c = fm_nn_conv(nn, "conv", x, 20, 1, 1, 0, 1, false);
     return fm_nn_conv_full(nn, "dw3", c, 20, 3, 3, 1, 1, 1, 1, 1, 20, true);
 }
+static fm_tid b_conv_dw7_tiny(struct fm_nn *nn, fm_tid x)
+{   /* ConvNeXt's 7x7 depthwise filter over its last stage's 2x2 planes (64x64 input), padded by
+     * 3, 32 channels: oneDNN 2.6 runs its forward through gemm in plain layouts unless asked
+     * for blocked ones, and the weight gradient follows the forward's layout */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 32, 1, 1, 0, 1, false);
+    return fm_nn_conv_full(nn, "dw7", c, 32, 7, 7, 1, 1, 3, 3, 1, 32, true);
+}
 static fm_tid b_hardswish_padded(struct fm_nn *nn, fm_tid x)
 {   /* Hardswish over 24 channels padded to the 16-channel block: its backward runs over the
      * whole buffer seen as one vector */
@@ -463,6 +470,7 @@ FD_TEST(fd_conv_grouped_strided_dilated, VAL_NORMAL, b_conv, 2, 4, 9, 9)
 FD_TEST(fd_conv_depthwise, VAL_NORMAL, b_conv_dw, 2, 8, 6, 6)
 FD_TEST(fd_conv_depthwise_large, VAL_NORMAL, b_conv_dw_large, 2, 3, 7, 6)
 FD_TEST(fd_conv_depthwise_tiny, VAL_NORMAL, b_conv_dw_tiny, 2, 3, 2, 2)
+FD_TEST(fd_conv_depthwise7_tiny, VAL_NORMAL, b_conv_dw7_tiny, 2, 3, 2, 2)
 FD_TEST(fd_conv_asymmetric, VAL_NORMAL, b_conv_1x1, 2, 3, 5, 6)
 FD_TEST(fd_grouped_bn_blocked, VAL_NORMAL, b_grouped_bn, 2, 3, 6, 6)
 FD_TEST(fd_linear, VAL_NORMAL, b_linear, 3, 12)
@@ -1510,6 +1518,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_conv_depthwise),
         cmocka_unit_test(fd_conv_depthwise_large),
         cmocka_unit_test(fd_conv_depthwise_tiny),
+        cmocka_unit_test(fd_conv_depthwise7_tiny),
         cmocka_unit_test(cold_cache_same_results),
         cmocka_unit_test(fd_conv_asymmetric),
         cmocka_unit_test(fd_grouped_bn_blocked),

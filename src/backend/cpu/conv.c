@@ -22,7 +22,31 @@ struct conv_priv {
     dnnl_memory_desc_t wview;      /* transposed: the parameter's bytes as oneDNN's weights */
     dnnl_memory_t m_wview;         /* transposed: the parameter seen through wview */
     dnnl_memory_t m_wei;           /* transposed: the weights in the forward's layout */
+    bool own_fwd;                  /* depthwise: flopmeter's forward (dw_fwd_exec), fwd the
+                                      layouts only */
 };
+
+#define DW_MAX_TAPS 121   /* filters up to 11x11 */
+
+/* The geometry of a depthwise 2-D convolution over channel-blocked layouts, for flopmeter's
+ * own forward and weight gradient. */
+struct dw_grad {
+    int64_t n, c, ncb, blk;                 /* batch, channels, channel blocks, block */
+    int64_t ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t xs[4], ys[4];                   /* strides of x and dy: n, block, h, w */
+    bool bias;
+};
+
+/* The channel block of md when it is blocked by 8 or 16 on channels only and not padded
+ * beyond its dims otherwise; 0 when not. */
+static int64_t channel_block(const dnnl_memory_desc_t *md)
+{
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (md->format_kind != dnnl_blocked || md->ndims != 4 || b->inner_nblks != 1 ||
+        b->inner_idxs[0] != 1 || (b->inner_blks[0] != 8 && b->inner_blks[0] != 16))
+        return 0;
+    return b->inner_blks[0];
+}
 
 enum fm_status fm_cpu_conv_check(struct fm_ctx *ctx, const struct fm_graph *g,
                                  const struct fm_node *n)
@@ -112,6 +136,142 @@ static enum fm_status deconv_weights(struct fm_cpu *s, fm_nid id, enum fm_phase 
     return st;
 }
 
+/* Whether p is a depthwise 2-D convolution: one filter per channel, no multiplier. */
+static bool depthwise_2d(const struct conv_priv *p)
+{
+    int64_t c = p->xdims[1];
+    return !p->transposed && p->sp == 2 && p->wrank == 5 && p->wdims[0] == c &&
+           p->wdims[1] == 1 && p->wdims[2] == 1 && p->ydims[1] == c;
+}
+
+/* A depthwise forward that oneDNN 2.6 left to im2col and gemm in plain layouts when the layouts
+ * were its choice ("any"): ConvNeXt's 7x7 filters over its last stage's 2x2 planes at 64x64
+ * input took 9 ms a step instead of a few microseconds' work, and the plain layout sent the
+ * weight gradient to gemm too (3-7 ms). Asked for channel-blocked activations (16 channels,
+ * then 8) it may have its depthwise kernel for the shape: then p->fwd is that primitive. Where
+ * it has only reference code (the 7x7 over 2x2 planes), p->fwd is the 16-channel-blocked
+ * primitive for its layouts, which the backward follows (oneDNN's depthwise input gradient,
+ * flopmeter's weight gradient), and flopmeter's own forward (dw_fwd_exec) runs instead of it. */
+static enum fm_status dw_fwd_blocked(struct fm_cpu *s, fm_nid id, struct conv_priv *p,
+                                     dnnl_prop_kind_t prop, const dnnl_memory_desc_t *bp)
+{
+    static const dnnl_format_tag_t tags[2] = {dnnl_aBcd16b, dnnl_aBcd8b};
+    enum fm_status st = FM_OK;
+    dnnl_primitive_desc_t own = NULL;
+    dnnl_dims_t xd, yd;
+    for (int i = 0; i < 4; i++) {
+        xd[i] = p->xdims[i];
+        yd[i] = p->ydims[i];
+    }
+    for (int k = 0; k < 2; k++) {
+        dnnl_memory_desc_t src, wei, dst;
+        FM_DNNL_TRY(s, dnnl_memory_desc_init_by_tag(&src, 4, xd, dnnl_f32, tags[k]));
+        FM_DNNL_TRY(s, dnnl_memory_desc_init_by_tag(&dst, 4, yd, dnnl_f32, tags[k]));
+        fm_cpu_md_plain(&wei, p->wrank, p->wdims);
+        dnnl_convolution_desc_t cd;
+        FM_DNNL_TRY(s, dnnl_dilated_convolution_forward_desc_init(
+                           &cd, prop, conv_alg(p), &src, &wei, bp, &dst, p->strides, p->dil,
+                           p->pl, p->pr));
+        dnnl_primitive_desc_t pd;
+        st = fm_cpu_pd(s, id, &cd, NULL, &pd);
+        if (st == FM_ERR_UNSUPPORTED) {   /* no primitive for this block: the next */
+            st = FM_OK;
+            continue;
+        }
+        if (st)
+            goto out;
+        if (!fm_cpu_pd_is_slow(pd)) {
+            p->fwd = pd;
+            goto out;
+        }
+        if (!own)
+            own = pd;
+    }
+    if (own && p->wdims[3] * p->wdims[4] <= DW_MAX_TAPS &&
+        channel_block(fm_cpu_pd_md(own, DNNL_ARG_SRC)) == 16) {
+        p->fwd = own;
+        p->own_fwd = true;
+    }
+out:
+    return st;
+}
+
+/* The forward dw_fwd_blocked gives flopmeter: per image and channel block, each output pixel's
+ * B channels summed over the filter's taps that land inside the input, plus the bias; the
+ * padded channels of the last block are written as zero, as oneDNN keeps them. items: x, y
+ * (16-channel-blocked), w (plain: channel, kh, kw), the bias (plain) or none. */
+static enum fm_status dw_fwd_exec(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct dw_grad *d = arg;
+    const float *x = fm_cpu_item_f32(it, 0), *w = fm_cpu_item_f32(it, 2);
+    const float *bias = d->bias ? fm_cpu_item_f32(it, 3) : NULL;
+    float *y = fm_cpu_item_f32(it, 1);
+    enum { B = 16 };
+    int64_t taps = d->kh * d->kw;
+    FM_CPU_PARALLEL
+    for (int64_t nb = 0; nb < d->n * d->ncb; nb++) {
+        int64_t n = nb / d->ncb, cb = nb % d->ncb;
+        float wt[DW_MAX_TAPS * B], b0[B];
+        for (int64_t b = 0; b < B; b++) {
+            int64_t c = cb * B + b;
+            b0[b] = c < d->c && bias ? bias[c] : 0.0f;
+            for (int64_t t = 0; t < taps; t++)
+                wt[t * B + b] = c < d->c ? w[c * taps + t] : 0.0f;
+        }
+        const float *xn = x + n * d->xs[0] + cb * d->xs[1];
+        float *yn = y + n * d->ys[0] + cb * d->ys[1];
+        for (int64_t oy = 0; oy < d->oh; oy++) {
+            for (int64_t ox = 0; ox < d->ow; ox++) {
+                float acc[B];
+                for (int64_t b = 0; b < B; b++)
+                    acc[b] = b0[b];
+                for (int64_t i = 0; i < d->kh; i++) {
+                    int64_t iy = oy * d->sh - d->ph + i * d->dh;
+                    if (iy < 0 || iy >= d->ih)
+                        continue;
+                    for (int64_t j = 0; j < d->kw; j++) {
+                        int64_t ix = ox * d->sw - d->pw + j * d->dw;
+                        if (ix < 0 || ix >= d->iw)
+                            continue;
+                        const float *xv = xn + iy * d->xs[2] + ix * d->xs[3];
+                        const float *a = wt + (i * d->kw + j) * B;
+                        for (int64_t b = 0; b < B; b++)
+                            acc[b] += xv[b] * a[b];
+                    }
+                }
+                float *o = yn + oy * d->ys[2] + ox * d->ys[3];
+                for (int64_t b = 0; b < B; b++)
+                    o[b] = acc[b];
+            }
+        }
+    }
+    return FM_OK;
+}
+
+/* The geometry of a depthwise convolution over the forward's channel-blocked layouts, for
+ * flopmeter's own kernels; NULL when out of memory. */
+static struct dw_grad *dw_geometry(struct fm_cpu *s, const struct conv_priv *p, bool bias)
+{
+    const dnnl_memory_desc_t *xmd = fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC);
+    const dnnl_memory_desc_t *ymd = fm_cpu_pd_md(p->fwd, DNNL_ARG_DST);
+    int64_t c = p->xdims[1], blk = channel_block(xmd);
+    struct dw_grad *d = fm_cpu_buf(s, sizeof(*d));
+    if (!d)
+        return NULL;
+    *d = (struct dw_grad){.n = p->xdims[0], .c = c, .ncb = (c + blk - 1) / blk, .blk = blk,
+                          .ih = p->xdims[2], .iw = p->xdims[3], .oh = p->ydims[2],
+                          .ow = p->ydims[3], .kh = p->wdims[3], .kw = p->wdims[4],
+                          .sh = p->strides[0], .sw = p->strides[1], .ph = p->pl[0],
+                          .pw = p->pl[1], .dh = p->dil[0] + 1, .dw = p->dil[1] + 1,
+                          .bias = bias};
+    for (int i = 0; i < 4; i++) {
+        d->xs[i] = xmd->format_desc.blocking.strides[i];
+        d->ys[i] = ymd->format_desc.blocking.strides[i];
+    }
+    return d;
+}
+
 /* Forward (training or inference) and, from it, the geometry the backward reuses. */
 enum fm_status fm_cpu_conv_fwd(struct fm_cpu *s, fm_nid id)
 {
@@ -145,6 +305,8 @@ enum fm_status fm_cpu_conv_fwd(struct fm_cpu *s, fm_nid id)
                            &cd, prop, conv_alg(p), &src, &wei, bp, &dst, p->strides, p->dil,
                            p->pl, p->pr));
         st = fm_cpu_pd(s, id, &cd, NULL, &p->fwd);
+        if (!st && depthwise_2d(p) && fm_cpu_pd_is_slow(p->fwd))
+            st = dw_fwd_blocked(s, id, p, prop, bp);
     }
     if (!st)
         st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[0], false, fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC),
@@ -164,7 +326,13 @@ enum fm_status fm_cpu_conv_fwd(struct fm_cpu *s, fm_nid id)
         st = fm_cpu_place(s, n->out[0], fm_cpu_pd_md(p->fwd, DNNL_ARG_DST));
     if (st)
         goto out;
-    {
+    if (p->own_fwd) {
+        struct dw_grad *d = dw_geometry(s, p, bias != FM_NONE);
+        if (!d)
+            return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+        dnnl_memory_t mems[4] = {m_src, s->t[n->out[0]].val_mem, m_wei, m_bias};
+        st = fm_cpu_add_fn(s, id, FM_PHASE_FWD, dw_fwd_exec, d, mems, bias != FM_NONE ? 4 : 3);
+    } else {
         struct fm_cpu_arg args[4] = {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_WEIGHTS, m_wei},
                                      {DNNL_ARG_DST, s->t[n->out[0]].val_mem},
                                      {DNNL_ARG_BIAS, m_bias}};
@@ -275,15 +443,6 @@ static enum fm_status deconv_bwd_weights(struct fm_cpu *s, fm_nid id, struct con
  * gemm in plain layouts, 4 to 50 times slower. Each channel block keeps its
  * kh x kw x B sums in registers and cache while it walks dy once; the blocks are shared out
  * among the threads. */
-#define DW_MAX_TAPS 121   /* filters up to 11x11 */
-
-struct dw_grad {
-    int64_t n, c, ncb, blk;                 /* batch, channels, channel blocks, block */
-    int64_t ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
-    int64_t xs[4], ys[4];                   /* strides of x and dy: n, block, h, w */
-    bool bias;
-};
-
 static inline void dw_grad_block(const struct dw_grad *d, const float *x, const float *dy,
                                  int64_t cb, float *acc, float *accb, const int64_t B)
 {
@@ -345,17 +504,6 @@ static enum fm_status dw_grad_exec(struct fm_cpu *s, const struct fm_cpu_item *i
     return FM_OK;
 }
 
-/* The channel block of md when it is blocked by 8 or 16 on channels only and not padded
- * beyond its dims otherwise; 0 when not. */
-static int64_t channel_block(const dnnl_memory_desc_t *md)
-{
-    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
-    if (md->format_kind != dnnl_blocked || md->ndims != 4 || b->inner_nblks != 1 ||
-        b->inner_idxs[0] != 1 || (b->inner_blks[0] != 8 && b->inner_blks[0] != 16))
-        return 0;
-    return b->inner_blks[0];
-}
-
 /* Whether node id is a depthwise 2-D convolution over channel-blocked layouts that the
  * hand-written weight gradient can take. */
 static bool dw_handles(const struct conv_priv *p)
@@ -375,20 +523,10 @@ static enum fm_status dw_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_pr
     const struct fm_node *n = fm_graph_node(s->g, id);
     const dnnl_memory_desc_t *xmd = fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC);
     const dnnl_memory_desc_t *ymd = fm_cpu_pd_md(p->fwd, DNNL_ARG_DST);
-    int64_t c = p->xdims[1], blk = channel_block(xmd);
-    struct dw_grad *d = fm_cpu_buf(s, sizeof(*d));
+    int64_t c = p->xdims[1];
+    struct dw_grad *d = dw_geometry(s, p, want_bias);
     if (!d)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
-    *d = (struct dw_grad){.n = p->xdims[0], .c = c, .ncb = (c + blk - 1) / blk, .blk = blk,
-                          .ih = p->xdims[2], .iw = p->xdims[3], .oh = p->ydims[2],
-                          .ow = p->ydims[3], .kh = p->wdims[3], .kw = p->wdims[4],
-                          .sh = p->strides[0], .sw = p->strides[1], .ph = p->pl[0],
-                          .pw = p->pl[1], .dh = p->dil[0] + 1, .dw = p->dil[1] + 1,
-                          .bias = want_bias};
-    for (int i = 0; i < 4; i++) {
-        d->xs[i] = xmd->format_desc.blocking.strides[i];
-        d->ys[i] = ymd->format_desc.blocking.strides[i];
-    }
     dnnl_memory_desc_t wmd, bmd;
     fm_cpu_md_plain(&wmd, p->wrank, p->wdims);
     fm_cpu_md_plain(&bmd, 1, &c);
