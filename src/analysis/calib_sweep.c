@@ -756,8 +756,14 @@ static void evict_finish(struct fm_ctx *ctx, struct evict_rounds *er, struct fm_
                               &miss)) {
         fm_log(ctx, "calibrate: a %u MB chain of loads took %.3g ns a line with its data in "
                     "the caches and %.3g ns flushed, not twice as long: no eviction curve, "
-                    "layers are predicted as the warm sweep timed them",
-               FM_EVICT_CHASE_BYTES >> 20, hit, miss);
+                    "layers are predicted as the warm sweep timed them%s",
+               FM_EVICT_CHASE_BYTES >> 20, hit, miss,
+               hit > 0.7 * miss ? " (the chain, just read, was read again from memory in every "
+                                  "round: something else, another guest on a shared host too, "
+                                  "kept the last-level cache busy all along, and the layers "
+                                  "were timed so; a calibration made when the cache holds data "
+                                  "carries over better)"
+                                : "");
         return;
     }
     for (int k = 0; k < EVICT_STEPS; k++) {
