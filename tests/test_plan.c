@@ -708,9 +708,19 @@ static void test_t5_refusals(void **state)
     o.model = "t5-base";
     o.gpus = 2;
     o.device = "h100";
+    /* 12 + 12 layers: no split of 11 stages divides both stacks (r | 12 and 11 - r | 12) */
+    o.gpus = 11;
+    o.pp = 11;
+    expect_refusal(&o, "fm_plan_opts.pp = 11: T5 (t5-base) puts its encoder's 12 layers",
+                   "nearest valid: pp = 10 or 12");
+    o.gpus = 2;
     o.pp = 2;
-    expect_refusal(&o, "fm_plan_opts.pp = 2", "T5 (t5-base)");
-    expect_refusal(&o, "encoder stages before decoder stages", "nearest valid: pp = 1");
+    o.interleave = 2;
+    expect_refusal(&o, "fm_plan_opts.interleave = 2", "not modelled for T5");
+    o.interleave = 0;
+    o.balance_embedding = true;
+    expect_refusal(&o, "fm_plan_opts.balance_embedding is for decoders", "t5-base");
+    o.balance_embedding = false;
     o.pp = 0;
     o.cp = 2;
     expect_refusal(&o, "fm_plan_opts.cp = 2", "nearest valid: cp = 1");
@@ -734,10 +744,56 @@ static void test_t5_refusals(void **state)
     o.search = true;
     struct fm_plan *p = run_ok(ctx, &o);
     for (int i = 0; i < p->search.n_best; i++) {
-        assert_int_equal(p->search.best[i].cfg.pp, 1);
-        assert_int_equal(p->search.best[i].cfg.cp, 1);
-        assert_int_equal(p->search.best[i].cfg.dseq, 512);
+        const struct fm_plan_cfg *c = &p->search.best[i].cfg;
+        assert_true(c->pp == 1 || fm_plan_t5_split(&p->env, c) > 0);
+        assert_int_equal(c->cp, 1);
+        assert_int_equal(c->dseq, 512);
     }
+    fm_plan_free(p);
+    fm_ctx_free(ctx);
+}
+
+/* t5-base on 2 pipeline stages (pp 2, one GPU each), 512 source and 128 target tokens, 8
+ * micro-batches of 1: the encoder's 12 layers on stage 0 with the embedding, its relative
+ * bias and final norm; the decoder's 12 on stage 1 with its bias, final norm and the copy of
+ * the embedding that is its input and the head. Parameters by hand, t5-base's 222,903,552 in
+ * all plus the copy; the stage boundary sends the S encoder outputs (h bf16 values each)
+ * forward and their gradient back; the model FLOPs are the plan's at pp 1. */
+static void test_t5_pipeline_by_hand(void **state)
+{
+    (void)state;
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_plan_opts o;
+    fm_plan_opts_init(&o);
+    o.model = "t5-base";
+    o.gpus = 2;
+    o.pp = 2;
+    o.seq = 512;
+    o.decoder_seq = 128;
+    o.global_batch = 8;
+    o.zero = 0;
+    o.device = "h100";
+    struct fm_plan *p = run_ok(ctx, &o);
+    assert_int_equal(fm_plan_t5_split(&p->env, &p->eval.cfg), 1);
+    assert_true(p->graph_equal);
+    double h = 768, f = 3072, V = 32128, bias = 32 * 12;
+    double enc = 12 * (4 * h * h + 2 * h * f + 2 * h), dec = 12 * (8 * h * h + 2 * h * f + 3 * h);
+    double stage0 = enc + V * h + bias + h, stage1 = dec + V * h + bias + h;
+    assert_true(stage0 + stage1 == 222903552.0 + V * h);
+    /* the decoder's stage holds the most: more parameters, the logits */
+    if (p->eval.params_per_gpu != stage1)
+        fail_msg("pp 2: %.0f parameters on the largest stage, by hand %.0f (the encoder's %.0f)",
+                 p->eval.params_per_gpu, stage1, stage0);
+    double want = 8 * 4 * 512 * h * 2;   /* micro-batches x (send + receive, both ways) */
+    if (p->eval.comm[FM_PLAN_COMM_PP].bytes != want)
+        fail_msg("pp 2: %.0f bytes point to point, by hand %.0f",
+                 p->eval.comm[FM_PLAN_COMM_PP].bytes, want);
+    double model = p->eval.model_flops;
+    fm_plan_free(p);
+    o.pp = 1;
+    o.gpus = 1;
+    p = run_ok(ctx, &o);
+    assert_true(p->eval.model_flops == model);
     fm_plan_free(p);
     fm_ctx_free(ctx);
 }
@@ -1532,6 +1588,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_calibrated_layer_once),
         cmocka_unit_test(test_t5_matches_graph), cmocka_unit_test(test_t5_comm_by_hand),
         cmocka_unit_test(test_t5_refusals),
+        cmocka_unit_test(test_t5_pipeline_by_hand),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -119,12 +119,35 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
     const struct fm_llm_config *m = env->cfg;
     if (m->arch == FM_LLM_T5) {
         /* what a T5 plan does not model, refused before anything else is checked */
-        if (c->pp > 1)
+        if (c->pp > 1 && c->v > 1)
             return fm_error(ctx, FM_ERR_INVALID,
-                            "fm_plan_opts.pp = %d: a plan of T5 (%s) models one pipeline stage "
-                            "only (Megatron-LM's encoder-decoder split, encoder stages before "
-                            "decoder stages with the encoder's output sent to every decoder "
-                            "stage, is not modelled); nearest valid: pp = 1", c->pp, m->name);
+                            "fm_plan_opts.interleave = %d: the interleaved schedule is not "
+                            "modelled for T5 (%s); nearest valid: interleave = 1", c->v,
+                            m->name);
+        if (c->pp > 1 && c->balance)
+            return fm_error(ctx, FM_ERR_INVALID,
+                            "fm_plan_opts.balance_embedding is for decoders; T5 (%s) puts its "
+                            "encoder and decoder on stages of their own", m->name);
+        if (c->pp > 1 && !fm_plan_t5_split(env, c)) {
+            int lo = 0, hi = 0;
+            struct fm_plan_cfg t = *c;
+            for (t.pp = c->pp - 1; t.pp > 1 && !lo; t.pp--)
+                lo = fm_plan_t5_split(env, &t) ? t.pp : 0;
+            for (t.pp = c->pp + 1; t.pp <= m->layers + m->decoder_layers && !hi; t.pp++)
+                hi = fm_plan_t5_split(env, &t) ? t.pp : 0;
+            char near[48];
+            if (lo && hi)
+                snprintf(near, sizeof(near), "pp = %d or %d", lo, hi);
+            else
+                snprintf(near, sizeof(near), "pp = %d", hi ? hi : lo ? lo : 1);
+            return fm_error(ctx, FM_ERR_INVALID,
+                            "fm_plan_opts.pp = %d: T5 (%s) puts its encoder's %lld layers on "
+                            "the first stages and its decoder's %lld on the rest, each stack "
+                            "evenly (Megatron-LM's split rank); no split of %d stages divides "
+                            "both; nearest valid: %s",
+                            c->pp, m->name, (long long)m->layers,
+                            (long long)m->decoder_layers, c->pp, near);
+        }
         if (c->cp > 1)
             return fm_error(ctx, FM_ERR_INVALID,
                             "fm_plan_opts.cp = %d: context parallelism is not modelled for T5 "
@@ -163,7 +186,7 @@ enum fm_status fm_plan_check(struct fm_ctx *ctx, const struct fm_plan_env *env,
         return fm_error(ctx, FM_ERR_INVALID,
                         "fm_plan_opts.balance_embedding moves layers off the first and last "
                         "pipeline stages; it needs pp > 1");
-    if (slots % ((int64_t)c->pp * c->v) && !uneven_stages(m, c)) {
+    if (m->arch != FM_LLM_T5 && slots % ((int64_t)c->pp * c->v) && !uneven_stages(m, c)) {
         if (c->v > 1 || c->balance)
             return fm_error(ctx, FM_ERR_INVALID,
                             "pp x interleave = %d x %d does not divide the %lld layers%s",
@@ -364,6 +387,9 @@ struct stage_cost {
     /* T5 only (decoders: 2 all-reduces of h a token each way per layer): tensor-parallel
      * all-reduces of a micro-batch's forward and backward, and their bytes per local token */
     double tp_fwd_n, tp_fwd_b, tp_bwd_n, tp_bwd_b;
+    /* T5 with pipeline stages: the bytes this stage sends forward, per local token (the
+     * encoder's hidden states, and on the decoder's stages the encoder output with them) */
+    double p2p_out;
 };
 
 /* A layer's costs added to its stage's, its activations those the recompute setting keeps. */
@@ -451,15 +477,64 @@ static void t5_layer_cost(const struct fm_plan_env *env, bool dec, int T, bool s
     o->act_full = D * 2.0 * h / rs;
 }
 
-/* A T5 plan's one stage (pp = 1, fm_plan_check), per sequence. */
-static void t5_seq_costs(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
-                         struct stage_cost *s)
+/* Forward FLOPs of one T5 layer (encoder or decoder) on a rank, per sequence. */
+static double t5_layer_flops(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
+                             bool dec)
+{
+    struct layer_cost l;
+    t5_layer_cost(env, dec, c->tp, c->sp, c->seq, c->dseq, &l);
+    return l.mm + l.core;
+}
+
+int fm_plan_t5_split(const struct fm_plan_env *env, const struct fm_plan_cfg *c)
 {
     const struct fm_llm_config *m = env->cfg;
-    memset(s, 0, sizeof(*s));
+    if (m->arch != FM_LLM_T5 || c->pp < 2)
+        return 0;
+    double fe = t5_layer_flops(env, c, false), fd = t5_layer_flops(env, c, true);
+    double logits = (double)c->dseq * 2.0 * (double)m->hidden * (double)env->vocab / c->tp;
+    int best = 0;
+    double best_t = 0;
+    for (int r = 1; r < c->pp; r++) {
+        int nd = c->pp - r;
+        if (m->layers % r || m->decoder_layers % nd)
+            continue;
+        double te = fe * (double)(m->layers / r);
+        double td = fd * (double)(m->decoder_layers / nd) + (nd == 1 ? logits : 0.0);
+        double t = te > td ? te : td;
+        if (!best || t < best_t) {
+            best = r;
+            best_t = t;
+        }
+    }
+    return best;
+}
+
+/* A T5 plan's stages, per sequence: with pp = 1 one stage holds both stacks; with pipeline
+ * stages the encoder's layers lie evenly on the first `split` stages and the decoder's on the
+ * rest (fm_plan_t5_split). The shared embedding is on the first stage, and with pipeline
+ * stages Megatron-LM keeps copies on the decoder's first stage (its input embedding) and on
+ * the last (the head), their gradients all-reduced among the three (not modelled: one
+ * all-reduce of the table a step); every decoder stage receives the encoder's output and keeps
+ * it for its cross-attentions' backward. */
+static void t5_seq_costs(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
+                         struct stage_cost *st)
+{
+    const struct fm_llm_config *m = env->cfg;
+    int pp = c->pp > 1 ? c->pp : 1;
+    memset(st, 0, sizeof(*st) * (size_t)pp);
+    int split = pp > 1 ? fm_plan_t5_split(env, c) : 1;
+    if (pp > 1 && split == 0)
+        split = 1;   /* refused by fm_plan_check; keeps the indices in range */
+    int first_dec = pp > 1 ? split : 0, n_enc = pp > 1 ? split : 1;
+    int n_dec = pp > 1 ? pp - split : 1;
+    int64_t per_enc = (m->layers + n_enc - 1) / n_enc;
+    int64_t per_dec = (m->decoder_layers + n_dec - 1) / n_dec;
     double S = (double)c->seq, D = (double)c->dseq, h = (double)m->hidden;
     for (int64_t i = 0; i < m->layers + m->decoder_layers; i++) {
         bool dec = i >= m->layers;
+        struct stage_cost *s = dec ? &st[first_dec + (int)((i - m->layers) / per_dec)]
+                                   : &st[(int)(i / per_enc)];
         struct layer_cost l;
         t5_layer_cost(env, dec, c->tp, c->sp, c->seq, c->dseq, &l);
         add_layer(s, &l, c->recompute);
@@ -473,27 +548,49 @@ static void t5_seq_costs(const struct fm_plan_env *env, const struct fm_plan_cfg
         s->tp_bwd_b += (dec ? 3.0 * D + S : 2.0 * S) * h * ACT;
     }
     double vr = (double)env->vocab / c->tp;
-    /* the shared embedding (the head's weight too), the two stacks' relative position biases
-     * (this rank's heads), the two final norms */
-    s->params += vr * h + 2.0 * (double)m->rel_buckets * (double)m->heads / c->tp + 2.0 * h;
-    s->logits_mm = D * 2.0 * h * vr;
+    double bias = (double)m->rel_buckets * (double)m->heads / c->tp;
+    struct stage_cost *s0 = &st[0], *sd = &st[first_dec], *se = &st[n_enc - 1];
+    struct stage_cost *sl = &st[pp - 1];
+    /* the shared embedding (the head's weight too) and the copies above; each stack's relative
+     * position bias (this rank's heads) with its first layer; each stack's final norm with
+     * its last */
+    s0->params += vr * h + bias;
+    sd->params += bias + (pp > 1 ? vr * h : 0.0);
+    if (pp > 1 && pp - 1 != first_dec)
+        sl->params += vr * h;
+    se->params += h;
+    sl->params += h;
+    sl->logits_mm = D * 2.0 * h * vr;
     /* the two embeddings' gathers written, the two final norms, the decoder output's scale */
-    s->elt += ((S + D) * 2.0 * h + (S + D) * 2.0 * h + D * 2.0 * h) * ACT;
-    s->act += S * 2.0 * h;   /* the encoder's output, read by every cross-attention */
-    s->loss_bytes = D * 12.0 * vr;
-    s->logits_act = D * 8.0 * vr;
+    s0->elt += S * 2.0 * h * ACT;
+    sd->elt += D * 2.0 * h * ACT;
+    se->elt += S * 2.0 * h * ACT;
+    sl->elt += 2.0 * D * 2.0 * h * ACT;
+    /* the encoder's output, read by every cross-attention: kept by each decoder stage */
+    for (int k = first_dec; k < pp; k++)
+        st[k].act += S * 2.0 * h;
+    sl->loss_bytes = D * 12.0 * vr;
+    sl->logits_act = D * 8.0 * vr;
+    /* sent forward: the encoder's hidden states (its output from its last stage); on the
+     * decoder's stages the decoder's hidden states and the encoder's output */
+    for (int k = 0; pp > 1 && k < pp - 1; k++)
+        st[k].p2p_out = (k < first_dec ? S : D + S) * h * ACT;
 }
 
-/* The stage's costs per local token (the plan's unit: tokens = micro-batch x seq, cp = 1) */
+/* The stages' costs per local token (the plan's unit: tokens = micro-batch x seq, cp = 1) */
 static void t5_stage_costs(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
-                           struct stage_cost *s)
+                           struct stage_cost *st)
 {
-    t5_seq_costs(env, c, s);
+    t5_seq_costs(env, c, st);
     double S = (double)c->seq;
-    double *per[] = {&s->mm, &s->core, &s->elt, &s->elt_core, &s->act, &s->logits_mm,
-                     &s->loss_bytes, &s->logits_act, &s->tp_fwd_b, &s->tp_bwd_b};
-    for (size_t i = 0; i < sizeof(per) / sizeof(per[0]); i++)
-        *per[i] /= S;
+    for (int k = 0; k < (c->pp > 1 ? c->pp : 1); k++) {
+        struct stage_cost *s = &st[k];
+        double *per[] = {&s->mm,         &s->core,       &s->elt,        &s->elt_core,
+                         &s->act,        &s->logits_mm,  &s->loss_bytes, &s->logits_act,
+                         &s->tp_fwd_b,   &s->tp_bwd_b,   &s->p2p_out};
+        for (size_t i = 0; i < sizeof(per) / sizeof(per[0]); i++)
+            *per[i] /= S;
+    }
 }
 
 /* Every stage's sums in one pass over the layers. */
@@ -553,9 +650,12 @@ void fm_plan_rank_work_seq(const struct fm_plan_env *env, const struct fm_plan_c
                            double *fwd_flops_per_seq, double *params)
 {
     if (env->cfg->arch == FM_LLM_T5) {
-        /* summed per sequence: exact in doubles, where per token x seq would round */
+        /* summed per sequence: exact in doubles, where per token x seq would round; the
+         * rank's whole work, on one stage */
+        struct fm_plan_cfg one = *c;
+        one.pp = 1;
         struct stage_cost st;
-        t5_seq_costs(env, c, &st);
+        t5_seq_costs(env, &one, &st);
         *fwd_flops_per_seq = st.mm + st.core + st.logits_mm;
         *params = st.params;
         return;
@@ -609,7 +709,8 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
 
     /* the slowest stage sets the pipeline's pace */
     double best_mb = -1, st_f = 0, st_b = 0, st_rc = 0, st_tp = 0, st_cp = 0, st_ep = 0;
-    double st_pp = 0, tp_bytes = 0, cp_bytes = 0, ep_bytes = 0, t_tp_all = 0, t_cp_all = 0;
+    double st_pp = 0, st_p2p = 0, tp_bytes = 0, cp_bytes = 0, ep_bytes = 0, t_tp_all = 0;
+    double t_cp_all = 0;
     double t_ep_all = 0;
     double mem_best = -1;
     double p2p_bytes = tokens * h * ACT / c->tp;   /* Narayanan's scatter/gather: split by T */
@@ -674,7 +775,13 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
                                       n_ep * sc.moe_layers * fm_coll_steps(FM_COLL_ALLTOALL,
                                                                            c->ep) * ep_l.lat
                                 : 0.0;
-        double t_pp = 2.0 * c->v * t_p2p;
+        double p2p_s = p2p_bytes, t_pp = 2.0 * c->v * t_p2p;
+        if (m->arch == FM_LLM_T5 && c->pp > 1) {
+            /* this stage's larger boundary: what it receives forward, or what it sends */
+            double in = s > 0 ? stages[s - 1].p2p_out : 0.0;
+            p2p_s = (in > sc.p2p_out ? in : sc.p2p_out) * tokens / c->tp;
+            t_pp = 2.0 * fm_coll_time(FM_COLL_P2P, p2p_s, 2, pp_l.busbw, pp_l.lat);
+        }
         double t_mb = t_f + t_b + t_rc + t_tp + t_cp + t_ep + t_pp;
         if (t_mb > best_mb) {
             best_mb = t_mb;
@@ -685,6 +792,7 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
             st_cp = t_cp;
             st_ep = t_ep;
             st_pp = t_pp;
+            st_p2p = p2p_s;
             tp_bytes = tp_all_bytes;
             cp_bytes = 3.0 * b_cp;
             ep_bytes = n_ep * b_ep;
@@ -701,7 +809,7 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
         if (c->v > 1 && s == 0)
             in_flight *= 1.0 + (double)(c->pp - 1) / ((double)c->pp * c->v);
         double act = sc.act * tokens * in_flight + sc.logits_act * tokens;
-        double buffers = 4.0 * p2p_bytes * (c->pp > 1) + (c->tp > 1 ? b_tp : 0.0);
+        double buffers = 4.0 * p2p_s * (c->pp > 1) + (c->tp > 1 ? b_tp : 0.0);
         if (zero >= 3)
             buffers += 2.0 * 2.0 * (sc.params + sc.params_exp) /
                        (sc.layers > 0 ? sc.layers : 1);   /* two layers gathered ahead */
@@ -770,7 +878,7 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
     set_comm(&out->comm[FM_PLAN_COMM_EP], "expert parallel", FM_COLL_ALLTOALL, c->ep,
              ep_l.inter, mcount * ep_bytes, mcount * t_ep_all, mcount * st_ep);
     set_comm(&out->comm[FM_PLAN_COMM_PP], "pipeline parallel", FM_COLL_P2P, c->pp, pp_l.inter,
-             mcount * 4.0 * c->v * p2p_bytes * (c->pp > 1), mcount * st_pp, mcount * st_pp);
+             mcount * 4.0 * c->v * st_p2p * (c->pp > 1), mcount * st_pp, mcount * st_pp);
     set_comm(&out->comm[FM_PLAN_COMM_DP], "data parallel gradients",
              c->zero >= 1 ? FM_COLL_REDUCESCATTER : FM_COLL_ALLREDUCE, c->dp, dp_l.inter, b_dp,
              t_dp, exp_dp);
@@ -806,6 +914,7 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
         /* per token of the source and the target together: a T5 step's tokens */
         struct fm_plan_cfg one = *c;
         one.tp = 1;
+        one.pp = 1;
         struct stage_cost t5;
         t5_seq_costs(&full, &one, &t5);
         double per = (double)(c->seq + c->dseq);

@@ -159,6 +159,11 @@ struct fm_plan_search {
     long evaluated, valid, fitting;
     bool zero_searched;        /* ZeRO 0 to 3 tried, each layout kept at its fastest */
 };
+/* T5 with pp > 1 stages: the first decoder stage (Megatron-LM's split rank), the encoder's
+ * layers evenly on the stages before it and the decoder's on the rest, chosen so that the
+ * slowest stage's forward FLOPs (the logits on the last) are the least; 0 when no split of
+ * c->pp stages divides both stacks (and for other models, or pp 1). */
+int fm_plan_t5_split(const struct fm_plan_env *env, const struct fm_plan_cfg *c);
 /* Whether the search tries pp stages for m: pp divides the layers; or the layers + 2, with the
  * embedding and the head each in a layer's slot (*balance true); or, for DeepSeek-V3, its
  * uneven layout takes pp (ceil(layers / pp) a stage, at least one left for the last). */

@@ -43,6 +43,19 @@ static void table(FILE *f, const struct fm_plan *p)
         fprintf(f, "\n  global batch %lld x %lld tokens, %s, %s attention\n",
                 (long long)e->cfg.gb, (long long)e->cfg.seq,
                 fm_precision_name(p->env.precision), p->env.flash ? "flash" : "unfused");
+    int split = p->generic ? 0 : fm_plan_t5_split(&p->env, &e->cfg);
+    if (split) {   /* T5 on pipeline stages: where each stack lies */
+        char enc[32], dec[32];
+        int last = e->cfg.pp - 1;
+        snprintf(enc, sizeof(enc), split > 1 ? "stages 0-%d" : "stage %d", split - 1);
+        if (last > split)
+            snprintf(dec, sizeof(dec), "stages %d-%d", split, last);
+        else
+            snprintf(dec, sizeof(dec), "stage %d", split);
+        fprintf(f, "  stages: the encoder's %lld layers on %s, the decoder's %lld on %s (split "
+                   "rank %d)\n",
+                (long long)p->model.layers, enc, (long long)p->model.decoder_layers, dec, split);
+    }
     if (p->note[0])
         fprintf(f, "  note: %s\n", p->note);
     if (p->graph_note[0])
@@ -149,6 +162,9 @@ static void json(FILE *f, const struct fm_plan *p)
     fm_jw_double(&w, "model_flops_per_step", e->model_flops);
     fm_jw_double(&w, "hardware_flops_per_step", e->hardware_flops);
     fm_jw_double(&w, "params_per_gpu", e->params_per_gpu);
+    int split = p->generic ? 0 : fm_plan_t5_split(&p->env, &e->cfg);
+    if (split)   /* T5 on pipeline stages only: the first decoder stage */
+        fm_jw_i64(&w, "split_rank", split);
     if (p->calibrated)   /* absent: the roofline with the fractions, as before the key */
         fm_jw_string(&w, "compute_timing", "calibration");
     if (p->graph_note[0]) {
