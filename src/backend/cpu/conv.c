@@ -37,6 +37,17 @@ struct dw_grad {
     bool bias;
 };
 
+/* The taps t in [*lo, *hi) of a filter of k taps, dil apart, whose input index base + t dil
+ * lies inside [0, n): the part of the filter that does not fall on padding. */
+static inline void dw_taps(int64_t base, int64_t dil, int64_t k, int64_t n, int64_t *lo,
+                           int64_t *hi)
+{
+    *lo = base >= 0 ? 0 : (-base + dil - 1) / dil;
+    *hi = n - 1 - base < 0 ? 0 : (n - 1 - base) / dil + 1;
+    if (*hi > k)
+        *hi = k;
+}
+
 /* The channel block of md when it is blocked by 8 or 16 on channels only and not padded
  * beyond its dims otherwise; 0 when not. */
 static int64_t channel_block(const dnnl_memory_desc_t *md)
@@ -226,14 +237,13 @@ static enum fm_status dw_fwd_exec(struct fm_cpu *s, const struct fm_cpu_item *it
                 float acc[B];
                 for (int64_t b = 0; b < B; b++)
                     acc[b] = b0[b];
-                for (int64_t i = 0; i < d->kh; i++) {
-                    int64_t iy = oy * d->sh - d->ph + i * d->dh;
-                    if (iy < 0 || iy >= d->ih)
-                        continue;
-                    for (int64_t j = 0; j < d->kw; j++) {
-                        int64_t ix = ox * d->sw - d->pw + j * d->dw;
-                        if (ix < 0 || ix >= d->iw)
-                            continue;
+                int64_t by = oy * d->sh - d->ph, bx = ox * d->sw - d->pw, i0, i1, j0, j1;
+                dw_taps(by, d->dh, d->kh, d->ih, &i0, &i1);
+                dw_taps(bx, d->dw, d->kw, d->iw, &j0, &j1);
+                for (int64_t i = i0; i < i1; i++) {
+                    int64_t iy = by + i * d->dh;
+                    for (int64_t j = j0; j < j1; j++) {
+                        int64_t ix = bx + j * d->dw;
                         const float *xv = xn + iy * d->xs[2] + ix * d->xs[3];
                         const float *a = wt + (i * d->kw + j) * B;
                         for (int64_t b = 0; b < B; b++)
@@ -458,14 +468,13 @@ static inline void dw_grad_block(const struct dw_grad *d, const float *x, const 
                 const float *g = gn + oy * d->ys[2] + ox * d->ys[3];
                 for (int64_t b = 0; b < B; b++)
                     accb[b] += g[b];
-                for (int64_t i = 0; i < d->kh; i++) {
-                    int64_t iy = oy * d->sh - d->ph + i * d->dh;
-                    if (iy < 0 || iy >= d->ih)
-                        continue;
-                    for (int64_t j = 0; j < d->kw; j++) {
-                        int64_t ix = ox * d->sw - d->pw + j * d->dw;
-                        if (ix < 0 || ix >= d->iw)
-                            continue;
+                int64_t by = oy * d->sh - d->ph, bx = ox * d->sw - d->pw, i0, i1, j0, j1;
+                dw_taps(by, d->dh, d->kh, d->ih, &i0, &i1);
+                dw_taps(bx, d->dw, d->kw, d->iw, &j0, &j1);
+                for (int64_t i = i0; i < i1; i++) {
+                    int64_t iy = by + i * d->dh;
+                    for (int64_t j = j0; j < j1; j++) {
+                        int64_t ix = bx + j * d->dw;
                         const float *xv = xn + iy * d->xs[2] + ix * d->xs[3];
                         float *a = acc + (i * d->kw + j) * B;
                         for (int64_t b = 0; b < B; b++)
