@@ -407,6 +407,14 @@ static fm_tid b_mul_se_blocked(struct fm_nn *nn, fm_tid x)
     fm_tid e = fm_nn_act(nn, "sig", FM_OP_SIGMOID, fm_nn_conv(nn, "fc", p, 20, 1, 1, 0, 1, true));
     return fm_nn_mul(nn, "mul", c, e);
 }
+static fm_tid b_se_block(struct fm_nn *nn, fm_tid x)
+{   /* a whole squeeze-excitation block, 20 -> 5 -> 20 channels on the pooled 1x1 map */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 20, 3, 1, 1, 1, true);
+    fm_tid p = fm_nn_adaptive_avgpool(nn, "pool", c, 1, 1);
+    fm_tid q = fm_nn_act(nn, "silu", FM_OP_SILU, fm_nn_conv(nn, "fc1", p, 5, 1, 1, 0, 1, true));
+    fm_tid e = fm_nn_act(nn, "sig", FM_OP_SIGMOID, fm_nn_conv(nn, "fc2", q, 20, 1, 1, 0, 1, true));
+    return fm_nn_mul(nn, "mul", c, e);
+}
 static fm_tid b_mul_same(struct fm_nn *nn, fm_tid x)
 {
     fm_tid z = add_param(nn->ctx, nn->g, "z", SHAPE(2, 4, 3, 3));
@@ -501,6 +509,7 @@ FD_TEST(fd_sub_rows, VAL_NORMAL, b_sub_rows, 2, 4, 3, 3)
 FD_TEST(fd_add_self, VAL_NORMAL, b_add_self, 2, 4, 3, 3)
 FD_TEST(fd_mul_squeeze_excitation, VAL_NORMAL, b_mul_se, 2, 4, 3, 3)
 FD_TEST(fd_mul_se_blocked, VAL_NORMAL, b_mul_se_blocked, 3, 3, 5, 5)
+FD_TEST(fd_se_block, VAL_NORMAL, b_se_block, 2, 3, 4, 4)
 FD_TEST(fd_mul_same_shape, VAL_NORMAL, b_mul_same, 2, 4, 3, 3)
 FD_TEST(fd_two_users, VAL_NORMAL, b_two_users, 2, 4, 3, 3)
 FD_TEST(fd_concat_plain, VAL_NORMAL, b_concat_plain, 2, 4, 3, 3)
@@ -698,6 +707,131 @@ static void bcast_check(const char *what, enum fm_op op, struct fm_shape as, str
     fm_graph_free(g);
     fm_ctx_free(ctx);
 }
+
+/* ---- small dense products against a plain reference ----
+ * y = a W^T + b where a is a linear layer's input (rows, k), or with `conv` the squeeze of a
+ * squeeze-excitation block: a 1x1 convolution of a global average pool's (rows, k, 1, 1)
+ * output, which arrives in oneDNN's channel-blocked layout with its channels padded. Products
+ * of at most FM_CPU_SMALL_MACS multiply-adds run on small.c's loops, larger ones on oneDNN;
+ * the same check covers both. After one step the test reads a, W, b, y and the labels and
+ * computes in double y, the loss, dy = (softmax - one-hot) / rows, dW = dy^T a, db (dy's rows
+ * summed) and, for the linear layer, dx = dy W. */
+static fm_tid named(const struct fm_graph *g, const char *name)
+{
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++)
+        if (!strcmp(fm_graph_tensor(g, (fm_tid)i)->name, name))
+            return (fm_tid)i;
+    fail_msg("no tensor '%s'", name);
+    return FM_NONE;
+}
+
+static void small_check(const char *what, int64_t rows, int64_t k, int64_t n, bool conv)
+{
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, what, &g));
+    fm_tid x = add_param(ctx, g, "x", conv ? SHAPE(rows, 3, 4, 4) : SHAPE(rows, k));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    fm_tid a = x, y;
+    if (conv) {
+        fm_tid c = fm_nn_conv(&nn, "conv", x, k, 3, 1, 1, 1, true);
+        a = fm_nn_adaptive_avgpool(&nn, "pool", c, 1, 1);
+        y = fm_nn_conv(&nn, "fc", a, n, 1, 1, 0, 1, true);
+    } else {
+        y = fm_nn_linear(&nn, "fc", x, n, true);
+    }
+    assert_int_equal(nn.st, FM_OK);
+    add_loss(&nn, y);
+    fm_tid w = named(g, "fc.weight"), b = named(g, "fc.bias"), labels = named(g, "labels");
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.lr = 0.0;
+    o.momentum = 0.0;
+    void *state = NULL;
+    if (be->prepare(ctx, g, &o, &state))
+        fail_msg("%s: prepare: %s", what, fm_ctx_error(ctx));
+    uint64_t rng = 4242;
+    const fm_tid params[3] = {x, w, b};
+    for (int p = 0; p < 3; p++) {
+        uint64_t cnt = numel(g, params[p]);
+        float *v = malloc(sizeof(float) * cnt);
+        for (uint64_t i = 0; i < cnt; i++)
+            v[i] = (float)rng_normal(&rng);
+        FM_ASSERT_OK(ctx, be->write(state, params[p], v, cnt));
+        free(v);
+    }
+    double loss = step_loss(be, state);
+
+    uint64_t na = (uint64_t)(rows * k), nw = (uint64_t)(n * k), ny = (uint64_t)(rows * n);
+    float *va = malloc(sizeof(float) * na), *vw = malloc(sizeof(float) * nw);
+    float *vb = malloc(sizeof(float) * n), *vy = malloc(sizeof(float) * ny);
+    float *gw = malloc(sizeof(float) * nw), *gb = malloc(sizeof(float) * n);
+    float *ga = malloc(sizeof(float) * na), *lab = malloc(sizeof(float) * rows);
+    double *ry = calloc(ny, sizeof(double)), *dy = calloc(ny, sizeof(double));
+    double *rgw = calloc(nw, sizeof(double)), *rgb = calloc(n, sizeof(double));
+    double *rga = calloc(na, sizeof(double));
+    FM_ASSERT_OK(ctx, be->read(state, a, false, va, na));
+    FM_ASSERT_OK(ctx, be->read(state, w, false, vw, nw));
+    FM_ASSERT_OK(ctx, be->read(state, b, false, vb, n));
+    FM_ASSERT_OK(ctx, be->read(state, y, false, vy, ny));
+    FM_ASSERT_OK(ctx, be->read(state, w, true, gw, nw));
+    FM_ASSERT_OK(ctx, be->read(state, b, true, gb, n));
+    FM_ASSERT_OK(ctx, be->read(state, labels, false, lab, rows));
+    if (!conv)
+        FM_ASSERT_OK(ctx, be->read(state, x, true, ga, na));
+    double ref_loss = 0.0;
+    for (int64_t r = 0; r < rows; r++) {
+        double *z = ry + r * n, m = -INFINITY, sum = 0.0;
+        for (int64_t j = 0; j < n; j++) {
+            z[j] = vb[j];
+            for (int64_t c = 0; c < k; c++)
+                z[j] += (double)va[r * k + c] * vw[j * k + c];
+            m = fmax(m, z[j]);
+        }
+        for (int64_t j = 0; j < n; j++)
+            sum += exp(z[j] - m);
+        int64_t t = (int64_t)lab[r];
+        ref_loss += (log(sum) + m - z[t]) / (double)rows;
+        for (int64_t j = 0; j < n; j++) {
+            double d = (exp(z[j] - m) / sum - (j == t ? 1.0 : 0.0)) / (double)rows;
+            dy[r * n + j] = d;
+            rgb[j] += d;
+            for (int64_t c = 0; c < k; c++) {
+                rgw[j * k + c] += d * va[r * k + c];
+                rga[r * k + c] += d * vw[j * k + c];
+            }
+        }
+    }
+    close_to(what, "y", vy, ry, ny, max_abs(ry, ny));
+    if (!(fabs(loss - ref_loss) <= 1e-4 * fabs(ref_loss) + 1e-5))
+        fail_msg("%s: loss %.8g, reference %.8g", what, loss, ref_loss);
+    close_to(what, "d W", gw, rgw, nw, max_abs(rgw, nw));
+    close_to(what, "d b", gb, rgb, n, max_abs(rgb, n));
+    if (!conv)
+        close_to(what, "d x", ga, rga, na, max_abs(rga, na));
+    free(va); free(vw); free(vb); free(vy); free(gw); free(gb); free(ga); free(lab);
+    free(ry); free(dy); free(rgw); free(rgb); free(rga);
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+#define SMALL_TEST(fn, rows, k, n, conv)                                                     \
+    static void fn(void **state)                                                           \
+    {                                                                                      \
+        (void)state;                                                                       \
+        small_check(#fn, rows, k, n, conv);                                                \
+    }
+/* squeeze-excitation fcs: more outputs than inputs and fewer, channels not filling a block */
+SMALL_TEST(small_se_expand, 3, 6, 37, true)
+SMALL_TEST(small_se_squeeze, 3, 40, 5, true)
+SMALL_TEST(small_se_batch1, 1, 24, 24, true)
+/* linear layers: wide, narrow, and one over the size small.c takes (oneDNN's path) */
+SMALL_TEST(small_linear_wide, 3, 9, 30, false)
+SMALL_TEST(small_linear_narrow, 4, 30, 4, false)
+SMALL_TEST(small_linear_onednn, 64, 64, 40, false)
 
 #define BCAST_TEST(fn, op, conv, b_first, as, bs)                                            \
     static void fn(void **state)                                                           \
@@ -1550,11 +1684,18 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_add_self),
         cmocka_unit_test(fd_mul_squeeze_excitation),
         cmocka_unit_test(fd_mul_se_blocked),
+        cmocka_unit_test(fd_se_block),
         cmocka_unit_test(fd_mul_same_shape),
         cmocka_unit_test(fd_two_users),
         cmocka_unit_test(fd_concat_plain),
         cmocka_unit_test(fd_concat_blocked),
         cmocka_unit_test(fd_flatten_linear),
+        cmocka_unit_test(small_se_expand),
+        cmocka_unit_test(small_se_squeeze),
+        cmocka_unit_test(small_se_batch1),
+        cmocka_unit_test(small_linear_wide),
+        cmocka_unit_test(small_linear_narrow),
+        cmocka_unit_test(small_linear_onednn),
         cmocka_unit_test(bcast_se_c8_blocked),
         cmocka_unit_test(bcast_se_c24_blocked),
         cmocka_unit_test(bcast_se_c56_blocked),

@@ -24,6 +24,8 @@ struct conv_priv {
     dnnl_memory_t m_wei;           /* transposed: the weights in the forward's layout */
     bool own_fwd;                  /* depthwise: flopmeter's forward (dw_fwd_exec), fwd the
                                       layouts only */
+    struct fm_cpu_small *small;    /* a 1x1 convolution of a 1x1 map run by small.c, fwd the
+                                      layouts only; NULL otherwise */
 };
 
 #define DW_MAX_TAPS 121   /* filters up to 11x11 */
@@ -282,6 +284,20 @@ static struct dw_grad *dw_geometry(struct fm_cpu *s, const struct conv_priv *p, 
     return d;
 }
 
+/* A 1x1 convolution of a 1x1 map (a squeeze-excitation block's two fcs) small enough that
+ * oneDNN's fixed cost a primitive would dominate: the plan of its product by hand, in the
+ * layouts the forward primitive chose; NULL otherwise. */
+static struct fm_cpu_small *conv_small(struct fm_cpu *s, const struct conv_priv *p, bool bias)
+{
+    if (p->transposed || p->sp != 2 || p->wrank != 4 || p->wdims[2] != 1 || p->wdims[3] != 1 ||
+        p->xdims[2] != 1 || p->xdims[3] != 1 || p->ydims[2] != 1 || p->ydims[3] != 1 ||
+        p->pl[0] || p->pl[1] || p->pr[0] || p->pr[1])
+        return NULL;
+    return fm_cpu_small_new(s, p->xdims[0], p->xdims[1], p->ydims[1],
+                            fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC), fm_cpu_pd_md(p->fwd, DNNL_ARG_DST),
+                            p->wrank, p->wdims, bias);
+}
+
 /* Forward (training or inference) and, from it, the geometry the backward reuses. */
 enum fm_status fm_cpu_conv_fwd(struct fm_cpu *s, fm_nid id)
 {
@@ -317,6 +333,10 @@ enum fm_status fm_cpu_conv_fwd(struct fm_cpu *s, fm_nid id)
         st = fm_cpu_pd(s, id, &cd, NULL, &p->fwd);
         if (!st && depthwise_2d(p) && fm_cpu_pd_is_slow(p->fwd))
             st = dw_fwd_blocked(s, id, p, prop, bp);
+        if (!st)
+            p->small = conv_small(s, p, bias != FM_NONE);
+        if (!st && p->small)
+            return fm_cpu_small_fwd(s, id, p->small, n->in[0], n->in[1], bias, n->out[0]);
     }
     if (!st)
         st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[0], false, fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC),
@@ -355,6 +375,8 @@ out:
 static enum fm_status conv_bwd_data(struct fm_cpu *s, fm_nid id, struct conv_priv *p)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
+    if (p->small)
+        return fm_cpu_small_bwd_data(s, id, p->small, n->in[0], n->in[1], n->out[0]);
     int rank = p->sp + 2;
     dnnl_memory_desc_t dsrc, wei, ddst;
     fm_cpu_md_any(&dsrc, rank, p->xdims);
@@ -572,6 +594,9 @@ static enum fm_status conv_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_
     fm_cpu_md_any(&ddst, rank, p->ydims);
     bool want_bias = fm_cpu_wants_grad(s, bias);
     enum fm_status st = FM_OK;
+    if (p->small)
+        return fm_cpu_small_bwd_weights(s, id, p->small, n->in[0], n->in[1], bias, want_bias,
+                                        n->out[0]);
     if (p->transposed) {
         dnnl_deconvolution_desc_t dd;
         FM_DNNL_TRY(s, dnnl_dilated_deconvolution_backward_weights_desc_init(

@@ -301,6 +301,39 @@ void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
 #define FM_CPU_PARALLEL_IF(cond)
 #endif
 
+/* A function compiled for x86-64-v4 (AVX-512) and v3 (AVX2) besides the baseline the build
+ * targets; the loader picks the one this CPU has. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define FM_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef FM_CPU_CLONES
+#define FM_CPU_CLONES
+#endif
+
+/* ---- small dense products (small.c) ----
+ * y (rows, n) = x (rows, k) w^T + b and its gradients by hand, for products of at most
+ * FM_CPU_SMALL_MACS multiply-adds, which a oneDNN primitive's fixed cost would dominate. */
+#define FM_CPU_SMALL_MACS (1 << 17)
+struct fm_cpu_small;
+/* Whether activation layout md (rows, channels, then dims of 1) puts element (r, c) at
+ * r * (*rs) + c. */
+bool fm_cpu_small_layout(const dnnl_memory_desc_t *md, int64_t *rs);
+/* The plan of a product with x in layout xmd, y in ymd (both (rows, k or n, 1...)), the weight
+ * of dims wdims (n, k, 1...); NULL when it is too large or a layout does not fit. */
+struct fm_cpu_small *fm_cpu_small_new(struct fm_cpu *s, int64_t rows, int64_t k, int64_t n,
+                                      const dnnl_memory_desc_t *xmd,
+                                      const dnnl_memory_desc_t *ymd, int wrank,
+                                      const int64_t *wdims, bool bias);
+/* Items of node id: y = x w^T (+ b), y placed in the plan's layout; dx; dw (and db). */
+enum fm_status fm_cpu_small_fwd(struct fm_cpu *s, fm_nid id, const struct fm_cpu_small *p,
+                                fm_tid x, fm_tid w, fm_tid b, fm_tid y);
+enum fm_status fm_cpu_small_bwd_data(struct fm_cpu *s, fm_nid id, const struct fm_cpu_small *p,
+                                     fm_tid x, fm_tid w, fm_tid y);
+enum fm_status fm_cpu_small_bwd_weights(struct fm_cpu *s, fm_nid id, struct fm_cpu_small *p,
+                                        fm_tid x, fm_tid w, fm_tid b, bool want_bias, fm_tid y);
+
 /* ---- op families: planning of forward and backward items ---- */
 
 typedef enum fm_status (*fm_cpu_plan_fn)(struct fm_cpu *s, fm_nid id);

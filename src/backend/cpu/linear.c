@@ -11,6 +11,7 @@ struct linear_priv {
     dnnl_primitive_desc_t fwd;
     int64_t sdims[2], wdims[2], ddims[2];
     bool flat;   /* the input has rank other than 2: seen as (rows, K) */
+    struct fm_cpu_small *small;   /* a product small.c runs (fwd: the layouts only), or NULL */
 };
 
 enum fm_status fm_cpu_linear_check(struct fm_ctx *ctx, const struct fm_graph *g,
@@ -69,6 +70,13 @@ enum fm_status fm_cpu_linear_fwd(struct fm_cpu *s, fm_nid id)
                        &d, s->train ? dnnl_forward_training : dnnl_forward_inference, &src, &wei,
                        bias != FM_NONE ? &bmd : NULL, &dst));
     st = fm_cpu_pd(s, id, &d, NULL, &p->fwd);
+    if (!st && !p->flat)
+        p->small = fm_cpu_small_new(s, p->sdims[0], p->sdims[1], p->ddims[1],
+                                    fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC),
+                                    fm_cpu_pd_md(p->fwd, DNNL_ARG_DST), 2, p->wdims,
+                                    bias != FM_NONE);
+    if (!st && p->small)
+        return fm_cpu_small_fwd(s, id, p->small, n->in[0], n->in[1], bias, n->out[0]);
     if (!st)
         st = fm_cpu_input(s, id, FM_PHASE_FWD, n->in[0], false,
                           fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC), &m_src);
@@ -102,6 +110,8 @@ out:
 static enum fm_status linear_bwd_data(struct fm_cpu *s, fm_nid id, struct linear_priv *p)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
+    if (p->small)
+        return fm_cpu_small_bwd_data(s, id, p->small, n->in[0], n->in[1], n->out[0]);
     dnnl_memory_desc_t dsrc, wei, ddst;
     act_md(p, &dsrc, p->sdims);
     fm_cpu_md_any(&wei, 2, p->wdims);
@@ -146,6 +156,9 @@ static enum fm_status linear_bwd_weights(struct fm_cpu *s, fm_nid id, struct lin
     const struct fm_node *n = fm_graph_node(s->g, id);
     fm_tid bias = n->n_in > 2 ? n->in[2] : FM_NONE;
     bool want_bias = fm_cpu_wants_grad(s, bias);
+    if (p->small)
+        return fm_cpu_small_bwd_weights(s, id, p->small, n->in[0], n->in[1], bias, want_bias,
+                                        n->out[0]);
     dnnl_memory_desc_t src, dwei, dbias, ddst;
     act_md(p, &src, p->sdims);
     fm_cpu_md_any(&dwei, 2, p->wdims);

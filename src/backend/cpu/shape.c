@@ -117,15 +117,7 @@ static inline uint32_t dropout_draw(uint64_t state, uint64_t i)
  * the loop is cloned for those ISAs and the loader picks the one this CPU has. On a Zen 4 core,
  * 12.6M draws (GPT-2 small's attention dropout at batch 1): 34 ms scalar, 12 ms AVX2, 4.4 ms
  * AVX-512. The same integers whichever runs. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define DROPOUT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-#endif
-#ifndef DROPOUT_CLONES
-#define DROPOUT_CLONES
-#endif
-DROPOUT_CLONES
+FM_CPU_CLONES
 static void dropout_draw_block(uint8_t *restrict mask, uint64_t state, uint32_t threshold,
                                size_t lo, size_t hi)
 {
