@@ -514,8 +514,8 @@ int fm_plan_t5_split(const struct fm_plan_env *env, const struct fm_plan_cfg *c)
  * stages the encoder's layers lie evenly on the first `split` stages and the decoder's on the
  * rest (fm_plan_t5_split). The shared embedding is on the first stage, and with pipeline
  * stages Megatron-LM keeps copies on the decoder's first stage (its input embedding) and on
- * the last (the head), their gradients all-reduced among the three (not modelled: one
- * all-reduce of the table a step); every decoder stage receives the encoder's output and keeps
+ * the last (the head), their gradients all-reduced among the three after the flush
+ * (fm_plan_eval's FM_PLAN_COMM_EMB); every decoder stage receives the encoder's output and keeps
  * it for its cross-attentions' backward. */
 static void t5_seq_costs(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
                          struct stage_cost *st)
@@ -865,6 +865,27 @@ void fm_plan_eval(const struct fm_plan_env *env, const struct fm_plan_cfg *c,
             b_ag = (dense + experts) * 2.0;
             exp_ag = env->overlap ? pos(t_ag - st_f) : t_ag;
         }
+    }
+    /* the embedding's copies: with pipeline stages a tied table lives on the first stage (the
+     * input embedding) and the last (the head), and T5's also on the decoder's first; after
+     * the flush Megatron-LM all-reduces their gradients among those stages, on the critical
+     * path (finalize_model_grads) */
+    int emb_group = 0;
+    if (c->pp > 1 && m->arch == FM_LLM_T5) {
+        int split = fm_plan_t5_split(env, c);
+        emb_group = split > 0 && split < c->pp - 1 ? 3 : 2;
+    } else if (c->pp > 1 && m->tied_embeddings) {
+        emb_group = 2;
+    }
+    double b_emb = 0, t_emb = 0;
+    if (emb_group) {
+        struct fm_group_link emb_l;
+        int64_t stride = (int64_t)c->tp * c->cp * c->dp * (c->pp - 1) / (emb_group - 1);
+        fm_group_link(env->cluster, emb_group, stride, env->ppp_comm, &emb_l);
+        b_emb = (double)env->vocab / c->tp * h * env->grad_bytes;
+        t_emb = fm_coll_time(FM_COLL_ALLREDUCE, b_emb, emb_group, emb_l.busbw, emb_l.lat);
+        set_comm(&out->comm[FM_PLAN_COMM_EMB], "embedding copies' gradients",
+                 FM_COLL_ALLREDUCE, emb_group, emb_l.inter, b_emb, t_emb, t_emb);
     }
     double t_opt = (dense / (c->zero >= 1 ? c->dp : 1) + experts / (c->zero >= 1 ? edp : 1)) *
                    ADAM_BYTES_PER_PARAM / (env->dev->mem_bw * env->ppp_memory);

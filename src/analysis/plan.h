@@ -55,7 +55,7 @@ struct fm_plan_cfg {
 };
 
 enum { FM_PLAN_COMM_TP = 0, FM_PLAN_COMM_CP, FM_PLAN_COMM_EP, FM_PLAN_COMM_PP, FM_PLAN_COMM_DP,
-       FM_PLAN_COMM_DP_GATHER, FM_PLAN_COMM_ZERO3, FM_PLAN_COMM_COUNT };
+       FM_PLAN_COMM_DP_GATHER, FM_PLAN_COMM_ZERO3, FM_PLAN_COMM_EMB, FM_PLAN_COMM_COUNT };
 
 struct fm_plan_comm {
     const char *what;          /* "tensor parallel" */
