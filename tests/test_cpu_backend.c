@@ -828,10 +828,12 @@ static void small_check(const char *what, int64_t rows, int64_t k, int64_t n, bo
 SMALL_TEST(small_se_expand, 3, 6, 37, true)
 SMALL_TEST(small_se_squeeze, 3, 40, 5, true)
 SMALL_TEST(small_se_batch1, 1, 24, 24, true)
-/* linear layers: wide, narrow, and one over the size small.c takes (oneDNN's path) */
+/* linear layers: wide, narrow, blocks of 4 x 16 with tails on every side, and one over the
+ * size small.c takes (oneDNN's path: 128 x 96 x 48 multiply-adds > 2^19) */
 SMALL_TEST(small_linear_wide, 3, 9, 30, false)
 SMALL_TEST(small_linear_narrow, 4, 30, 4, false)
-SMALL_TEST(small_linear_onednn, 64, 64, 40, false)
+SMALL_TEST(small_linear_tails, 37, 33, 50, false)
+SMALL_TEST(small_linear_onednn, 128, 96, 48, false)
 
 #define BCAST_TEST(fn, op, conv, b_first, as, bs)                                            \
     static void fn(void **state)                                                           \
@@ -1695,6 +1697,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(small_se_batch1),
         cmocka_unit_test(small_linear_wide),
         cmocka_unit_test(small_linear_narrow),
+        cmocka_unit_test(small_linear_tails),
         cmocka_unit_test(small_linear_onednn),
         cmocka_unit_test(bcast_se_c8_blocked),
         cmocka_unit_test(bcast_se_c24_blocked),
