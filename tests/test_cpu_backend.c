@@ -268,6 +268,18 @@ static fm_tid b_conv_dw7_tiny(struct fm_nn *nn, fm_tid x)
     fm_tid c = fm_nn_conv(nn, "conv", x, 32, 1, 1, 0, 1, false);
     return fm_nn_conv_full(nn, "dw7", c, 32, 7, 7, 1, 1, 3, 3, 1, 32, true);
 }
+static fm_tid b_conv_grouped_tiny(struct fm_nn *nn, fm_tid x)
+{   /* RegNetY's last stage at 64x64 input: 3x3 grouped filters (8 channels a group) over 2x2
+     * planes padded by 1, with a bias: oneDNN 2.6 runs the weight gradient through im2col and
+     * gemm, flopmeter's loops run it over the blocked layouts */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 32, 1, 1, 0, 1, false);
+    return fm_nn_conv(nn, "grouped", c, 32, 3, 1, 1, 4, true);
+}
+static fm_tid b_conv_grouped4_tiny(struct fm_nn *nn, fm_tid x)
+{   /* the same with 4 channels a group, strided: 5x5 planes, 3x3 filters, stride 2 */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 32, 1, 1, 0, 1, false);
+    return fm_nn_conv(nn, "grouped", c, 32, 3, 2, 1, 8, false);
+}
 static fm_tid b_hardswish_padded(struct fm_nn *nn, fm_tid x)
 {   /* Hardswish over 24 channels padded to the 16-channel block: its backward runs over the
      * whole buffer seen as one vector */
@@ -479,6 +491,8 @@ FD_TEST(fd_conv_depthwise, VAL_NORMAL, b_conv_dw, 2, 8, 6, 6)
 FD_TEST(fd_conv_depthwise_large, VAL_NORMAL, b_conv_dw_large, 2, 3, 7, 6)
 FD_TEST(fd_conv_depthwise_tiny, VAL_NORMAL, b_conv_dw_tiny, 2, 3, 2, 2)
 FD_TEST(fd_conv_depthwise7_tiny, VAL_NORMAL, b_conv_dw7_tiny, 2, 3, 2, 2)
+FD_TEST(fd_conv_grouped_tiny, VAL_NORMAL, b_conv_grouped_tiny, 2, 3, 2, 2)
+FD_TEST(fd_conv_grouped4_strided, VAL_NORMAL, b_conv_grouped4_tiny, 2, 3, 5, 5)
 FD_TEST(fd_conv_asymmetric, VAL_NORMAL, b_conv_1x1, 2, 3, 5, 6)
 FD_TEST(fd_grouped_bn_blocked, VAL_NORMAL, b_grouped_bn, 2, 3, 6, 6)
 FD_TEST(fd_linear, VAL_NORMAL, b_linear, 3, 12)
@@ -1655,6 +1669,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_conv_depthwise_large),
         cmocka_unit_test(fd_conv_depthwise_tiny),
         cmocka_unit_test(fd_conv_depthwise7_tiny),
+        cmocka_unit_test(fd_conv_grouped_tiny),
+        cmocka_unit_test(fd_conv_grouped4_strided),
         cmocka_unit_test(cold_cache_same_results),
         cmocka_unit_test(fd_conv_asymmetric),
         cmocka_unit_test(fd_grouped_bn_blocked),

@@ -36,6 +36,7 @@ struct dw_grad {
     int64_t n, c, ncb, blk;                 /* batch, channels, channel blocks, block */
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
     int64_t xs[4], ys[4];                   /* strides of x and dy: n, block, h, w */
+    int64_t gw;                             /* channels a group (grouped): 1 (depthwise) */
     bool bias;
 };
 
@@ -50,15 +51,23 @@ static inline void dw_taps(int64_t base, int64_t dil, int64_t k, int64_t n, int6
         *hi = k;
 }
 
-/* The channel block of md when it is blocked by 8 or 16 on channels only and not padded
+/* The channel block of md when it is blocked by 4, 8 or 16 on channels only and not padded
  * beyond its dims otherwise; 0 when not. */
-static int64_t channel_block(const dnnl_memory_desc_t *md)
+static int64_t channel_block_any(const dnnl_memory_desc_t *md)
 {
     const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
     if (md->format_kind != dnnl_blocked || md->ndims != 4 || b->inner_nblks != 1 ||
-        b->inner_idxs[0] != 1 || (b->inner_blks[0] != 8 && b->inner_blks[0] != 16))
+        b->inner_idxs[0] != 1 ||
+        (b->inner_blks[0] != 4 && b->inner_blks[0] != 8 && b->inner_blks[0] != 16))
         return 0;
     return b->inner_blks[0];
+}
+
+/* The same for blocks of 8 or 16 only (the depthwise kernels' vector widths). */
+static int64_t channel_block(const dnnl_memory_desc_t *md)
+{
+    int64_t blk = channel_block_any(md);
+    return blk == 4 ? 0 : blk;
 }
 
 enum fm_status fm_cpu_conv_check(struct fm_ctx *ctx, const struct fm_graph *g,
@@ -267,7 +276,7 @@ static struct dw_grad *dw_geometry(struct fm_cpu *s, const struct conv_priv *p, 
 {
     const dnnl_memory_desc_t *xmd = fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC);
     const dnnl_memory_desc_t *ymd = fm_cpu_pd_md(p->fwd, DNNL_ARG_DST);
-    int64_t c = p->xdims[1], blk = channel_block(xmd);
+    int64_t c = p->xdims[1], blk = channel_block_any(xmd);
     struct dw_grad *d = fm_cpu_buf(s, sizeof(*d));
     if (!d)
         return NULL;
@@ -276,7 +285,7 @@ static struct dw_grad *dw_geometry(struct fm_cpu *s, const struct conv_priv *p, 
                           .ow = p->ydims[3], .kh = p->wdims[3], .kw = p->wdims[4],
                           .sh = p->strides[0], .sw = p->strides[1], .ph = p->pl[0],
                           .pw = p->pl[1], .dh = p->dil[0] + 1, .dw = p->dil[1] + 1,
-                          .bias = bias};
+                          .gw = p->wdims[2], .bias = bias};
     for (int i = 0; i < 4; i++) {
         d->xs[i] = xmd->format_desc.blocking.strides[i];
         d->ys[i] = ymd->format_desc.blocking.strides[i];
@@ -547,9 +556,106 @@ static bool dw_handles(const struct conv_priv *p)
            channel_block(fm_cpu_pd_md(p->fwd, DNNL_ARG_DST)) == blk;
 }
 
-/* The hand-written weight gradient of a depthwise convolution dw_handles accepts. */
+/* The weight gradient of a grouped convolution of gw input and gw output channels a group,
+ * by hand: oneDNN 2.6 has JIT code for it, but not where the plane is as small as the filter's
+ * reach (RegNetY-400MF's last stage at 64x64 input: 55 groups of 8 channels, 3x3 over 2x2
+ * planes padded by 1, which it runs through im2col and gemm in plain layouts: 1.8 ms at batch
+ * 32, for 4M multiply-adds). A group's channels lie in one channel block (gw divides the
+ * block), so each output pixel's gw gradients and each tap's gw inputs are contiguous; a
+ * group's gw x gw x taps sums stay in cache while it walks dy once, the groups shared out
+ * among the threads. items: x, dy (the forward's layouts), dw (plain: g, oc, ic, kh, kw), db
+ * (plain) or none */
+/* One group's sums, tap by tap: the tap's GW x GW sums stay in registers (GW a constant: 8
+ * floats a row, one AVX2 register; 16, one AVX-512 register) while every output pixel whose
+ * input at that tap lies inside the plane adds the outer product of its GW gradients and the
+ * GW inputs. Compiled for AVX-512 and AVX2 too. */
+static inline __attribute__((always_inline)) void grp_grad_gw(const struct dw_grad *d,
+                                                               const float *x, const float *dy,
+                                                               float *dw, float *db, int64_t g,
+                                                               const int64_t GW)
+{
+    int64_t taps = d->kh * d->kw, c0 = g * GW, cb = c0 / d->blk, off = c0 % d->blk;
+    const float *xg = x + cb * d->xs[1] + off, *gg = dy + cb * d->ys[1] + off;
+    for (int64_t i = 0; i < d->kh; i++) {
+        for (int64_t j = 0; j < d->kw; j++) {
+            float acc[16][16] = {{0}};
+            for (int64_t n = 0; n < d->n; n++) {
+                for (int64_t oy = 0; oy < d->oh; oy++) {
+                    int64_t iy = oy * d->sh - d->ph + i * d->dh;
+                    if (iy < 0 || iy >= d->ih)
+                        continue;
+                    for (int64_t ox = 0; ox < d->ow; ox++) {
+                        int64_t ix = ox * d->sw - d->pw + j * d->dw;
+                        if (ix < 0 || ix >= d->iw)
+                            continue;
+                        const float *xv = xg + n * d->xs[0] + iy * d->xs[2] + ix * d->xs[3];
+                        const float *gv = gg + n * d->ys[0] + oy * d->ys[2] + ox * d->ys[3];
+                        for (int64_t o = 0; o < GW; o++)
+                            for (int64_t c = 0; c < GW; c++)
+                                acc[o][c] += gv[o] * xv[c];
+                    }
+                }
+            }
+            for (int64_t o = 0; o < GW; o++)
+                for (int64_t c = 0; c < GW; c++)
+                    dw[((c0 + o) * GW + c) * taps + i * d->kw + j] = acc[o][c];
+        }
+    }
+    if (db) {
+        for (int64_t o = 0; o < GW; o++)
+            db[c0 + o] = 0.0f;
+        for (int64_t n = 0; n < d->n; n++)
+            for (int64_t oy = 0; oy < d->oh; oy++)
+                for (int64_t ox = 0; ox < d->ow; ox++)
+                    for (int64_t o = 0; o < GW; o++)
+                        db[c0 + o] += gg[n * d->ys[0] + oy * d->ys[2] + ox * d->ys[3] + o];
+    }
+}
+
+FM_CPU_CLONES
+static void grp_grad_group(const struct dw_grad *d, const float *x, const float *dy, float *dw,
+                           float *db, int64_t g)
+{
+    switch (d->gw) {
+    case 2: grp_grad_gw(d, x, dy, dw, db, g, 2); break;
+    case 4: grp_grad_gw(d, x, dy, dw, db, g, 4); break;
+    case 8: grp_grad_gw(d, x, dy, dw, db, g, 8); break;
+    default: grp_grad_gw(d, x, dy, dw, db, g, 16); break;
+    }
+}
+
+static enum fm_status grp_grad_exec(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct dw_grad *d = arg;
+    const float *x = fm_cpu_item_f32(it, 0), *dy = fm_cpu_item_f32(it, 1);
+    float *dw = fm_cpu_item_f32(it, 2), *db = d->bias ? fm_cpu_item_f32(it, 3) : NULL;
+    int64_t groups = d->c / d->gw;
+    FM_CPU_PARALLEL
+    for (int64_t g = 0; g < groups; g++)
+        grp_grad_group(d, x, dy, dw, db, g);
+    return FM_OK;
+}
+
+/* Whether grp_grad_exec can take node id's weight gradient: a grouped 2-D convolution with as
+ * many output as input channels a group, each group inside one block of the forward's
+ * channel-blocked layouts (the same for x and y). */
+static bool grp_handles(const struct conv_priv *p)
+{
+    if (p->transposed || p->sp != 2 || p->wrank != 5 || p->wdims[0] < 2)
+        return false;
+    int64_t gw = p->wdims[2], taps = p->wdims[3] * p->wdims[4];
+    int64_t blk = channel_block_any(fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC));
+    return (gw == 2 || gw == 4 || gw == 8 || gw == 16) && p->wdims[1] == gw &&
+           p->xdims[1] == p->wdims[0] * gw &&
+           p->ydims[1] == p->xdims[1] && blk && blk % gw == 0 &&
+           channel_block_any(fm_cpu_pd_md(p->fwd, DNNL_ARG_DST)) == blk && taps <= DW_MAX_TAPS;
+}
+
+/* The hand-written weight gradient of a depthwise convolution dw_handles accepts, or with fn
+ * grp_grad_exec of a grouped one grp_handles accepts. */
 static enum fm_status dw_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_priv *p,
-                                     fm_tid bias, bool want_bias)
+                                     fm_tid bias, bool want_bias, fm_cpu_fn fn)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
     const dnnl_memory_desc_t *xmd = fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC);
@@ -573,7 +679,7 @@ static enum fm_status dw_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_pr
     if (!st && want_bias)
         st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_WEIGHT, bias, &bmd, &skb, &mems[3]);
     if (!st)
-        st = fm_cpu_add_fn(s, id, FM_PHASE_BWD_WEIGHT, dw_grad_exec, d, mems, want_bias ? 4 : 3);
+        st = fm_cpu_add_fn(s, id, FM_PHASE_BWD_WEIGHT, fn, d, mems, want_bias ? 4 : 3);
     if (!st)
         st = fm_cpu_sink_end(s, &skw);
     if (!st)
@@ -604,20 +710,21 @@ static enum fm_status conv_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_
                            p->strides, p->dil, p->pl, p->pr));
         st = deconv_bwd_weights(s, id, p, &dd, bias, want_bias);
     } else {
-        bool dw = dw_handles(p);
+        bool dw = dw_handles(p), grp = !dw && grp_handles(p);
         if (dw && p->wdims[3] * p->wdims[4] > 9)
-            return dw_bwd_weights(s, id, p, bias, want_bias);
+            return dw_bwd_weights(s, id, p, bias, want_bias, dw_grad_exec);
         dnnl_convolution_desc_t cd;
         FM_DNNL_TRY(s, dnnl_dilated_convolution_backward_weights_desc_init(
                            &cd, conv_alg(p), &src, &dwei, want_bias ? &dbias : NULL, &ddst,
                            p->strides, p->dil, p->pl, p->pr));
         /* 3x3: oneDNN's vectorized code, except where it declines the shape (a 2x2 input
          * padded by 1, ShuffleNetV2's last stage at 64x64: im2col and gemm, 50 times slower) */
-        if (dw) {
+        if (dw || grp) {
             dnnl_primitive_desc_t pd;
             st = fm_cpu_pd(s, id, &cd, p->fwd, &pd);
             if (!st && fm_cpu_pd_is_slow(pd))
-                return dw_bwd_weights(s, id, p, bias, want_bias);
+                return dw_bwd_weights(s, id, p, bias, want_bias,
+                                      dw ? dw_grad_exec : grp_grad_exec);
         }
         if (!st)
             st = fm_cpu_bwd_weights(s, id, &cd, p->fwd, bias, want_bias);
