@@ -450,6 +450,17 @@ static fm_tid b_concat_blocked(struct fm_nn *nn, fm_tid x)
                     fm_nn_conv(nn, "b", x, 16, 1, 1, 0, 1, true)};
     return fm_nn_concat(nn, "cat", in, 2, 1);
 }
+static fm_tid b_concat_dense(struct fm_nn *nn, fm_tid x)
+{   /* DenseNet's pattern: every concat reads all earlier feature maps, so their gradients add
+     * up from several concats (blocked, 16 channels each; the last of 8, padded) */
+    fm_tid a = fm_nn_conv(nn, "a", x, 16, 3, 1, 1, 1, false);
+    fm_tid b = fm_nn_conv(nn, "b", a, 16, 3, 1, 1, 1, false);
+    fm_tid in1[2] = {a, b};
+    fm_tid c1 = fm_nn_concat(nn, "cat1", in1, 2, 1);
+    fm_tid d = fm_nn_conv(nn, "d", c1, 8, 1, 1, 0, 1, false);
+    fm_tid in2[3] = {a, b, d};
+    return fm_nn_concat(nn, "cat2", in2, 3, 1);
+}
 static fm_tid b_flatten_linear(struct fm_nn *nn, fm_tid x)
 {   /* a blocked conv output flattened for a linear layer */
     fm_tid c = fm_nn_conv(nn, "conv", x, 16, 3, 2, 1, 1, true);
@@ -528,6 +539,7 @@ FD_TEST(fd_mul_same_shape, VAL_NORMAL, b_mul_same, 2, 4, 3, 3)
 FD_TEST(fd_two_users, VAL_NORMAL, b_two_users, 2, 4, 3, 3)
 FD_TEST(fd_concat_plain, VAL_NORMAL, b_concat_plain, 2, 4, 3, 3)
 FD_TEST(fd_concat_blocked, VAL_NORMAL, b_concat_blocked, 2, 3, 4, 4)
+FD_TEST(fd_concat_dense, VAL_NORMAL, b_concat_dense, 2, 3, 4, 4)
 FD_TEST(fd_flatten_linear, VAL_NORMAL, b_flatten_linear, 2, 3, 6, 6)
 
 /* ---- broadcast binary ops against a plain reference ----
@@ -1707,6 +1719,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_two_users),
         cmocka_unit_test(fd_concat_plain),
         cmocka_unit_test(fd_concat_blocked),
+        cmocka_unit_test(fd_concat_dense),
         cmocka_unit_test(fd_flatten_linear),
         cmocka_unit_test(small_se_expand),
         cmocka_unit_test(small_se_squeeze),
