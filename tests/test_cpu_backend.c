@@ -461,6 +461,16 @@ static fm_tid b_concat_dense(struct fm_nn *nn, fm_tid x)
     fm_tid in2[3] = {a, b, d};
     return fm_nn_concat(nn, "cat2", in2, 3, 1);
 }
+static fm_tid b_pad_none(struct fm_nn *nn, fm_tid x)
+{   /* DenseNet's transition as the TorchScript exporter writes it: a blocked convolution's
+     * output through a Pad of zeros (a view, in the blocked layout), pooled, normalized */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 16, 1, 1, 0, 1, false);
+    struct fm_attrs pa;
+    fm_attrs_init(&pa);
+    pa.nints = 8;
+    fm_tid p = add_op(nn, FM_OP_PAD, "pad", &pa, &c, 1);
+    return fm_nn_bn(nn, "bn", fm_nn_avgpool(nn, "pool", p, 2, 2, 0, false, false), 1e-5);
+}
 static fm_tid b_flatten_linear(struct fm_nn *nn, fm_tid x)
 {   /* a blocked conv output flattened for a linear layer */
     fm_tid c = fm_nn_conv(nn, "conv", x, 16, 3, 2, 1, 1, true);
@@ -540,6 +550,9 @@ FD_TEST(fd_two_users, VAL_NORMAL, b_two_users, 2, 4, 3, 3)
 FD_TEST(fd_concat_plain, VAL_NORMAL, b_concat_plain, 2, 4, 3, 3)
 FD_TEST(fd_concat_blocked, VAL_NORMAL, b_concat_blocked, 2, 3, 4, 4)
 FD_TEST(fd_concat_dense, VAL_NORMAL, b_concat_dense, 2, 3, 4, 4)
+/* the same with runs shared out among the threads */
+FD_TEST(fd_concat_dense_threads, VAL_NORMAL, b_concat_dense, 2, 3, 32, 32)
+FD_TEST(fd_pad_none, VAL_NORMAL, b_pad_none, 2, 3, 4, 4)
 FD_TEST(fd_flatten_linear, VAL_NORMAL, b_flatten_linear, 2, 3, 6, 6)
 
 /* ---- broadcast binary ops against a plain reference ----
@@ -1720,6 +1733,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_concat_plain),
         cmocka_unit_test(fd_concat_blocked),
         cmocka_unit_test(fd_concat_dense),
+        cmocka_unit_test(fd_concat_dense_threads),
+        cmocka_unit_test(fd_pad_none),
         cmocka_unit_test(fd_flatten_linear),
         cmocka_unit_test(small_se_expand),
         cmocka_unit_test(small_se_squeeze),

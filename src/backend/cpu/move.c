@@ -557,9 +557,30 @@ static bool pad_box(const struct fm_cpu *s, const struct fm_node *n, int64_t *xo
     return any;
 }
 
+/* Whether node n pads nothing: the box is all of x and all of y, from the start of both (the
+ * TorchScript exporter's zero Pad before a transition's AveragePool in DenseNet). Such a Pad
+ * is a view of x in x's layout, so a blocked map stays blocked for the layers after it. */
+static bool pad_none(const struct fm_cpu *s, const struct fm_node *n)
+{
+    int64_t dims[FM_MAX_DIMS], xs[FM_MAX_DIMS], ys[FM_MAX_DIMS], xd[FM_MAX_DIMS], yd[FM_MAX_DIMS];
+    int64_t xoff, yoff;
+    if (fm_cpu_is_int(s, n->in[0]))
+        return false;
+    int rank = dims_of(s, n->in[0], xd);
+    if (dims_of(s, n->out[0], yd) != rank || !pad_box(s, n, &xoff, &yoff, dims, xs, ys) ||
+        xoff || yoff)
+        return false;
+    for (int d = 0; d < rank; d++)
+        if (dims[d] != xd[d] || dims[d] != yd[d])
+            return false;
+    return true;
+}
+
 static enum fm_status pad_fwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
+    if (pad_none(s, n))
+        return fm_cpu_place_view(s, n->out[0], n->in[0]);
     int64_t dims[FM_MAX_DIMS], xs[FM_MAX_DIMS], ys[FM_MAX_DIMS], xoff, yoff;
     int rank = dims_of(s, n->in[0], dims);
     bool any = pad_box(s, n, &xoff, &yoff, dims, xs, ys);
@@ -579,6 +600,8 @@ static enum fm_status pad_bwd(struct fm_cpu *s, fm_nid id)
     const struct fm_node *n = fm_graph_node(s->g, id);
     fm_tid x = n->in[0], y = n->out[0];
     enum fm_phase ph = fm_cpu_grad_phase(s, x);
+    if (pad_none(s, n))   /* a view: y's gradient is x's, in x's layout */
+        return fm_cpu_sink_from(s, id, ph, x, s->t[y].grad_mem);
     int64_t dims[FM_MAX_DIMS], xs[FM_MAX_DIMS], ys[FM_MAX_DIMS], xoff, yoff;
     int rank = dims_of(s, x, dims);
     bool any = pad_box(s, n, &xoff, &yoff, dims, xs, ys);

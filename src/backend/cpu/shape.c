@@ -316,16 +316,24 @@ struct concat_runs {
     int which[FM_CPU_MAX_ARGS];          /* the input of gradient item k + 1 */
     bool add[FM_CPU_MAX_ARGS];           /* add into it (another node wrote it first) */
 };
+/* floats of y below which the copies run on the calling thread */
+#define CONCAT_SERIAL (1 << 16)
 
 static enum fm_status concat_runs_fwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
 {
     (void)s;
     const struct concat_runs *c = arg;
     float *y = fm_cpu_item_f32(it, c->n_in);
-    for (int64_t n = 0; n < c->n; n++)
-        for (int i = 0; i < c->n_in; i++)
-            memcpy(y + n * c->ystride + c->off[i], fm_cpu_item_f32(it, i) + n * c->run[i],
-                   sizeof(float) * (size_t)c->run[i]);
+    const float *src[FM_CPU_MAX_ARGS];
+    for (int i = 0; i < c->n_in; i++)
+        src[i] = fm_cpu_item_f32(it, i);
+    FM_CPU_PARALLEL_IF(c->n * c->ystride > CONCAT_SERIAL)
+    for (int64_t r = 0; r < c->n * c->n_in; r++) {
+        int64_t n = r / c->n_in;
+        int i = (int)(r % c->n_in);
+        memcpy(y + n * c->ystride + c->off[i], src[i] + n * c->run[i],
+               sizeof(float) * (size_t)c->run[i]);
+    }
     return FM_OK;
 }
 
@@ -334,12 +342,17 @@ static enum fm_status concat_runs_bwd(struct fm_cpu *s, const struct fm_cpu_item
     (void)s;
     const struct concat_runs *c = arg;
     const float *dy = fm_cpu_item_f32(it, 0);
-    for (int k = 0; k < c->n_grad; k++) {
-        int i = c->which[k];
-        float *dx = fm_cpu_item_f32(it, k + 1);
-        for (int64_t n = 0; n < c->n; n++) {
+    float *dxs[FM_CPU_MAX_ARGS];
+    for (int k = 0; k < c->n_grad; k++)
+        dxs[k] = fm_cpu_item_f32(it, k + 1);
+    /* images apart on the threads: an input listed twice writes its two runs of an image in
+     * order, on one thread */
+    FM_CPU_PARALLEL_IF(c->n * c->ystride > CONCAT_SERIAL)
+    for (int64_t n = 0; n < c->n; n++) {
+        for (int k = 0; k < c->n_grad; k++) {
+            int i = c->which[k];
             const float *src = dy + n * c->ystride + c->off[i];
-            float *dst = dx + n * c->run[i];
+            float *dst = dxs[k] + n * c->run[i];
             if (c->add[k]) {
                 FM_CPU_SIMD
                 for (int64_t e = 0; e < c->run[i]; e++)
