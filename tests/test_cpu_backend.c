@@ -868,11 +868,11 @@ SMALL_TEST(small_se_expand, 3, 6, 37, true)
 SMALL_TEST(small_se_squeeze, 3, 40, 5, true)
 SMALL_TEST(small_se_batch1, 1, 24, 24, true)
 /* linear layers: wide, narrow, blocks of 4 x 16 with tails on every side, and one over the
- * size small.c takes (oneDNN's path: 128 x 96 x 48 multiply-adds > 2^19) */
+ * size small.c takes (oneDNN's path: 128 x 128 x 80 multiply-adds > 2^20) */
 SMALL_TEST(small_linear_wide, 3, 9, 30, false)
 SMALL_TEST(small_linear_narrow, 4, 30, 4, false)
 SMALL_TEST(small_linear_tails, 37, 33, 50, false)
-SMALL_TEST(small_linear_onednn, 128, 96, 48, false)
+SMALL_TEST(small_linear_onednn, 128, 128, 80, false)
 
 #define BCAST_TEST(fn, op, conv, b_first, as, bs)                                            \
     static void fn(void **state)                                                           \

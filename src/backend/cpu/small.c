@@ -9,8 +9,9 @@
  * phase, under a microsecond of one core's work here, and took 54 us forward and backward; a
  * ResNet-18 fc of 512 -> 10 at batch 8 took 68 us. Each phase is one serial loop whose result
  * is computed in blocks of 4 rows x 16 columns held in registers, at about 50 G multiply-adds
- * a second on one AVX-512 core; FM_CPU_SMALL_MACS (2^19) is about 10 us of that, past which
- * oneDNN's threads win (on 2 cores: even at 2^20, ahead at 1.8M; more cores move that down).
+ * a second on one AVX-512 core; FM_CPU_SMALL_MACS (2^20) is about 20 us of that. On 2 cores
+ * this is ahead of oneDNN up to about 1.5M multiply-adds (its primitives' fixed cost is not
+ * shared out by threads, so more cores move that point little).
  *
  * Layouts: x and y keep the layouts the primitive they stand in for chose (so neighbours see
  * no change); fm_cpu_small_layout accepts those that put element (r, c) at r * stride + c, which
