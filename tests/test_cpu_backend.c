@@ -145,6 +145,52 @@ static double step_loss(const struct fm_backend *be, void *state)
     return t.loss;
 }
 
+/* The backend's state for g with the optimizer frozen (lr and momentum 0), so that repeated
+ * steps see the same parameters; fails the test naming `what` when prepare refuses. */
+static void *prepare_frozen(const struct fm_backend *be, struct fm_ctx *ctx, struct fm_graph *g,
+                            const char *what)
+{
+    struct fm_measure_opts o;
+    fm_measure_opts_init(&o);
+    o.lr = 0.0;
+    o.momentum = 0.0;
+    void *state = NULL;
+    if (be->prepare(ctx, g, &o, &state))
+        fail_msg("%s: prepare: %s", what, fm_ctx_error(ctx));
+    return state;
+}
+
+/* The tensor of g named `name`. */
+static fm_tid named(const struct fm_graph *g, const char *name)
+{
+    for (size_t i = 0; i < fm_graph_tensor_count(g); i++)
+        if (!strcmp(fm_graph_tensor(g, (fm_tid)i)->name, name))
+            return (fm_tid)i;
+    fail_msg("no tensor '%s'", name);
+    return FM_NONE;
+}
+
+/* add_loss's cross-entropy of logits z (rows, cols), in double: the mean loss, and its
+ * gradient (softmax - one-hot) / rows into dz. */
+static double ref_cross_entropy(const double *z, uint64_t rows, uint64_t cols, const float *lab,
+                                double *dz)
+{
+    double loss = 0.0;
+    for (uint64_t r = 0; r < rows; r++) {
+        const double *zr = z + r * cols;
+        double m = zr[0], sum = 0.0;
+        for (uint64_t c = 1; c < cols; c++)
+            m = fmax(m, zr[c]);
+        for (uint64_t c = 0; c < cols; c++)
+            sum += exp(zr[c] - m);
+        uint64_t t = (uint64_t)lab[r];
+        loss += (log(sum) + m - zr[t]) / (double)rows;
+        for (uint64_t c = 0; c < cols; c++)
+            dz[r * cols + c] = (exp(zr[c] - m) / sum - (c == t ? 1.0 : 0.0)) / (double)rows;
+    }
+    return loss;
+}
+
 static void fd_check(const char *what, struct fm_shape xs, enum values kind, build_fn build)
 {
     const struct fm_backend *be = backend_or_skip();
@@ -158,14 +204,7 @@ static void fd_check(const char *what, struct fm_shape xs, enum values kind, bui
     assert_int_equal(nn.st, FM_OK);
     add_loss(&nn, y);
 
-    struct fm_measure_opts o;
-    fm_measure_opts_init(&o);
-    o.lr = 0.0;
-    o.momentum = 0.0;
-    void *state = NULL;
-    enum fm_status st = be->prepare(ctx, g, &o, &state);
-    if (st)
-        fail_msg("%s: prepare: %s", what, fm_ctx_error(ctx));
+    void *state = prepare_frozen(be, ctx, g, what);
 
     uint64_t rng = 12345;
     /* starting values: the probe from `kind`; other parameters moved off their defaults
@@ -645,13 +684,7 @@ static void bcast_check(const char *what, enum fm_op op, struct fm_shape as, str
     fm_tid in[2] = {b_first ? b : a, b_first ? a : b};
     fm_tid y = add_op(&nn, op, "op", NULL, in, 2);
     add_loss(&nn, y);
-    struct fm_measure_opts o;
-    fm_measure_opts_init(&o);
-    o.lr = 0.0;
-    o.momentum = 0.0;
-    void *state = NULL;
-    if (be->prepare(ctx, g, &o, &state))
-        fail_msg("%s: prepare: %s", what, fm_ctx_error(ctx));
+    void *state = prepare_frozen(be, ctx, g, what);
     uint64_t rng = 777;
     const fm_tid params[2] = {x, b};
     for (int k = 0; k < 2; k++) {
@@ -698,27 +731,10 @@ static void bcast_check(const char *what, enum fm_op op, struct fm_shape as, str
     close_to(what, "y", vy, ry, ny, max_abs(ry, ny));
 
     /* the loss and dy from the labels: rows of the flattened y */
-    fm_tid labels = FM_NONE;
-    for (size_t i = 0; i < fm_graph_tensor_count(g); i++) {
-        if (!strcmp(fm_graph_tensor(g, (fm_tid)i)->name, "labels"))
-            labels = (fm_tid)i;
-    }
     uint64_t rows = (uint64_t)ys->dims[0], cols = ny / rows;
     float *lab = malloc(sizeof(float) * rows);
-    FM_ASSERT_OK(ctx, be->read(state, labels, false, lab, rows));
-    double ref_loss = 0.0;
-    for (uint64_t r = 0; r < rows; r++) {
-        const double *z = ry + r * cols;
-        double m = z[0], sum = 0.0;
-        for (uint64_t c = 1; c < cols; c++)
-            m = fmax(m, z[c]);
-        for (uint64_t c = 0; c < cols; c++)
-            sum += exp(z[c] - m);
-        uint64_t t = (uint64_t)lab[r];
-        ref_loss += (log(sum) + m - z[t]) / (double)rows;
-        for (uint64_t c = 0; c < cols; c++)
-            dy[r * cols + c] = (exp(z[c] - m) / sum - (c == t ? 1.0 : 0.0)) / (double)rows;
-    }
+    FM_ASSERT_OK(ctx, be->read(state, named(g, "labels"), false, lab, rows));
+    double ref_loss = ref_cross_entropy(ry, rows, cols, lab, dy);
     if (!(fabs(loss - ref_loss) <= 1e-4 * fabs(ref_loss) + 1e-5))
         fail_msg("%s: loss %.8g, reference %.8g", what, loss, ref_loss);
     for (uint64_t i = 0; i < ny; i++) {
@@ -755,15 +771,6 @@ static void bcast_check(const char *what, enum fm_op op, struct fm_shape as, str
  * the same check covers both. After one step the test reads a, W, b, y and the labels and
  * computes in double y, the loss, dy = (softmax - one-hot) / rows, dW = dy^T a, db (dy's rows
  * summed) and, for the linear layer, dx = dy W. */
-static fm_tid named(const struct fm_graph *g, const char *name)
-{
-    for (size_t i = 0; i < fm_graph_tensor_count(g); i++)
-        if (!strcmp(fm_graph_tensor(g, (fm_tid)i)->name, name))
-            return (fm_tid)i;
-    fail_msg("no tensor '%s'", name);
-    return FM_NONE;
-}
-
 static void small_check(const char *what, int64_t rows, int64_t k, int64_t n, bool conv)
 {
     const struct fm_backend *be = backend_or_skip();
@@ -784,13 +791,7 @@ static void small_check(const char *what, int64_t rows, int64_t k, int64_t n, bo
     assert_int_equal(nn.st, FM_OK);
     add_loss(&nn, y);
     fm_tid w = named(g, "fc.weight"), b = named(g, "fc.bias"), labels = named(g, "labels");
-    struct fm_measure_opts o;
-    fm_measure_opts_init(&o);
-    o.lr = 0.0;
-    o.momentum = 0.0;
-    void *state = NULL;
-    if (be->prepare(ctx, g, &o, &state))
-        fail_msg("%s: prepare: %s", what, fm_ctx_error(ctx));
+    void *state = prepare_frozen(be, ctx, g, what);
     uint64_t rng = 4242;
     const fm_tid params[3] = {x, w, b};
     for (int p = 0; p < 3; p++) {
@@ -820,22 +821,17 @@ static void small_check(const char *what, int64_t rows, int64_t k, int64_t n, bo
     FM_ASSERT_OK(ctx, be->read(state, labels, false, lab, rows));
     if (!conv)
         FM_ASSERT_OK(ctx, be->read(state, x, true, ga, na));
-    double ref_loss = 0.0;
     for (int64_t r = 0; r < rows; r++) {
-        double *z = ry + r * n, m = -INFINITY, sum = 0.0;
         for (int64_t j = 0; j < n; j++) {
-            z[j] = vb[j];
+            ry[r * n + j] = vb[j];
             for (int64_t c = 0; c < k; c++)
-                z[j] += (double)va[r * k + c] * vw[j * k + c];
-            m = fmax(m, z[j]);
+                ry[r * n + j] += (double)va[r * k + c] * vw[j * k + c];
         }
-        for (int64_t j = 0; j < n; j++)
-            sum += exp(z[j] - m);
-        int64_t t = (int64_t)lab[r];
-        ref_loss += (log(sum) + m - z[t]) / (double)rows;
+    }
+    double ref_loss = ref_cross_entropy(ry, (uint64_t)rows, (uint64_t)n, lab, dy);
+    for (int64_t r = 0; r < rows; r++) {
         for (int64_t j = 0; j < n; j++) {
-            double d = (exp(z[j] - m) / sum - (j == t ? 1.0 : 0.0)) / (double)rows;
-            dy[r * n + j] = d;
+            double d = dy[r * n + j];
             rgb[j] += d;
             for (int64_t c = 0; c < k; c++) {
                 rgw[j * k + c] += d * va[r * k + c];

@@ -506,10 +506,7 @@ static enum fm_status concat_fwd(struct fm_cpu *s, fm_nid id)
     bool aligned = true;
     int64_t off = 0;
     enum fm_status st = FM_OK;
-    for (int i = 0; i < n->n_in; i++) {
-        st = fm_cpu_ensure(s, n->in[i]);
-        if (st)
-            return st;
+    for (int i = 0; i < n->n_in; i++) {   /* every input placed above */
         srcs[i] = s->t[n->in[i]].md;
         if (off % 16 != 0)
             aligned = false;
