@@ -859,16 +859,20 @@ static void small_check(const char *what, int64_t rows, int64_t k, int64_t n, bo
         (void)state;                                                                       \
         small_check(#fn, rows, k, n, conv);                                                \
     }
-/* squeeze-excitation fcs: more outputs than inputs and fewer, channels not filling a block */
+/* squeeze-excitation fcs: more outputs than inputs (under 8 rows: the forward reads w as it
+ * is; from 8: over w transposed) and fewer, channels not filling a block */
 SMALL_TEST(small_se_expand, 3, 6, 37, true)
+SMALL_TEST(small_se_expand_rows9, 9, 6, 37, true)
 SMALL_TEST(small_se_squeeze, 3, 40, 5, true)
 SMALL_TEST(small_se_batch1, 1, 24, 24, true)
-/* linear layers: wide, narrow, blocks of 4 x 16 with tails on every side, and one over the
- * size small.c takes (oneDNN's path: 128 x 128 x 80 multiply-adds > 2^20) */
+/* linear layers: wide, narrow, blocks of 4 x 16 with tails on every side (w transposed in
+ * tiles of 16 with tails of its own), and two over the sizes small.c takes (oneDNN's path:
+ * 128 x 128 x 80 multiply-adds > 2^20; a 1 x 300 x 300 product of 90K weights > 2^16) */
 SMALL_TEST(small_linear_wide, 3, 9, 30, false)
 SMALL_TEST(small_linear_narrow, 4, 30, 4, false)
 SMALL_TEST(small_linear_tails, 37, 33, 50, false)
 SMALL_TEST(small_linear_onednn, 128, 128, 80, false)
+SMALL_TEST(small_linear_weights_onednn, 1, 300, 300, false)
 
 #define BCAST_TEST(fn, op, conv, b_first, as, bs)                                            \
     static void fn(void **state)                                                           \
@@ -1733,12 +1737,14 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_pad_none),
         cmocka_unit_test(fd_flatten_linear),
         cmocka_unit_test(small_se_expand),
+        cmocka_unit_test(small_se_expand_rows9),
         cmocka_unit_test(small_se_squeeze),
         cmocka_unit_test(small_se_batch1),
         cmocka_unit_test(small_linear_wide),
         cmocka_unit_test(small_linear_narrow),
         cmocka_unit_test(small_linear_tails),
         cmocka_unit_test(small_linear_onednn),
+        cmocka_unit_test(small_linear_weights_onednn),
         cmocka_unit_test(bcast_se_c8_blocked),
         cmocka_unit_test(bcast_se_c24_blocked),
         cmocka_unit_test(bcast_se_c56_blocked),

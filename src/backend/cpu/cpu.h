@@ -314,8 +314,11 @@ void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
 
 /* ---- small dense products (small.c) ----
  * y (rows, n) = x (rows, k) w^T + b and its gradients by hand, for products of at most
- * FM_CPU_SMALL_MACS multiply-adds, which a oneDNN primitive's fixed cost would dominate. */
-#define FM_CPU_SMALL_MACS (1 << 20)   /* about 20 us of one core's work (small.c) */
+ * FM_CPU_SMALL_MACS multiply-adds and FM_CPU_SMALL_WEIGHTS weights, which a oneDNN primitive's
+ * fixed cost would dominate. Larger weights stream from memory at batch 1 (a classifier's),
+ * where oneDNN's threads read them faster than small.c's one loop. */
+#define FM_CPU_SMALL_MACS (1 << 20)      /* about 20 us of one core's work */
+#define FM_CPU_SMALL_WEIGHTS (1 << 16)   /* 256 KB: what one core's L2 keeps */
 struct fm_cpu_small;
 /* Whether activation layout md (rows, channels, then dims of 1) puts element (r, c) at
  * r * (*rs) + c. */

@@ -1,7 +1,7 @@
 /* Dense products too small for a oneDNN primitive: y (rows, n) = x (rows, k) w^T + b, with its
  * input and weight gradients, by hand, for the 1x1 convolutions of a squeeze-excitation block
  * (on a 1x1 map) and the fully connected layers whose product has at most FM_CPU_SMALL_MACS
- * multiply-adds.
+ * multiply-adds and whose weight at most FM_CPU_SMALL_WEIGHTS elements.
  *
  * Why: oneDNN 2.6 spends 6-30 us running one of its 1x1 convolution or inner product
  * primitives however little they compute (balancing, scratchpad, a parallel region). An
@@ -11,13 +11,18 @@
  * is computed in blocks of 4 rows x 16 columns held in registers, at about 50 G multiply-adds
  * a second on one AVX-512 core; FM_CPU_SMALL_MACS (2^20) is about 20 us of that. On 2 cores
  * this is ahead of oneDNN up to about 1.5M multiply-adds (its primitives' fixed cost is not
- * shared out by threads, so more cores move that point little).
+ * shared out by threads, so more cores move that point little), but not for a weight read from
+ * memory at batch 1: MobileNetV3-Small's classifier (576 -> 1024 -> 1000) took 4.1 ms a step
+ * here against 3.2 on oneDNN's two threads, hence the weights' limit.
  *
  * Layouts: x and y keep the layouts the primitive they stand in for chose (so neighbours see
  * no change); fm_cpu_small_layout accepts those that put element (r, c) at r * stride + c, which
  * on a 1x1 map is every plain and channel-blocked layout. Padded channels of y and dx are
  * written as zero, as oneDNN keeps them. The weight (n, k) and the bias (n) are plain. */
 #include "cpu.h"
+
+/* Below this many rows the forward reads w as it is, however few its inputs (small_fwd_exec) */
+#define SMALL_NT_ROWS 8
 
 struct fm_cpu_small {
     int64_t rows, k, n;
@@ -27,7 +32,7 @@ struct fm_cpu_small {
     dnnl_memory_desc_t wmd, bmd;   /* the weight's and the bias's, plain */
     bool bias;                     /* the forward adds one */
     bool dbias;                    /* the weight gradient writes the bias's */
-    float *wt;                     /* k x n: w transposed */
+    float *wt;                     /* k x n: w transposed, where the forward uses it */
     float *tail;                   /* gemm's last columns: (2 max(rows, k, n) + 1) x 16 */
 };
 
@@ -57,16 +62,17 @@ struct fm_cpu_small *fm_cpu_small_new(struct fm_cpu *s, int64_t rows, int64_t k,
                                       const int64_t *wdims, bool bias)
 {
     int64_t xrs, yrs;
-    if (rows < 1 || rows * k * n > FM_CPU_SMALL_MACS || !fm_cpu_small_layout(xmd, &xrs) ||
+    if (rows < 1 || rows * k * n > FM_CPU_SMALL_MACS || k * n > FM_CPU_SMALL_WEIGHTS || !fm_cpu_small_layout(xmd, &xrs) ||
         !fm_cpu_small_layout(ymd, &yrs) || xmd->dims[1] != k || ymd->dims[1] != n ||
         xmd->dims[0] != rows || ymd->dims[0] != rows)
         return NULL;
     struct fm_cpu_small *p = fm_cpu_buf(s, sizeof(*p));
-    float *wt = fm_cpu_buf(s, sizeof(float) * (size_t)(k * n));
+    bool transposed = k < n && rows >= SMALL_NT_ROWS;   /* small_fwd_exec's choice */
+    float *wt = transposed ? fm_cpu_buf(s, sizeof(float) * (size_t)(k * n)) : NULL;
     int64_t most = rows > k ? rows : k;
     most = most > n ? most : n;
     float *tail = fm_cpu_buf(s, sizeof(float) * 16 * (size_t)(2 * most + 1));
-    if (!p || !wt || !tail)
+    if (!p || (transposed && !wt) || !tail)
         return NULL;
     *p = (struct fm_cpu_small){.rows = rows, .k = k, .n = n, .kpad = xmd->padded_dims[1],
                                .npad = ymd->padded_dims[1], .xrs = xrs, .yrs = yrs,
@@ -144,13 +150,20 @@ SMALL_INLINE void gemm(int64_t m, int64_t p, int64_t q, const float *a, int64_t 
             c[i * crs + p16 + l] = ct[i * 16 + l];
 }
 
-/* out (cols, rows) = in (rows, cols) transposed */
+/* out (cols, rows) = in (rows, cols) transposed, in tiles of 16 x 16: row by row, every
+ * write of a wide matrix went to another page (a 1024 x 576 weight took 3 ms, 0.8 GB/s) */
 SMALL_INLINE void transpose(float *restrict out, const float *restrict in, int64_t rows,
                             int64_t cols)
 {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++)
-            out[c * rows + r] = in[r * cols + c];
+    for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+        int64_t r1 = r0 + 16 < rows ? r0 + 16 : rows;
+        for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+            int64_t c1 = c0 + 16 < cols ? c0 + 16 : cols;
+            for (int64_t c = c0; c < c1; c++)
+                for (int64_t r = r0; r < r1; r++)
+                    out[c * rows + r] = in[r * cols + c];
+        }
+    }
 }
 
 SMALL_INLINE void zero(float *v, int64_t lo, int64_t hi)
@@ -204,10 +217,13 @@ SMALL_INLINE void gemm_nt(int64_t m, int64_t n, int64_t k, const float *x, int64
     }
 }
 
-/* Forward: y = x w^T. With k at least n, gemm_nt over w as it is; with fewer inputs than
- * outputs (a squeeze-excitation's expanding fc: too few for gemm_nt's 16 lanes), the gemm over
- * a transposed copy of w. Measured on one Zen 4 core: 32 x 480 -> 20 in 9 us (20 by the
- * transposed gemm), 32 x 52 -> 208 in 11 us (35 by gemm_nt). items: x, w, y, b (or none) */
+/* Forward: y = x w^T. With k at least n, or fewer than SMALL_NT_ROWS rows, gemm_nt over w as
+ * it is; with fewer inputs than outputs (a squeeze-excitation's expanding fc: too few for
+ * gemm_nt's 16 lanes) and rows enough to repay the copy, the gemm over a transposed copy of w.
+ * Measured on one Zen 4 core: 32 x 480 -> 20 in 9 us (20 by the transposed gemm), 32 x 52 ->
+ * 208 in 11 us (35 by gemm_nt). At batch 1 the copy is the whole cost: MobileNetV3-Small's
+ * 576 -> 1024 classifier took 3.3 ms forward with it (see bench/RESULTS.md).
+ * items: x, w, y, b (or none) */
 FM_CPU_CLONES
 static enum fm_status small_fwd_exec(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
 {
@@ -216,7 +232,7 @@ static enum fm_status small_fwd_exec(struct fm_cpu *s, const struct fm_cpu_item 
     const float *x = fm_cpu_item_f32(it, 0), *w = fm_cpu_item_f32(it, 1);
     const float *b = p->bias ? fm_cpu_item_f32(it, 3) : NULL;
     float *y = fm_cpu_item_f32(it, 2);
-    if (p->k >= p->n) {
+    if (p->k >= p->n || p->rows < SMALL_NT_ROWS) {
         gemm_nt(p->rows, p->n, p->k, x, p->xrs, w, y, p->yrs, b);
     } else {
         transpose(p->wt, w, p->n, p->k);
