@@ -12,12 +12,23 @@ every layer as fast as the sweep timed it alone) and measures it, with the same 
 
     /usr/bin/python3 bench/calibration_accuracy.py [--flopmeter build/flopmeter] [--threads 2]
                      [--calibration FILE (one fixed calibration: no leave-out)] [--quick]
-                     [--sweep-once] [--steps 5] [--only NAME ...] [--keep DIR] [--repeat 3]
+                     [--sweep-once | --sweep-per-pass] [--steps 5] [--only NAME ...] [--keep DIR]
+                     [--repeat 3]
 
 --sweep-once times one calibration (with its samples) and fits each pair's leave-out set from
 those samples (calibrate --from-samples --leave-out), instead of timing one calibration per
 set (about 15 sets, 100 s each on 2 cores); the fits are the same model on the same kind of
 timings, without the shapes of the pair's families.
+
+--sweep-per-pass spreads that sweep over the run: before each of the --repeat passes over the
+pairs' steps, one calibration of one round (calibrate --rounds 1 --samples); then the samples
+are merged (each layer-phase the median of its passes, as calibrate's own rounds are), the
+eviction curve and the step overhead are the medians of the passes' files, and each pair is
+predicted by the merged samples fitted without its families. The sweep and the steps then see
+the same minutes of a shared host whose speed drifts 10-30% in twenty (a sweep of 3 rounds at
+the start priced dense convolutions 15% faster than the steps after it ran them). The table's
+last lines give the calibration of the first pass alone, what one sweep before the steps
+predicts.
 
 On a GPU (--device cuda --precision tf32 --calibration FILE): the GPU's pairs (GPU_PAIRS) on
 flopmeter's CUDA backend against one calibration made there (calibrate --device cuda); with
@@ -42,6 +53,7 @@ tests/data/onnx/train/, and the full-size exports of bench/export_fullsize.py (m
 run with --python, a virtual environment with PyTorch; no PyTorch is needed once they exist).
 """
 import argparse
+import csv
 import json
 import os
 import statistics
@@ -213,6 +225,10 @@ def table(rows, torch_ms):
     head = ("| network, batch | left out of the calibration | measured ms | steps min / median / "
             "p90 ms | calibrated ms | PALEO | roofline | calibrated, warm only | calibrated |")
     rule = "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+    if any(r[4] and "first" in r[4] for r in rows):   # --sweep-per-pass
+        keys += ("first",)
+        head += " calibrated by the first pass's sweep alone |"
+        rule += "---:|"
     if torch_ms:
         keys += ("torch",)
         head += " PyTorch eager ms | calibrated vs PyTorch |"
@@ -255,6 +271,52 @@ def table(rows, torch_ms):
     return "\n".join(lines)
 
 
+def merge_passes(passes, tmp):
+    """One calibration from the passes' (json, csv) pairs (--sweep-per-pass): each sample's
+    seconds the median of its passes (the rows must agree on everything else: the same sweep),
+    the step overhead and each point of the eviction curve the median of the passes' files (a
+    file without a curve counts as 0 there: it prices every layer warm). Returns the merged
+    (json, csv)."""
+    tables = []
+    for _, path in passes:
+        with open(path, newline="") as f:
+            tables.append(list(csv.reader(f)))
+    head = tables[0][0]
+    sec = head.index("seconds")
+    if any(len(t) != len(tables[0]) or t[0] != head for t in tables):
+        raise RuntimeError("the passes' samples differ in rows: not the same sweep")
+    out = [head]
+    for i in range(1, len(tables[0])):
+        rows = [t[i] for t in tables]
+        same = [[c for j, c in enumerate(r) if j != sec] for r in rows]
+        if any(x != same[0] for x in same):
+            raise RuntimeError(f"sample row {i} differs between the passes: {rows}")
+        merged = list(rows[0])
+        merged[sec] = repr(statistics.median(float(r[sec]) for r in rows))
+        out.append(merged)
+    files = []
+    for path, _ in passes:
+        with open(path) as f:
+            files.append(json.load(f))
+    cal = dict(files[0])
+    cal["rounds"] = sum(f.get("rounds", 1) for f in files)
+    cal["step_overhead_s"] = statistics.median(f["step_overhead_s"] for f in files)
+    curves = [f.get("eviction") for f in files]
+    base = next((c for c in curves if c), None)
+    cal.pop("eviction", None)
+    if base:
+        cal["eviction"] = [{"bytes": pt["bytes"],
+                            "fraction": statistics.median(c[k]["fraction"] if c else 0.0
+                                                          for c in curves)}
+                           for k, pt in enumerate(base)]
+    jpath, cpath = os.path.join(tmp, "merged.json"), os.path.join(tmp, "merged.csv")
+    with open(jpath, "w") as f:
+        json.dump(cal, f, indent=1)
+    with open(cpath, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(out)
+    return jpath, cpath
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--flopmeter", default=os.path.join(HERE, "..", "build", "flopmeter"))
@@ -269,6 +331,10 @@ def main():
                     help="calibrate once (with --samples) and fit each pair's leave-out from "
                          "those samples (calibrate --from-samples), instead of one timed "
                          "calibration per leave-out set")
+    ap.add_argument("--sweep-per-pass", action="store_true",
+                    help="one calibration round before each pass over the steps, merged "
+                         "(each sample the median of its passes) and fitted per leave-out set: "
+                         "the sweep and the steps see the same minutes of the host")
     ap.add_argument("--python", default=os.environ.get(
         "FLOPMETER_PY", "/root/.cache/flopmeter/venv/bin/python"),
                     help="a Python with torch, torchvision, transformers and onnxscript, to "
@@ -341,19 +407,22 @@ def main():
                 cmd.append("--quick")
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+        def refit(samples, like, leave_out, cache, tag):
+            # the fit re-made from the samples of calibration `like`, times nothing
+            if leave_out not in cache:
+                path = os.path.join(tmp, f"{tag}{len(cache)}.json")
+                cmd = [exe, "calibrate", "--from-samples", samples, "--like", like, "-o", path]
+                if leave_out:
+                    cmd += ["--leave-out", leave_out]
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                cache[leave_out] = path
+            return cache[leave_out]
+
         def calibration(leave_out):
             if args.calibration and not args.samples:
                 return args.calibration
-            if args.samples:   # the fit re-made from --calibration's samples, times nothing
-                if leave_out not in cals:
-                    path = os.path.join(tmp, f"refit{len(cals)}.json")
-                    cmd = [exe, "calibrate", "--from-samples", args.samples, "--like",
-                           args.calibration, "-o", path]
-                    if leave_out:
-                        cmd += ["--leave-out", leave_out]
-                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-                    cals[leave_out] = path
-                return cals[leave_out]
+            if args.samples:
+                return refit(args.samples, args.calibration, leave_out, cals, "refit")
             if leave_out not in cals:
                 path = os.path.join(tmp, f"cal{len(cals)}.json")
                 cmd = [exe, "calibrate", "--threads", thr, "-o", path]
@@ -378,6 +447,36 @@ def main():
             return m, m["step_ms"]["median"] * 1e-3, [x * 1e-3 for x in m["step_ms"]["all"]]
 
         print(f"command: {' '.join(sys.argv)}\n", flush=True)
+        # --sweep-per-pass: every pass's steps right after a calibration round of their own;
+        # the pairs are predicted afterwards from the rounds merged
+        per_pass = args.sweep_per_pass and not args.calibration and not gpu and not args.measured
+        timed, first, first_cals = {}, None, {}
+        if per_pass:
+            passes = []
+            for k in range(args.repeat):
+                j, c = os.path.join(tmp, f"pass{k}.json"), os.path.join(tmp, f"pass{k}.csv")
+                subprocess.run([exe, "calibrate", "--threads", thr, "-o", j, "--samples", c,
+                                *(["--quick"] if args.quick else ["--rounds", "1"])],
+                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                passes.append((j, c))
+                print(f"pass {k + 1} of {args.repeat}: calibrated", file=sys.stderr, flush=True)
+                for label, model, extra, _ in pairs:
+                    if not picked(label):
+                        continue
+                    t = timed.setdefault(label, {"medians": [], "steps": [], "json": None,
+                                                 "failed": None})
+                    if t["failed"]:
+                        continue
+                    try:
+                        m, med, steps = measure(model, extra, None)
+                    except RuntimeError as e:
+                        t["failed"] = str(e)
+                        continue
+                    t["medians"].append(med)
+                    t["steps"].extend(steps)
+                    t["json"] = t["json"] or m
+            args.calibration, args.samples = merge_passes(passes, tmp)
+            first = passes[0]
         rows = []
         for label, model, extra, leave_out in pairs:
             if not picked(label):
@@ -397,7 +496,18 @@ def main():
                 pw = run_json([exe, "predict", model, *extra, *pred_opts, how, warm_cal,
                                "--format", "json"])
                 p["run"]["step_s"]["warm_only"] = pw["run"]["step_s"]["calibrated"]
-                m, meas, steps = measure(model, extra, name)
+                if per_pass:
+                    t = timed[label]
+                    if t["failed"]:
+                        raise RuntimeError(t["failed"])
+                    m, meas, steps = t["json"], t["medians"], t["steps"]
+                    fp = run_json([exe, "predict", model, *extra, how,
+                                   refit(first[1], first[0], leave_out, first_cals, "first"),
+                                   "--format", "json"])
+                    p["run"]["step_s"]["first"] = fp["run"]["step_s"]["calibrated"]
+                else:
+                    m, meas, steps = measure(model, extra, name)
+                    meas = [meas]
                 if args.keep and not args.measured:
                     lay_opts = run_opts if gpu else ["--threads", thr]
                     lay_cmd = [exe, "measure", model, *extra, *lay_opts, "--steps",
@@ -417,13 +527,13 @@ def main():
                 rows.append((label, out, None, None, None, None, str(e), []))
                 print(f"{label}: failed: {e}", file=sys.stderr, flush=True)
                 continue
-            rows.append([label, out, model, extra, p["run"]["step_s"], [meas], None, steps])
-            print(f"{label}: measured {meas * 1e3:.2f} ms, calibrated "
+            rows.append([label, out, model, extra, p["run"]["step_s"], meas, None, steps])
+            print(f"{label}: measured {statistics.median(meas) * 1e3:.2f} ms, calibrated "
                   f"{p['run']['step_s']['calibrated'] * 1e3:.2f} ms", file=sys.stderr, flush=True)
         # the steps again, in passes over all pairs minutes apart (interleaved: a burst of
         # another process on the shared machine spoils one run of a pair, not all); the
         # figure is the median of the runs' medians, the spread that of every step
-        for _ in range(0 if args.measured else args.repeat - 1):
+        for _ in range(0 if args.measured or per_pass else args.repeat - 1):
             for r in rows:
                 if r[2] is not None and not r[6]:
                     try:

@@ -654,7 +654,7 @@ static enum fm_status check_leave_out(struct fm_ctx *ctx, const char *leave_out)
 #define EVICT_STEPS 9
 /* Rounds of the eviction probe, spread evenly over the sweep's warm and cold timings: on a
  * shared machine how much of the last-level cache a guest keeps moves with its neighbours
- * from one second to the next (one 4 MB chain read at the latency of memory for seconds on
+ * from one second to the next (a 4 MB chain read at the latency of memory for seconds on
  * end, right after it was read, while the machine itself was idle), so the curve is a median
  * over the time the layers were timed in, not one moment's reading. */
 #define EVICT_ROUNDS 15

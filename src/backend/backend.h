@@ -79,7 +79,11 @@ enum fm_status fm_probe_cpu(struct fm_ctx *ctx, const struct fm_probe_opts *opts
  * round writes); FM_ERR_UNSUPPORTED where no instruction flushes a cache line. One round
  * times the chain in ns per line: warm (just followed), after each bytes[k] of other traffic
  * written (after_ns[k]), and with its lines flushed from every cache (cold_ns). */
-#define FM_EVICT_CHASE_BYTES (4u << 20)
+/* 1 MB: within one core's L2 on the machines this runs on, so the chain just followed is
+ * read from a cache even where neighbours keep the shared last-level cache busy (a 4 MB chain
+ * read again at 125 ns a line, memory's latency, on a shared Zen 4 host whose 1 MB one read
+ * at 10-17 ns), and every round has a cached time to measure misses against */
+#define FM_EVICT_CHASE_BYTES (1u << 20)
 struct fm_evict_probe;
 enum fm_status fm_evict_probe_new(struct fm_ctx *ctx, double traffic_bytes,
                                   struct fm_evict_probe **out);

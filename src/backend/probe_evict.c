@@ -6,7 +6,7 @@
  * timing resolves. A layer's own time (the probe of earlier versions timed a ReLU) moves far
  * less between cache and memory than its timing noise, which made the fraction ill-conditioned:
  * two calibrations back to back on one quiet machine read fully cold from 4 MB, and no
- * difference at all. */
+ * difference at all. The chain is 1 MB (backend.h says why). */
 #include "../core/internal.h"
 #include "backend.h"
 
