@@ -66,6 +66,12 @@ static const struct point sweep[] = {
     {"conv dense", PT_CONV, 2, 3, 112, 64, 7, 2, 1, 0, "resnet"},
     {"conv dense", PT_CONV, 4, 64, 56, 128, 3, 2, 1, 0, "resnet"},
     {"conv dense", PT_CONV, 2, 3, 96, 32, 3, 2, 1, 0, "mobilenet_v2,efficientnet"},
+    /* generic shapes at batch 1 for every convolution kind and BatchNorm, 0.3-16M FLOPs: the
+     * small end of a kind must not hang on one family's shapes. Without MobileNetV2's (the
+     * only pointwise ones under 100M FLOPs), the pointwise fits extrapolated a fixed cost of
+     * 140-460 us a phase and priced its 29M-FLOP layers at 3.7 times their time */
+    {"conv dense", PT_CONV, 1, 16, 56, 16, 3, 1, 1, 0, NULL},
+    {"conv dense", PT_CONV, 1, 96, 7, 96, 3, 1, 1, 0, NULL},
     {"conv pointwise", PT_CONV, 2, 64, 56, 256, 1, 1, 1, 0, "resnet50,resnext"},
     {"conv pointwise", PT_CONV, 4, 256, 28, 64, 1, 1, 1, 0, "resnet50,resnext"},
     {"conv pointwise", PT_CONV, 8, 512, 14, 128, 1, 1, 1, 0, "resnet50,resnext"},
@@ -78,6 +84,10 @@ static const struct point sweep[] = {
     {"conv pointwise", PT_CONV, 8, 256, 14, 256, 1, 1, 1, 0, NULL},
     {"conv pointwise", PT_CONV, 8, 512, 7, 2048, 1, 1, 1, 0, NULL},
     {"conv pointwise", PT_CONV, 8, 48, 56, 192, 1, 1, 1, 0, NULL},
+    {"conv pointwise", PT_CONV, 1, 40, 14, 200, 1, 1, 1, 0, NULL},
+    {"conv pointwise", PT_CONV, 1, 64, 28, 32, 1, 1, 1, 0, NULL},
+    {"conv pointwise", PT_CONV, 2, 24, 28, 112, 1, 1, 1, 0, NULL},
+    {"conv pointwise", PT_CONV, 1, 128, 7, 768, 1, 1, 1, 0, NULL},
     {"conv depthwise", PT_CONV, 2, 32, 112, 32, 3, 1, 32, 0, "mobilenet_v2,efficientnet"},
     {"conv depthwise", PT_CONV, 4, 96, 56, 96, 3, 1, 96, 0, "mobilenet_v2"},
     {"conv depthwise", PT_CONV, 4, 144, 56, 144, 3, 2, 144, 0, "mobilenet_v2,efficientnet"},
@@ -97,6 +107,8 @@ static const struct point sweep[] = {
     {"conv depthwise", PT_CONV, 8, 72, 28, 72, 5, 1, 72, 0, NULL},
     {"conv depthwise", PT_CONV, 8, 120, 14, 120, 5, 1, 120, 0, NULL},
     {"conv depthwise", PT_CONV, 16, 88, 28, 88, 3, 1, 88, 0, NULL},
+    {"conv depthwise", PT_CONV, 1, 96, 14, 96, 3, 1, 96, 0, NULL},
+    {"conv depthwise", PT_CONV, 1, 240, 7, 240, 5, 1, 240, 0, NULL},
     {"conv grouped", PT_CONV, 4, 128, 56, 128, 3, 1, 32, 0, "resnext"},
     {"conv grouped", PT_CONV, 8, 256, 28, 256, 3, 1, 32, 0, "resnext"},
     {"conv grouped", PT_CONV, 4, 512, 14, 512, 3, 1, 32, 0, "resnext"},
@@ -128,6 +140,7 @@ static const struct point sweep[] = {
     {"norm", PT_BN, 8, 256, 28, 0, 0, 0, 0, 0, NULL},
     {"norm", PT_BN, 8, 1024, 7, 0, 0, 0, 0, 0, NULL},
     {"norm", PT_BN, 4, 32, 56, 0, 0, 0, 0, 0, NULL},
+    {"norm", PT_BN, 1, 96, 14, 0, 0, 0, 0, 0, NULL},
     {"norm", PT_LN, 256, 768, 0, 0, 0, 0, 0, 0, "vit,gpt2,bert"},
     {"norm", PT_LN, 1024, 384, 0, 0, 0, 0, 0, 0, "convnext,swin"},
     {"norm", PT_LN, 64, 2048, 0, 0, 0, 0, 0, 0, NULL},
