@@ -22,7 +22,7 @@
 enum pt_kind {
     PT_CONV,        /* a: N, b: C, c: H (= W), d: K out, e: kernel, f: stride, g: groups */
     PT_LINEAR,      /* a: rows, b: in, c: out */
-    PT_MATMUL,      /* a: batch, b: M, c: K, d: N */
+    PT_MATMUL,      /* a: batch, b: M, c: K, d: N; e: 1 = one (K, N) weight for the batch */
     PT_BN,          /* a: N, b: C, c: H */
     PT_LN,          /* a: rows, b: width */
     PT_ACT,         /* a: N, b: C, c: H, op */
@@ -136,6 +136,15 @@ static const struct point sweep[] = {
     {"matmul", PT_MATMUL, 24, 128, 64, 128, 0, 0, 0, 0, "vit,gpt2,bert"},
     {"matmul", PT_MATMUL, 48, 64, 32, 64, 0, 0, 0, 0, NULL},
     {"matmul", PT_MATMUL, 12, 256, 64, 256, 0, 0, 0, 0, "vit,gpt2,bert"},
+    /* projections as MatMul, x (B, S, K) times one (K, N) weight: HF's Conv1D (GPT-2), the
+     * config-built GPT-2 and exports that write a Linear as MatMul and Add. Before them the
+     * MatMul kind had only batched products of attention's size (one generic, 12.6M FLOPs,
+     * with GPT-2's family left out), and GPT-2's projections ran at 1.4-2.5 times their price */
+    {"matmul", PT_MATMUL, 1, 96, 1024, 1024, 1, 0, 0, 0, NULL},
+    {"matmul", PT_MATMUL, 2, 64, 512, 2048, 1, 0, 0, 0, NULL},
+    {"matmul", PT_MATMUL, 1, 256, 640, 640, 1, 0, 0, 0, NULL},
+    {"matmul", PT_MATMUL, 4, 32, 2048, 512, 1, 0, 0, 0, NULL},
+    {"matmul", PT_MATMUL, 1, 32, 512, 1536, 1, 0, 0, 0, NULL},
     {"norm", PT_BN, 2, 64, 112, 0, 0, 0, 0, 0, "resnet"},
     {"norm", PT_BN, 8, 256, 28, 0, 0, 0, 0, 0, NULL},
     {"norm", PT_BN, 8, 1024, 7, 0, 0, 0, 0, 0, NULL},
@@ -331,7 +340,7 @@ static enum fm_status build(struct fm_ctx *ctx, const struct point *shape, bool 
     case PT_MATMUL: {
         int64_t da[3] = {p->a, p->b, p->c}, db[3] = {p->a, p->c, p->d};
         fm_tid in[2] = {prescale(&nn, input(&nn, "x", FM_DTYPE_FP32, 3, da), p->c, 3),
-                        param(&nn, "layer.b", 3, db)};
+                        p->e ? param(&nn, "layer.b", 2, db + 1) : param(&nn, "layer.b", 3, db)};
         y = node1(&nn, FM_OP_MATMUL, "layer", NULL, in, 2);
         break;
     }
