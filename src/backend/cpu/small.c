@@ -32,6 +32,7 @@ struct fm_cpu_small {
     dnnl_memory_desc_t wmd, bmd;   /* the weight's and the bias's, plain */
     bool bias;                     /* the forward adds one */
     bool dbias;                    /* the weight gradient writes the bias's */
+    bool transposed;               /* the forward's gemm runs over wt (small_fwd_exec) */
     float *wt;                     /* k x n: w transposed, where the forward uses it */
     float *tail;                   /* gemm's last columns: (2 max(rows, k, n) + 1) x 16 */
 };
@@ -62,12 +63,12 @@ struct fm_cpu_small *fm_cpu_small_new(struct fm_cpu *s, int64_t rows, int64_t k,
                                       const int64_t *wdims, bool bias)
 {
     int64_t xrs, yrs;
-    if (rows < 1 || rows * k * n > FM_CPU_SMALL_MACS || k * n > FM_CPU_SMALL_WEIGHTS || !fm_cpu_small_layout(xmd, &xrs) ||
-        !fm_cpu_small_layout(ymd, &yrs) || xmd->dims[1] != k || ymd->dims[1] != n ||
-        xmd->dims[0] != rows || ymd->dims[0] != rows)
+    if (rows < 1 || rows * k * n > FM_CPU_SMALL_MACS || k * n > FM_CPU_SMALL_WEIGHTS ||
+        !fm_cpu_small_layout(xmd, &xrs) || !fm_cpu_small_layout(ymd, &yrs) ||
+        xmd->dims[1] != k || ymd->dims[1] != n || xmd->dims[0] != rows || ymd->dims[0] != rows)
         return NULL;
     struct fm_cpu_small *p = fm_cpu_buf(s, sizeof(*p));
-    bool transposed = k < n && rows >= SMALL_NT_ROWS;   /* small_fwd_exec's choice */
+    bool transposed = k < n && rows >= SMALL_NT_ROWS;
     float *wt = transposed ? fm_cpu_buf(s, sizeof(float) * (size_t)(k * n)) : NULL;
     int64_t most = rows > k ? rows : k;
     most = most > n ? most : n;
@@ -76,8 +77,8 @@ struct fm_cpu_small *fm_cpu_small_new(struct fm_cpu *s, int64_t rows, int64_t k,
         return NULL;
     *p = (struct fm_cpu_small){.rows = rows, .k = k, .n = n, .kpad = xmd->padded_dims[1],
                                .npad = ymd->padded_dims[1], .xrs = xrs, .yrs = yrs,
-                               .xmd = *xmd, .ymd = *ymd, .bias = bias, .wt = wt,
-                               .tail = tail};
+                               .xmd = *xmd, .ymd = *ymd, .bias = bias,
+                               .transposed = transposed, .wt = wt, .tail = tail};
     fm_cpu_md_plain(&p->wmd, wrank, wdims);
     fm_cpu_md_plain(&p->bmd, 1, &n);
     return p;
@@ -232,7 +233,7 @@ static enum fm_status small_fwd_exec(struct fm_cpu *s, const struct fm_cpu_item 
     const float *x = fm_cpu_item_f32(it, 0), *w = fm_cpu_item_f32(it, 1);
     const float *b = p->bias ? fm_cpu_item_f32(it, 3) : NULL;
     float *y = fm_cpu_item_f32(it, 2);
-    if (p->k >= p->n || p->rows < SMALL_NT_ROWS) {
+    if (!p->transposed) {
         gemm_nt(p->rows, p->n, p->k, x, p->xrs, w, y, p->yrs, b);
     } else {
         transpose(p->wt, w, p->n, p->k);
