@@ -874,6 +874,66 @@ SMALL_TEST(small_linear_tails, 37, 33, 50, false)
 SMALL_TEST(small_linear_onednn, 128, 128, 80, false)
 SMALL_TEST(small_linear_weights_onednn, 1, 300, 300, false)
 
+/* ---- the cross-entropy loss over many classes against a plain reference ----
+ * The logits are the parameter itself: a language model's loss, rows of tokens over its
+ * vocabulary, on the step's threads from 2^15 logits and summed in blocks of 1,024 classes.
+ * Normal logits times 4, and in every third row one at -200 (below the exponential's clamp)
+ * and one at +30. After one step: the loss against the double reference, and every element of
+ * d logits within 2e-5 of its own size (the float log-sum-exp's rounding). */
+static void ce_check(const char *what, int64_t rows, int64_t classes)
+{
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, what, &g));
+    fm_tid x = add_param(ctx, g, "x", SHAPE(rows, classes));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    add_loss(&nn, x);
+    void *state = prepare_frozen(be, ctx, g, what);
+    uint64_t rng = 777, n = (uint64_t)(rows * classes);
+    float *v = malloc(sizeof(float) * n), *gx = malloc(sizeof(float) * n);
+    float *lab = malloc(sizeof(float) * (size_t)rows);
+    double *z = malloc(sizeof(double) * n), *dz = malloc(sizeof(double) * n);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = (float)(4.0 * rng_normal(&rng));
+    for (int64_t r = 0; r < rows; r += 3) {
+        v[r * classes + (r * 7919) % classes] = -200.0f;
+        v[r * classes + (r * 104729 + 1) % classes] = 30.0f;
+    }
+    FM_ASSERT_OK(ctx, be->write(state, x, v, n));
+    double loss = step_loss(be, state);
+    FM_ASSERT_OK(ctx, be->read(state, x, true, gx, n));
+    FM_ASSERT_OK(ctx, be->read(state, named(g, "labels"), false, lab, (uint64_t)rows));
+    for (uint64_t i = 0; i < n; i++)
+        z[i] = v[i];
+    double ref = ref_cross_entropy(z, (uint64_t)rows, (uint64_t)classes, lab, dz);
+    if (!(fabs(loss - ref) <= 1e-6 * fabs(ref)))
+        fail_msg("%s: loss %.9g, reference %.9g", what, loss, ref);
+    for (uint64_t i = 0; i < n; i++) {
+        if (!(fabs(gx[i] - dz[i]) <= 2e-5 * fabs(dz[i]) + 1e-30))
+            fail_msg("%s: d logits[%llu] = %.8g, reference %.8g", what,
+                     (unsigned long long)i, gx[i], dz[i]);
+    }
+    free(v); free(gx); free(lab); free(z); free(dz);
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* GPT-2's vocabulary over 12 tokens (threads, 50 blocks and a tail of 81); 3 rows of 2,000
+ * classes (one thread, a block and a tail) */
+static void ce_gpt2_vocab(void **state)
+{
+    (void)state;
+    ce_check("ce_gpt2_vocab", 12, 50257);
+}
+static void ce_small_rows(void **state)
+{
+    (void)state;
+    ce_check("ce_small_rows", 3, 2000);
+}
+
 #define BCAST_TEST(fn, op, conv, b_first, as, bs)                                            \
     static void fn(void **state)                                                           \
     {                                                                                      \
@@ -1745,6 +1805,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(small_linear_tails),
         cmocka_unit_test(small_linear_onednn),
         cmocka_unit_test(small_linear_weights_onednn),
+        cmocka_unit_test(ce_gpt2_vocab),
+        cmocka_unit_test(ce_small_rows),
         cmocka_unit_test(bcast_se_c8_blocked),
         cmocka_unit_test(bcast_se_c24_blocked),
         cmocka_unit_test(bcast_se_c56_blocked),

@@ -26,9 +26,9 @@
 #include <math.h>
 #include <string.h>
 
-/* GCC keeps a float compare-and-select (the clamps of erf_fast and exp_fast, Max, Min, ReLU
- * -like selects) as a branch while FP operations may trap, and a loop with a branch does not
- * vectorise: Erf ran at 10-20x a same-sized Add. Nothing here reads the FP exception flags,
+/* GCC keeps a float compare-and-select (the clamps of erf_fast and fm_cpu_exp_neg, Max, Min,
+ * ReLU-like selects) as a branch while FP operations may trap, and a loop with a branch does
+ * not vectorise: Erf ran at 10-20x a same-sized Add. Nothing here reads the FP exception flags,
  * so the loops may compute both sides; the values are the same. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
@@ -240,29 +240,6 @@ static inline float erf_fast(float x)
     return x * p / q;
 }
 
-/* exp(x) for x <= 0 (erf's derivative, exp(-x^2)) without a libm call, so the loop
- * vectorises (libm's expf does not: GELU's backward as Erf ran at 7x its calibrated time):
- * x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its Taylor polynomial to degree 7 (error
- * below 2e-7 relative) times 2^n built in the exponent bits; x is clamped at -87 (exp(-87)
- * is 1.6e-38, just above float's smallest normal, where erf's derivative is 0 to the
- * precision of any gradient). */
-static inline float exp_fast(float x)
-{
-    x = x < -87.0f ? -87.0f : x;
-    float n = (float)(int32_t)(x * 1.44269504088896341f - 0.5f);   /* rounded: x <= 0 */
-    float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
-    float p = 1.98412698412698413e-4f;
-    p = p * r + 1.38888888888888889e-3f;
-    p = p * r + 8.33333333333333333e-3f;
-    p = p * r + 4.16666666666666667e-2f;
-    p = p * r + 1.66666666666666667e-1f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    union { int32_t i; float f; } sc = {.i = ((int32_t)n + 127) << 23};
-    return p * sc.f;
-}
-
 /* log(1 + exp(x)) without overflow: x itself past 20, where exp(-x) is below float's epsilon */
 static inline float softplus_of(float x)
 {
@@ -438,7 +415,7 @@ static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
             y[i] = AT(2, i) > 0.0f ? AT(1, i) : AT(1, i) * AT(3, i);
         break;
     case K_PRELU_S: BIN(y, float, f[1], f[2], v > 0.0f ? 0.0f : u * v); break;
-    case K_ERF_B: BIN(y, float, f[1], f[2], u * 1.12837916709551257f * exp_fast(-v * v)); break;
+    case K_ERF_B: BIN(y, float, f[1], f[2], u * 1.12837916709551257f * fm_cpu_exp_neg(-v * v)); break;
     case K_SIN_B: BIN(y, float, f[1], f[2], u * cosf(v)); break;
     case K_COS_B: BIN(y, float, f[1], f[2], -u * sinf(v)); break;
     case K_TAN_B: BIN(y, float, f[1], f[2], u * (1.0f + v * v)); break;

@@ -26,49 +26,82 @@ enum fm_status fm_cpu_loss_check(struct fm_ctx *ctx, const struct fm_graph *g,
     return FM_OK;
 }
 
-/* memories: logits (plain N x K), loss (one element) */
+/* Rows below this many logits in all run on one thread: the fork and join would cost more */
+#define CE_PARALLEL_MIN (1 << 15)
+/* The exponentials are summed in float lanes over blocks of this many, each block's sum added
+ * in double: a vectorised float sum of 50,257 terms would round at 1e-4 */
+#define CE_BLOCK 1024
+
+/* The log-sum-exp of one row, from its maximum. Compiled for AVX-512 and AVX2 too: GPT-2's
+ * loss is 50,257 classes times the tokens, where libm's exp per logit took 10 times PyTorch's
+ * time. */
+FM_CPU_CLONES
+static float ce_row_lse(const float *row, int64_t classes)
+{
+    float mx = row[0];
+    FM_CPU_SIMD_REDUCE(max : mx)
+    for (int64_t k = 1; k < classes; k++)
+        mx = row[k] > mx ? row[k] : mx;
+    double sum = 0.0;
+    for (int64_t k0 = 0; k0 < classes; k0 += CE_BLOCK) {
+        int64_t k1 = k0 + CE_BLOCK < classes ? k0 + CE_BLOCK : classes;
+        float part = 0.0f;
+        FM_CPU_SIMD_REDUCE(+ : part)
+        for (int64_t k = k0; k < k1; k++)
+            part += fm_cpu_exp_neg(row[k] - mx);
+        sum += part;
+    }
+    return (float)(mx + log(sum));
+}
+
+/* d row = (softmax(row) - onehot(label)) * inv */
+FM_CPU_CLONES
+static void ce_row_grad(const float *restrict row, float *restrict drow, int64_t classes,
+                        float lse, int32_t label, float inv)
+{
+    FM_CPU_SIMD
+    for (int64_t k = 0; k < classes; k++)
+        drow[k] = fm_cpu_exp_neg(row[k] - lse) * inv;
+    drow[label] -= inv;
+}
+
+/* memories: logits (plain N x K), loss (one element); the rows on the step's threads */
 static enum fm_status ce_fwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
 {
     struct ce_priv *p = arg;
     const float *x = fm_cpu_item_f32(it, 0);
     float *loss = fm_cpu_item_f32(it, 1);
-    double total = 0.0;
-    for (int64_t i = 0; i < p->rows; i++) {
-        const float *row = x + i * p->classes;
+    const int64_t rows = p->rows, classes = p->classes;
+    for (int64_t i = 0; i < rows; i++) {
         int32_t label = p->labels[i];
-        if (label < 0 || label >= p->classes)
+        if (label < 0 || label >= classes)
             return fm_error(s->ctx, FM_ERR_INVALID, "label %d of row %lld is outside [0, %lld)",
-                            (int)label, (long long)i, (long long)p->classes);
-        float mx = row[0];
-        for (int64_t k = 1; k < p->classes; k++)
-            mx = row[k] > mx ? row[k] : mx;
-        double sum = 0.0;
-        for (int64_t k = 0; k < p->classes; k++)
-            sum += exp((double)row[k] - mx);
-        double lse = mx + log(sum);
-        p->lse[i] = (float)lse;
-        total += lse - row[label];
+                            (int)label, (long long)i, (long long)classes);
     }
-    double value = total / (double)p->rows;
+    FM_CPU_PARALLEL_IF(rows * classes >= CE_PARALLEL_MIN)
+    for (int64_t i = 0; i < rows; i++)
+        p->lse[i] = ce_row_lse(x + i * classes, classes);
+    double total = 0.0;
+    for (int64_t i = 0; i < rows; i++)
+        total += (double)p->lse[i] - x[i * classes + p->labels[i]];
+    double value = total / (double)rows;
     s->loss = isnan(s->loss) ? value : s->loss + value;
     loss[0] = (float)value;
     return FM_OK;
 }
 
-/* memories: logits (plain), d logits (plain) */
+/* memories: logits (plain), d logits (plain): softmax / N, less 1 / N at the label */
 static enum fm_status ce_bwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
 {
     (void)s;
     const struct ce_priv *p = arg;
     const float *x = fm_cpu_item_f32(it, 0);
     float *dx = fm_cpu_item_f32(it, 1);
-    float inv = 1.0f / (float)p->rows;
-    for (int64_t i = 0; i < p->rows; i++) {
-        for (int64_t k = 0; k < p->classes; k++) {
-            float pk = expf(x[i * p->classes + k] - p->lse[i]);
-            dx[i * p->classes + k] = (pk - (k == p->labels[i] ? 1.0f : 0.0f)) * inv;
-        }
-    }
+    const int64_t rows = p->rows, classes = p->classes;
+    const float inv = 1.0f / (float)rows;
+    FM_CPU_PARALLEL_IF(rows * classes >= CE_PARALLEL_MIN)
+    for (int64_t i = 0; i < rows; i++)
+        ce_row_grad(x + i * classes, dx + i * classes, classes, p->lse[i], p->labels[i], inv);
     return FM_OK;
 }
 
