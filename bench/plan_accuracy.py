@@ -14,9 +14,14 @@ Sources:
   N21: Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
        Using Megatron-LM", table 1 (A100 80GB, Selene: DGX A100, 8 HDR InfiniBand per node).
        FLOPs per step 96 B s l h^2 (1 + s/6h + V/16lh) (full recomputation counted).
-       Runs: full recomputation, attention unfused (2021), gradients all-reduced after the
-       pipeline flush, no distributed optimizer; micro-batch 1 and the 1F1B schedule assumed
-       (the table does not list them).
+       Runs: full recomputation, attention unfused (2021), no distributed optimizer. The
+       micro-batch, the schedule and the data-parallel wrapper of each row are those of the
+       authors' own script for the table (examples/sc21/run_table_1.sh in NVIDIA/Megatron-LM):
+       micro-batch 16 to 1, the interleaved schedule where it sets
+       --num-layers-per-virtual-pipeline-stage (76B, 145B, 310B, 530B: v = 3, 2, 2, 3),
+       PyTorch's DistributedDataParallel (gradients all-reduced in buckets during the
+       backward) for the rows without pipeline parallelism, Megatron's own ("local": after
+       the pipeline flush) for the others.
   K22: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
        tables 3 and 5 (MFU): 72 B s l h^2 (1 + s/6h + V/12lh) model FLOPs per step, selective
        recomputation with sequence parallelism, data-parallel size 1, micro-batch 1.
@@ -55,18 +60,19 @@ import sys
 A100_PEAK = 312e12
 S, V = 2048, 51200
 
-# (source, model, hidden, layers, gpus, tp, pp, global batch, reported TFLOP/s per GPU)
+# (model, hidden, layers, gpus, tp, pp, global batch, reported TFLOP/s per GPU, micro-batch,
+#  interleaving depth v, data-parallel gradients overlapped with the backward)
 N21 = [
-    ("megatron-gpt-1.7b", 2304, 24, 32, 1, 1, 512, 137),
-    ("megatron-gpt-3.6b", 3072, 30, 64, 2, 1, 512, 138),
-    ("megatron-gpt-7.5b", 4096, 36, 128, 4, 1, 512, 142),
-    ("megatron-gpt-18b", 6144, 40, 256, 8, 1, 1024, 135),
-    ("megatron-gpt-39b", 8192, 48, 512, 8, 2, 1536, 138),
-    ("megatron-gpt-76b", 10240, 60, 1024, 8, 4, 1792, 140),
-    ("megatron-gpt-145b", 12288, 80, 1536, 8, 8, 2304, 148),
-    ("megatron-gpt-310b", 16384, 96, 1920, 8, 16, 2160, 155),
-    ("megatron-gpt-530b", 20480, 105, 2520, 8, 35, 2520, 163),
-    ("megatron-gpt-1t", 25600, 128, 3072, 8, 64, 3072, 163),
+    ("megatron-gpt-1.7b", 2304, 24, 32, 1, 1, 512, 137, 16, 1, True),
+    ("megatron-gpt-3.6b", 3072, 30, 64, 2, 1, 512, 138, 16, 1, True),
+    ("megatron-gpt-7.5b", 4096, 36, 128, 4, 1, 512, 142, 16, 1, True),
+    ("megatron-gpt-18b", 6144, 40, 256, 8, 1, 1024, 135, 8, 1, True),
+    ("megatron-gpt-39b", 8192, 48, 512, 8, 2, 1536, 138, 4, 1, False),
+    ("megatron-gpt-76b", 10240, 60, 1024, 8, 4, 1792, 140, 2, 3, False),
+    ("megatron-gpt-145b", 12288, 80, 1536, 8, 8, 2304, 148, 2, 2, False),
+    ("megatron-gpt-310b", 16384, 96, 1920, 8, 16, 2160, 155, 1, 2, False),
+    ("megatron-gpt-530b", 20480, 105, 2520, 8, 35, 2520, 163, 1, 3, False),
+    ("megatron-gpt-1t", 25600, 128, 3072, 8, 64, 3072, 163, 1, 1, False),
 ]
 # (model, hidden, layers, gpus, tp, pp, global batch, reported MFU)
 # (model, gpus, dp, reported TFLOP/s per GPU)
@@ -107,41 +113,42 @@ def main():
         if v:
             ppp += ["--ppp-" + k, v]
     rows = []
-    for model, h, l, gpus, tp, pp, gb, tf in N21:
+    for model, h, l, gpus, tp, pp, gb, tf, mbs, v, overlap in N21:
         j = plan(a.flopmeter, model, gpus, tp, pp, gb,
-                 ["--recompute", "full", "--zero", "0", "--no-overlap"], ppp)
+                 ["--recompute", "full", "--zero", "0", "--micro-batch", str(mbs),
+                  "--interleave", str(v)] + ([] if overlap else ["--no-overlap"]), ppp)
         flops = 96 * gb * S * l * h * h * (1 + S / (6 * h) + V / (16 * l * h))
         pred = flops / (j["step_s"] * gpus) / 1e12
-        rows.append(("N21", model, gpus, tp, pp, gb, tf, pred, j))
+        rows.append(("N21", model, gpus, tp, pp, gb, tf, pred, j, mbs, v))
     for model, gpus, tf in S22:
         h, l, gb = 20480, 105, 1920
         j = plan(a.flopmeter, model, gpus, 8, 35, gb,
                  ["--recompute", "full", "--zero", "1", "--no-overlap"], ppp)
         flops = 96 * gb * S * l * h * h * (1 + S / (6 * h) + V / (16 * l * h))
         pred = flops / (j["step_s"] * gpus) / 1e12
-        rows.append(("S22", model, gpus, 8, 35, gb, tf, pred, j))
+        rows.append(("S22", model, gpus, 8, 35, gb, tf, pred, j, 1, 1))
     for model, h, l, gpus, tp, pp, gb, mfu in K22:
         j = plan(a.flopmeter, model, gpus, tp, pp, gb,
                  ["--recompute", "selective", "--sequence-parallel", "--zero", "0"], ppp)
         flops = 72 * gb * S * l * h * h * (1 + S / (6 * h) + V / (12 * l * h))
         pred = flops / (j["step_s"] * gpus) / 1e12
-        rows.append(("K22", model, gpus, tp, pp, gb, mfu * A100_PEAK / 1e12, pred, j))
+        rows.append(("K22", model, gpus, tp, pp, gb, mfu * A100_PEAK / 1e12, pred, j, 1, 1))
     errs = []
     if a.markdown:
-        print("| source | model | GPUs | TP | PP | batch | reported TFLOP/s/GPU | predicted | "
-              "error | predicted memory/GPU |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for src, model, gpus, tp, pp, gb, rep, pred, j in rows:
+        print("| source | model | GPUs | TP | PP | batch | micro-batch | v | reported TFLOP/s/GPU | "
+              "predicted | error | predicted memory/GPU |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for src, model, gpus, tp, pp, gb, rep, pred, j, mbs, v in rows:
         err = (pred - rep) / rep
         errs.append(abs(err))
         if a.markdown:
-            print("| %s | %s | %d | %d | %d | %d | %.0f | %.0f | %+.1f%% | %.1f GB |" % (
-                src, model, gpus, tp, pp, gb, rep, pred, 100 * err,
+            print("| %s | %s | %d | %d | %d | %d | %d | %d | %.0f | %.0f | %+.1f%% | %.1f GB |" % (
+                src, model, gpus, tp, pp, gb, mbs, v, rep, pred, 100 * err,
                 j["memory_per_gpu_bytes"] / 1e9))
         else:
-            print("%-4s %-20s %5d tp%d pp%-3d gb%-5d reported %6.1f predicted %6.1f  %+6.1f%%"
-                  "  mem %.1f GB" % (src, model, gpus, tp, pp, gb, rep, pred, 100 * err,
-                                     j["memory_per_gpu_bytes"] / 1e9))
+            print("%-4s %-20s %5d tp%d pp%-3d gb%-5d mb%-2d v%d reported %6.1f predicted %6.1f"
+                  "  %+6.1f%%  mem %.1f GB" % (src, model, gpus, tp, pp, gb, mbs, v, rep, pred,
+                                               100 * err, j["memory_per_gpu_bytes"] / 1e9))
     print("\n%d rows: median |error| %.1f%%, largest %.1f%%" % (
         len(errs), 100 * statistics.median(errs), 100 * max(errs)))
     for src in ("N21", "S22", "K22"):
