@@ -934,6 +934,97 @@ static void ce_small_rows(void **state)
     ce_check("ce_small_rows", 3, 2000);
 }
 
+/* Softmax or LogSoftmax along the last axis of x (rows, len), then add_loss: the loss and the
+ * gradient of x against a double reference (y by the definition, dy by ref_cross_entropy over
+ * y, dx = y (dy - sum dy y), or dy - exp(y) sum dy). Entries -60 and +25 in every third row so
+ * a row is dominated by one class and its exponentials reach far below 1. */
+static void sm_check(const char *what, int64_t rows, int64_t len, bool log_form)
+{
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, what, &g));
+    fm_tid x = add_param(ctx, g, "x", SHAPE(rows, len));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.axis = -1;
+    fm_tid y = add_op(&nn, log_form ? FM_OP_LOG_SOFTMAX : FM_OP_SOFTMAX, "sm", &a, &x, 1);
+    add_loss(&nn, y);
+    void *state = prepare_frozen(be, ctx, g, what);
+    uint64_t rng = 4242, n = (uint64_t)(rows * len);
+    float *v = malloc(sizeof(float) * n), *gx = malloc(sizeof(float) * n);
+    float *lab = malloc(sizeof(float) * (size_t)rows);
+    double *ry = malloc(sizeof(double) * n), *dy = malloc(sizeof(double) * n);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = (float)(3.0 * rng_normal(&rng));
+    for (int64_t r = 0; r < rows; r += 3) {
+        v[r * len + (r * 7919) % len] = -60.0f;
+        v[r * len + (r * 104729 + 1) % len] = 25.0f;
+    }
+    FM_ASSERT_OK(ctx, be->write(state, x, v, n));
+    double loss = step_loss(be, state);
+    FM_ASSERT_OK(ctx, be->read(state, x, true, gx, n));
+    FM_ASSERT_OK(ctx, be->read(state, named(g, "labels"), false, lab, (uint64_t)rows));
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = v + r * len;
+        double m = xr[0], sum = 0.0;
+        for (int64_t k = 1; k < len; k++)
+            m = fmax(m, xr[k]);
+        for (int64_t k = 0; k < len; k++)
+            sum += exp(xr[k] - m);
+        for (int64_t k = 0; k < len; k++)
+            ry[r * len + k] = log_form ? xr[k] - m - log(sum) : exp(xr[k] - m) / sum;
+    }
+    double ref = ref_cross_entropy(ry, (uint64_t)rows, (uint64_t)len, lab, dy);
+    if (!(fabs(loss - ref) <= 1e-5 * fabs(ref)))
+        fail_msg("%s: loss %.9g, reference %.9g", what, loss, ref);
+    for (int64_t r = 0; r < rows; r++) {
+        const double *yr = ry + r * len, *dr = dy + r * len;
+        double sum = 0.0, big = 0.0;
+        for (int64_t k = 0; k < len; k++)
+            sum += log_form ? dr[k] : dr[k] * yr[k];
+        /* float32 on the backend's side: dx is a difference of terms of size up to `big`
+         * (where one class takes the row, y (dy - sum) cancels to 1e-12 from terms of 1e-4),
+         * so the error is measured against the terms, not the difference */
+        for (int64_t k = 0; k < len; k++) {
+            double t = log_form ? fabs(dr[k]) + exp(yr[k]) * fabs(sum)
+                                : fabs(yr[k]) * (fabs(dr[k]) + fabs(sum));
+            big = fmax(big, t);
+        }
+        for (int64_t k = 0; k < len; k++) {
+            double dx = log_form ? dr[k] - exp(yr[k]) * sum : yr[k] * (dr[k] - sum);
+            double got = gx[r * len + k];
+            if (!(fabs(got - dx) <= 1e-5 * big + 1e-4 * fabs(dx)))
+                fail_msg("%s: dx[%lld, %lld] = %.8g, reference %.8g (row's largest term %.3g)",
+                         what, (long long)r, (long long)k, got, dx, big);
+        }
+    }
+    free(v); free(gx); free(lab); free(ry); free(dy);
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* GPT-2's attention scores at 1x128 (12 heads x 128 queries of 128 keys: the rows on the
+ * threads); LogSoftmax over 3 rows of 3,000 (one thread, two sum blocks and a tail) */
+static void softmax_gpt2_scores(void **state)
+{
+    (void)state;
+    sm_check("softmax_gpt2_scores", 1536, 128, false);
+}
+static void log_softmax_long_rows(void **state)
+{
+    (void)state;
+    sm_check("log_softmax_long_rows", 3, 3000, true);
+}
+static void softmax_long_rows(void **state)
+{
+    (void)state;
+    sm_check("softmax_long_rows", 5, 2500, false);
+}
+
 #define BCAST_TEST(fn, op, conv, b_first, as, bs)                                            \
     static void fn(void **state)                                                           \
     {                                                                                      \
@@ -1807,6 +1898,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(small_linear_weights_onednn),
         cmocka_unit_test(ce_gpt2_vocab),
         cmocka_unit_test(ce_small_rows),
+        cmocka_unit_test(softmax_gpt2_scores),
+        cmocka_unit_test(log_softmax_long_rows),
+        cmocka_unit_test(softmax_long_rows),
         cmocka_unit_test(bcast_se_c8_blocked),
         cmocka_unit_test(bcast_se_c24_blocked),
         cmocka_unit_test(bcast_se_c56_blocked),
