@@ -1025,6 +1025,106 @@ static void softmax_long_rows(void **state)
     sm_check("softmax_long_rows", 5, 2500, false);
 }
 
+/* Tanh and GELU's tanh form (the backend's own loops) over (rows, 512): every output and the
+ * gradient of x against double references, x drawn 4 N(0, 1) with special values written over
+ * the first row (0, tiny and small arguments where 1 - exp(-2|x|) would lose its digits, the
+ * reduction's boundary near 0.17, the clamp at 9 and beyond, large negatives where GELU's
+ * 1 + tanh cancels). dy is add_loss's, so the gradient check is dx = dy f'(x) on every
+ * element; tolerances: y within 1e-6 relative (plus 1e-35 absolute: GELU's tail, where exp is clamped at -87, far below
+ * float's normal range), dx within 2e-6 relative of |dy f'| plus 1e-6 of the row's largest;
+ * for GELU both relative terms times 1 + 2|u| (u rounded to float enters exp(2u)). */
+static double ref_gelu_tanh(double x, double *d)
+{
+    const double c = sqrt(2.0 / M_PI), a = 0.044715;
+    /* 1 + tanh(u) = 2 sigma(2u) and 1 - tanh(u)^2 = 4 sigma(2u) sigma(-2u): in double too,
+     * 1 + tanh(u) rounds to 0 from u = -19 on, where GELU is still 1e-16 x */
+    double u = c * (x + a * x * x * x), sp = 1.0 / (1.0 + exp(-2.0 * u));
+    double sn = 1.0 / (1.0 + exp(2.0 * u));
+    *d = sp + 0.5 * x * 4.0 * sp * sn * c * (1.0 + 3.0 * a * x * x);
+    return x * sp;
+}
+
+static void own_act_check(const char *what, bool gelu, int64_t rows)
+{
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    const int64_t cols = 512;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, what, &g));
+    fm_tid x = add_param(ctx, g, "x", SHAPE(rows, cols));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    if (gelu)
+        a.flags = FM_ATTR_GELU_TANH;
+    fm_tid y = add_op(&nn, gelu ? FM_OP_GELU : FM_OP_TANH, "act", &a, &x, 1);
+    add_loss(&nn, y);
+    void *state = prepare_frozen(be, ctx, g, what);
+    static const float special[] = {0.0f, 1e-30f, 1e-6f, 1e-3f, 0.01f, 0.1f, 0.17f, 0.1733f,
+                                    0.174f, 0.3466f, 0.5f, 1.0f, 2.5f, 3.0f, 6.0f, 8.99f, 9.0f,
+                                    9.5f, 20.0f, 88.0f, 1e3f, 1e20f};
+    const int ns = (int)(sizeof(special) / sizeof(special[0]));
+    uint64_t rng = 99, n = (uint64_t)(rows * cols);
+    float *v = malloc(sizeof(float) * n), *gx = malloc(sizeof(float) * n);
+    float *gy = malloc(sizeof(float) * n), *lab = malloc(sizeof(float) * (size_t)rows);
+    double *ry = malloc(sizeof(double) * n), *dy = malloc(sizeof(double) * n);
+    double *rd = malloc(sizeof(double) * n), *rc = malloc(sizeof(double) * n);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = (float)(4.0 * rng_normal(&rng));
+    for (int i = 0; i < ns; i++) {
+        v[2 * i] = special[i];
+        v[2 * i + 1] = -special[i];
+    }
+    FM_ASSERT_OK(ctx, be->write(state, x, v, n));
+    (void)step_loss(be, state);
+    FM_ASSERT_OK(ctx, be->read(state, y, false, gy, n));
+    FM_ASSERT_OK(ctx, be->read(state, x, true, gx, n));
+    FM_ASSERT_OK(ctx, be->read(state, named(g, "labels"), false, lab, (uint64_t)rows));
+    for (uint64_t i = 0; i < n; i++) {
+        double t = tanh((double)v[i]), e = exp(-2.0 * fabs((double)v[i]));
+        ry[i] = gelu ? ref_gelu_tanh(v[i], &rd[i]) : t;
+        if (!gelu)
+            rd[i] = 4.0 * e / ((1.0 + e) * (1.0 + e));   /* 1 - t^2 without the cancellation */
+        /* GELU: u is rounded to float, and exp(2u) carries its rounding times 2|u| */
+        double xd = v[i];
+        double cond = gelu ? 1.0 + 2.0 * 0.7978845608 * fabs(xd + 0.044715 * xd * xd * xd) : 1.0;
+        rc[i] = cond;
+        if (!(fabs(gy[i] - ry[i]) <= 1e-6 * cond * fabs(ry[i]) + 1e-35))
+            fail_msg("%s: y(%.9g) = %.9g, reference %.9g", what, v[i], gy[i], ry[i]);
+    }
+    (void)ref_cross_entropy(ry, (uint64_t)rows, (uint64_t)cols, lab, dy);
+    for (int64_t r = 0; r < rows; r++) {
+        double big = 0.0;
+        for (int64_t k = 0; k < cols; k++)
+            big = fmax(big, fabs(dy[r * cols + k] * rd[r * cols + k]));
+        for (int64_t k = 0; k < cols; k++) {
+            uint64_t i = (uint64_t)(r * cols + k);
+            double ref = dy[i] * rd[i];
+            if (!(fabs(gx[i] - ref) <= 2e-6 * rc[i] * fabs(ref) + 1e-6 * big))
+                fail_msg("%s: dx at x = %.9g: %.9g, reference %.9g", what, v[i], gx[i], ref);
+        }
+    }
+    free(v); free(gx); free(gy); free(lab); free(ry); free(dy); free(rd); free(rc);
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* 2 rows (one thread), 96 rows (49,152 elements: the threads, 12 chunks) */
+static void tanh_values(void **state)
+{
+    (void)state;
+    own_act_check("tanh_values", false, 2);
+    own_act_check("tanh_threads", false, 96);
+}
+static void gelu_tanh_values(void **state)
+{
+    (void)state;
+    own_act_check("gelu_tanh_values", true, 2);
+    own_act_check("gelu_tanh_threads", true, 96);
+}
+
 #define BCAST_TEST(fn, op, conv, b_first, as, bs)                                            \
     static void fn(void **state)                                                           \
     {                                                                                      \
@@ -1901,6 +2001,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(softmax_gpt2_scores),
         cmocka_unit_test(log_softmax_long_rows),
         cmocka_unit_test(softmax_long_rows),
+        cmocka_unit_test(tanh_values),
+        cmocka_unit_test(gelu_tanh_values),
         cmocka_unit_test(bcast_se_c8_blocked),
         cmocka_unit_test(bcast_se_c24_blocked),
         cmocka_unit_test(bcast_se_c56_blocked),

@@ -4,18 +4,23 @@
  * small loop backward). Clip's bounds may be tensors (PyTorch 2's exporter writes ReLU6 as Clip
  * of CastLike'd constants): a bound that traces back to a known constant through casts and
  * reshapes is an attribute like any other; one computed at run time is read by small loops
- * over the plain layout, forward and backward. Not here: Softmax, PReLU. */
+ * over the plain layout, forward and backward. Tanh and GELU's tanh form are the backend's own
+ * vectorised loops (oneDNN 2.6 ran both at a fifth of its other activations' rate). Not here:
+ * Softmax, PReLU. */
 #include "cpu.h"
 
 #include <math.h>
 
 struct clip_arg;
 
+struct own_arg;
+
 struct act_priv {
     dnnl_primitive_desc_t fwd;
     dnnl_alg_kind_t alg;
     float alpha, beta;
     struct clip_arg *dyn;      /* Clip with bounds known only at run time, or NULL */
+    struct own_arg *own;       /* Tanh, GELU's tanh form: the loops below, or NULL */
 };
 
 /* The value of a one-element tensor known before the run: a constant, or one passed through
@@ -253,6 +258,155 @@ static enum fm_status clip_dyn_plan_bwd(struct fm_cpu *s, fm_nid id, struct act_
     return st ? st : fm_cpu_sink_end(s, &sk);
 }
 
+/* ---- Tanh and GELU's tanh form: own loops over the whole buffer ----
+ * Elementwise, so the layout does not matter: the output is in the input's layout and the
+ * loops run over every element of the buffer, padding included (both functions map 0 to 0,
+ * and the padding of dy is zero, so that of dx is too). The backward works from x (kept for
+ * the backward of every activation here). */
+
+enum own_kind { OWN_TANH, OWN_GELU_TANH };
+
+struct own_arg {
+    enum own_kind kind;
+    int64_t n;                   /* elements of the buffers */
+};
+
+#define OWN_CHUNK 4096                 /* elements a thread takes at a time */
+#define OWN_PARALLEL_MIN (1 << 15)     /* elements below which one thread does all */
+#define GELU_C 0.797884560802865356f  /* sqrt(2 / pi) */
+#define GELU_A 0.044715f
+
+/* GELU's tanh form through sigma(2u) = (1 + tanh(u)) / 2, with e = exp(-2|u|):
+ * sigma(2|u|) = 1 / (1 + e), sigma(-2|u|) = e / (1 + e), chosen by u's sign bit; 1 - tanh(u)^2
+ * = 4 sigma(2u) sigma(-2u). Neither cancels for large |u|, where 1 + tanh(u) would. */
+static inline void gelu_tanh_parts(float x, float *sig, float *sech2)
+{
+    float u = GELU_C * (x + GELU_A * x * x * x);
+    union { float f; uint32_t u; } v = {.f = u};
+    const uint32_t neg = (uint32_t)((int32_t)v.u >> 31);   /* all ones where u < 0 */
+    v.u &= 0x7FFFFFFFu;
+    float e = fm_cpu_exp_neg(-2.0f * v.f), q = 1.0f / (1.0f + e);
+    union { float f; uint32_t u; } hi = {.f = q}, lo = {.f = e * q};
+    /* beyond |u| = 43.5 exp_neg's clamp would leave sigma(-2|u|) at 1.6e-38, and x times it
+     * at -1e20 is -1.6e-18: it is 0 there (as 1 + tanh(u) is in float) */
+    lo.u &= ~(0u - (uint32_t)(v.u > 0x422E0000u));   /* the bits of 43.5f */
+    *sig = (union { uint32_t u; float f; }){.u = (lo.u & neg) | (hi.u & ~neg)}.f;
+    *sech2 = 4.0f * hi.f * lo.f;
+}
+
+FM_CPU_CLONES
+static void own_fwd_chunk(enum own_kind kind, const float *x, float *y, int64_t n)
+{
+    if (kind == OWN_TANH) {
+        FM_CPU_SIMD
+        for (int64_t i = 0; i < n; i++)
+            y[i] = fm_cpu_tanh(x[i]);
+        return;
+    }
+    FM_CPU_SIMD
+    for (int64_t i = 0; i < n; i++) {
+        float sig, sech2;
+        gelu_tanh_parts(x[i], &sig, &sech2);
+        y[i] = x[i] * sig;
+    }
+}
+
+FM_CPU_CLONES
+static void own_bwd_chunk(enum own_kind kind, const float *x, const float *dy, float *dx,
+                          int64_t n)
+{
+    /* 1 - tanh(x)^2 = 4 e / (1 + e)^2 with e = exp(-2|x|): from tanh itself it would cancel
+     * (1e-5 relative at x = 3, all of it from x = 9) */
+    if (kind == OWN_TANH) {
+        FM_CPU_SIMD
+        for (int64_t i = 0; i < n; i++) {
+            union { float f; uint32_t u; } a = {.f = x[i]};
+            a.u &= 0x7FFFFFFFu;
+            float e = fm_cpu_exp_neg(-2.0f * a.f), q = 1.0f / (1.0f + e);
+            dx[i] = dy[i] * (4.0f * e * q * q);
+        }
+        return;
+    }
+    /* d/dx x sigma(2u) = sigma(2u) + x (1 - tanh(u)^2) / 2 du/dx */
+    FM_CPU_SIMD
+    for (int64_t i = 0; i < n; i++) {
+        float sig, sech2, v = x[i];
+        gelu_tanh_parts(v, &sig, &sech2);
+        /* du/dx from x with |x| at most 16 (u = 159 there: sech2 is 0), so that v^2 cannot
+         * overflow into 0 x inf */
+        union { float f; uint32_t u; } c = {.f = v};
+        const uint32_t mag = c.u & 0x7FFFFFFFu;
+        c.u = (c.u & 0x80000000u) | (mag < 0x41800000u ? mag : 0x41800000u);   /* 16.0f */
+        v = c.f;
+        float du = GELU_C * (1.0f + 3.0f * GELU_A * v * v);
+        dx[i] = dy[i] * (sig + (0.5f * v * sech2) * du);
+    }
+}
+
+/* memories: x, y */
+static enum fm_status own_fwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct own_arg *o = arg;
+    const float *x = fm_cpu_item_f32(it, 0);
+    float *y = fm_cpu_item_f32(it, 1);
+    const int64_t n = o->n, chunks = (n + OWN_CHUNK - 1) / OWN_CHUNK;
+    FM_CPU_PARALLEL_IF(n >= OWN_PARALLEL_MIN)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * OWN_CHUNK;
+        own_fwd_chunk(o->kind, x + i, y + i, n - i < OWN_CHUNK ? n - i : OWN_CHUNK);
+    }
+    return FM_OK;
+}
+
+/* memories: x, dy, dx */
+static enum fm_status own_bwd(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct own_arg *o = arg;
+    const float *x = fm_cpu_item_f32(it, 0), *dy = fm_cpu_item_f32(it, 1);
+    float *dx = fm_cpu_item_f32(it, 2);
+    const int64_t n = o->n, chunks = (n + OWN_CHUNK - 1) / OWN_CHUNK;
+    FM_CPU_PARALLEL_IF(n >= OWN_PARALLEL_MIN)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * OWN_CHUNK;
+        own_bwd_chunk(o->kind, x + i, dy + i, dx + i, n - i < OWN_CHUNK ? n - i : OWN_CHUNK);
+    }
+    return FM_OK;
+}
+
+static enum fm_status own_plan_fwd(struct fm_cpu *s, fm_nid id, struct act_priv *p)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    const dnnl_memory_desc_t *xmd = &s->t[n->in[0]].md;
+    p->own = fm_cpu_buf(s, sizeof(*p->own));
+    if (!p->own)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    p->own->kind = n->op == FM_OP_TANH ? OWN_TANH : OWN_GELU_TANH;
+    p->own->n = (int64_t)(s->t[n->in[0]].size / sizeof(float));
+    enum fm_status st = fm_cpu_place(s, n->out[0], xmd);
+    if (st)
+        return st;
+    dnnl_memory_t mems[2] = {s->t[n->in[0]].val_mem, s->t[n->out[0]].val_mem};
+    return fm_cpu_add_fn(s, id, FM_PHASE_FWD, own_fwd, p->own, mems, 2);
+}
+
+static enum fm_status own_plan_bwd(struct fm_cpu *s, fm_nid id, struct act_priv *p)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    const dnnl_memory_desc_t *xmd = &s->t[n->in[0]].md;
+    dnnl_memory_t m_dd, m_dx;
+    struct fm_cpu_sink sk;
+    enum fm_status st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->out[0], true, xmd, &m_dd);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_DATA, n->in[0], xmd, &sk, &m_dx);
+    if (st || !m_dx)
+        return st;
+    dnnl_memory_t mems[3] = {s->t[n->in[0]].val_mem, m_dd, m_dx};
+    st = fm_cpu_add_fn(s, id, FM_PHASE_BWD_DATA, own_bwd, p->own, mems, 3);
+    return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
 enum fm_status fm_cpu_act_fwd(struct fm_cpu *s, fm_nid id)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
@@ -267,6 +421,8 @@ enum fm_status fm_cpu_act_fwd(struct fm_cpu *s, fm_nid id)
         if (dynamic)
             return clip_dyn_plan_fwd(s, id, p);
     }
+    if (n->op == FM_OP_TANH || (n->op == FM_OP_GELU && (n->attrs.flags & FM_ATTR_GELU_TANH)))
+        return own_plan_fwd(s, id, p);
     act_alg(s->g, n, &p->alg, &p->alpha, &p->beta);
     const dnnl_memory_desc_t *xmd = &s->t[n->in[0]].md;
     dnnl_eltwise_desc_t d;
@@ -383,6 +539,8 @@ enum fm_status fm_cpu_act_bwd(struct fm_cpu *s, fm_nid id)
     enum fm_status st = FM_OK;
     if (p->dyn)
         return clip_dyn_plan_bwd(s, id, p);
+    if (p->own)
+        return own_plan_bwd(s, id, p);
     if (n->op == FM_OP_HARDSIGMOID) {
         struct hsig_arg *h = fm_cpu_buf(s, sizeof(*h));
         if (!h)
