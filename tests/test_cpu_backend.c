@@ -539,6 +539,28 @@ static fm_tid b_tied_embedding(struct fm_nn *nn, fm_tid x)
     return z;
 }
 
+/* HF's Conv1D as the exporters write it: Gemm(x (48, 24), W (24, 40), b (40)) with transB = 0
+ * and as MatMul of x (2, 24, 24) by W (24, 40) plus b: sgemm with a plain B, 48 rows (the
+ * range where gemm_run computes B's first columns apart when B is 64-byte aligned), and the
+ * bias gradient a sum over the leading rows (rowsum_run) */
+static fm_tid b_gemm_nn(struct fm_nn *nn, fm_tid x)
+{
+    fm_tid w = add_param(nn->ctx, nn->g, "w", SHAPE(24, 40));
+    fm_tid b = add_param(nn->ctx, nn->g, "b", SHAPE(40));
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.alpha = 1.0;
+    a.beta = 1.0;
+    return add_op(nn, FM_OP_GEMM, "gemm", &a, (fm_tid[]){x, w, b}, 3);
+}
+static fm_tid b_matmul_rows(struct fm_nn *nn, fm_tid x)
+{
+    fm_tid w = add_param(nn->ctx, nn->g, "w", SHAPE(24, 40));
+    fm_tid b = add_param(nn->ctx, nn->g, "b", SHAPE(40));
+    fm_tid y = add_op(nn, FM_OP_MATMUL, "mm", NULL, (fm_tid[]){x, w}, 2);
+    return add_op(nn, FM_OP_ADD, "bias", NULL, (fm_tid[]){y, b}, 2);
+}
+
 #define FD_TEST(fn, kind, build, ...)                                                       \
     static void fn(void **state)                                                           \
     {                                                                                      \
@@ -556,6 +578,8 @@ FD_TEST(fd_conv_grouped4_strided, VAL_NORMAL, b_conv_grouped4_tiny, 2, 3, 5, 5)
 FD_TEST(fd_conv_asymmetric, VAL_NORMAL, b_conv_1x1, 2, 3, 5, 6)
 FD_TEST(fd_grouped_bn_blocked, VAL_NORMAL, b_grouped_bn, 2, 3, 6, 6)
 FD_TEST(fd_linear, VAL_NORMAL, b_linear, 3, 12)
+FD_TEST(fd_gemm_plain_b, VAL_NORMAL, b_gemm_nn, 48, 24)
+FD_TEST(fd_matmul_rows, VAL_NORMAL, b_matmul_rows, 2, 24, 24)
 FD_TEST(fd_tied_embedding, VAL_NORMAL, b_tied_embedding, 11, 4)
 FD_TEST(fd_batchnorm, VAL_NORMAL, b_bn, 2, 3, 4, 4)
 FD_TEST(fd_conv_bn_relu, VAL_NORMAL, b_conv_bn_relu, 2, 3, 5, 5)
@@ -1951,6 +1975,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_conv_asymmetric),
         cmocka_unit_test(fd_grouped_bn_blocked),
         cmocka_unit_test(fd_linear),
+        cmocka_unit_test(fd_gemm_plain_b),
+        cmocka_unit_test(fd_matmul_rows),
         cmocka_unit_test(fd_tied_embedding),
         cmocka_unit_test(fd_batchnorm),
         cmocka_unit_test(fd_conv_bn_relu),

@@ -25,6 +25,7 @@
 #include "cpu.h"
 
 #include <math.h>
+#include <stdint.h>
 
 #define MM_MAXD FM_MAX_DIMS
 #define MM_MAX_NDIMS 12   /* oneDNN's DNNL_MAX_NDIMS */
@@ -175,7 +176,84 @@ static enum fm_status add_bcast(struct fm_cpu *s, fm_nid id, enum fm_phase ph,
     return fm_cpu_add_fn(s, id, ph, bcast_fn, a, mems, 2);
 }
 
-/* Sums the dims of t that drop marks (oneDNN reduction into scratch); t becomes the result. */
+/* ---- sums over leading dims: a bias's gradient ----
+ * x (rows, cols) dense, summed over its rows into y (cols): what a Gemm's or a Linear-as-MatMul's
+ * bias gradient is. oneDNN 2.6 runs that reduction in its reference code (ref:any): 4.3 ms for
+ * GPT-2's (128, 3072), 114 ms of a 1x128 step's 940 over its 48 projections. Columns go to the
+ * threads in blocks; each block sums rows in float partials of ROWSUM_CHUNK rows, added in
+ * double. */
+#define ROWSUM_COLS 128
+#define ROWSUM_CHUNK 256
+
+struct rowsum_arg {
+    int64_t rows, cols;
+};
+
+FM_CPU_CLONES
+static void rowsum_block(const float *x, float *y, int64_t rows, int64_t cols, int64_t nc)
+{
+    double total[ROWSUM_COLS] = {0};
+    float part[ROWSUM_COLS];
+    for (int64_t r0 = 0; r0 < rows; r0 += ROWSUM_CHUNK) {
+        int64_t r1 = r0 + ROWSUM_CHUNK < rows ? r0 + ROWSUM_CHUNK : rows;
+        for (int64_t j = 0; j < nc; j++)
+            part[j] = 0.0f;
+        for (int64_t r = r0; r < r1; r++) {
+            const float *row = x + r * cols;
+            FM_CPU_SIMD
+            for (int64_t j = 0; j < nc; j++)
+                part[j] += row[j];
+        }
+        for (int64_t j = 0; j < nc; j++)
+            total[j] += part[j];
+    }
+    for (int64_t j = 0; j < nc; j++)
+        y[j] = (float)total[j];
+}
+
+/* memories: x, y */
+static enum fm_status rowsum_run(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct rowsum_arg *a = arg;
+    const float *x = fm_cpu_item_f32(it, 0);
+    float *y = fm_cpu_item_f32(it, 1);
+    const int64_t nb = (a->cols + ROWSUM_COLS - 1) / ROWSUM_COLS;
+    FM_CPU_PARALLEL_IF(a->rows * a->cols >= (1 << 15))
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t j0 = b * ROWSUM_COLS;
+        int64_t nc = a->cols - j0 < ROWSUM_COLS ? a->cols - j0 : ROWSUM_COLS;
+        rowsum_block(x + j0, y + j0, a->rows, a->cols, nc);
+    }
+    return FM_OK;
+}
+
+/* Whether summing t's dims that drop marks is a sum over leading rows: t dense row-major and
+ * every dropped dim (of size above 1) outside every kept one. Sets the rows and columns. */
+static bool rowsum_form(const struct term *t, const bool *drop, int64_t *rows, int64_t *cols)
+{
+    int64_t str = 1;
+    bool kept_seen = false;
+    *rows = *cols = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        if (t->dims[i] <= 1)
+            continue;
+        if (t->strides[i] != str)
+            return false;
+        str *= t->dims[i];
+        if (drop[i]) {
+            *rows *= t->dims[i];
+        } else {
+            if (*rows > 1)
+                return false;   /* a kept dim outside a dropped one */
+            kept_seen = true;
+            *cols *= t->dims[i];
+        }
+    }
+    return kept_seen && *rows > 1;
+}
+
+/* Sums the dims of t that drop marks (into scratch, or into `into`); t becomes the result. */
 static enum fm_status reduce_term(struct fm_cpu *s, fm_nid id, enum fm_phase ph, struct term *t,
                                   const bool *drop, const struct term *into)
 {
@@ -199,6 +277,19 @@ static enum fm_status reduce_term(struct fm_cpu *s, fm_nid id, enum fm_phase ph,
     for (int i = nd - 1; i >= 0; i--) {
         ds[i] = str;
         str *= dd[i];
+    }
+    int64_t rows, cols;
+    if (rowsum_form(t, drop, &rows, &cols)) {
+        struct rowsum_arg *a = fm_cpu_buf(s, sizeof(*a));
+        if (!a)
+            return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+        a->rows = rows;
+        a->cols = cols;
+        dnnl_memory_t mems[2] = {t->mem, r.mem};
+        st = fm_cpu_add_fn(s, id, ph, rowsum_run, a, mems, 2);
+        if (!st)
+            term_init(t, nd, t->lab, (const int64_t *)dd, r.mem);
+        return st;
     }
     dnnl_memory_desc_t smd, dmd;
     dnnl_reduction_desc_t rd;
@@ -280,6 +371,93 @@ out:
 }
 
 /* ---- the two-operand product ---- */
+
+/* One product without batch dims, y (M, N) = scale * a (M, K) b (K, N), on oneDNN's sgemm
+ * (BLAS's row-major interface), which reads either operand plain or transposed in place.
+ * oneDNN 2.6's matmul primitive ran these at half its sgemm's rate: GPT-2's projections
+ * (128 x 768 by 768 x 3072, HF's Conv1D written as Gemm with transB = 0 or as MatMul) at 70-75
+ * GFLOP/s forward and weight gradient on 2 Zen 4 cores, where sgemm runs them at 155-185. */
+#define GEMM_SPLIT 4   /* columns computed apart when B is 64-byte aligned (gemm_run) */
+
+struct gemm_arg {
+    char ta, tb;
+    int64_t m, n, k, lda, ldb, ldc;
+    float alpha;
+};
+
+/* memories: a, b, y (views of the operands' bytes) */
+static enum fm_status gemm_run(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    const struct gemm_arg *g = arg;
+    const float *a = fm_cpu_item_f32(it, 0), *b = fm_cpu_item_f32(it, 1);
+    float *y = fm_cpu_item_f32(it, 2);
+    int64_t n0 = 0;
+    dnnl_status_t r = dnnl_success;
+    /* oneDNN 2.6's sgemm runs a plain B whose address is a multiple of 64 bytes at half speed
+     * for 32 to 256 rows (GPT-2's 128 x 768 by 768 x 3072: 6.7 ms, against 3.9 with B 16
+     * bytes further on; measured on Zen 4 for N of 1024 to 5120, and not for 8 or 512 rows):
+     * the first GEMM_SPLIT columns apart, then the rest from an address that is not */
+    if (g->tb == 'N' && g->m >= 32 && g->m <= 256 && g->n > 4 * GEMM_SPLIT &&
+        ((uintptr_t)b & 63) == 0) {
+        r = dnnl_sgemm(g->ta, g->tb, g->m, GEMM_SPLIT, g->k, g->alpha, a, g->lda, b, g->ldb,
+                       0.0f, y, g->ldc);
+        n0 = GEMM_SPLIT;
+    }
+    if (r == dnnl_success)
+        r = dnnl_sgemm(g->ta, g->tb, g->m, g->n - n0, g->k, g->alpha, a, g->lda, b + n0, g->ldb,
+                       0.0f, y + n0, g->ldc);
+    return r == dnnl_success ? FM_OK
+                             : fm_cpu_dnnl_error(s, r, "dnnl_sgemm", __FILE__, __LINE__);
+}
+
+/* An operand of dims (rows, cols) with strides st as sgemm sees it: 'N' with leading dim st[0]
+ * (rows apart by st[0], elements adjacent), 'T' with st[1]; false when neither is dense. */
+static bool gemm_operand(const int64_t *dims, const int64_t *st, char *t, int64_t *ld)
+{
+    if (st[1] == 1 && st[0] >= (dims[1] > 1 ? dims[1] : 1)) {
+        *t = 'N';
+        *ld = st[0];
+        return true;
+    }
+    if (st[0] == 1 && st[1] >= (dims[0] > 1 ? dims[0] : 1)) {
+        *t = 'T';
+        *ld = st[1];
+        return true;
+    }
+    return false;
+}
+
+/* The product of views ms (M, K), mw (K, N), md (M, N) of strides ss, ws, ds: on sgemm when
+ * each operand is dense one way or the other and y's rows are, else on oneDNN's matmul. */
+static enum fm_status mm_gemm(struct fm_cpu *s, fm_nid id, enum fm_phase ph, const int64_t *sd,
+                              const int64_t *ss, const int64_t *ws, const int64_t *ds,
+                              int64_t nsize, float scale, const dnnl_memory_t *mems)
+{
+    const int64_t wdims[2] = {sd[1], nsize};
+    struct gemm_arg g = {.m = sd[0], .n = nsize, .k = sd[1], .alpha = scale};
+    if (gemm_operand(sd, ss, &g.ta, &g.lda) && gemm_operand(wdims, ws, &g.tb, &g.ldb) &&
+        ds[1] == 1 && ds[0] >= (nsize > 1 ? nsize : 1)) {
+        struct gemm_arg *p = fm_cpu_buf(s, sizeof(*p));
+        if (!p)
+            return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+        g.ldc = ds[0];
+        *p = g;
+        return fm_cpu_add_fn(s, id, ph, gemm_run, p, mems, 3);
+    }
+    dnnl_matmul_desc_t d;
+    dnnl_primitive_desc_t pd;
+    enum fm_status st = FM_OK;
+    FM_DNNL_TRY(s, dnnl_matmul_desc_init(&d, fm_cpu_mem_md(mems[0]), fm_cpu_mem_md(mems[1]),
+                                         NULL, fm_cpu_mem_md(mems[2])));
+    st = scaled_pd(s, id, &d, scale, NULL, &pd);
+    if (!st) {
+        struct fm_cpu_arg args[3] = {{DNNL_ARG_SRC, mems[0]}, {DNNL_ARG_WEIGHTS, mems[1]},
+                                     {DNNL_ARG_DST, mems[2]}};
+        st = fm_cpu_add_prim(s, id, ph, pd, args, 3);
+    }
+out:
+    return st;
+}
 
 /* y = scale * einsum(a, b -> y), overwriting y. */
 static enum fm_status mm_einsum(struct fm_cpu *s, fm_nid id, enum fm_phase ph, struct term a,
@@ -454,6 +632,8 @@ static enum fm_status mm_einsum(struct fm_cpu *s, fm_nid id, enum fm_phase ph, s
         st = view_md(s, y.mem, nd, dd, ds, &md);
     if (st)
         return st;
+    if (nd == 2)
+        return mm_gemm(s, id, ph, sd, ss, ws, ds, wd[1], scale, (dnnl_memory_t[]){ms, mw, md});
     dnnl_matmul_desc_t d;
     dnnl_primitive_desc_t pd;
     FM_DNNL_TRY(s, dnnl_matmul_desc_init(&d, fm_cpu_mem_md(ms), fm_cpu_mem_md(mw), NULL,
