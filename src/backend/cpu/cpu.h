@@ -308,46 +308,11 @@ void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
 #define FM_CPU_SIMD_REDUCE(clause)
 #endif
 
-/* exp(x) for x <= 0 without a libm call, so the loops that use it vectorise (libm's expf does
- * not: GELU's backward as Erf ran at 7x its calibrated time, the cross-entropy over GPT-2's
- * 50,257 classes at 10x PyTorch's): x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its Taylor
- * polynomial to degree 7 (error below 2e-7 relative) times 2^n built in the exponent bits; x
- * is clamped at -87 (exp(-87) is 1.6e-38, just above float's smallest normal: a softmax
- * term or erf's derivative that small is 0 to the precision of any gradient). */
-static inline float fm_cpu_exp_neg(float x)
+/* The reduction exp and tanh share: for t <= 0 (at least -87), t = n ln2 + r with
+ * |r| <= ln2 / 2; returns expm1(r) by its Taylor polynomial to degree 8 (error below 2e-9
+ * relative) and sets *scale to 2^n, built in the exponent bits. */
+static inline float fm_cpu_exp_split(float t, float *scale)
 {
-    /* the clamp on the bits: for x <= 0 they order as |x| does, and an unsigned min
-     * vectorises where GCC keeps a float compare-and-select as a branch (AVX2, AVX-512) */
-    union { float f; uint32_t u; } v = {.f = x};
-    v.u = v.u < 0xC2AE0000u ? v.u : 0xC2AE0000u;   /* the bits of -87.0f */
-    x = v.f;
-    float n = (float)(int32_t)(x * 1.44269504088896341f - 0.5f);   /* rounded: x <= 0 */
-    float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
-    float p = 1.98412698412698413e-4f;
-    p = p * r + 1.38888888888888889e-3f;
-    p = p * r + 8.33333333333333333e-3f;
-    p = p * r + 4.16666666666666667e-2f;
-    p = p * r + 1.66666666666666667e-1f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    union { int32_t i; float f; } sc = {.i = ((int32_t)n + 127) << 23};
-    return p * sc.f;
-}
-
-/* tanh(x) without a libm call, so its loops vectorise (oneDNN 2.6's tanh ran GPT-2's MLP
- * activations at 0.6 G elements/s, 5 times the calibrated price of an activation): with
- * a = |x| (clamped at 9, where tanh is 1 in float) and -2a = n ln2 + r, |r| <= ln2 / 2,
- * m = expm1(-2a) = 2^n expm1(r) + (2^n - 1), expm1(r) by its Taylor polynomial to degree 8;
- * tanh(a) = -m / (2 + m), the sign put back. For a below 0.17 n is 0 and m is expm1(r) itself,
- * so small arguments keep their relative precision (1 - exp(-2a) would lose it); above, 2^n - 1
- * is exact and at most -1/2, so nothing cancels. Relative error below 5e-7; NaN stays NaN. */
-static inline float fm_cpu_tanh(float x)
-{
-    union { float f; uint32_t u; } v = {.f = x};
-    const uint32_t bits = v.u, mag = bits & 0x7FFFFFFFu;
-    v.u = mag < 0x41100000u ? mag : 0x41100000u;   /* the bits of 9.0f */
-    float t = -2.0f * v.f;
     float n = (float)(int32_t)(t * 1.44269504088896341f - 0.5f);   /* rounded: t <= 0 */
     float r = t - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
     float p = 2.48015873015873016e-5f;
@@ -358,9 +323,40 @@ static inline float fm_cpu_tanh(float x)
     p = p * r + 1.66666666666666667e-1f;
     p = p * r + 0.5f;
     p = p * r + 1.0f;
-    p = p * r;
     union { int32_t i; float f; } sc = {.i = ((int32_t)n + 127) << 23};
-    float m = sc.f * p + (sc.f - 1.0f);
+    *scale = sc.f;
+    return p * r;
+}
+
+/* exp(x) for x <= 0 without a libm call, so the loops that use it vectorise (libm's expf does
+ * not: GELU's backward as Erf ran at 7x its calibrated time, the cross-entropy over GPT-2's
+ * 50,257 classes at 10x PyTorch's): 2^n (1 + expm1(r)) from fm_cpu_exp_split; x is clamped at
+ * -87 (exp(-87) is 1.6e-38, just above float's smallest normal: a softmax term or erf's
+ * derivative that small is 0 to the precision of any gradient). */
+static inline float fm_cpu_exp_neg(float x)
+{
+    /* the clamp on the bits: for x <= 0 they order as |x| does, and an unsigned min
+     * vectorises where GCC keeps a float compare-and-select as a branch (AVX2, AVX-512) */
+    union { float f; uint32_t u; } v = {.f = x};
+    v.u = v.u < 0xC2AE0000u ? v.u : 0xC2AE0000u;   /* the bits of -87.0f */
+    float sc, p = fm_cpu_exp_split(v.f, &sc);
+    return sc + sc * p;
+}
+
+/* tanh(x) without a libm call, so its loops vectorise (oneDNN 2.6's tanh ran GPT-2's MLP
+ * activations at 0.6 G elements/s, 5 times the calibrated price of an activation): with
+ * a = |x| (clamped at 9, where tanh is 1 in float) and fm_cpu_exp_split of -2a,
+ * m = expm1(-2a) = 2^n expm1(r) + (2^n - 1); tanh(a) = -m / (2 + m), the sign put back. For a
+ * below 0.17 n is 0 and m is expm1(r) itself, so small arguments keep their relative precision
+ * (1 - exp(-2a) would lose it); above, 2^n - 1 is exact and at most -1/2, so nothing cancels.
+ * Relative error below 5e-7; NaN stays NaN. */
+static inline float fm_cpu_tanh(float x)
+{
+    union { float f; uint32_t u; } v = {.f = x};
+    const uint32_t bits = v.u, mag = bits & 0x7FFFFFFFu;
+    v.u = mag < 0x41100000u ? mag : 0x41100000u;   /* the bits of 9.0f */
+    float sc, p = fm_cpu_exp_split(-2.0f * v.f, &sc);
+    float m = sc * p + (sc - 1.0f);
     union { float f; uint32_t u; } y = {.f = -m / (2.0f + m)};
     y.u |= bits & 0x80000000u;
     const uint32_t nan = 0u - (uint32_t)(mag > 0x7F800000u);   /* a mask, not a branch */
