@@ -427,6 +427,26 @@ static bool gemm_operand(const int64_t *dims, const int64_t *st, char *t, int64_
     return false;
 }
 
+/* scale * src (batch..., M, K) x weights (batch..., K, N) -> dst on oneDNN's matmul; mems are
+ * the three views. */
+static enum fm_status mm_prim(struct fm_cpu *s, fm_nid id, enum fm_phase ph, float scale,
+                              const dnnl_memory_t *mems)
+{
+    dnnl_matmul_desc_t d;
+    dnnl_primitive_desc_t pd;
+    enum fm_status st = FM_OK;
+    FM_DNNL_TRY(s, dnnl_matmul_desc_init(&d, fm_cpu_mem_md(mems[0]), fm_cpu_mem_md(mems[1]),
+                                         NULL, fm_cpu_mem_md(mems[2])));
+    st = scaled_pd(s, id, &d, scale, NULL, &pd);
+    if (!st) {
+        struct fm_cpu_arg args[3] = {{DNNL_ARG_SRC, mems[0]}, {DNNL_ARG_WEIGHTS, mems[1]},
+                                     {DNNL_ARG_DST, mems[2]}};
+        st = fm_cpu_add_prim(s, id, ph, pd, args, 3);
+    }
+out:
+    return st;
+}
+
 /* The product of views ms (M, K), mw (K, N), md (M, N) of strides ss, ws, ds: on sgemm when
  * each operand is dense one way or the other and y's rows are, else on oneDNN's matmul. */
 static enum fm_status mm_gemm(struct fm_cpu *s, fm_nid id, enum fm_phase ph, const int64_t *sd,
@@ -444,19 +464,7 @@ static enum fm_status mm_gemm(struct fm_cpu *s, fm_nid id, enum fm_phase ph, con
         *p = g;
         return fm_cpu_add_fn(s, id, ph, gemm_run, p, mems, 3);
     }
-    dnnl_matmul_desc_t d;
-    dnnl_primitive_desc_t pd;
-    enum fm_status st = FM_OK;
-    FM_DNNL_TRY(s, dnnl_matmul_desc_init(&d, fm_cpu_mem_md(mems[0]), fm_cpu_mem_md(mems[1]),
-                                         NULL, fm_cpu_mem_md(mems[2])));
-    st = scaled_pd(s, id, &d, scale, NULL, &pd);
-    if (!st) {
-        struct fm_cpu_arg args[3] = {{DNNL_ARG_SRC, mems[0]}, {DNNL_ARG_WEIGHTS, mems[1]},
-                                     {DNNL_ARG_DST, mems[2]}};
-        st = fm_cpu_add_prim(s, id, ph, pd, args, 3);
-    }
-out:
-    return st;
+    return mm_prim(s, id, ph, scale, mems);
 }
 
 /* y = scale * einsum(a, b -> y), overwriting y. */
@@ -632,22 +640,9 @@ static enum fm_status mm_einsum(struct fm_cpu *s, fm_nid id, enum fm_phase ph, s
         st = view_md(s, y.mem, nd, dd, ds, &md);
     if (st)
         return st;
-    if (nd == 2)
-        return mm_gemm(s, id, ph, sd, ss, ws, ds, wd[1], scale, (dnnl_memory_t[]){ms, mw, md});
-    dnnl_matmul_desc_t d;
-    dnnl_primitive_desc_t pd;
-    FM_DNNL_TRY(s, dnnl_matmul_desc_init(&d, fm_cpu_mem_md(ms), fm_cpu_mem_md(mw), NULL,
-                                         fm_cpu_mem_md(md)));
-    st = scaled_pd(s, id, &d, scale, NULL, &pd);
-    if (st)
-        goto out;
-    {
-        struct fm_cpu_arg args[3] = {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw},
-                                     {DNNL_ARG_DST, md}};
-        st = fm_cpu_add_prim(s, id, ph, pd, args, 3);
-    }
-out:
-    return st;
+    const dnnl_memory_t mems[3] = {ms, mw, md};
+    return nd == 2 ? mm_gemm(s, id, ph, sd, ss, ws, ds, wd[1], scale, mems)
+                   : mm_prim(s, id, ph, scale, mems);
 }
 
 /* y = alpha * einsum(x -> y): labels x has alone are summed, labels y has alone broadcast. */
