@@ -901,6 +901,102 @@ SMALL_TEST(small_linear_tails, 37, 33, 50, false)
 SMALL_TEST(small_linear_onednn, 128, 128, 80, false)
 SMALL_TEST(small_linear_weights_onednn, 1, 300, 300, false)
 
+/* small.c's kernels for each instruction set this CPU runs (the step uses only the widest),
+ * against a double reference, on sizes that leave tails everywhere: rows not a multiple of
+ * any block's, columns not of 16, k not of any vector's width, and strided operands (A read by
+ * columns, as the weight gradient reads dy). Every element within 1e-5 of the sum of its terms'
+ * magnitudes (float rounding over at most 75 terms). */
+static void small_kern_check(const struct fm_cpu_small_kern *kn, const char *isa)
+{
+    static const int64_t sizes[][3] = {{1, 1, 1}, {3, 37, 6}, {9, 16, 75}, {5, 33, 17},
+                                       {16, 110, 44}, {7, 8, 9}};
+    uint64_t rng = 99;
+    for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {
+        int64_t m = sizes[c][0], p = sizes[c][1], q = sizes[c][2];
+        int64_t most = m > p ? m : p;
+        most = most > q ? most : q;
+        float *a = malloc(sizeof(float) * (size_t)(m * q * 2));
+        float *b = malloc(sizeof(float) * (size_t)(q * p));
+        float *bias = malloc(sizeof(float) * (size_t)p);
+        float *out = malloc(sizeof(float) * (size_t)(m * p));
+        float *tail = malloc(sizeof(float) * 16 * (size_t)(2 * most + 1));
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_non_null(bias);
+        assert_non_null(out);
+        assert_non_null(tail);
+        for (int64_t i = 0; i < m * q * 2; i++)
+            a[i] = (float)rng_normal(&rng);
+        for (int64_t i = 0; i < q * p; i++)
+            b[i] = (float)rng_normal(&rng);
+        for (int64_t i = 0; i < p; i++)
+            bias[i] = (float)rng_normal(&rng);
+        /* gemm: A (m, q) with row stride 2q (rows apart) or read by columns (ars 1, acs 2m) */
+        for (int by_cols = 0; by_cols < 2; by_cols++) {
+            int64_t ars = by_cols ? 1 : 2 * q, acs = by_cols ? 2 * m : 1;
+            kn->gemm(m, p, q, a, ars, acs, b, p, out, p, bias, tail);
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < p; j++) {
+                    double ref = bias[j], mag = fabs(bias[j]);
+                    for (int64_t t = 0; t < q; t++) {
+                        double term = (double)a[i * ars + t * acs] * b[t * p + j];
+                        ref += term, mag += fabs(term);
+                    }
+                    if (fabs(out[i * p + j] - ref) > 1e-5 * mag + 1e-30)
+                        fail_msg("%s gemm (%lld, %lld, %lld)%s: C[%lld][%lld] = %.8g, want %.8g",
+                                 isa, (long long)m, (long long)p, (long long)q,
+                                 by_cols ? " reading A by columns" : "", (long long)i,
+                                 (long long)j, out[i * p + j], ref);
+                }
+        }
+        /* gemm_nt: y (m, p) = x (m, q) w^T + bias, w = b read as (p, q), x's rows 2q apart */
+        kn->gemm_nt(m, p, q, a, 2 * q, b, out, p, bias);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < p; j++) {
+                double ref = bias[j], mag = fabs(bias[j]);
+                for (int64_t t = 0; t < q; t++) {
+                    double term = (double)a[i * 2 * q + t] * b[j * q + t];
+                    ref += term, mag += fabs(term);
+                }
+                if (fabs(out[i * p + j] - ref) > 1e-5 * mag + 1e-30)
+                    fail_msg("%s gemm_nt (%lld, %lld, %lld): y[%lld][%lld] = %.8g, want %.8g", isa,
+                             (long long)m, (long long)p, (long long)q, (long long)i,
+                             (long long)j, out[i * p + j], ref);
+            }
+        free(a);
+        free(b);
+        free(bias);
+        free(out);
+        free(tail);
+    }
+}
+
+static void small_kernels_every_isa(void **state)
+{
+    (void)state;
+#ifndef FM_HAVE_DNNL
+    backend_or_skip();
+#else
+    static const struct {
+        enum fm_cpu_isa isa;
+        const char *name;
+    } sets[] = {{FM_CPU_ISA_BASE, "baseline"},
+                {FM_CPU_ISA_AVX2, "AVX2"},
+                {FM_CPU_ISA_AVX512, "AVX-512"}};
+    int ran = 0;
+    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+        const struct fm_cpu_small_kern *kn = fm_cpu_small_kern(sets[i].isa);
+        if (!kn) {
+            printf("small.c's %s kernels: not on this CPU, not checked\n", sets[i].name);
+            continue;
+        }
+        small_kern_check(kn, sets[i].name);
+        ran++;
+    }
+    assert_true(ran >= 1);   /* the baseline runs everywhere */
+#endif
+}
+
 /* ---- what a step runs ----
  * A linear layer's input gradient at batch 1 reads the weight where the forward keeps it: left
  * to oneDNN's choice, its backward-data product asks for the weight transposed, and the step
@@ -2071,6 +2167,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(small_linear_tails),
         cmocka_unit_test(small_linear_onednn),
         cmocka_unit_test(small_linear_weights_onednn),
+        cmocka_unit_test(small_kernels_every_isa),
         cmocka_unit_test(linear_b1_bwd_data_no_reorder),
         cmocka_unit_test(ce_gpt2_vocab),
         cmocka_unit_test(ce_small_rows),

@@ -380,7 +380,7 @@ static inline float fm_cpu_tanh(float x)
  * FM_CPU_SMALL_MACS multiply-adds and FM_CPU_SMALL_WEIGHTS weights, which a oneDNN primitive's
  * fixed cost would dominate. Larger weights stream from memory at batch 1 (a classifier's),
  * where oneDNN's threads read them faster than small.c's one loop. */
-#define FM_CPU_SMALL_MACS (1 << 20)      /* about 20 us of one core's work */
+#define FM_CPU_SMALL_MACS (1 << 20)      /* 20-40 us of one core's work */
 #define FM_CPU_SMALL_WEIGHTS (1 << 16)   /* 256 KB: what one core's L2 keeps */
 struct fm_cpu_small;
 /* Whether activation layout md (rows, channels, then dims of 1) puts element (r, c) at
@@ -392,6 +392,21 @@ struct fm_cpu_small *fm_cpu_small_new(struct fm_cpu *s, int64_t rows, int64_t k,
                                       const dnnl_memory_desc_t *xmd,
                                       const dnnl_memory_desc_t *ymd, int wrank,
                                       const int64_t *wdims, bool bias);
+/* The kernels, compiled once per instruction set (small_kern.h):
+ * gemm: C (m, p) = A (m, q) B (q, p) (+ bias (p)), A's element (i, j) at a[i ars + j acs], B's
+ *   rows brs apart, C's crs apart; tail: (q + m + 1) x 16 floats of scratch;
+ * gemm_nt: y (m, n) = x (m, k) w^T (+ b (n)), w (n, k) plain, x's rows xrs apart, y's yrs. */
+struct fm_cpu_small_kern {
+    void (*gemm)(int64_t m, int64_t p, int64_t q, const float *a, int64_t ars, int64_t acs,
+                 const float *b, int64_t brs, float *c, int64_t crs, const float *bias,
+                 float *tail);
+    void (*gemm_nt)(int64_t m, int64_t n, int64_t k, const float *x, int64_t xrs,
+                    const float *w, float *y, int64_t yrs, const float *b);
+};
+enum fm_cpu_isa { FM_CPU_ISA_BASE, FM_CPU_ISA_AVX2, FM_CPU_ISA_AVX512 };
+/* The kernels for one instruction set; NULL where this build or this CPU lacks it, or oneDNN's
+ * own limit (ONEDNN_MAX_CPU_ISA) is below it. A product uses the widest there is. */
+const struct fm_cpu_small_kern *fm_cpu_small_kern(enum fm_cpu_isa isa);
 /* Items of node id: y = x w^T (+ b), y placed in the plan's layout; dx; dw (and db). */
 enum fm_status fm_cpu_small_fwd(struct fm_cpu *s, fm_nid id, const struct fm_cpu_small *p,
                                 fm_tid x, fm_tid w, fm_tid b, fm_tid y);

@@ -8,8 +8,10 @@
  * EfficientNet-B0 squeeze-excitation fc of 6 -> 144 channels at batch 32 is 28K multiply-adds a
  * phase, under a microsecond of one core's work here, and took 54 us forward and backward; a
  * ResNet-18 fc of 512 -> 10 at batch 8 took 68 us. Each phase is one serial loop whose result
- * is computed in blocks of 4 rows x 16 columns held in registers, at about 50 G multiply-adds
- * a second on one AVX-512 core; FM_CPU_SMALL_MACS (2^20) is about 20 us of that. On 2 cores
+ * is computed in blocks of rows x 16 columns held in registers, at about 50 G multiply-adds
+ * a second on one AVX-512 core (Zen 4) and 25-40 on one AVX2 core (the products of RegNetY's
+ * squeeze-excitation, 16 x 440 x 110: 34 us forward, 19 and 20 us backward);
+ * FM_CPU_SMALL_MACS (2^20) is 20-40 us of that. On 2 cores
  * this is ahead of oneDNN up to about 1.5M multiply-adds (its primitives' fixed cost is not
  * shared out by threads, so more cores move that point little), but not for a weight read from
  * memory at batch 1: MobileNetV3-Small's classifier (576 -> 1024 -> 1000) took 4.1 ms a step
@@ -24,6 +26,53 @@
 /* Below this many rows the forward reads w as it is, however few its inputs (small_fwd_exec) */
 #define SMALL_NT_ROWS 8
 
+/* The kernels, once per instruction set (small_kern.h); fm_cpu_small_new picks the widest the
+ * CPU has. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SMALL_X86 1
+#define SK_VW 16
+#define SK_SUFFIX avx512
+#define SK_TARGET __attribute__((target("arch=x86-64-v4")))
+#include "small_kern.h"
+#define SK_VW 8
+#define SK_SUFFIX avx2
+#define SK_TARGET __attribute__((target("arch=x86-64-v3")))
+#include "small_kern.h"
+#endif
+#define SK_VW 4
+#define SK_SUFFIX base
+#define SK_TARGET
+#include "small_kern.h"
+
+const struct fm_cpu_small_kern *fm_cpu_small_kern(enum fm_cpu_isa isa)
+{
+    static const struct fm_cpu_small_kern base = {gemm_base, gemm_nt_base};
+    if (isa == FM_CPU_ISA_BASE)
+        return &base;
+#ifdef SMALL_X86
+    static const struct fm_cpu_small_kern avx512 = {gemm_avx512, gemm_nt_avx512};
+    static const struct fm_cpu_small_kern avx2 = {gemm_avx2, gemm_nt_avx2};
+    dnnl_cpu_isa_t cap = dnnl_get_effective_cpu_isa();
+    if (isa == FM_CPU_ISA_AVX512 && (cap & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core &&
+        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        return &avx512;
+    if (isa == FM_CPU_ISA_AVX2 && (cap & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 &&
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("bmi2"))   /* the rest of x86-64-v3 (movbe...) comes with these */
+        return &avx2;
+#endif
+    return NULL;
+}
+
+static const struct fm_cpu_small_kern *small_kern_pick(void)
+{
+    const struct fm_cpu_small_kern *k = fm_cpu_small_kern(FM_CPU_ISA_AVX512);
+    if (!k)
+        k = fm_cpu_small_kern(FM_CPU_ISA_AVX2);
+    return k ? k : fm_cpu_small_kern(FM_CPU_ISA_BASE);
+}
+
 struct fm_cpu_small {
     int64_t rows, k, n;
     int64_t kpad, npad;            /* channels with the layout's padding */
@@ -35,6 +84,7 @@ struct fm_cpu_small {
     bool transposed;               /* the forward's gemm runs over wt (small_fwd_exec) */
     float *wt;                     /* k x n: w transposed, where the forward uses it */
     float *tail;                   /* gemm's last columns: (2 max(rows, k, n) + 1) x 16 */
+    const struct fm_cpu_small_kern *kern;   /* the widest this CPU runs */
 };
 
 bool fm_cpu_small_layout(const dnnl_memory_desc_t *md, int64_t *rs)
@@ -78,78 +128,14 @@ struct fm_cpu_small *fm_cpu_small_new(struct fm_cpu *s, int64_t rows, int64_t k,
     *p = (struct fm_cpu_small){.rows = rows, .k = k, .n = n, .kpad = xmd->padded_dims[1],
                                .npad = ymd->padded_dims[1], .xrs = xrs, .yrs = yrs,
                                .xmd = *xmd, .ymd = *ymd, .bias = bias,
-                               .transposed = transposed, .wt = wt, .tail = tail};
+                               .transposed = transposed, .wt = wt, .tail = tail,
+                               .kern = small_kern_pick()};
     fm_cpu_md_plain(&p->wmd, wrank, wdims);
     fm_cpu_md_plain(&p->bmd, 1, &n);
     return p;
 }
 
-/* Sixteen floats: one AVX-512 register, two AVX2 ones, four SSE ones (GCC lowers the vector
- * type to what the clone compiling it has). v16u reads and writes them at any alignment. */
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
 #define SMALL_INLINE static inline __attribute__((always_inline))
-#define V16(p) (*(const v16u *)(p))
-#define V16_STORE(p, v) (*(v16u *)(p) = (v))
-
-/* 16 columns of C (m, 16) = A (m, q) B (q, 16) (+ bias (16) on every row), A's element (i, j)
- * at a[i ars + j acs], B's rows brs apart and C's crs apart. Blocks of 4 rows stay in
- * registers while q runs, so each multiply-add loads only B's 16 floats (broadcasting one of
- * A's). */
-SMALL_INLINE void gemm16(int64_t m, int64_t q, const float *a, int64_t ars, int64_t acs,
-                         const float *b, int64_t brs, float *c, int64_t crs, const float *bias)
-{
-    v16 init = {0};
-    if (bias)
-        init = V16(bias);
-    int64_t i0 = 0;
-    for (; i0 + 4 <= m; i0 += 4) {
-        v16 c0 = init, c1 = init, c2 = init, c3 = init;
-        const float *ai = a + i0 * ars, *bj = b;
-        for (int64_t t = 0; t < q; t++, ai += acs, bj += brs) {
-            v16 bv = V16(bj);
-            c0 += ai[0] * bv;
-            c1 += ai[ars] * bv;
-            c2 += ai[2 * ars] * bv;
-            c3 += ai[3 * ars] * bv;
-        }
-        V16_STORE(c + i0 * crs, c0);
-        V16_STORE(c + (i0 + 1) * crs, c1);
-        V16_STORE(c + (i0 + 2) * crs, c2);
-        V16_STORE(c + (i0 + 3) * crs, c3);
-    }
-    for (; i0 < m; i0++) {
-        v16 c0 = init;
-        const float *ai = a + i0 * ars, *bj = b;
-        for (int64_t t = 0; t < q; t++, ai += acs, bj += brs)
-            c0 += ai[0] * V16(bj);
-        V16_STORE(c + i0 * crs, c0);
-    }
-}
-
-/* C (m, p) = A (m, q) B (q, p) (+ bias (p)), in blocks of 16 columns; the last p % 16 columns
- * through `tail` ((q + m + 1) x 16 floats): B's and the bias's columns copied there padded with
- * zeros, the block computed into it, its valid columns copied out. */
-SMALL_INLINE void gemm(int64_t m, int64_t p, int64_t q, const float *a, int64_t ars, int64_t acs,
-                       const float *b, int64_t brs, float *c, int64_t crs, const float *bias,
-                       float *tail)
-{
-    int64_t p16 = p - p % 16, rem = p - p16;
-    for (int64_t j0 = 0; j0 < p16; j0 += 16)
-        gemm16(m, q, a, ars, acs, b + j0, brs, c + j0, crs, bias ? bias + j0 : NULL);
-    if (!rem)
-        return;
-    float *bt = tail, *ct = tail + q * 16, *bb = ct + m * 16;
-    for (int64_t t = 0; t < q; t++)
-        for (int64_t l = 0; l < 16; l++)
-            bt[t * 16 + l] = l < rem ? b[t * brs + p16 + l] : 0.0f;
-    for (int64_t l = 0; l < 16; l++)
-        bb[l] = bias && l < rem ? bias[p16 + l] : 0.0f;
-    gemm16(m, q, a, ars, acs, bt, 16, ct, 16, bias ? bb : NULL);
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t l = 0; l < rem; l++)
-            c[i * crs + p16 + l] = ct[i * 16 + l];
-}
 
 /* out (cols, rows) = in (rows, cols) transposed, in tiles of 16 x 16: row by row, every
  * write of a wide matrix went to another page (a 1024 x 576 weight took 3 ms, 0.8 GB/s) */
@@ -173,51 +159,6 @@ SMALL_INLINE void zero(float *v, int64_t lo, int64_t hi)
         v[i] = 0.0f;
 }
 
-/* y (m, n) = x (m, k) w^T + b (or none), w (n, k) as it is: 4 rows of x against 4 of w at a
- * time, each pair's 16 lanes of partial sums in a register while k runs, summed at the end. */
-SMALL_INLINE void gemm_nt(int64_t m, int64_t n, int64_t k, const float *x, int64_t xrs,
-                          const float *w, float *y, int64_t yrs, const float *b)
-{
-    int64_t k16 = k - k % 16;
-    for (int64_t i0 = 0; i0 < m; i0 += 4) {
-        const float *xr[4];   /* past the last row: the last row again, not stored */
-        for (int i = 0; i < 4; i++)
-            xr[i] = x + (i0 + i < m ? i0 + i : m - 1) * xrs;
-        for (int64_t j0 = 0; j0 < n; j0 += 4) {
-            const float *wr[4];
-            for (int j = 0; j < 4; j++)
-                wr[j] = w + (j0 + j < n ? j0 + j : n - 1) * k;
-            v16 a00 = {0}, a01 = {0}, a02 = {0}, a03 = {0}, a10 = {0}, a11 = {0}, a12 = {0},
-                a13 = {0}, a20 = {0}, a21 = {0}, a22 = {0}, a23 = {0}, a30 = {0}, a31 = {0},
-                a32 = {0}, a33 = {0};
-            for (int64_t t = 0; t < k16; t += 16) {
-                v16 w0 = V16(wr[0] + t), w1 = V16(wr[1] + t), w2 = V16(wr[2] + t);
-                v16 w3 = V16(wr[3] + t);
-                v16 x0 = V16(xr[0] + t);
-                a00 += x0 * w0, a01 += x0 * w1, a02 += x0 * w2, a03 += x0 * w3;
-                v16 x1 = V16(xr[1] + t);
-                a10 += x1 * w0, a11 += x1 * w1, a12 += x1 * w2, a13 += x1 * w3;
-                v16 x2 = V16(xr[2] + t);
-                a20 += x2 * w0, a21 += x2 * w1, a22 += x2 * w2, a23 += x2 * w3;
-                v16 x3 = V16(xr[3] + t);
-                a30 += x3 * w0, a31 += x3 * w1, a32 += x3 * w2, a33 += x3 * w3;
-            }
-            v16 acc[4][4] = {{a00, a01, a02, a03}, {a10, a11, a12, a13},
-                             {a20, a21, a22, a23}, {a30, a31, a32, a33}};
-            for (int i = 0; i < 4 && i0 + i < m; i++) {
-                for (int j = 0; j < 4 && j0 + j < n; j++) {
-                    float sum = b ? b[j0 + j] : 0.0f;
-                    for (int l = 0; l < 16; l++)
-                        sum += acc[i][j][l];
-                    for (int64_t t = k16; t < k; t++)
-                        sum += xr[i][t] * wr[j][t];
-                    y[(i0 + i) * yrs + j0 + j] = sum;
-                }
-            }
-        }
-    }
-}
-
 /* Forward: y = x w^T. With k at least n, or fewer than SMALL_NT_ROWS rows, gemm_nt over w as
  * it is; with fewer inputs than outputs (a squeeze-excitation's expanding fc: too few for
  * gemm_nt's 16 lanes) and rows enough to repay the copy, the gemm over a transposed copy of w.
@@ -234,10 +175,10 @@ static enum fm_status small_fwd_exec(struct fm_cpu *s, const struct fm_cpu_item 
     const float *b = p->bias ? fm_cpu_item_f32(it, 3) : NULL;
     float *y = fm_cpu_item_f32(it, 2);
     if (!p->transposed) {
-        gemm_nt(p->rows, p->n, p->k, x, p->xrs, w, y, p->yrs, b);
+        p->kern->gemm_nt(p->rows, p->n, p->k, x, p->xrs, w, y, p->yrs, b);
     } else {
         transpose(p->wt, w, p->n, p->k);
-        gemm(p->rows, p->n, p->k, x, p->xrs, 1, p->wt, p->n, y, p->yrs, b, p->tail);
+        p->kern->gemm(p->rows, p->n, p->k, x, p->xrs, 1, p->wt, p->n, y, p->yrs, b, p->tail);
     }
     for (int64_t r = 0; r < p->rows; r++)
         zero(y + r * p->yrs, p->n, p->npad);
@@ -253,7 +194,7 @@ static enum fm_status small_bwd_data_exec(struct fm_cpu *s, const struct fm_cpu_
     const struct fm_cpu_small *p = arg;
     const float *dy = fm_cpu_item_f32(it, 0), *w = fm_cpu_item_f32(it, 1);
     float *dx = fm_cpu_item_f32(it, 2);
-    gemm(p->rows, p->k, p->n, dy, p->yrs, 1, w, p->k, dx, p->xrs, NULL, p->tail);
+    p->kern->gemm(p->rows, p->k, p->n, dy, p->yrs, 1, w, p->k, dx, p->xrs, NULL, p->tail);
     for (int64_t r = 0; r < p->rows; r++)
         zero(dx + r * p->xrs, p->k, p->kpad);
     return FM_OK;
@@ -269,7 +210,7 @@ static enum fm_status small_bwd_weights_exec(struct fm_cpu *s, const struct fm_c
     const struct fm_cpu_small *p = arg;
     const float *x = fm_cpu_item_f32(it, 0), *dy = fm_cpu_item_f32(it, 1);
     float *dw = fm_cpu_item_f32(it, 2), *db = p->dbias ? fm_cpu_item_f32(it, 3) : NULL;
-    gemm(p->n, p->k, p->rows, dy, 1, p->yrs, x, p->xrs, dw, p->k, NULL, p->tail);
+    p->kern->gemm(p->n, p->k, p->rows, dy, 1, p->yrs, x, p->xrs, dw, p->k, NULL, p->tail);
     if (db) {
         zero(db, 0, p->n);
         for (int64_t r = 0; r < p->rows; r++) {
