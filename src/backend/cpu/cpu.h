@@ -308,10 +308,15 @@ void fm_cpu_bcast_init(struct fm_cpu_bcast *b, const struct fm_shape *out,
 #define FM_CPU_SIMD_REDUCE(clause)
 #endif
 
+/* The per-element helpers below and their like in the op files: always inlined, since a call
+ * inside a loop keeps it scalar. GCC left fm_cpu_exp_neg out of line in ewise.c's kernel (a
+ * large switch), and Erf's gradient ran one call per element, at 5 times its forward. */
+#define FM_CPU_INLINE static inline __attribute__((always_inline))
+
 /* The reduction exp and tanh share: for t <= 0 (at least -87), t = n ln2 + r with
  * |r| <= ln2 / 2; returns expm1(r) by its Taylor polynomial to degree 8 (error below 2e-9
  * relative) and sets *scale to 2^n, built in the exponent bits. */
-static inline float fm_cpu_exp_split(float t, float *scale)
+FM_CPU_INLINE float fm_cpu_exp_split(float t, float *scale)
 {
     float n = (float)(int32_t)(t * 1.44269504088896341f - 0.5f);   /* rounded: t <= 0 */
     float r = t - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
@@ -333,7 +338,7 @@ static inline float fm_cpu_exp_split(float t, float *scale)
  * 50,257 classes at 10x PyTorch's): 2^n (1 + expm1(r)) from fm_cpu_exp_split; x is clamped at
  * -87 (exp(-87) is 1.6e-38, just above float's smallest normal: a softmax term or erf's
  * derivative that small is 0 to the precision of any gradient). */
-static inline float fm_cpu_exp_neg(float x)
+FM_CPU_INLINE float fm_cpu_exp_neg(float x)
 {
     /* the clamp on the bits: for x <= 0 they order as |x| does, and an unsigned min
      * vectorises where GCC keeps a float compare-and-select as a branch (AVX2, AVX-512) */
@@ -350,7 +355,7 @@ static inline float fm_cpu_exp_neg(float x)
  * below 0.17 n is 0 and m is expm1(r) itself, so small arguments keep their relative precision
  * (1 - exp(-2a) would lose it); above, 2^n - 1 is exact and at most -1/2, so nothing cancels.
  * Relative error below 5e-7; NaN stays NaN. */
-static inline float fm_cpu_tanh(float x)
+FM_CPU_INLINE float fm_cpu_tanh(float x)
 {
     union { float f; uint32_t u; } v = {.f = x};
     const uint32_t bits = v.u, mag = bits & 0x7FFFFFFFu;

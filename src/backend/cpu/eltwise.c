@@ -279,7 +279,7 @@ struct own_arg {
 /* GELU's tanh form through sigma(2u) = (1 + tanh(u)) / 2, with e = exp(-2|u|):
  * sigma(2|u|) = 1 / (1 + e), sigma(-2|u|) = e / (1 + e), chosen by u's sign bit; 1 - tanh(u)^2
  * = 4 sigma(2u) sigma(-2u). Neither cancels for large |u|, where 1 + tanh(u) would. */
-static inline void gelu_tanh_parts(float x, float *sig, float *sech2)
+FM_CPU_INLINE void gelu_tanh_parts(float x, float *sig, float *sech2)
 {
     float u = GELU_C * (x + GELU_A * x * x * x);
     union { float f; uint32_t u; } v = {.f = u};

@@ -29,7 +29,8 @@
 /* GCC keeps a float compare-and-select (the clamps of erf_fast and fm_cpu_exp_neg, Max, Min,
  * ReLU-like selects) as a branch while FP operations may trap, and a loop with a branch does
  * not vectorise: Erf ran at 10-20x a same-sized Add. Nothing here reads the FP exception flags,
- * so the loops may compute both sides; the values are the same. */
+ * so the loops may compute both sides; the values are the same. (Nor errno: the CPU backend
+ * builds with -fno-math-errno, CMakeLists.txt.) */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
@@ -221,7 +222,7 @@ static void walk_init(struct ew_walk *w, const struct fm_shape *out,
  * generic_fast_erf_float), x clamped to [-4, 4] where erf is +-1 in fp32: no libm call, so
  * the loop vectorises (libm's erff does not; ONNX exports of BERT-like models run GELU as
  * Erf). Largest error 4e-7 (checked against double erf on [-6, 6] in steps of 1e-4). */
-static inline float erf_fast(float x)
+FM_CPU_INLINE float erf_fast(float x)
 {
     x = x < -4.0f ? -4.0f : x > 4.0f ? 4.0f : x;
     float x2 = x * x;
@@ -241,23 +242,27 @@ static inline float erf_fast(float x)
 }
 
 /* log(1 + exp(x)) without overflow: x itself past 20, where exp(-x) is below float's epsilon */
-static inline float softplus_of(float x)
+FM_CPU_INLINE float softplus_of(float x)
 {
     return x > 20.0f ? x : log1pf(expf(x));
 }
 
-static inline float mish_grad(float x)
+FM_CPU_INLINE float mish_grad(float x)
 {
     float t = tanhf(softplus_of(x)), s = 1.0f / (1.0f + expf(-x));
     return t + x * s * (1.0f - t * t);
 }
 
-static inline float sign_of(float x)
+FM_CPU_INLINE float sign_of(float x)
 {
     return (float)((x > 0.0f) - (x < 0.0f));
 }
 
-/* n elements of one run; p[k] the first element of slot k. */
+/* n elements of one run; p[k] the first element of slot k. Compiled per instruction set:
+ * on the baseline's SSE2 the unsigned clamps of fm_cpu_exp_neg and fm_cpu_tanh (and the
+ * float-to-int rounding of fm_cpu_exp_split) have no vector form, so Erf's and Softplus's
+ * gradients and every exp-based kernel ran a scalar loop on every CPU. */
+FM_CPU_CLONES
 static void run_kernel(const struct ew_item *e, int64_t n, char *const *p)
 {
     const int64_t *inc = e->w.inc;
