@@ -598,6 +598,8 @@ FD_TEST(fd_hardswish, VAL_AWAY_FROM_KINKS, b_hardswish, 2, 3, 4, 4)
 FD_TEST(fd_hardswish_padded, VAL_AWAY_FROM_KINKS, b_hardswish_padded, 2, 3, 4, 4)
 FD_TEST(fd_hardsigmoid, VAL_AWAY_FROM_KINKS, b_hardsigmoid, 2, 3, 4, 4)
 FD_TEST(fd_maxpool_ceil, VAL_DISTINCT, b_maxpool, 2, 3, 7, 7)
+/* 16 channels on a plain input (a parameter's layout): pooled over a channel-blocked copy */
+FD_TEST(fd_maxpool_plain_blocked, VAL_DISTINCT, b_maxpool, 2, 16, 7, 7)
 FD_TEST(fd_avgpool_count_pad, VAL_NORMAL, b_avgpool_pad, 2, 3, 7, 7)
 FD_TEST(fd_avgpool_ceil, VAL_NORMAL, b_avgpool_ceil, 2, 3, 5, 5)
 FD_TEST(fd_adaptive_avgpool_uneven, VAL_NORMAL, b_adaptive_uneven, 2, 3, 5, 7)
@@ -1057,6 +1059,53 @@ static void linear_b16_no_weight_reorder(void **state)
 {
     (void)state;
     linear_no_weight_reorder("fc_b16", 16, 4096, 4096);
+}
+
+/* A MaxPool on a plain input of 16 channels (AlexNet's first, after a convolution oneDNN
+ * runs in plain layouts): oneDNN's plain-layout code ("simple_nchw") took 30 ms forward at
+ * batch 16 where its JIT kernel over a channel-blocked copy takes 5; the plan's pooling
+ * primitives (forward and backward) must be neither simple, reference nor gemm code. */
+static void maxpool_plain_input_jit(void **state)
+{
+    (void)state;
+#ifndef FM_HAVE_DNNL
+    backend_or_skip();
+#else
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "pool_plain", &g));
+    fm_tid x = add_param(ctx, g, "x", SHAPE(4, 16, 27, 27));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    fm_tid y = fm_nn_maxpool(&nn, "pool", x, 3, 2, 0, false);
+    assert_int_equal(nn.st, FM_OK);
+    add_loss(&nn, y);
+    struct fm_cpu *s = prepare_frozen(be, ctx, g, "pool_plain");
+    int pools = 0;
+    for (size_t i = 0; i < s->n_items; i++) {
+        const struct fm_cpu_item *it = &s->items[i];
+        if (!it->prim || strcmp(fm_graph_node(g, it->node)->name, "pool") != 0)
+            continue;
+        const_dnnl_primitive_desc_t pd = NULL;
+        dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+        const char *impl = NULL;
+        assert_int_equal(dnnl_primitive_get_primitive_desc(it->prim, &pd), dnnl_success);
+        assert_int_equal(dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind),
+                         dnnl_success);
+        if (kind != dnnl_pooling_v2)
+            continue;
+        assert_int_equal(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl),
+                         dnnl_success);
+        if (fm_cpu_pd_is_slow(pd) || strncmp(impl, "simple", 6) == 0)
+            fail_msg("pool's phase %d runs oneDNN's %s", (int)it->phase, impl);
+        pools++;
+    }
+    assert_int_equal(pools, 2);   /* forward and backward */
+    be->release(s);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+#endif
 }
 
 /* ---- the cross-entropy loss over many classes against a plain reference ----
@@ -2153,6 +2202,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_hardswish_padded),
         cmocka_unit_test(fd_hardsigmoid),
         cmocka_unit_test(fd_maxpool_ceil),
+        cmocka_unit_test(fd_maxpool_plain_blocked),
         cmocka_unit_test(fd_avgpool_count_pad),
         cmocka_unit_test(fd_avgpool_ceil),
         cmocka_unit_test(fd_adaptive_avgpool_uneven),
@@ -2186,6 +2236,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(small_kernels_every_isa),
         cmocka_unit_test(linear_b1_bwd_data_no_reorder),
         cmocka_unit_test(linear_b16_no_weight_reorder),
+        cmocka_unit_test(maxpool_plain_input_jit),
         cmocka_unit_test(ce_gpt2_vocab),
         cmocka_unit_test(ce_small_rows),
         cmocka_unit_test(softmax_gpt2_scores),
