@@ -322,6 +322,20 @@ static fm_tid b_conv_grouped4_tiny(struct fm_nn *nn, fm_tid x)
     fm_tid c = fm_nn_conv(nn, "conv", x, 32, 1, 1, 0, 1, false);
     return fm_nn_conv(nn, "grouped", c, 32, 3, 2, 1, 8, false);
 }
+static fm_tid b_conv_grouped4_padded(struct fm_nn *nn, fm_tid x)
+{   /* ResNeXt-50 32x4d's first-stage shape, small: 3x3 filters, 4 channels a group, stride 1,
+     * with a bias, 20 channels (the last 8-channel block half padded). On AVX2 oneDNN 2.6 runs
+     * it through im2col and gemm; flopmeter's kernels (grp_kern.h) run all three phases */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 20, 1, 1, 0, 1, false);
+    return fm_nn_conv(nn, "grouped", c, 20, 3, 1, 1, 5, true);
+}
+static fm_tid b_conv_grouped2_dilated(struct fm_nn *nn, fm_tid x)
+{   /* 2 channels a group, a 3x5 filter dilated by 2, padding 2 and 3 (the input gradient as a
+     * flipped forward), then stride 2 (the input gradient pixel by pixel) */
+    fm_tid c = fm_nn_conv(nn, "conv", x, 14, 1, 1, 0, 1, false);
+    fm_tid a = fm_nn_conv_full(nn, "grouped", c, 14, 3, 5, 1, 1, 2, 3, 2, 7, true);
+    return fm_nn_conv_full(nn, "strided", a, 14, 3, 3, 2, 2, 1, 0, 1, 7, false);
+}
 static fm_tid b_hardswish_padded(struct fm_nn *nn, fm_tid x)
 {   /* Hardswish over 24 channels padded to the 16-channel block: its backward runs over the
      * whole buffer seen as one vector */
@@ -578,6 +592,8 @@ FD_TEST(fd_conv_depthwise_tiny, VAL_NORMAL, b_conv_dw_tiny, 2, 3, 2, 2)
 FD_TEST(fd_conv_depthwise7_tiny, VAL_NORMAL, b_conv_dw7_tiny, 2, 3, 2, 2)
 FD_TEST(fd_conv_grouped_tiny, VAL_NORMAL, b_conv_grouped_tiny, 2, 3, 2, 2)
 FD_TEST(fd_conv_grouped4_strided, VAL_NORMAL, b_conv_grouped4_tiny, 2, 3, 5, 5)
+FD_TEST(fd_conv_grouped4_padded, VAL_NORMAL, b_conv_grouped4_padded, 2, 3, 6, 5)
+FD_TEST(fd_conv_grouped2_dilated, VAL_NORMAL, b_conv_grouped2_dilated, 2, 3, 7, 9)
 FD_TEST(fd_conv_asymmetric, VAL_NORMAL, b_conv_1x1, 2, 3, 5, 6)
 FD_TEST(fd_grouped_bn_blocked, VAL_NORMAL, b_grouped_bn, 2, 3, 6, 6)
 FD_TEST(fd_linear, VAL_NORMAL, b_linear, 3, 12)
@@ -1102,6 +1118,59 @@ static void maxpool_plain_input_jit(void **state)
         pools++;
     }
     assert_int_equal(pools, 2);   /* forward and backward */
+    be->release(s);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+#endif
+}
+
+/* ResNeXt-50 32x4d's first-stage grouped convolution (32 groups of 4 channels, 3x3, 56x56;
+ * here 16 x 16 at batch 2): on AVX2 oneDNN 2.6 ran its three phases through im2col and gemm in
+ * plain layouts at 3-5 GFLOP/s (35-39 ms a layer at batch 4) and the BatchNorm after it on
+ * plain layouts too. No phase of the layer may run a convolution primitive that is
+ * reference or gemm code. */
+static void grouped4_conv_not_gemm(void **state)
+{
+    (void)state;
+#ifndef FM_HAVE_DNNL
+    backend_or_skip();
+#else
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, "grouped4", &g));
+    fm_tid x = add_param(ctx, g, "x", SHAPE(2, 128, 16, 16));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    fm_tid c = fm_nn_conv(&nn, "conv", x, 128, 1, 1, 0, 1, false);
+    fm_tid y = fm_nn_conv(&nn, "grouped", c, 128, 3, 1, 1, 32, false);
+    assert_int_equal(nn.st, FM_OK);
+    add_loss(&nn, y);
+    struct fm_cpu *s = prepare_frozen(be, ctx, g, "grouped4");
+    int phases = 0;
+    for (size_t i = 0; i < s->n_items; i++) {
+        const struct fm_cpu_item *it = &s->items[i];
+        if (strcmp(fm_graph_node(g, it->node)->name, "grouped") != 0)
+            continue;
+        if (it->fn) {   /* flopmeter's own kernel for a phase */
+            phases++;
+            continue;
+        }
+        const_dnnl_primitive_desc_t pd = NULL;
+        dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+        const char *impl = NULL;
+        assert_int_equal(dnnl_primitive_get_primitive_desc(it->prim, &pd), dnnl_success);
+        assert_int_equal(dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind),
+                         dnnl_success);
+        if (kind != dnnl_convolution)
+            continue;
+        assert_int_equal(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl),
+                         dnnl_success);
+        if (fm_cpu_pd_is_slow(pd))
+            fail_msg("grouped's phase %d runs oneDNN's %s", (int)it->phase, impl);
+        phases++;
+    }
+    assert_int_equal(phases, 3);   /* forward, input and weight gradients */
     be->release(s);
     fm_graph_free(g);
     fm_ctx_free(ctx);
@@ -2181,6 +2250,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_conv_depthwise7_tiny),
         cmocka_unit_test(fd_conv_grouped_tiny),
         cmocka_unit_test(fd_conv_grouped4_strided),
+        cmocka_unit_test(fd_conv_grouped4_padded),
+        cmocka_unit_test(fd_conv_grouped2_dilated),
         cmocka_unit_test(cold_cache_same_results),
         cmocka_unit_test(fd_conv_asymmetric),
         cmocka_unit_test(fd_grouped_bn_blocked),
@@ -2237,6 +2308,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(linear_b1_bwd_data_no_reorder),
         cmocka_unit_test(linear_b16_no_weight_reorder),
         cmocka_unit_test(maxpool_plain_input_jit),
+        cmocka_unit_test(grouped4_conv_not_gemm),
         cmocka_unit_test(ce_gpt2_vocab),
         cmocka_unit_test(ce_small_rows),
         cmocka_unit_test(softmax_gpt2_scores),

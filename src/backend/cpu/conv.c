@@ -22,8 +22,9 @@ struct conv_priv {
     dnnl_memory_desc_t wview;      /* transposed: the parameter's bytes as oneDNN's weights */
     dnnl_memory_t m_wview;         /* transposed: the parameter seen through wview */
     dnnl_memory_t m_wei;           /* transposed: the weights in the forward's layout */
-    bool own_fwd;                  /* depthwise: flopmeter's forward (dw_fwd_exec), fwd the
-                                      layouts only */
+    bool own_fwd;                  /* depthwise or grouped: flopmeter's forward (dw_fwd_exec,
+                                      grp_fwd_exec), fwd the layouts only */
+    bool own_grp;                  /* grouped: flopmeter's input gradient too (grp_bwd_exec) */
     struct fm_cpu_small *small;    /* a 1x1 convolution of a 1x1 map run by small.c, fwd the
                                       layouts only; NULL otherwise */
 };
@@ -38,6 +39,8 @@ struct dw_grad {
     int64_t xs[4], ys[4];                   /* strides of x and dy: n, block, h, w */
     int64_t gw;                             /* channels a group (grouped): 1 (depthwise) */
     bool bias;
+    bool own;                               /* grouped: the layout is grp_fwd_blocked's, whose
+                                               kernels (grp_kern.h) take it */
 };
 
 /* The taps t in [*lo, *hi) of a filter of k taps, dil apart, whose input index base + t dil
@@ -285,12 +288,191 @@ static struct dw_grad *dw_geometry(struct fm_cpu *s, const struct conv_priv *p, 
                           .ow = p->ydims[3], .kh = p->wdims[3], .kw = p->wdims[4],
                           .sh = p->strides[0], .sw = p->strides[1], .ph = p->pl[0],
                           .pw = p->pl[1], .dh = p->dil[0] + 1, .dw = p->dil[1] + 1,
-                          .gw = p->wdims[2], .bias = bias};
+                          .gw = p->wdims[2], .bias = bias, .own = p->own_grp};
     for (int i = 0; i < 4; i++) {
         d->xs[i] = xmd->format_desc.blocking.strides[i];
         d->ys[i] = ymd->format_desc.blocking.strides[i];
     }
     return d;
+}
+
+/* ---- grouped convolutions of a few channels a group (ResNeXt's 32 x 4d first stage) ----
+ * oneDNN 2.6's JIT code on AVX2 wants 8 channels a group; with 4 (ResNeXt-50 32x4d's 3x3s over
+ * 56x56 planes) it runs im2col and gemm in plain layouts, 3-5 GFLOP/s a phase where its other
+ * convolutions run 50-70, and the BatchNorms around it then run on plain layouts too. Here
+ * such a layer keeps the channel-blocked layout of its neighbours (blocks of B = 8 channels,
+ * 16 on AVX-512) and runs flopmeter's forward and input gradient (the weight gradient is
+ * grp_grad_exec's). A block holds B / GW whole groups; output lane b of a block sums, over the
+ * taps and its group's GW inputs c, w[b][c][tap] times input lane (b / GW) * GW + c: one
+ * lane permutation and one vector multiply-add per (tap, c), the compiler's from constant GW
+ * and B. The input gradient is the same sum over dy with the weight's two channel axes
+ * swapped and the taps that reach each input pixel. */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GRP_KERNELS 1
+#define GK_TARGET __attribute__((target("arch=x86-64-v3")))
+#define GK_B 8
+#define GK_GW 2
+#include "grp_kern.h"
+#define GK_TARGET __attribute__((target("arch=x86-64-v3")))
+#define GK_B 8
+#define GK_GW 4
+#include "grp_kern.h"
+#define GK_TARGET __attribute__((target("arch=x86-64-v4")))
+#define GK_B 16
+#define GK_GW 2
+#include "grp_kern.h"
+#define GK_TARGET __attribute__((target("arch=x86-64-v4")))
+#define GK_B 16
+#define GK_GW 4
+#include "grp_kern.h"
+#define GK_TARGET __attribute__((target("arch=x86-64-v4")))
+#define GK_B 16
+#define GK_GW 8
+#include "grp_kern.h"
+#endif
+
+/* The kernel for d's block and group width (grp_small chose a pair that has one). */
+static void grp_block_any(const struct dw_grad *d, const float *in, float *out, const float *w,
+                          const float *bias, bool fwd, int64_t n, int64_t cb)
+{
+#ifdef GRP_KERNELS
+    switch (d->blk * 100 + d->gw) {
+    case 802: grp_block_8_2(d, in, out, w, bias, fwd, n, cb); break;
+    case 804: grp_block_8_4(d, in, out, w, bias, fwd, n, cb); break;
+    case 1602: grp_block_16_2(d, in, out, w, bias, fwd, n, cb); break;
+    case 1604: grp_block_16_4(d, in, out, w, bias, fwd, n, cb); break;
+    default: grp_block_16_8(d, in, out, w, bias, fwd, n, cb); break;
+    }
+#else
+    (void)d, (void)in, (void)out, (void)w, (void)bias, (void)fwd, (void)n, (void)cb;
+#endif
+}
+
+/* The weight gradient of block cb by the kernel for d's block and group width. */
+static void grp_grad_block_any(const struct dw_grad *d, const float *x, const float *dy,
+                               float *dw, float *db, int64_t cb)
+{
+#ifdef GRP_KERNELS
+    switch (d->blk * 100 + d->gw) {
+    case 802: grp_grad_block_8_2(d, x, dy, dw, db, cb); break;
+    case 804: grp_grad_block_8_4(d, x, dy, dw, db, cb); break;
+    case 1602: grp_grad_block_16_2(d, x, dy, dw, db, cb); break;
+    case 1604: grp_grad_block_16_4(d, x, dy, dw, db, cb); break;
+    default: grp_grad_block_16_8(d, x, dy, dw, db, cb); break;
+    }
+#else
+    (void)d, (void)x, (void)dy, (void)dw, (void)db, (void)cb;
+#endif
+}
+
+/* items: x, y (channel-blocked), w (plain: C, GW, kh, kw), the bias (plain) or none */
+static enum fm_status grp_fwd_exec(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct dw_grad *d = arg;
+    const float *x = fm_cpu_item_f32(it, 0), *w = fm_cpu_item_f32(it, 2);
+    const float *bias = d->bias ? fm_cpu_item_f32(it, 3) : NULL;
+    float *y = fm_cpu_item_f32(it, 1);
+    FM_CPU_PARALLEL
+    for (int64_t nb = 0; nb < d->n * d->ncb; nb++)
+        grp_block_any(d, x, y, w, bias, true, nb / d->ncb, nb % d->ncb);
+    return FM_OK;
+}
+
+/* items: dy, dx (the forward's layouts), w (plain) */
+static enum fm_status grp_bwd_exec(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct dw_grad *d = arg;
+    const float *dy = fm_cpu_item_f32(it, 0), *w = fm_cpu_item_f32(it, 2);
+    float *dx = fm_cpu_item_f32(it, 1);
+    FM_CPU_PARALLEL
+    for (int64_t nb = 0; nb < d->n * d->ncb; nb++)
+        grp_block_any(d, dy, dx, w, NULL, false, nb / d->ncb, nb % d->ncb);
+    return FM_OK;
+}
+
+/* The channel block flopmeter's grouped kernels use on this CPU: 16 where AVX-512 runs, 8
+ * where AVX2 does, 0 where neither (oneDNN's code stays). */
+static int64_t grp_block_width(void)
+{
+#ifdef GRP_KERNELS
+    if (fm_cpu_small_kern(FM_CPU_ISA_AVX512))
+        return 16;
+    if (fm_cpu_small_kern(FM_CPU_ISA_AVX2))
+        return 8;
+#endif
+    return 0;
+}
+
+/* Whether p is a grouped 2-D convolution the kernels above take: GW in {2, 4, 8} channels a
+ * group in and out, GW below the block (a group of the block's width is oneDNN's JIT case). */
+static bool grp_small(const struct conv_priv *p)
+{
+    if (p->transposed || p->sp != 2 || p->wrank != 5 || p->wdims[0] < 2)
+        return false;
+    int64_t gw = p->wdims[2], blk = grp_block_width();
+    return blk && (gw == 2 || gw == 4 || gw == 8) && gw < blk && p->wdims[1] == gw &&
+           p->xdims[1] == p->wdims[0] * gw && p->ydims[1] == p->xdims[1] &&
+           p->wdims[3] * p->wdims[4] <= DW_MAX_TAPS;
+}
+
+/* A grouped forward oneDNN runs on im2col and gemm: p->fwd becomes a primitive descriptor for
+ * the channel-blocked layouts (its implementation never runs: it gives the layouts, which the
+ * backward follows) and the forward and input gradient are flopmeter's. */
+static enum fm_status grp_fwd_blocked(struct fm_cpu *s, fm_nid id, struct conv_priv *p,
+                                      dnnl_prop_kind_t prop, const dnnl_memory_desc_t *bp)
+{
+    dnnl_format_tag_t tag = grp_block_width() == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
+    enum fm_status st = FM_OK;
+    dnnl_dims_t xd, yd;
+    for (int i = 0; i < 4; i++) {
+        xd[i] = p->xdims[i];
+        yd[i] = p->ydims[i];
+    }
+    dnnl_memory_desc_t src, wei, dst;
+    FM_DNNL_TRY(s, dnnl_memory_desc_init_by_tag(&src, 4, xd, dnnl_f32, tag));
+    FM_DNNL_TRY(s, dnnl_memory_desc_init_by_tag(&dst, 4, yd, dnnl_f32, tag));
+    fm_cpu_md_plain(&wei, p->wrank, p->wdims);
+    dnnl_convolution_desc_t cd;
+    FM_DNNL_TRY(s, dnnl_dilated_convolution_forward_desc_init(&cd, prop, conv_alg(p), &src, &wei,
+                                                               bp, &dst, p->strides, p->dil,
+                                                               p->pl, p->pr));
+    dnnl_primitive_desc_t pd;
+    st = fm_cpu_pd(s, id, &cd, NULL, &pd);
+    if (st == FM_ERR_UNSUPPORTED) {   /* no primitive in these layouts: oneDNN's stays */
+        st = FM_OK;
+    } else if (!st) {
+        p->fwd = pd;
+        p->own_fwd = p->own_grp = true;
+    }
+out:
+    return st;
+}
+
+/* The input gradient of a grouped convolution grp_fwd_blocked took. */
+static enum fm_status grp_bwd_data(struct fm_cpu *s, fm_nid id, struct conv_priv *p)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    struct dw_grad *d = dw_geometry(s, p, false);
+    if (!d)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    dnnl_memory_t mems[3];
+    struct fm_cpu_sink sk;
+    enum fm_status st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->out[0], true,
+                                     fm_cpu_pd_md(p->fwd, DNNL_ARG_DST), &mems[0]);
+    if (!st)
+        st = fm_cpu_sink_begin(s, id, FM_PHASE_BWD_DATA, n->in[0],
+                               fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC), &sk, &mems[1]);
+    if (!st)
+        st = fm_cpu_input(s, id, FM_PHASE_BWD_DATA, n->in[1], false,
+                          fm_cpu_pd_md(p->fwd, DNNL_ARG_WEIGHTS), &mems[2]);
+    if (!st)
+        st = fm_cpu_add_fn(s, id, FM_PHASE_BWD_DATA, grp_bwd_exec, d, mems, 3);
+    if (!st)
+        st = fm_cpu_sink_end(s, &sk);
+    return st;
 }
 
 /* A 1x1 convolution of a 1x1 map (a squeeze-excitation block's two fcs) small enough that
@@ -342,6 +524,8 @@ enum fm_status fm_cpu_conv_fwd(struct fm_cpu *s, fm_nid id)
         st = fm_cpu_pd(s, id, &cd, NULL, &p->fwd);
         if (!st && depthwise_2d(p) && fm_cpu_pd_is_slow(p->fwd))
             st = dw_fwd_blocked(s, id, p, prop, bp);
+        else if (!st && grp_small(p) && fm_cpu_pd_is_slow(p->fwd))
+            st = grp_fwd_blocked(s, id, p, prop, bp);
         if (!st)
             p->small = conv_small(s, p, bias != FM_NONE);
         if (!st && p->small)
@@ -370,7 +554,8 @@ enum fm_status fm_cpu_conv_fwd(struct fm_cpu *s, fm_nid id)
         if (!d)
             return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
         dnnl_memory_t mems[4] = {m_src, s->t[n->out[0]].val_mem, m_wei, m_bias};
-        st = fm_cpu_add_fn(s, id, FM_PHASE_FWD, dw_fwd_exec, d, mems, bias != FM_NONE ? 4 : 3);
+        st = fm_cpu_add_fn(s, id, FM_PHASE_FWD, p->own_grp ? grp_fwd_exec : dw_fwd_exec, d, mems,
+                           bias != FM_NONE ? 4 : 3);
     } else {
         struct fm_cpu_arg args[4] = {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_WEIGHTS, m_wei},
                                      {DNNL_ARG_DST, s->t[n->out[0]].val_mem},
@@ -386,6 +571,8 @@ static enum fm_status conv_bwd_data(struct fm_cpu *s, fm_nid id, struct conv_pri
     const struct fm_node *n = fm_graph_node(s->g, id);
     if (p->small)
         return fm_cpu_small_bwd_data(s, id, p->small, n->in[0], n->in[1], n->out[0]);
+    if (p->own_grp)
+        return grp_bwd_data(s, id, p);
     int rank = p->sp + 2;
     dnnl_memory_desc_t dsrc, wei, ddst;
     fm_cpu_md_any(&dsrc, rank, p->xdims);
@@ -630,6 +817,12 @@ static enum fm_status grp_grad_exec(struct fm_cpu *s, const struct fm_cpu_item *
     const struct dw_grad *d = arg;
     const float *x = fm_cpu_item_f32(it, 0), *dy = fm_cpu_item_f32(it, 1);
     float *dw = fm_cpu_item_f32(it, 2), *db = d->bias ? fm_cpu_item_f32(it, 3) : NULL;
+    if (d->own) {   /* the layout the forward's own kernels chose: theirs, block by block */
+        FM_CPU_PARALLEL
+        for (int64_t cb = 0; cb < d->ncb; cb++)
+            grp_grad_block_any(d, x, dy, dw, db, cb);
+        return FM_OK;
+    }
     int64_t groups = d->c / d->gw;
     FM_CPU_PARALLEL
     for (int64_t g = 0; g < groups; g++)
@@ -711,6 +904,8 @@ static enum fm_status conv_bwd_weights(struct fm_cpu *s, fm_nid id, struct conv_
         st = deconv_bwd_weights(s, id, p, &dd, bias, want_bias);
     } else {
         bool dw = dw_handles(p), grp = !dw && grp_handles(p);
+        if (p->own_grp)   /* flopmeter's layouts: no oneDNN code but reference runs there */
+            return dw_bwd_weights(s, id, p, bias, want_bias, grp_grad_exec);
         if (dw && p->wdims[3] * p->wdims[4] > 9)
             return dw_bwd_weights(s, id, p, bias, want_bias, dw_grad_exec);
         dnnl_convolution_desc_t cd;
