@@ -26,5 +26,8 @@ bool fm_calib_list_has(const char *list, const char *name, size_t len);
 /* Whether a shape taken from the families in from (comma-separated, or NULL) is taken from a
  * family in the leave-out list. */
 bool fm_calib_left_out(const char *from, const char *leave_out);
+/* The full sweep's shapes of progress label `label` ("pool max") that --leave-out leave_out
+ * (NULL: none) keeps. */
+size_t fm_calib_sweep_count(const char *label, const char *leave_out);
 
 #endif
