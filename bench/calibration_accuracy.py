@@ -393,7 +393,9 @@ def main():
     if missing and not args.measured:
         print(f"exporting {', '.join(missing)} (bench/export_fullsize.py)", file=sys.stderr,
               flush=True)
-        subprocess.run([args.python, os.path.join(HERE, "export_fullsize.py"), *missing])
+        # the exporter's progress goes to stderr: stdout is the table
+        subprocess.run([args.python, os.path.join(HERE, "export_fullsize.py"), *missing],
+                       stdout=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = args.keep or tmp
         cals = {}   # leave-out list -> calibration file
