@@ -169,6 +169,31 @@ static bool depthwise_2d(const struct conv_priv *p)
            p->wdims[1] == 1 && p->wdims[2] == 1 && p->ydims[1] == c;
 }
 
+/* The forward primitive descriptor of p with activations in channel-blocked layout tag and the
+ * weight plain; FM_ERR_UNSUPPORTED when oneDNN has no primitive for those layouts. */
+static enum fm_status blocked_fwd_pd(struct fm_cpu *s, fm_nid id, const struct conv_priv *p,
+                                     dnnl_prop_kind_t prop, const dnnl_memory_desc_t *bp,
+                                     dnnl_format_tag_t tag, dnnl_primitive_desc_t *pd)
+{
+    enum fm_status st = FM_OK;
+    dnnl_dims_t xd, yd;
+    for (int i = 0; i < 4; i++) {
+        xd[i] = p->xdims[i];
+        yd[i] = p->ydims[i];
+    }
+    dnnl_memory_desc_t src, wei, dst;
+    FM_DNNL_TRY(s, dnnl_memory_desc_init_by_tag(&src, 4, xd, dnnl_f32, tag));
+    FM_DNNL_TRY(s, dnnl_memory_desc_init_by_tag(&dst, 4, yd, dnnl_f32, tag));
+    fm_cpu_md_plain(&wei, p->wrank, p->wdims);
+    dnnl_convolution_desc_t cd;
+    FM_DNNL_TRY(s, dnnl_dilated_convolution_forward_desc_init(&cd, prop, conv_alg(p), &src, &wei,
+                                                               bp, &dst, p->strides, p->dil,
+                                                               p->pl, p->pr));
+    st = fm_cpu_pd(s, id, &cd, NULL, pd);
+out:
+    return st;
+}
+
 /* A depthwise forward that oneDNN 2.6 left to im2col and gemm in plain layouts when the layouts
  * were its choice ("any"): ConvNeXt's 7x7 filters over its last stage's 2x2 planes at 64x64
  * input took 9 ms a step instead of a few microseconds' work, and the plain layout sent the
@@ -183,31 +208,18 @@ static enum fm_status dw_fwd_blocked(struct fm_cpu *s, fm_nid id, struct conv_pr
     static const dnnl_format_tag_t tags[2] = {dnnl_aBcd16b, dnnl_aBcd8b};
     enum fm_status st = FM_OK;
     dnnl_primitive_desc_t own = NULL;
-    dnnl_dims_t xd, yd;
-    for (int i = 0; i < 4; i++) {
-        xd[i] = p->xdims[i];
-        yd[i] = p->ydims[i];
-    }
     for (int k = 0; k < 2; k++) {
-        dnnl_memory_desc_t src, wei, dst;
-        FM_DNNL_TRY(s, dnnl_memory_desc_init_by_tag(&src, 4, xd, dnnl_f32, tags[k]));
-        FM_DNNL_TRY(s, dnnl_memory_desc_init_by_tag(&dst, 4, yd, dnnl_f32, tags[k]));
-        fm_cpu_md_plain(&wei, p->wrank, p->wdims);
-        dnnl_convolution_desc_t cd;
-        FM_DNNL_TRY(s, dnnl_dilated_convolution_forward_desc_init(
-                           &cd, prop, conv_alg(p), &src, &wei, bp, &dst, p->strides, p->dil,
-                           p->pl, p->pr));
         dnnl_primitive_desc_t pd;
-        st = fm_cpu_pd(s, id, &cd, NULL, &pd);
+        st = blocked_fwd_pd(s, id, p, prop, bp, tags[k], &pd);
         if (st == FM_ERR_UNSUPPORTED) {   /* no primitive for this block: the next */
             st = FM_OK;
             continue;
         }
         if (st)
-            goto out;
+            return st;
         if (!fm_cpu_pd_is_slow(pd)) {
             p->fwd = pd;
-            goto out;
+            return FM_OK;
         }
         if (!own)
             own = pd;
@@ -217,8 +229,7 @@ static enum fm_status dw_fwd_blocked(struct fm_cpu *s, fm_nid id, struct conv_pr
         p->fwd = own;
         p->own_fwd = true;
     }
-out:
-    return st;
+    return FM_OK;
 }
 
 /* The forward dw_fwd_blocked gives flopmeter: per image and channel block, each output pixel's
@@ -406,16 +417,25 @@ static int64_t grp_block_width(void)
     return 0;
 }
 
+/* The channels a group of p when it is a grouped 2-D convolution of as many output as input
+ * channels a group, a power of two up to 16, and at most DW_MAX_TAPS taps; 0 otherwise. */
+static int64_t grp_width(const struct conv_priv *p)
+{
+    if (p->transposed || p->sp != 2 || p->wrank != 5 || p->wdims[0] < 2)
+        return 0;
+    int64_t gw = p->wdims[2];
+    bool ok = (gw == 2 || gw == 4 || gw == 8 || gw == 16) && p->wdims[1] == gw &&
+              p->xdims[1] == p->wdims[0] * gw && p->ydims[1] == p->xdims[1] &&
+              p->wdims[3] * p->wdims[4] <= DW_MAX_TAPS;
+    return ok ? gw : 0;
+}
+
 /* Whether p is a grouped 2-D convolution the kernels above take: GW in {2, 4, 8} channels a
  * group in and out, GW below the block (a group of the block's width is oneDNN's JIT case). */
 static bool grp_small(const struct conv_priv *p)
 {
-    if (p->transposed || p->sp != 2 || p->wrank != 5 || p->wdims[0] < 2)
-        return false;
-    int64_t gw = p->wdims[2], blk = grp_block_width();
-    return blk && (gw == 2 || gw == 4 || gw == 8) && gw < blk && p->wdims[1] == gw &&
-           p->xdims[1] == p->wdims[0] * gw && p->ydims[1] == p->xdims[1] &&
-           p->wdims[3] * p->wdims[4] <= DW_MAX_TAPS;
+    int64_t gw = grp_width(p), blk = grp_block_width();
+    return blk && gw && gw < blk;
 }
 
 /* A grouped forward oneDNN runs on im2col and gemm: p->fwd becomes a primitive descriptor for
@@ -425,29 +445,14 @@ static enum fm_status grp_fwd_blocked(struct fm_cpu *s, fm_nid id, struct conv_p
                                       dnnl_prop_kind_t prop, const dnnl_memory_desc_t *bp)
 {
     dnnl_format_tag_t tag = grp_block_width() == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
-    enum fm_status st = FM_OK;
-    dnnl_dims_t xd, yd;
-    for (int i = 0; i < 4; i++) {
-        xd[i] = p->xdims[i];
-        yd[i] = p->ydims[i];
-    }
-    dnnl_memory_desc_t src, wei, dst;
-    FM_DNNL_TRY(s, dnnl_memory_desc_init_by_tag(&src, 4, xd, dnnl_f32, tag));
-    FM_DNNL_TRY(s, dnnl_memory_desc_init_by_tag(&dst, 4, yd, dnnl_f32, tag));
-    fm_cpu_md_plain(&wei, p->wrank, p->wdims);
-    dnnl_convolution_desc_t cd;
-    FM_DNNL_TRY(s, dnnl_dilated_convolution_forward_desc_init(&cd, prop, conv_alg(p), &src, &wei,
-                                                               bp, &dst, p->strides, p->dil,
-                                                               p->pl, p->pr));
     dnnl_primitive_desc_t pd;
-    st = fm_cpu_pd(s, id, &cd, NULL, &pd);
-    if (st == FM_ERR_UNSUPPORTED) {   /* no primitive in these layouts: oneDNN's stays */
-        st = FM_OK;
-    } else if (!st) {
+    enum fm_status st = blocked_fwd_pd(s, id, p, prop, bp, tag, &pd);
+    if (st == FM_ERR_UNSUPPORTED)   /* no primitive in these layouts: oneDNN's stays */
+        return FM_OK;
+    if (!st) {
         p->fwd = pd;
         p->own_fwd = p->own_grp = true;
     }
-out:
     return st;
 }
 
@@ -835,14 +840,10 @@ static enum fm_status grp_grad_exec(struct fm_cpu *s, const struct fm_cpu_item *
  * channel-blocked layouts (the same for x and y). */
 static bool grp_handles(const struct conv_priv *p)
 {
-    if (p->transposed || p->sp != 2 || p->wrank != 5 || p->wdims[0] < 2)
-        return false;
-    int64_t gw = p->wdims[2], taps = p->wdims[3] * p->wdims[4];
+    int64_t gw = grp_width(p);
     int64_t blk = channel_block_any(fm_cpu_pd_md(p->fwd, DNNL_ARG_SRC));
-    return (gw == 2 || gw == 4 || gw == 8 || gw == 16) && p->wdims[1] == gw &&
-           p->xdims[1] == p->wdims[0] * gw &&
-           p->ydims[1] == p->xdims[1] && blk && blk % gw == 0 &&
-           channel_block_any(fm_cpu_pd_md(p->fwd, DNNL_ARG_DST)) == blk && taps <= DW_MAX_TAPS;
+    return gw && blk && blk % gw == 0 &&
+           channel_block_any(fm_cpu_pd_md(p->fwd, DNNL_ARG_DST)) == blk;
 }
 
 /* The hand-written weight gradient of a depthwise convolution dw_handles accepts, or with fn
