@@ -1015,6 +1015,22 @@ static void small_kernels_every_isa(void **state)
 #endif
 }
 
+#ifdef FM_HAVE_DNNL
+/* The kind of the oneDNN primitive of item it: its descriptor in *pd and its implementation's name
+ * in *impl. */
+static dnnl_primitive_kind_t item_primitive(const struct fm_cpu_item *it,
+                                            const_dnnl_primitive_desc_t *pd, const char **impl)
+{
+    dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+    assert_int_equal(dnnl_primitive_get_primitive_desc(it->prim, pd), dnnl_success);
+    assert_int_equal(dnnl_primitive_desc_query(*pd, dnnl_query_primitive_kind, 0, &kind),
+                     dnnl_success);
+    assert_int_equal(dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, impl),
+                     dnnl_success);
+    return kind;
+}
+#endif
+
 /* ---- what a step runs ----
  * A Linear layer's weight and its gradient change every step, so a layout mismatch between
  * the products costs a reorder every step. Left to oneDNN's choice, a small batch's products
@@ -1045,10 +1061,8 @@ static void linear_no_weight_reorder(const char *what, int64_t rows, int64_t k, 
         if (!it->prim || strcmp(fm_graph_node(g, it->node)->name, "fc") != 0)
             continue;
         const_dnnl_primitive_desc_t pd = NULL;
-        dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
-        assert_int_equal(dnnl_primitive_get_primitive_desc(it->prim, &pd), dnnl_success);
-        assert_int_equal(dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind),
-                         dnnl_success);
+        const char *impl = NULL;
+        dnnl_primitive_kind_t kind = item_primitive(it, &pd, &impl);
         products[it->phase] += kind == dnnl_inner_product;
         reorders[it->phase] += kind == dnnl_reorder;
     }
@@ -1104,15 +1118,9 @@ static void maxpool_plain_input_jit(void **state)
         if (!it->prim || strcmp(fm_graph_node(g, it->node)->name, "pool") != 0)
             continue;
         const_dnnl_primitive_desc_t pd = NULL;
-        dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
         const char *impl = NULL;
-        assert_int_equal(dnnl_primitive_get_primitive_desc(it->prim, &pd), dnnl_success);
-        assert_int_equal(dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind),
-                         dnnl_success);
-        if (kind != dnnl_pooling_v2)
+        if (item_primitive(it, &pd, &impl) != dnnl_pooling_v2)
             continue;
-        assert_int_equal(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl),
-                         dnnl_success);
         if (fm_cpu_pd_is_slow(pd) || strncmp(impl, "simple", 6) == 0)
             fail_msg("pool's phase %d runs oneDNN's %s", (int)it->phase, impl);
         pools++;
@@ -1157,15 +1165,9 @@ static void grouped4_conv_not_gemm(void **state)
             continue;
         }
         const_dnnl_primitive_desc_t pd = NULL;
-        dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
         const char *impl = NULL;
-        assert_int_equal(dnnl_primitive_get_primitive_desc(it->prim, &pd), dnnl_success);
-        assert_int_equal(dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind),
-                         dnnl_success);
-        if (kind != dnnl_convolution)
+        if (item_primitive(it, &pd, &impl) != dnnl_convolution)
             continue;
-        assert_int_equal(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl),
-                         dnnl_success);
         if (fm_cpu_pd_is_slow(pd))
             fail_msg("grouped's phase %d runs oneDNN's %s", (int)it->phase, impl);
         phases++;
