@@ -1614,6 +1614,46 @@ static void test_sweep_maxpool_survives_leave_out(void **unused)
                      fm_calib_sweep_count("pool max", NULL));
 }
 
+/* Every op with a kind of its own in the sweep keeps a fit of its own whichever families an
+ * accuracy run leaves out: with only its families' shapes, SiLU, Hardswish and GELU (3 each)
+ * were always priced by the activation class's fit, and ReLU6, Softmax, LayerNorm and
+ * Attention wherever their family was left out. */
+static void test_sweep_kinds_survive_leave_out(void **unused)
+{
+    (void)unused;
+    const char *all = "resnet,resnet50,resnext,vgg,alexnet,mobilenet_v2,mobilenet_v3,"
+                      "efficientnet,regnet,convnext,swin,vit,gpt2,bert,llama";
+    static const struct {
+        enum fm_op op;
+        const char *families;   /* the families the sweep takes shapes of this op from */
+        size_t from_families;   /* how many */
+    } ops[] = {
+        {FM_OP_SILU, "efficientnet", 3},
+        {FM_OP_HARDSWISH, "mobilenet_v3", 3},
+        {FM_OP_GELU, "convnext,swin,vit,gpt2,bert", 3},
+        {FM_OP_CLIP, "mobilenet_v2", 4},
+        {FM_OP_SOFTMAX, "vit,gpt2,bert", 1},
+        {FM_OP_LAYERNORM, "vit,gpt2,bert,convnext,swin", 2},
+        {FM_OP_ATTENTION, "vit,gpt2,bert", 1},
+        {FM_OP_MAXPOOL, "resnet,vgg", 2},
+        {FM_OP_BATCHNORM, "resnet", 1},
+    };
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        const char *name = fm_op_name(ops[i].op);
+        size_t full = fm_calib_sweep_op_count(ops[i].op, NULL);
+        size_t kept = fm_calib_sweep_op_count(ops[i].op, all);
+        if (kept < FM_CALIB_MIN_OP_POINTS)
+            fail_msg("%s: %zu generic shapes, a fit of its own needs %d", name, kept,
+                     FM_CALIB_MIN_OP_POINTS);
+        /* the count names what it counts: the families' shapes are the difference */
+        if (full != kept + ops[i].from_families ||
+            fm_calib_sweep_op_count(ops[i].op, ops[i].families) != kept)
+            fail_msg("%s: %zu shapes, %zu without its families, %zu generic (expected %zu "
+                     "from %s)", name, full, fm_calib_sweep_op_count(ops[i].op, ops[i].families),
+                     kept, ops[i].from_families, ops[i].families);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1639,6 +1679,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_evict_probe),
         cmocka_unit_test(test_h100_refit),
         cmocka_unit_test(test_sweep_maxpool_survives_leave_out),
+        cmocka_unit_test(test_sweep_kinds_survive_leave_out),
     };
     return TEST_RUN_CASES(argc, argv, tests, NULL, NULL);
 }

@@ -29,5 +29,8 @@ bool fm_calib_left_out(const char *from, const char *leave_out);
 /* The full sweep's shapes of progress label `label` ("pool max") that --leave-out leave_out
  * (NULL: none) keeps. */
 size_t fm_calib_sweep_count(const char *label, const char *leave_out);
+/* The full sweep's shapes whose layer under test is one op (ReLU, SiLU, LayerNorm, Softmax,
+ * MaxPool, Attention, ...) that --leave-out leave_out keeps. */
+size_t fm_calib_sweep_op_count(enum fm_op op, const char *leave_out);
 
 #endif

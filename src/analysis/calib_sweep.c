@@ -153,6 +153,13 @@ static const struct point sweep[] = {
     {"norm", PT_LN, 256, 768, 0, 0, 0, 0, 0, 0, "vit,gpt2,bert"},
     {"norm", PT_LN, 1024, 384, 0, 0, 0, 0, 0, 0, "convnext,swin"},
     {"norm", PT_LN, 64, 2048, 0, 0, 0, 0, 0, 0, NULL},
+    /* generic LayerNorms (and Softmaxes, attentions, the activations below): a kind is
+     * fitted on its own from FM_CALIB_MIN_OP_POINTS shapes, and with only its families' it
+     * fell back to its class's fit wherever the family was left out (or always, with 3) */
+    {"norm", PT_LN, 128, 1024, 0, 0, 0, 0, 0, 0, NULL},
+    {"norm", PT_LN, 2048, 96, 0, 0, 0, 0, 0, 0, NULL},
+    {"norm", PT_LN, 32, 4096, 0, 0, 0, 0, 0, 0, NULL},
+    {"norm", PT_LN, 512, 512, 0, 0, 0, 0, 0, 0, NULL},
     {"activation", PT_ACT, 2, 64, 112, 0, 0, 0, 0, FM_OP_RELU, "resnet"},
     {"activation", PT_ACT, 8, 256, 14, 0, 0, 0, 0, FM_OP_RELU, NULL},
     {"activation", PT_ACT, 4, 512, 7, 0, 0, 0, 0, FM_OP_RELU, NULL},
@@ -170,6 +177,25 @@ static const struct point sweep[] = {
     {"activation", PT_ACT, 8, 144, 56, 0, 0, 0, 0, FM_OP_CLIP, "mobilenet_v2"},
     {"activation", PT_ACT, 8, 384, 14, 0, 0, 0, 0, FM_OP_CLIP, "mobilenet_v2"},
     {"activation", PT_ACT, 8, 960, 7, 0, 0, 0, 0, FM_OP_CLIP, "mobilenet_v2"},
+    /* generic SiLU, Hardswish, GELU and ReLU6: 16K to 3M elements each. With only their
+     * families' 3 shapes, SiLU, Hardswish and GELU were never fitted on their own, and ReLU6
+     * only while MobileNetV2 stayed in: their class's fit, mostly ReLU's, priced them */
+    {"activation", PT_ACT, 1, 48, 56, 0, 0, 0, 0, FM_OP_SILU, NULL},
+    {"activation", PT_ACT, 8, 144, 28, 0, 0, 0, 0, FM_OP_SILU, NULL},
+    {"activation", PT_ACT, 2, 1152, 7, 0, 0, 0, 0, FM_OP_SILU, NULL},
+    {"activation", PT_ACT, 16, 64, 56, 0, 0, 0, 0, FM_OP_SILU, NULL},
+    {"activation", PT_ACT, 1, 16, 112, 0, 0, 0, 0, FM_OP_HARDSWISH, NULL},
+    {"activation", PT_ACT, 4, 120, 28, 0, 0, 0, 0, FM_OP_HARDSWISH, NULL},
+    {"activation", PT_ACT, 8, 576, 7, 0, 0, 0, 0, FM_OP_HARDSWISH, NULL},
+    {"activation", PT_ACT, 16, 40, 56, 0, 0, 0, 0, FM_OP_HARDSWISH, NULL},
+    {"activation", PT_ACT, 4, 64, 8, 0, 0, 0, 0, FM_OP_GELU, NULL},
+    {"activation", PT_ACT, 1, 1536, 14, 0, 0, 0, 0, FM_OP_GELU, NULL},
+    {"activation", PT_ACT, 8, 384, 28, 0, 0, 0, 0, FM_OP_GELU, NULL},
+    {"activation", PT_ACT, 2, 3072, 8, 0, 0, 0, 0, FM_OP_GELU, NULL},
+    {"activation", PT_ACT, 1, 96, 56, 0, 0, 0, 0, FM_OP_CLIP, NULL},
+    {"activation", PT_ACT, 4, 192, 28, 0, 0, 0, 0, FM_OP_CLIP, NULL},
+    {"activation", PT_ACT, 16, 576, 7, 0, 0, 0, 0, FM_OP_CLIP, NULL},
+    {"activation", PT_ACT, 2, 16, 32, 0, 0, 0, 0, FM_OP_CLIP, NULL},
     {"activation", PT_SE, 8, 96, 56, 0, 0, 0, 0, 0, NULL},
     {"activation", PT_SE, 8, 240, 28, 0, 0, 0, 0, 0, "efficientnet"},
     {"activation", PT_SE, 8, 672, 14, 0, 0, 0, 0, 0, "efficientnet,mobilenet_v3"},
@@ -177,6 +203,10 @@ static const struct point sweep[] = {
     {"activation", PT_SE, 16, 32, 112, 0, 0, 0, 0, 0, "efficientnet"},
     {"activation", PT_SOFTMAX, 3072, 128, 0, 0, 0, 0, 0, 0, "vit,gpt2,bert"},
     {"activation", PT_SOFTMAX, 256, 1000, 0, 0, 0, 0, 0, 0, NULL},
+    {"activation", PT_SOFTMAX, 1024, 64, 0, 0, 0, 0, 0, 0, NULL},
+    {"activation", PT_SOFTMAX, 64, 4096, 0, 0, 0, 0, 0, 0, NULL},
+    {"activation", PT_SOFTMAX, 512, 512, 0, 0, 0, 0, 0, 0, NULL},
+    {"activation", PT_SOFTMAX, 8192, 32, 0, 0, 0, 0, 0, 0, NULL},
     {"pool max", PT_MAXPOOL, 2, 64, 112, 0, 3, 2, 0, 0, "resnet"},
     {"pool max", PT_MAXPOOL, 8, 128, 56, 0, 3, 2, 0, 0, NULL},
     {"pool max", PT_MAXPOOL, 4, 64, 56, 0, 3, 2, 0, 0, NULL},
@@ -226,6 +256,8 @@ static const struct point sweep[] = {
     {"attention", PT_ATTN, 2, 128, 768, 12, 0, 0, 0, 0, "vit,gpt2,bert"},
     {"attention", PT_ATTN, 4, 64, 256, 4, 0, 0, 0, 0, NULL},
     {"attention", PT_ATTN, 1, 256, 512, 8, 0, 0, 0, 0, NULL},
+    {"attention", PT_ATTN, 2, 64, 512, 8, 0, 0, 0, 0, NULL},
+    {"attention", PT_ATTN, 1, 512, 256, 4, 0, 0, 0, 0, NULL},
     {"data movement", PT_TRANSPOSE, 8, 12, 128, 64, 0, 0, 0, 0, "vit,gpt2,bert"},
     {"data movement", PT_TRANSPOSE, 2, 4, 256, 32, 0, 0, 0, 0, NULL},
     {"data movement", PT_TRANSPOSE, 4, 8, 512, 64, 0, 0, 0, 0, NULL},
@@ -837,6 +869,36 @@ size_t fm_calib_sweep_count(const char *label, const char *leave_out)
     size_t n = 0;
     for (size_t i = 0; i < sizeof(sweep) / sizeof(sweep[0]); i++)
         n += strcmp(sweep[i].cls, label) == 0 && !fm_calib_left_out(sweep[i].from, leave_out);
+    return n;
+}
+
+/* The op of the layer under test of a sweep point whose kind is one op's; FM_OP_COUNT for
+ * the convolutions, products, adds and gates, whose kinds depend on the shape. */
+static enum fm_op point_op(const struct point *p)
+{
+    switch (p->kind) {
+    case PT_ACT:
+        return p->op;
+    case PT_BN:
+        return FM_OP_BATCHNORM;
+    case PT_LN:
+        return FM_OP_LAYERNORM;
+    case PT_SOFTMAX:
+        return FM_OP_SOFTMAX;
+    case PT_MAXPOOL:
+        return FM_OP_MAXPOOL;
+    case PT_ATTN:
+        return FM_OP_ATTENTION;
+    default:
+        return FM_OP_COUNT;
+    }
+}
+
+size_t fm_calib_sweep_op_count(enum fm_op op, const char *leave_out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(sweep) / sizeof(sweep[0]); i++)
+        n += point_op(&sweep[i]) == op && !fm_calib_left_out(sweep[i].from, leave_out);
     return n;
 }
 
