@@ -1450,6 +1450,19 @@ BCAST_TEST(bcast_se_c56_batch3_blocked, FM_OP_MUL, true, false, SHAPE(3, 56, 3, 
            SHAPE(3, 56, 1, 1))
 BCAST_TEST(bcast_per_sample_c24_blocked, FM_OP_MUL, true, false, SHAPE(1, 24, 4, 4),
            SHAPE(1, 1, 1, 1))
+/* ConvNeXt's layer scale, one (C, 1, 1) scale for every sample, over 2x2 planes (its last
+ * stage's at 64x64): plain (after its Transpose) and a convolution's blocked output (20
+ * channels: the last block padded), the scale first or second; and a squeeze-excitation's
+ * (N, C, 1, 1) at batch 4 over 2x2 planes, blocked (RegNetY's last stage). The scale's
+ * gradient is summed in one pass (binary.c's scale_grad) */
+BCAST_TEST(bcast_layer_scale_plain, FM_OP_MUL, false, false, SHAPE(3, 20, 2, 2),
+           SHAPE(20, 1, 1))
+BCAST_TEST(bcast_layer_scale_blocked, FM_OP_MUL, true, true, SHAPE(3, 20, 2, 2),
+           SHAPE(1, 20, 1, 1))
+BCAST_TEST(bcast_layer_scale_wide_plane, FM_OP_MUL, false, false, SHAPE(2, 5, 7, 6),
+           SHAPE(5, 1, 1))
+BCAST_TEST(bcast_se_batch4_blocked, FM_OP_MUL, true, false, SHAPE(4, 20, 2, 2),
+           SHAPE(4, 20, 1, 1))
 /* a per-channel bias or layer scale at batch 1 on a blocked output */
 BCAST_TEST(bcast_add_channel_c24_blocked, FM_OP_ADD, true, false, SHAPE(1, 24, 4, 4),
            SHAPE(24, 1, 1))
@@ -2325,6 +2338,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(bcast_se_c24_plain),
         cmocka_unit_test(bcast_se_c56_batch3_blocked),
         cmocka_unit_test(bcast_per_sample_c24_blocked),
+        cmocka_unit_test(bcast_layer_scale_plain),
+        cmocka_unit_test(bcast_layer_scale_blocked),
+        cmocka_unit_test(bcast_layer_scale_wide_plane),
+        cmocka_unit_test(bcast_se_batch4_blocked),
         cmocka_unit_test(bcast_add_channel_c24_blocked),
         cmocka_unit_test(bcast_layernorm_sub),
         cmocka_unit_test(bcast_layernorm_div),

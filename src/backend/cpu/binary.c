@@ -17,11 +17,16 @@ struct binary_priv {
 
 /* y = x * k[n, c] over each (H, W) plane of a 4-D x, the squeeze-excitation multiply. oneDNN
  * 2.6's binary has no vectorized code for a per-(N, C) broadcast and runs its reference code
- * (6 ms where this takes 0.2 for MobileNetV3's and RegNetY's blocks). x, y (and dy, dx in the
- * backward) share one layout; base holds each plane's offset in it, channels padded to the
- * layout's block included (their scale is 0, so padding stays zero); k is plain (N, C). */
+ * (6 ms where this takes 0.2 for MobileNetV3's and RegNetY's blocks). k may also be one scale
+ * per channel for every sample, (1, C, 1, 1): ConvNeXt's layer scale, whose per-channel
+ * broadcast oneDNN vectorizes along the plane only, 8 times slower per element over the 2x2
+ * planes of its last stage than over 16x16 (0.27 ms for 98K elements at batch 32). x, y (and
+ * dy, dx in the backward) share one layout; base holds each plane's offset in it, channels
+ * padded to the layout's block included (their scale is 0, so padding stays zero); k is plain
+ * (kn, kc). */
 struct plane_scale {
     int64_t n, c, cp;                 /* batch, channels, channels with padding */
+    int64_t kn;                       /* k's samples: n, or 1 (the same scales for every one) */
     int64_t kc;                       /* k's channels: c, or 1 (one scale per sample) */
     int64_t h, w, sh, sw;             /* plane dims and their strides in the layout */
     int64_t blk;                      /* the channel block (1: none) */
@@ -31,7 +36,7 @@ struct plane_scale {
 /* The table for md when its layout allows one: blocked, at most one inner block and that on
  * the channels, planes not blocked. NULL otherwise (oneDNN's binary then runs it). */
 static struct plane_scale *plane_scale_new(struct fm_cpu *s, const dnnl_memory_desc_t *md,
-                                           int64_t kc)
+                                           int64_t kn, int64_t kc)
 {
     const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
     if (md->ndims != 4 || md->format_kind != dnnl_blocked || b->inner_nblks > 1 ||
@@ -43,6 +48,7 @@ static struct plane_scale *plane_scale_new(struct fm_cpu *s, const dnnl_memory_d
         return NULL;
     t->n = md->dims[0];
     t->c = md->dims[1];
+    t->kn = kn;
     t->kc = kc;
     t->cp = md->padded_dims[1];
     t->h = md->dims[2];
@@ -61,39 +67,65 @@ static struct plane_scale *plane_scale_new(struct fm_cpu *s, const dnnl_memory_d
     return t;
 }
 
-/* items: x, k (plain N x C), y */
+/* k's scale of sample i, channel c (c < t->c) */
+static inline float plane_k(const struct plane_scale *t, const float *k, int64_t i, int64_t c)
+{
+    return k[(t->kn == 1 ? 0 : i) * t->kc + (t->kc == 1 ? 0 : c)];
+}
+
+/* Whether t's planes are channel-blocked by 8 or 16 (nChw8c, nChw16c): each (sample, block)
+ * h * w runs of blk channels. */
+static bool plane_blocked(const struct plane_scale *t)
+{
+    return (t->blk == 8 || t->blk == 16) && t->sw == t->blk && t->sh == t->w * t->blk;
+}
+
+/* scale_plane over channel-blocked planes, B (8 or 16) a constant where it is inlined: each
+ * (sample, block) read once in order instead of once per channel */
+static inline __attribute__((always_inline)) void
+scale_blocks(const struct plane_scale *t, const float *restrict x, const float *restrict k,
+             float *restrict y, const int64_t B)
+{
+    const int64_t nb = t->cp / B, hw = t->h * t->w;
+    FM_CPU_PARALLEL
+    for (int64_t ib = 0; ib < t->n * nb; ib++) {
+        const int64_t i = ib / nb, c0 = ib % nb * B;
+        float f[16];
+        for (int64_t b = 0; b < B; b++)
+            f[b] = c0 + b < t->c ? plane_k(t, k, i, c0 + b) : 0.0f;
+        const int64_t o = t->base[i * t->cp + c0];
+        for (int64_t q = 0; q < hw; q++) {
+            for (int64_t b = 0; b < B; b++)
+                y[o + q * B + b] = x[o + q * B + b] * f[b];
+        }
+    }
+}
+
+/* items: x, k (plain kn x kc), y */
 static enum fm_status scale_plane(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
 {
     (void)s;
     const struct plane_scale *t = arg;
-    const float *x = fm_cpu_item_f32(it, 0), *k = fm_cpu_item_f32(it, 1);
-    float *y = fm_cpu_item_f32(it, 2);
-    const int64_t B = t->blk, hw = t->h * t->w;
-    if (B == 8 || B == 16) {
-        if (t->sw == B && t->sh == t->w * B) {
-            /* channel-blocked planes (nChw16c): each (sample, block) is h * w runs of B
-             * channels, read once in order instead of once per channel */
-            const int64_t nb = t->cp / B;
-            FM_CPU_PARALLEL
-            for (int64_t ib = 0; ib < t->n * nb; ib++) {
-                const int64_t i = ib / nb, c0 = ib % nb * B;
-                float f[16];
-                for (int64_t b = 0; b < B; b++)
-                    f[b] = c0 + b < t->c ? k[i * t->kc + (t->kc == 1 ? 0 : c0 + b)] : 0.0f;
-                const int64_t o = t->base[i * t->cp + c0];
-                for (int64_t q = 0; q < hw; q++) {
-                    for (int64_t b = 0; b < B; b++)
-                        y[o + q * B + b] = x[o + q * B + b] * f[b];
-                }
-            }
-            return FM_OK;
-        }
+    const float *restrict x = fm_cpu_item_f32(it, 0), *restrict k = fm_cpu_item_f32(it, 1);
+    float *restrict y = fm_cpu_item_f32(it, 2);
+    const int64_t hw = t->h * t->w;
+    if (plane_blocked(t)) {
+        if (t->blk == 8)
+            scale_blocks(t, x, k, y, 8);
+        else
+            scale_blocks(t, x, k, y, 16);
+        return FM_OK;
     }
     FM_CPU_PARALLEL
     for (int64_t ic = 0; ic < t->n * t->cp; ic++) {
         const int64_t i = ic / t->cp, c = ic % t->cp;
-        const float f = c < t->c ? k[i * t->kc + (t->kc == 1 ? 0 : c)] : 0.0f;
+        const float f = c < t->c ? plane_k(t, k, i, c) : 0.0f;
         const int64_t b = t->base[ic];
+        if (t->sw == 1 && t->sh == t->w) {   /* a plain plane: one run */
+            for (int64_t q = 0; q < hw; q++)
+                y[b + q] = x[b + q] * f;
+            continue;
+        }
         for (int64_t h = 0; h < t->h; h++) {
             const int64_t o = b + h * t->sh;
             for (int64_t w = 0; w < t->w; w++)
@@ -111,8 +143,11 @@ static enum fm_status scale_plane(struct fm_cpu *s, const struct fm_cpu_item *it
  * nChw16c: its reference code took 14 ms for one squeeze-excitation Mul that takes 0.07 here. */
 static bool plane_broadcast(const struct binary_priv *p, const struct fm_shape *y)
 {
-    return p->rank == 4 && p->broadcast && p->odims[0] == y->dims[0] &&
-           (p->odims[1] == y->dims[1] || p->odims[1] == 1) && p->odims[2] == 1 &&
+    bool per_sample = p->odims[0] == y->dims[0] && (p->odims[1] == y->dims[1] || p->odims[1] == 1);
+    /* (1, C, 1, 1) over planes of under 64 elements; from 8x8 oneDNN's own is as fast */
+    bool per_channel = p->odims[0] == 1 && p->odims[1] == y->dims[1] &&
+                       y->dims[2] * y->dims[3] < 64;
+    return p->rank == 4 && p->broadcast && (per_sample || per_channel) && p->odims[2] == 1 &&
            p->odims[3] == 1;
 }
 
@@ -203,7 +238,7 @@ enum fm_status fm_cpu_binary_fwd(struct fm_cpu *s, fm_nid id)
         return st;
     const dnnl_memory_desc_t *fmd = &s->t[n->in[p->full]].md;
     p->m_full = s->t[n->in[p->full]].val_mem;
-    if (n->op == FM_OP_MUL && plane_broadcast(p, y) && (p->scale = plane_scale_new(s, fmd, p->odims[1]))) {
+    if (n->op == FM_OP_MUL && plane_broadcast(p, y) && (p->scale = plane_scale_new(s, fmd, p->odims[0], p->odims[1]))) {
         st = fm_cpu_input_plain(s, id, FM_PHASE_FWD, n->in[p->other], false, &p->m_other);
         if (!st)
             st = fm_cpu_place(s, n->out[0], fmd);
@@ -349,6 +384,160 @@ static enum fm_status sum_channels(struct fm_cpu *s, const struct fm_cpu_item *i
     return FM_OK;
 }
 
+/* The gradient of scale_plane's k: dk[i, c] = the sum over the plane of dy * x (and over the
+ * samples, for one k of every sample), in one pass instead of a product into scratch and a
+ * reduction of it. oneDNN 2.6 reduced the product with an average pooling whose fixed cost
+ * over 2x2 planes made RegNetY-400MF's last squeeze-excitation Muls 5x their calibrated time
+ * at batch 32 (0.23 ms for the backward of 56K elements). out: o0 + i * os0 + c / ob * os1 +
+ * c % ob, the layout of k's gradient (plain, or channel-blocked (N, C, 1, 1)), written in
+ * full, channel padding with zeros. */
+struct scale_grad {
+    const struct plane_scale *t;
+    int64_t o0, os0, os1, ob, ocp;    /* out's offsets; its channels with padding */
+};
+
+/* out's element of k's sample i0 (0 for one k of every sample), channel c */
+static inline int64_t grad_at(const struct scale_grad *g, int64_t i0, int64_t c)
+{
+    return g->o0 + i0 * g->os0 + c / g->ob * g->os1 + c % g->ob;
+}
+
+/* scale_grad_exec over channel-blocked planes, B (8 or 16) a constant where it is inlined: B
+ * sums a (sample, block), over its h * w runs (and the samples, for one k of every sample) */
+static inline __attribute__((always_inline)) void
+grad_blocks(const struct scale_grad *g, const float *restrict dy, const float *restrict x,
+            float *restrict out, const int64_t B)
+{
+    const struct plane_scale *t = g->t;
+    const int64_t nb = t->cp / B, hw = t->h * t->w, kn = t->kn, per = kn == 1 ? t->n : 1;
+    FM_CPU_PARALLEL
+    for (int64_t kb = 0; kb < kn * nb; kb++) {
+        const int64_t i0 = kb / nb, c0 = kb % nb * B;
+        /* four sums a lane, so that the multiply-adds of consecutive pixels do not wait on
+         * each other */
+        float acc[4][16] = {{0}};
+        for (int64_t i = i0 * per; i < i0 * per + per; i++) {
+            const float *restrict a = dy + t->base[i * t->cp + c0];
+            const float *restrict v = x + t->base[i * t->cp + c0];
+            int64_t q = 0;
+            for (; q + 4 <= hw; q += 4) {
+                for (int64_t u = 0; u < 4; u++)
+                    for (int64_t b = 0; b < B; b++)
+                        acc[u][b] += a[(q + u) * B + b] * v[(q + u) * B + b];
+            }
+            for (; q < hw; q++)
+                for (int64_t b = 0; b < B; b++)
+                    acc[0][b] += a[q * B + b] * v[q * B + b];
+        }
+        for (int64_t b = 0; b < B && c0 + b < g->ocp; b++)
+            out[grad_at(g, i0, c0 + b)] =
+                c0 + b < t->c ? (acc[0][b] + acc[1][b]) + (acc[2][b] + acc[3][b]) : 0.0f;
+    }
+}
+
+/* items: dy, x (the layout of t), out */
+static enum fm_status scale_grad_exec(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
+{
+    (void)s;
+    const struct scale_grad *g = arg;
+    const struct plane_scale *t = g->t;
+    const float *restrict dy = fm_cpu_item_f32(it, 0), *restrict x = fm_cpu_item_f32(it, 1);
+    float *restrict out = fm_cpu_item_f32(it, 2);
+    const int64_t hw = t->h * t->w, kn = t->kn, per = kn == 1 ? t->n : 1;
+    if (plane_blocked(t)) {
+        if (t->blk == 8)
+            grad_blocks(g, dy, x, out, 8);
+        else
+            grad_blocks(g, dy, x, out, 16);
+    } else if (t->sw == 1 && t->sh == t->w) {
+        /* plain planes, one run each: by chunks of channels, sample after sample, so that
+         * each thread reads whole runs of the layout in order */
+        enum { CH = 32 };
+        const int64_t chunks = (t->c + CH - 1) / CH;
+        FM_CPU_PARALLEL
+        for (int64_t kc = 0; kc < kn * chunks; kc++) {
+            const int64_t i0 = kc / chunks, c0 = kc % chunks * CH;
+            const int64_t c1 = c0 + CH < t->c ? c0 + CH : t->c;
+            float acc[CH] = {0};
+            for (int64_t i = i0 * per; i < i0 * per + per; i++) {
+                for (int64_t c = c0; c < c1; c++) {
+                    const float *restrict a = dy + t->base[i * t->cp + c];
+                    const float *restrict b = x + t->base[i * t->cp + c];
+                    float sum = 0.0f;
+                    for (int64_t q = 0; q < hw; q++)
+                        sum += a[q] * b[q];
+                    acc[c - c0] += sum;
+                }
+            }
+            for (int64_t c = c0; c < c1; c++)
+                out[grad_at(g, i0, c)] = acc[c - c0];
+        }
+    } else {
+        FM_CPU_PARALLEL
+        for (int64_t kc = 0; kc < kn * t->c; kc++) {
+            const int64_t i0 = kc / t->c, c = kc % t->c;
+            float acc = 0.0f;
+            for (int64_t i = i0 * per; i < i0 * per + per; i++) {
+                const int64_t b = t->base[i * t->cp + c];
+                for (int64_t h = 0; h < t->h; h++) {
+                    const int64_t o = b + h * t->sh;
+                    for (int64_t w = 0; w < t->w; w++)
+                        acc += dy[o + w * t->sw] * x[o + w * t->sw];
+                }
+            }
+            out[grad_at(g, i0, c)] = acc;
+        }
+    }
+    /* the channel padding of a blocked out that t's blocks do not reach */
+    const int64_t cover = plane_blocked(t) ? t->cp : t->c;
+    for (int64_t i0 = 0; i0 < kn; i0++)
+        for (int64_t c = cover; c < g->ocp; c++)
+            out[grad_at(g, i0, c)] = 0.0f;
+    return FM_OK;
+}
+
+/* k's gradient for scale_plane (p->scale), written by scale_grad_exec into the layout of k's
+ * own tensor where that is (N or 1, C, 1, 1) with at most one block, on the channels, or
+ * plain of any rank (ConvNeXt's (C, 1, 1)); else plain (N or 1, C, 1, 1), then copied. */
+static enum fm_status scale_grad(struct fm_cpu *s, fm_nid id, struct binary_priv *p, fm_tid to,
+                                 dnnl_memory_t dy)
+{
+    enum fm_phase ph = grad_phase(s, to);
+    const struct plane_scale *t = p->scale;
+    const dnnl_memory_desc_t *kmd = &s->t[to].md;
+    const dnnl_blocking_desc_t *kb = &kmd->format_desc.blocking;
+    dnnl_memory_desc_t md, plain;
+    fm_cpu_md_plain(&plain, kmd->ndims, kmd->dims);
+    struct scale_grad *g = fm_cpu_buf(s, sizeof(*g));
+    if (!g)
+        return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
+    if (kmd->ndims == 4 && kmd->format_kind == dnnl_blocked && kb->inner_nblks <= 1 &&
+        (kb->inner_nblks == 0 || kb->inner_idxs[0] == 1) && kmd->dims[0] == t->kn &&
+        kmd->dims[1] == t->kc) {
+        md = *kmd;
+        const dnnl_blocking_desc_t *b = &md.format_desc.blocking;
+        *g = (struct scale_grad){.t = t, .o0 = md.offset0, .os0 = b->strides[0],
+                                 .os1 = b->strides[1], .ob = b->inner_nblks ? b->inner_blks[0] : 1,
+                                 .ocp = md.padded_dims[1]};
+    } else {
+        /* plain: k's own layout if it is plain (of kn * kc elements, what the forward read),
+         * else a plain (kn, kc, 1, 1) that sink_end copies over */
+        if (fm_cpu_md_equal(kmd, &plain))
+            md = *kmd;
+        else
+            fm_cpu_md_plain(&md, 4, (int64_t[4]){t->kn, t->kc, 1, 1});
+        *g = (struct scale_grad){.t = t, .o0 = 0, .os0 = t->kc, .os1 = 1, .ob = 1, .ocp = t->kc};
+    }
+    struct fm_cpu_sink sk;
+    dnnl_memory_t m;
+    enum fm_status st = fm_cpu_sink_begin(s, id, ph, to, &md, &sk, &m);
+    if (st || !m)
+        return st;
+    dnnl_memory_t mems[3] = {dy, p->m_full, m};
+    st = fm_cpu_add_fn(s, id, ph, scale_grad_exec, g, mems, 3);
+    return st ? st : fm_cpu_sink_end(s, &sk);
+}
+
 /* The broadcast operand's gradient: src summed down to its dims. */
 static enum fm_status reduce_into(struct fm_cpu *s, fm_nid id, struct binary_priv *p, fm_tid tid,
                                   dnnl_memory_t src)
@@ -372,7 +561,7 @@ static enum fm_status reduce_into(struct fm_cpu *s, fm_nid id, struct binary_pri
     struct plane_scale *t;
     if (p->rank == 4 && p->odims[0] == 1 && p->odims[1] == smd->dims[1] && p->odims[2] == 1 &&
         p->odims[3] == 1 && smd->dims[2] * smd->dims[3] > 1 &&
-        (t = plane_scale_new(s, smd, smd->dims[1]))) {
+        (t = plane_scale_new(s, smd, 1, smd->dims[1]))) {
         dnnl_dims_t cd = {1, smd->dims[1], 1, 1};
         fm_cpu_md_plain(&dst, 4, cd);
         st = fm_cpu_sink_begin(s, id, ph, tid, &dst, &sk, &m_dst);
@@ -437,7 +626,9 @@ enum fm_status fm_cpu_binary_bwd(struct fm_cpu *s, fm_nid id)
             st = fm_cpu_sink_end(s, &sk);
     }
     if (!st && fm_cpu_wants_grad(s, to)) {
-        if (p->broadcast) {
+        if (p->scale && p->scale->kc == p->scale->c) {   /* not one scale per sample */
+            st = scale_grad(s, id, p, to, dy);
+        } else if (p->broadcast) {
             dnnl_memory_t tmp;
             st = fm_cpu_mem_scratch(s, ymd, &tmp);
             if (!st)
