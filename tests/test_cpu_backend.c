@@ -483,6 +483,26 @@ static fm_tid b_se_block(struct fm_nn *nn, fm_tid x)
     fm_tid e = fm_nn_act(nn, "sig", FM_OP_SIGMOID, fm_nn_conv(nn, "fc2", q, 20, 1, 1, 0, 1, true));
     return fm_nn_mul(nn, "mul", c, e);
 }
+/* LayerNorm over the dims from axis on, with its scale and shift: at most 2^14 elements it
+ * runs as the GroupNorm loops (one group a row), above as oneDNN's layer normalization */
+static fm_tid layernorm(struct fm_nn *nn, fm_tid x, int axis, struct fm_shape ws)
+{
+    struct fm_attrs a;
+    fm_attrs_init(&a);
+    a.axis = axis;
+    a.eps = 1e-5;
+    fm_tid in[3] = {x, add_param(nn->ctx, nn->g, "ln.weight", ws),
+                    add_param(nn->ctx, nn->g, "ln.bias", ws)};
+    return add_op(nn, FM_OP_LAYERNORM, "ln", &a, in, 3);
+}
+static fm_tid b_ln_small(struct fm_nn *nn, fm_tid x)
+{   /* (2, 3, 4, 6) normalized over its last two dims: 6 rows of 24 */
+    return layernorm(nn, x, -2, SHAPE(4, 6));
+}
+static fm_tid b_ln_large(struct fm_nn *nn, fm_tid x)
+{   /* 160 rows of 128: 20,480 elements */
+    return layernorm(nn, x, -1, SHAPE(128));
+}
 static fm_tid b_mul_same(struct fm_nn *nn, fm_tid x)
 {
     fm_tid z = add_param(nn->ctx, nn->g, "z", SHAPE(2, 4, 3, 3));
@@ -630,6 +650,8 @@ FD_TEST(fd_mul_squeeze_excitation, VAL_NORMAL, b_mul_se, 2, 4, 3, 3)
 FD_TEST(fd_mul_se_blocked, VAL_NORMAL, b_mul_se_blocked, 3, 3, 5, 5)
 FD_TEST(fd_se_block, VAL_NORMAL, b_se_block, 2, 3, 4, 4)
 FD_TEST(fd_mul_same_shape, VAL_NORMAL, b_mul_same, 2, 4, 3, 3)
+FD_TEST(fd_layernorm_small, VAL_NORMAL, b_ln_small, 2, 3, 4, 6)
+FD_TEST(fd_layernorm_large, VAL_NORMAL, b_ln_large, 4, 40, 128)
 FD_TEST(fd_two_users, VAL_NORMAL, b_two_users, 2, 4, 3, 3)
 FD_TEST(fd_concat_plain, VAL_NORMAL, b_concat_plain, 2, 4, 3, 3)
 FD_TEST(fd_concat_blocked, VAL_NORMAL, b_concat_blocked, 2, 3, 4, 4)
@@ -1498,6 +1520,71 @@ POW_TEST(pow_general, 2.5)
 BCAST_TEST(bcast_channel_div_plain, FM_OP_DIV, false, false, SHAPE(1, 24, 3, 3),
            SHAPE(1, 24, 1, 1))
 
+/* LayerNorm's forward against a double reference, (rows, d) normalized per row with its scale
+ * and shift: small (the GroupNorm loops) and above 2^14 elements (oneDNN's). The gradients are
+ * the finite-difference tests' (fd_layernorm_*). */
+static void ln_forward_check(const char *what, int64_t rows, int64_t d)
+{
+    const struct fm_backend *be = backend_or_skip();
+    struct fm_ctx *ctx = test_ctx();
+    struct fm_graph *g = NULL;
+    FM_ASSERT_OK(ctx, fm_graph_new(ctx, what, &g));
+    fm_tid x = add_param(ctx, g, "x", SHAPE(rows, d));
+    struct fm_nn nn;
+    fm_nn_init(&nn, ctx, g, FM_DTYPE_FP32);
+    fm_tid y = layernorm(&nn, x, -1, SHAPE(d));
+    add_loss(&nn, y);
+    void *state = prepare_frozen(be, ctx, g, what);
+    const fm_tid params[3] = {x, named(g, "ln.weight"), named(g, "ln.bias")};
+    float *v[3];
+    uint64_t rng = 4242;
+    for (int k = 0; k < 3; k++) {
+        uint64_t n = numel(g, params[k]);
+        v[k] = malloc(sizeof(float) * n);
+        for (uint64_t i = 0; i < n; i++)   /* rows with a mean away from 0 */
+            v[k][i] = (float)(k == 0 ? 3.0 + 2.0 * rng_normal(&rng) : rng_normal(&rng));
+        FM_ASSERT_OK(ctx, be->write(state, params[k], v[k], n));
+    }
+    (void)step_loss(be, state);
+    uint64_t ny = (uint64_t)(rows * d);
+    float *vy = malloc(sizeof(float) * ny);
+    double *ry = malloc(sizeof(double) * ny);
+    FM_ASSERT_OK(ctx, be->read(state, y, false, vy, ny));
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = v[0] + r * d;
+        double mean = 0.0, var = 0.0;
+        for (int64_t j = 0; j < d; j++)
+            mean += xr[j];
+        mean /= (double)d;
+        for (int64_t j = 0; j < d; j++)
+            var += (xr[j] - mean) * (xr[j] - mean);
+        double rstd = 1.0 / sqrt(var / (double)d + 1e-5);
+        for (int64_t j = 0; j < d; j++)
+            ry[r * d + j] = (xr[j] - mean) * rstd * v[1][j] + v[2][j];
+    }
+    close_to(what, "y", vy, ry, ny, max_abs(ry, ny));
+    for (int k = 0; k < 3; k++)
+        free(v[k]);
+    free(vy);
+    free(ry);
+    be->release(state);
+    fm_graph_free(g);
+    fm_ctx_free(ctx);
+}
+
+/* Swin-T's last stage at batch 1: 4 rows of 768 */
+static void layernorm_small_forward(void **state)
+{
+    (void)state;
+    ln_forward_check("ln_small", 4, 768);
+}
+
+static void layernorm_large_forward(void **state)
+{
+    (void)state;
+    ln_forward_check("ln_large", 64, 384);
+}
+
 /* ---- goldens from PyTorch ---- */
 
 struct golden {
@@ -2303,6 +2390,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(fd_mul_se_blocked),
         cmocka_unit_test(fd_se_block),
         cmocka_unit_test(fd_mul_same_shape),
+        cmocka_unit_test(fd_layernorm_small),
+        cmocka_unit_test(fd_layernorm_large),
+        cmocka_unit_test(layernorm_small_forward),
+        cmocka_unit_test(layernorm_large_forward),
         cmocka_unit_test(fd_two_users),
         cmocka_unit_test(fd_concat_plain),
         cmocka_unit_test(fd_concat_blocked),

@@ -4,7 +4,8 @@
  * form is its fastest); scale and shift are passed as their own arguments (oneDNN 2.6's
  * dnnl_use_scale | dnnl_use_shift), none without affine. Forward training keeps mean and
  * variance; one backward primitive gives the input gradient and, when wanted, the scale and
- * shift gradients (reported as bwd_data, as BatchNorm's).
+ * shift gradients (reported as bwd_data, as BatchNorm's). Up to LN_SMALL elements, the
+ * GroupNorm loops below instead (one group a row).
  * Softmax and LogSoftmax: along the last axis (or one followed only by dims of 1), oneDNN
  * softmax_v2 (accurate, log) on a plain (outer, L) view, its backward from the output and its
  * gradient; along another axis plain loops over blocks of columns (oneDNN 2.6 has only
@@ -434,6 +435,77 @@ struct gn_priv {
     bool dx, dgamma, dbeta;
 };
 
+/* One group a row with no spatial extent (a LayerNorm's rows, ln_small): the row's statistics
+ * and its normalized values in float, vectorized. The general loops below sum in double
+ * and take the scale per channel of `spatial` elements, 2-3 ns an element where a row of a
+ * few hundred elements needs under one. */
+FM_CPU_CLONES
+static void row_fwd(const float *restrict x, float *restrict y, const float *restrict gamma,
+                    const float *restrict beta, int64_t d, float eps, float *mean_out,
+                    float *rstd_out)
+{
+    float sum = 0.0f;
+    FM_CPU_SIMD_REDUCE(+ : sum)
+    for (int64_t j = 0; j < d; j++)
+        sum += x[j];
+    const float mean = sum / (float)d;
+    float sq = 0.0f;
+    FM_CPU_SIMD_REDUCE(+ : sq)
+    for (int64_t j = 0; j < d; j++)
+        sq += (x[j] - mean) * (x[j] - mean);
+    const float rstd = 1.0f / sqrtf(sq / (float)d + eps);
+    *mean_out = mean;
+    *rstd_out = rstd;
+    FM_CPU_SIMD
+    for (int64_t j = 0; j < d; j++)
+        y[j] = (x[j] - mean) * rstd * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
+}
+
+/* dx of one row: rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma */
+FM_CPU_CLONES
+static void row_bwd(const float *restrict x, const float *restrict dy, float *restrict dx,
+                    const float *restrict gamma, int64_t d, float mean, float rstd)
+{
+    float sg = 0.0f, sgx = 0.0f;
+#ifdef _OPENMP
+    _Pragma("omp simd reduction(+ : sg, sgx)")
+#endif
+    for (int64_t j = 0; j < d; j++) {
+        const float g = dy[j] * (gamma ? gamma[j] : 1.0f);
+        sg += g;
+        sgx += g * (x[j] - mean) * rstd;
+    }
+    const float mg = sg / (float)d, mgx = sgx / (float)d;
+    FM_CPU_SIMD
+    for (int64_t j = 0; j < d; j++) {
+        const float xhat = (x[j] - mean) * rstd;
+        dx[j] = rstd * (dy[j] * (gamma ? gamma[j] : 1.0f) - mg - xhat * mgx);
+    }
+}
+
+/* dgamma += dy xhat, dbeta += dy over columns [j0, j1) of one row */
+FM_CPU_CLONES
+static void row_weights(const float *restrict x, const float *restrict dy, float *restrict dg,
+                        float *restrict db, int64_t j0, int64_t j1, float mean, float rstd)
+{
+    if (dg) {
+        FM_CPU_SIMD
+        for (int64_t j = j0; j < j1; j++)
+            dg[j] += dy[j] * (x[j] - mean) * rstd;
+    }
+    if (db) {
+        FM_CPU_SIMD
+        for (int64_t j = j0; j < j1; j++)
+            db[j] += dy[j];
+    }
+}
+
+/* whether p is one group a row with no spatial extent: row_fwd and row_bwd */
+static bool gn_rows(const struct gn_priv *p)
+{
+    return p->groups == 1 && p->spatial == 1;
+}
+
 /* memories: x, y, then scale and shift when present (all plain) */
 static enum fm_status gn_fwd_run(struct fm_cpu *s, const struct fm_cpu_item *it, void *arg)
 {
@@ -445,6 +517,12 @@ static enum fm_status gn_fwd_run(struct fm_cpu *s, const struct fm_cpu_item *it,
     const float *gamma = p->has_scale ? fm_cpu_item_f32(it, k++) : NULL;
     const float *beta = p->has_shift ? fm_cpu_item_f32(it, k++) : NULL;
     int64_t ng = p->n * p->groups, len = p->cpg * p->spatial;
+    if (gn_rows(p)) {
+        FM_CPU_PARALLEL_IF(ng * len > 4096)
+        for (int64_t r = 0; r < ng; r++)
+            row_fwd(x + r * len, y + r * len, gamma, beta, len, p->eps, &p->mean[r], &p->rstd[r]);
+        return FM_OK;
+    }
     FM_CPU_PARALLEL
     for (int64_t gi = 0; gi < ng; gi++) {
         const float *xg = x + gi * len;
@@ -484,6 +562,12 @@ static enum fm_status gn_bwd_data_run(struct fm_cpu *s, const struct fm_cpu_item
     float *dx = fm_cpu_item_f32(it, 2);
     const float *gamma = p->has_scale ? fm_cpu_item_f32(it, 3) : NULL;
     int64_t ng = p->n * p->groups, len = p->cpg * p->spatial;
+    if (gn_rows(p)) {
+        FM_CPU_PARALLEL_IF(ng * len > 4096)
+        for (int64_t r = 0; r < ng; r++)
+            row_bwd(x + r * len, dy + r * len, dx + r * len, gamma, len, p->mean[r], p->rstd[r]);
+        return FM_OK;
+    }
     FM_CPU_PARALLEL
     for (int64_t gi = 0; gi < ng; gi++) {
         const float *xg = x + gi * len, *dyg = dy + gi * len;
@@ -527,6 +611,24 @@ static enum fm_status gn_bwd_weight_run(struct fm_cpu *s, const struct fm_cpu_it
     int k = 2;
     float *dgamma = p->dgamma ? fm_cpu_item_f32(it, k++) : NULL;
     float *dbeta = p->dbeta ? fm_cpu_item_f32(it, k++) : NULL;
+    if (gn_rows(p)) {
+        /* columns in chunks shared among the threads, rows in order within a chunk */
+        const int64_t d = p->c, chunk = 256, chunks = (d + chunk - 1) / chunk;
+        FM_CPU_PARALLEL_IF(p->n * d > 4096)
+        for (int64_t q = 0; q < chunks; q++) {
+            const int64_t j0 = q * chunk, j1 = j0 + chunk < d ? j0 + chunk : d;
+            for (int64_t j = j0; j < j1; j++) {
+                if (dgamma)
+                    dgamma[j] = 0.0f;
+                if (dbeta)
+                    dbeta[j] = 0.0f;
+            }
+            for (int64_t r = 0; r < p->n; r++)
+                row_weights(x + r * d, dy + r * d, dgamma, dbeta, j0, j1, p->mean[r],
+                            p->rstd[r]);
+        }
+        return FM_OK;
+    }
     FM_CPU_PARALLEL
     for (int64_t c = 0; c < p->c; c++) {
         double sg = 0.0, sb = 0.0;
@@ -552,22 +654,22 @@ static enum fm_status gn_bwd_weight_run(struct fm_cpu *s, const struct fm_cpu_it
     return FM_OK;
 }
 
-static enum fm_status gn_fwd(struct fm_cpu *s, fm_nid id)
+/* The forward of a group normalization of x viewed as (n, c, spatial) in groups of c / groups
+ * channels, the scale and shift (inputs 1 and 2, optional) per channel. */
+static enum fm_status gn_fwd_as(struct fm_cpu *s, fm_nid id, int64_t n_, int64_t c, int64_t groups,
+                                int64_t spatial)
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
-    const struct fm_shape *xs = &fm_graph_tensor(s->g, n->in[0])->shape;
     fm_tid gamma = opt_in(n, 1), beta = opt_in(n, 2);
     struct gn_priv *p = fm_cpu_buf(s, sizeof(*p));
     if (!p)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
     s->nodes[id].priv = p;
-    p->n = xs->dims[0];
-    p->c = xs->dims[1];
-    p->groups = n->op == FM_OP_INSTANCENORM ? p->c : n->attrs.groups;
-    p->cpg = p->c / p->groups;
-    p->spatial = 1;
-    for (int i = 2; i < xs->rank; i++)
-        p->spatial *= xs->dims[i];
+    p->n = n_;
+    p->c = c;
+    p->groups = groups;
+    p->cpg = c / groups;
+    p->spatial = spatial;
     p->eps = (float)n->attrs.eps;
     p->has_scale = gamma != FM_NONE;
     p->has_shift = beta != FM_NONE;
@@ -589,6 +691,35 @@ static enum fm_status gn_fwd(struct fm_cpu *s, fm_nid id)
     if (st)
         return st;
     return fm_cpu_add_fn(s, id, FM_PHASE_FWD, gn_fwd_run, p, mems, nm);
+}
+
+static enum fm_status gn_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    const struct fm_shape *xs = &fm_graph_tensor(s->g, n->in[0])->shape;
+    int64_t c = xs->dims[1], spatial = 1;
+    for (int i = 2; i < xs->rank; i++)
+        spatial *= xs->dims[i];
+    return gn_fwd_as(s, id, xs->dims[0], c, n->op == FM_OP_INSTANCENORM ? c : n->attrs.groups,
+                     spatial);
+}
+
+/* A LayerNorm of at most LN_SMALL elements runs as a group normalization of one group a row
+ * ((rows, D) as (rows, D, 1), the scale and shift per element of the row): oneDNN 2.6's layer
+ * normalization spends 20-25 us on its backward however few the rows (Swin-T's last stage at
+ * batch 1, 4 rows of 768, 0.05 ms a step against 0.01 calibrated), the loops a few. */
+#define LN_SMALL (1 << 14)
+
+/* rows and D of LayerNorm node id when it takes the small path; false otherwise */
+static bool ln_small(const struct fm_cpu *s, fm_nid id, int64_t *rows, int64_t *d)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
+    const struct fm_shape *xs = &fm_graph_tensor(s->g, n->in[0])->shape;
+    int axis = (int)(n->attrs.axis < 0 ? n->attrs.axis + xs->rank : n->attrs.axis);
+    *rows = *d = 1;
+    for (int i = 0; i < xs->rank; i++)
+        *(i < axis ? rows : d) *= xs->dims[i];
+    return *rows * *d <= LN_SMALL;
 }
 
 static enum fm_status gn_bwd(struct fm_cpu *s, fm_nid id)
@@ -661,8 +792,10 @@ enum fm_status fm_cpu_norm_check(struct fm_ctx *ctx, const struct fm_graph *g,
 enum fm_status fm_cpu_norm_fwd(struct fm_cpu *s, fm_nid id)
 {
     switch (fm_graph_node(s->g, id)->op) {
-    case FM_OP_LAYERNORM:
-        return ln_fwd(s, id);
+    case FM_OP_LAYERNORM: {
+        int64_t rows, d;
+        return ln_small(s, id, &rows, &d) ? gn_fwd_as(s, id, rows, d, 1, 1) : ln_fwd(s, id);
+    }
     case FM_OP_SOFTMAX:
     case FM_OP_LOG_SOFTMAX:
         return sm_fwd(s, id);
@@ -674,8 +807,10 @@ enum fm_status fm_cpu_norm_fwd(struct fm_cpu *s, fm_nid id)
 enum fm_status fm_cpu_norm_bwd(struct fm_cpu *s, fm_nid id)
 {
     switch (fm_graph_node(s->g, id)->op) {
-    case FM_OP_LAYERNORM:
-        return ln_bwd(s, id);
+    case FM_OP_LAYERNORM: {
+        int64_t rows, d;
+        return ln_small(s, id, &rows, &d) ? gn_bwd(s, id) : ln_bwd(s, id);
+    }
     case FM_OP_SOFTMAX:
     case FM_OP_LOG_SOFTMAX:
         return sm_bwd(s, id);
