@@ -84,19 +84,27 @@ struct ln_priv {
     dnnl_memory_t x, mean, var, scale, shift;
 };
 
-static enum fm_status ln_fwd(struct fm_cpu *s, fm_nid id)
+/* A LayerNorm's input as (rows, D): D the product of the normalized dims [axis, rank). */
+static void ln_dims(const struct fm_cpu *s, fm_nid id, int64_t dims[2])
 {
     const struct fm_node *n = fm_graph_node(s->g, id);
     const struct fm_shape *xs = &fm_graph_tensor(s->g, n->in[0])->shape;
+    int axis = (int)(n->attrs.axis < 0 ? n->attrs.axis + xs->rank : n->attrs.axis);
+    dims[0] = dims[1] = 1;
+    for (int i = 0; i < xs->rank; i++)
+        dims[i < axis ? 0 : 1] *= xs->dims[i];
+}
+
+static enum fm_status ln_fwd(struct fm_cpu *s, fm_nid id)
+{
+    const struct fm_node *n = fm_graph_node(s->g, id);
     fm_tid gamma = opt_in(n, 1), beta = opt_in(n, 2);
     struct ln_priv *p = fm_cpu_buf(s, sizeof(*p));
     if (!p)
         return fm_error(s->ctx, FM_ERR_NOMEM, "out of memory");
     s->nodes[id].priv = p;
-    int axis = (int)(n->attrs.axis < 0 ? n->attrs.axis + xs->rank : n->attrs.axis);
-    int64_t dims[2] = {1, 1};
-    for (int i = 0; i < xs->rank; i++)
-        dims[i < axis ? 0 : 1] *= xs->dims[i];
+    int64_t dims[2];
+    ln_dims(s, id, dims);
     fm_cpu_md_plain(&p->data_md, 2, dims);
     fm_cpu_md_plain(&p->w_md, 1, &dims[1]);
     dnnl_memory_desc_t stat_md;
@@ -710,16 +718,11 @@ static enum fm_status gn_fwd(struct fm_cpu *s, fm_nid id)
  * batch 1, 4 rows of 768, 0.05 ms a step against 0.01 calibrated), the loops a few. */
 #define LN_SMALL (1 << 14)
 
-/* rows and D of LayerNorm node id when it takes the small path; false otherwise */
-static bool ln_small(const struct fm_cpu *s, fm_nid id, int64_t *rows, int64_t *d)
+/* Whether LayerNorm node id takes the small path; its (rows, D) in dims either way. */
+static bool ln_small(const struct fm_cpu *s, fm_nid id, int64_t dims[2])
 {
-    const struct fm_node *n = fm_graph_node(s->g, id);
-    const struct fm_shape *xs = &fm_graph_tensor(s->g, n->in[0])->shape;
-    int axis = (int)(n->attrs.axis < 0 ? n->attrs.axis + xs->rank : n->attrs.axis);
-    *rows = *d = 1;
-    for (int i = 0; i < xs->rank; i++)
-        *(i < axis ? rows : d) *= xs->dims[i];
-    return *rows * *d <= LN_SMALL;
+    ln_dims(s, id, dims);
+    return dims[0] * dims[1] <= LN_SMALL;
 }
 
 static enum fm_status gn_bwd(struct fm_cpu *s, fm_nid id)
@@ -793,8 +796,8 @@ enum fm_status fm_cpu_norm_fwd(struct fm_cpu *s, fm_nid id)
 {
     switch (fm_graph_node(s->g, id)->op) {
     case FM_OP_LAYERNORM: {
-        int64_t rows, d;
-        return ln_small(s, id, &rows, &d) ? gn_fwd_as(s, id, rows, d, 1, 1) : ln_fwd(s, id);
+        int64_t dims[2];
+        return ln_small(s, id, dims) ? gn_fwd_as(s, id, dims[0], dims[1], 1, 1) : ln_fwd(s, id);
     }
     case FM_OP_SOFTMAX:
     case FM_OP_LOG_SOFTMAX:
@@ -808,8 +811,8 @@ enum fm_status fm_cpu_norm_bwd(struct fm_cpu *s, fm_nid id)
 {
     switch (fm_graph_node(s->g, id)->op) {
     case FM_OP_LAYERNORM: {
-        int64_t rows, d;
-        return ln_small(s, id, &rows, &d) ? gn_bwd(s, id) : ln_bwd(s, id);
+        int64_t dims[2];
+        return ln_small(s, id, dims) ? gn_bwd(s, id) : ln_bwd(s, id);
     }
     case FM_OP_SOFTMAX:
     case FM_OP_LOG_SOFTMAX:
